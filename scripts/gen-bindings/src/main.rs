@@ -1,0 +1,412 @@
+//! Regenerates the committed bindings in `cupti-sys/src/generated/` from NVIDIA's
+//! headers, as unpacked by `scripts/nvidia-wheels.py fetch`.
+//!
+//! Output (all deterministic: bindgen with prettyplease, no rustfmt, sorted tables):
+//! - `common.rs`: declarations shared by every supported CUPTI release (result codes,
+//!   callback ids and data, profiler / range-profiler / PM-sampling / host parameter
+//!   structs, nvperf host structs), from the newest pinned headers.
+//! - `cupti_fns.rs`, `nvperf_host_fns.rs`: libloading function tables for the calls the
+//!   profiler makes, signatures taken verbatim from the headers.
+//! - `records/vXX_Y.rs`: per CUPTI release, the activity record layouts that release
+//!   writes (the newest variant of each record family in its `cupti_activity.h`).
+//! - `records/mod.rs`: the list of releases, their API versions and record names.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use quote::{format_ident, quote};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Release {
+    release: String,
+    cupti_version: String,
+    runtime_version: String,
+    cupti_include: PathBuf,
+    /// CUPTI, CUDA runtime and (CUDA 13) crt include directories.
+    include_dirs: Vec<PathBuf>,
+}
+
+/// The release whose headers provide the shared declarations.
+const COMMON_FROM: &str = "13.5";
+
+/// Record families decoded from activity buffers. For each release the newest
+/// variant its `cupti_activity.h` defines is used (e.g. Kernel9 in 12.x, Kernel13 in 13.4).
+const RECORD_FAMILIES: &[&str] = &[
+    "API",
+    "Context",
+    "Device",
+    "ExternalCorrelation",
+    "GraphTrace",
+    "Kernel",
+    "Marker",
+    "MarkerData",
+    "Memcpy",
+    "MemcpyPtoP",
+    "Memset",
+    "Name",
+    "Overhead",
+    "Synchronization",
+];
+
+/// CUPTI functions the profiler resolves (regexes over the exported names).
+const CUPTI_FUNCTIONS: &[&str] = &[
+    "cuptiGetVersion",
+    "cuptiGetResultString",
+    "cuptiGetErrorMessage",
+    "cuptiGetLastError",
+    "cuptiGetTimestamp",
+    "cuptiGetContextId",
+    "cuptiGetDeviceId",
+    "cuptiGetStreamIdEx",
+    "cuptiGetGraphId",
+    "cuptiGetGraphNodeId",
+    "cuptiGetGraphExecId",
+    "cuptiGetThreadIdType",
+    "cuptiSetThreadIdType",
+    "cuptiFinalize",
+    "cuptiSubscribe",
+    "cuptiSubscribe_v2",
+    "cuptiUnsubscribe",
+    "cuptiEnableDomain",
+    "cuptiEnableCallback",
+    "cuptiGetCallbackName",
+    "cuptiActivityEnable",
+    "cuptiActivityEnable_v2",
+    "cuptiActivityDisable",
+    "cuptiActivityDisable_v2",
+    "cuptiActivityRegisterCallbacks",
+    "cuptiActivityRegisterCallbacks_v2",
+    "cuptiActivityFlushAll",
+    "cuptiActivityGetNextRecord",
+    "cuptiActivityGetNextRecord_v2",
+    "cuptiActivityGetNumDroppedRecords",
+    "cuptiActivityGetNumDroppedRecords_v2",
+    "cuptiActivitySetAttribute",
+    "cuptiActivitySetAttribute_v2",
+    "cuptiActivityGetAttribute",
+    "cuptiActivityEnableLaunchAttributes",
+    "cuptiActivityGetStructSize",
+    "cuptiActivityPushExternalCorrelationId",
+    "cuptiActivityPopExternalCorrelationId",
+    "cuptiDeviceGetChipName",
+    "cuptiProfilerInitialize",
+    "cuptiProfilerDeInitialize",
+    "cuptiProfilerGetCounterAvailability",
+    "cuptiRangeProfiler\\w+",
+    "cuptiPmSampling\\w+",
+    "cuptiProfilerHost\\w+",
+];
+
+/// nvperf host functions (libnvperf_host.so), for offline metric configuration.
+const NVPERF_HOST_FUNCTIONS: &[&str] = &[
+    "NVPW_InitializeHost",
+    "NVPW_GetSupportedChipNames",
+    "NVPW_CUDA_MetricsEvaluator_\\w+",
+    "NVPW_MetricsEvaluator_\\w+",
+    "NVPW_CUDA_RawMetricsConfig_Create_V2",
+    "NVPW_RawMetricsConfig_\\w+",
+    "NVPW_CUDA_CounterDataBuilder_Create",
+    "NVPW_CounterDataBuilder_\\w+",
+];
+
+/// Driver API parameter structs the callbacks read (`generated_cuda_meta.h`).
+const DRIVER_PARAMS: &[&str] = &[
+    "cuLaunchKernel_params",
+    "cuLaunchKernel_ptsz_params",
+    "cuLaunchKernelEx_params",
+    "cuLaunchKernelEx_ptsz_params",
+    "cuLaunchCooperativeKernel_params",
+    "cuLaunchCooperativeKernel_ptsz_params",
+    "cuGraphLaunch_params",
+    "cuGraphLaunch_ptsz_params",
+];
+
+fn main() -> Result<()> {
+    let root = repo_root();
+    let nvidia = std::env::var_os("GPUPROF_NVIDIA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target/nvidia"));
+    let manifest_path = nvidia.join("manifest.json");
+    let manifest: Vec<Release> = serde_json::from_str(
+        &std::fs::read_to_string(&manifest_path)
+            .with_context(|| format!("reading {} (run scripts/nvidia-wheels.py fetch)", manifest_path.display()))?,
+    )
+    .with_context(|| format!("parsing {}", manifest_path.display()))?;
+    let out = root.join("cupti-sys/src/generated");
+    std::fs::create_dir_all(out.join("records"))?;
+
+    let common = manifest
+        .iter()
+        .find(|r| r.release == COMMON_FROM)
+        .with_context(|| format!("release {COMMON_FROM} missing from the manifest"))?;
+    gen_common(common, &out)?;
+
+    let mut index = Vec::new();
+    for rel in &manifest {
+        index.push(gen_records(rel, &out.join("records"))?);
+    }
+    write(&out.join("records/mod.rs"), &records_index(&index))?;
+    Ok(())
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+}
+
+fn header_comment(what: &str, rel: &Release) -> String {
+    format!(
+        "// @generated by scripts/regen-bindings.sh from NVIDIA's headers: {what}.\n\
+         // CUPTI {} (CUDA runtime headers {}). Do not edit.\n\n",
+        rel.cupti_version, rel.runtime_version
+    )
+}
+
+fn builder(rel: &Release, header: &str) -> bindgen::Builder {
+    bindgen::Builder::default()
+        .header_contents("wrapper.h", header)
+        .clang_args(rel.include_dirs.iter().map(|d| format!("-I{}", d.display())))
+        .formatter(bindgen::Formatter::Prettyplease)
+        .default_enum_style(bindgen::EnumVariation::ModuleConsts)
+        .derive_default(true)
+        .derive_debug(true)
+        .layout_tests(true)
+        .generate_comments(false)
+        .size_t_is_usize(true)
+        .use_core()
+        .merge_extern_blocks(true)
+        .sort_semantically(true)
+}
+
+fn gen_common(rel: &Release, out: &Path) -> Result<()> {
+    let header = "#include <cupti.h>\n#include <cupti_target.h>\n#include <cupti_profiler_target.h>\n\
+                  #include <cupti_profiler_host.h>\n#include <cupti_range_profiler.h>\n\
+                  #include <cupti_pmsampling.h>\n#include <nvperf_host.h>\n#include <nvperf_cuda_host.h>\n";
+    let mut b = builder(rel, header)
+        // Everything CUPTI declares except activity records (per release, see records/).
+        .allowlist_type("CUpti_([B-Zb-z_]|A[^c]|Ac[^t]).*")
+        .allowlist_type("CUptiResult")
+        .allowlist_type(
+            "CUpti_Activity(|Kind|Attribute|Flag|ObjectKind|ObjectKindId|OverheadKind|MemcpyKind|\
+             MemoryKind|LaunchType|SynchronizationType|ComputeApiKind|PartitionedGlobalCacheConfig|\
+             ThreadIdType|StreamFlag|MemoryOperationType|MemoryPoolType|MemoryPoolOperationType|\
+             Config|FieldSelection|RecordLayout|FieldLayoutEntry|\\w+FieldIds)",
+        )
+        .allowlist_type("CUresult|CUdevice|CUcontext|CUstream|CUfunction|CUgraph|CUgraphExec|CUgraphNode|CUuuid")
+        .allowlist_var("CUPTI_.*")
+        .allowlist_var("NVPW_.*");
+    for p in DRIVER_PARAMS {
+        b = b.allowlist_type(p);
+    }
+    for f in CUPTI_FUNCTIONS.iter().chain(NVPERF_HOST_FUNCTIONS) {
+        b = b.allowlist_function(f);
+    }
+    let code = b.generate().context("bindgen (common)")?.to_string();
+    let mut file: syn::File = syn::parse_str(&code).context("parsing bindgen output")?;
+
+    // Pull the extern blocks out: functions are reached only through the tables.
+    let mut fns = Vec::new();
+    file.items.retain(|item| match item {
+        syn::Item::ForeignMod(fm) => {
+            for fi in &fm.items {
+                if let syn::ForeignItem::Fn(f) = fi {
+                    fns.push(f.sig.clone());
+                }
+            }
+            false
+        }
+        _ => true,
+    });
+    fns.sort_by_key(|s| s.ident.to_string());
+
+    let mut text = header_comment("shared declarations", rel);
+    text.push_str(&prettyplease::unparse(&file));
+    write(&out.join("common.rs"), &text)?;
+
+    let (cupti, nvperf): (Vec<_>, Vec<_>) = fns.into_iter().partition(|s| s.ident.to_string().starts_with("cupti"));
+    if cupti.is_empty() || nvperf.is_empty() {
+        bail!("no functions matched the allowlists");
+    }
+    check_allowlist_hit(CUPTI_FUNCTIONS, &cupti)?;
+    check_allowlist_hit(NVPERF_HOST_FUNCTIONS, &nvperf)?;
+    let mut t = header_comment("libcupti function table", rel);
+    t.push_str(&table("CuptiFns", "CUPTI_FN_NAMES", "libcupti", &cupti)?);
+    write(&out.join("cupti_fns.rs"), &t)?;
+    let mut t = header_comment("libnvperf_host function table", rel);
+    t.push_str(&table("NvperfHostFns", "NVPERF_HOST_FN_NAMES", "libnvperf_host", &nvperf)?);
+    write(&out.join("nvperf_host_fns.rs"), &t)?;
+    Ok(())
+}
+
+/// Every allowlist entry must name at least one function: a typo must not silently
+/// drop a function from the table.
+fn check_allowlist_hit(patterns: &[&str], sigs: &[syn::Signature]) -> Result<()> {
+    for p in patterns {
+        let re = regex::Regex::new(&format!("^(?:{p})$"))?;
+        if !sigs.iter().any(|s| re.is_match(&s.ident.to_string())) {
+            bail!("function allowlist entry {p:?} matched nothing in the headers");
+        }
+    }
+    Ok(())
+}
+
+fn table(ty: &str, names_const: &str, lib: &str, sigs: &[syn::Signature]) -> Result<String> {
+    let ty = format_ident!("{ty}");
+    let names_const = format_ident!("{names_const}");
+    let mut fields = Vec::new();
+    let mut loads = Vec::new();
+    let mut names = Vec::new();
+    for s in sigs {
+        let name = &s.ident;
+        let inputs = s.inputs.iter().map(|arg| match arg {
+            syn::FnArg::Typed(pt) => {
+                let t = &pt.ty;
+                quote!(#t)
+            }
+            syn::FnArg::Receiver(_) => unreachable!("extern fn with self"),
+        });
+        let output = &s.output;
+        let fn_ty = quote!(unsafe extern "C" fn(#(#inputs),*) #output);
+        let name_str = name.to_string();
+        let sym = syn::LitByteStr::new(format!("{name_str}\0").as_bytes(), proc_macro2::Span::call_site());
+        fields.push(quote! { pub #name: Option<#fn_ty> });
+        loads.push(quote! {
+            // SAFETY: the symbol's type is the prototype from NVIDIA's header (see `load`).
+            #name: unsafe { lib.get::<#fn_ty>(#sym) }.ok().map(|s| *s)
+        });
+        names.push(name_str);
+    }
+    let doc = format!(
+        " The functions gpuprof resolves from `{lib}`, each `None` where the loaded\n \
+         library does not export it (older releases lack newer APIs)."
+    );
+    let tokens = quote! {
+        #[allow(unused_imports)]
+        use super::common::*;
+
+        #[doc = #doc]
+        #[allow(non_snake_case)]
+        #[derive(Clone, Copy)]
+        pub struct #ty { #(#fields,)* }
+
+        /// Names of every function in the table, in table order.
+        pub const #names_const: &[&str] = &[#(#names),*];
+
+        impl #ty {
+            /// Resolves every function of the table from `lib`.
+            ///
+            /// # Safety
+            /// `lib` must be the NVIDIA library these prototypes come from (any release
+            /// with the same C ABI), and it must stay loaded for as long as any pointer
+            /// taken from the table is called.
+            pub unsafe fn load(lib: &libloading::Library) -> Self {
+                Self { #(#loads,)* }
+            }
+        }
+    };
+    let file: syn::File = syn::parse2(tokens)?;
+    Ok(prettyplease::unparse(&file))
+}
+
+struct RecordIndex {
+    module: String,
+    release: String,
+    cupti_version: String,
+    api_version: u32,
+    records: BTreeMap<&'static str, String>,
+}
+
+fn gen_records(rel: &Release, dir: &Path) -> Result<RecordIndex> {
+    let activity_h = rel.cupti_include.join("cupti_activity.h");
+    let text = std::fs::read_to_string(&activity_h).with_context(|| format!("reading {}", activity_h.display()))?;
+    let version_h = rel.cupti_include.join("cupti_version.h");
+    let vtext = std::fs::read_to_string(&version_h).with_context(|| format!("reading {}", version_h.display()))?;
+    let api_version: u32 = regex::Regex::new(r"(?m)^#define CUPTI_API_VERSION (\d+)")?
+        .captures(&vtext)
+        .with_context(|| format!("no CUPTI_API_VERSION in {}", version_h.display()))?[1]
+        .parse()?;
+
+    let mut records = BTreeMap::new();
+    for fam in RECORD_FAMILIES {
+        let re = regex::Regex::new(&format!(r"\}} (CUpti_Activity{fam}(\d*));"))?;
+        let newest = re
+            .captures_iter(&text)
+            .map(|c| (c[2].parse::<u32>().unwrap_or(1), c[1].to_string()))
+            .max()
+            .with_context(|| format!("{}: no CUpti_Activity{fam} record", activity_h.display()))?;
+        records.insert(*fam, newest.1);
+    }
+
+    let mut b = builder(rel, "#include <cupti_activity.h>\n").allowlist_type("CUpti_Activity");
+    for name in records.values() {
+        b = b.allowlist_type(format!("^{name}$"));
+    }
+    let code = b.generate().with_context(|| format!("bindgen (records {})", rel.release))?.to_string();
+    let module = format!("v{}", rel.release.replace('.', "_"));
+    let mut out = header_comment(&format!("activity record layouts of CUPTI {}", rel.release), rel);
+    out.push_str(&code);
+    out.push_str("\n/// The record layout of each family that this release writes.\npub mod layout {\n");
+    for (fam, name) in &records {
+        let _ = writeln!(out, "    pub type {fam} = super::{name};");
+    }
+    out.push_str("}\n");
+    write(&dir.join(format!("{module}.rs")), &out)?;
+    Ok(RecordIndex {
+        module,
+        release: rel.release.clone(),
+        cupti_version: rel.cupti_version.clone(),
+        api_version,
+        records,
+    })
+}
+
+fn records_index(index: &[RecordIndex]) -> String {
+    let mut s = String::from(
+        "// @generated by scripts/regen-bindings.sh. Do not edit.\n\n\
+         //! Activity record layouts, one module per CUPTI release whose records gpuprof decodes.\n\n",
+    );
+    for r in index {
+        let _ = writeln!(s, "pub mod {};", r.module);
+    }
+    s.push_str(
+        "\n/// A CUPTI release gpuprof has record layouts for.\n\
+         #[derive(Debug, Clone, Copy, PartialEq, Eq)]\n\
+         pub struct Release {\n\
+         \x20   /// `major.minor`, e.g. \"13.4\".\n\
+         \x20   pub name: &'static str,\n\
+         \x20   /// The wheel version whose headers the layouts come from.\n\
+         \x20   pub headers: &'static str,\n\
+         \x20   /// `CUPTI_API_VERSION` of those headers (what `cuptiGetVersion` answers).\n\
+         \x20   pub api_version: u32,\n\
+         \x20   /// (family, struct name, size in bytes) of every decoded record.\n\
+         \x20   pub records: &'static [(&'static str, &'static str, usize)],\n\
+         }\n\n\
+         /// Every release with generated layouts, oldest first.\n\
+         pub const RELEASES: &[Release] = &[\n",
+    );
+    for r in index {
+        let _ = writeln!(
+            s,
+            "    Release {{\n        name: \"{}\",\n        headers: \"{}\",\n        api_version: {},\n        records: &[",
+            r.release, r.cupti_version, r.api_version
+        );
+        for (fam, name) in &r.records {
+            let _ = writeln!(
+                s,
+                "            (\"{fam}\", \"{name}\", core::mem::size_of::<{}::{name}>()),",
+                r.module
+            );
+        }
+        s.push_str("        ],\n    },\n");
+    }
+    s.push_str("];\n");
+    s
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
