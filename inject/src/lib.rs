@@ -1,0 +1,20 @@
+//! `libgpuprof.so`: the profiler that runs inside the profiled process.
+//!
+//! Two ways in, one start-up:
+//! - `CUDA_INJECTION64_PATH=libgpuprof.so`: the CUDA driver loads us during `cuInit` and
+//!   calls [`InitializeInjection`].
+//! - `LD_PRELOAD=libgpuprof.so`: our ELF constructor runs before `main`. It does not
+//!   load CUPTI into a process that may never use CUDA; it points
+//!   `CUDA_INJECTION64_PATH` at this library, so the driver calls
+//!   `InitializeInjection` when (and only if) the process initialises CUDA.
+//!
+//! The profiler is a guest: no entry point lets a panic escape, every failure becomes
+//! one `gpuprof:` warning on stderr and the profiler turns itself off.
+
+mod entry;
+mod lifecycle;
+mod log;
+mod options;
+mod preload;
+
+pub use lifecycle::{state, State};
