@@ -62,6 +62,9 @@ pub struct Inputs {
     pub conda_prefix: Option<OsString>,
     pub exe: Option<PathBuf>,
     pub mapped: Vec<PathBuf>,
+    /// Further site-packages directories to search (e.g. those a Python interpreter
+    /// reports), after the ones derived from the above.
+    pub site_packages: Vec<PathBuf>,
 }
 
 impl Inputs {
@@ -75,6 +78,7 @@ impl Inputs {
             conda_prefix: std::env::var_os("CONDA_PREFIX").filter(|v| !v.is_empty()),
             exe: std::env::current_exe().ok(),
             mapped: crate::procmaps::mapped_files(),
+            site_packages: Vec::new(),
         }
     }
 }
@@ -238,6 +242,9 @@ fn site_packages(inputs: &Inputs) -> Vec<PathBuf> {
             }
         }
     }
+    for d in &inputs.site_packages {
+        add(d.clone());
+    }
     out
 }
 
@@ -275,6 +282,7 @@ mod tests {
             virtual_env: None,
             conda_prefix: None,
             exe: None,
+            site_packages: Vec::new(),
             mapped: vec![PathBuf::from("/usr/lib/libc.so.6"), cudart, loaded.clone()],
         };
         let s = |p: &Path| p.to_string_lossy().into_owned();

@@ -14,6 +14,6 @@ mod version;
 
 pub use discovery::{candidates, discover, Candidate, Inputs, Rejection, Source};
 pub use error::{CuptiError, LoadError};
-pub use library::{driver_version, required_functions, Cupti};
+pub use library::{driver_loaded, driver_version, required_functions, Cupti};
 pub use procmaps::mapped_files;
 pub use version::{release_for_api_version, release_name_of, ApiVersion};

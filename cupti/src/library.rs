@@ -56,7 +56,7 @@ impl Cupti {
     pub fn open(path: &OsStr, driver_version: Option<i32>) -> Result<Cupti, String> {
         // SAFETY: loading a shared library runs its initialisers. libcupti's are
         // NVIDIA's own and safe to run in any process that may use CUDA.
-        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("cannot load: {e}"))?;
+        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("cannot load: {}", dl_error(&e)))?;
         // Never dlclose CUPTI (it may have registered exit handlers and callbacks):
         // leak the handle, also when rejected below.
         let lib: &'static libloading::Library = Box::leak(Box::new(lib));
@@ -64,6 +64,17 @@ impl Cupti {
         // the prototypes of NVIDIA's CUPTI headers; it is never unloaded.
         let fns = unsafe { CuptiFns::load(lib) };
         let get_version = fns.cuptiGetVersion.ok_or("does not export cuptiGetVersion (not a CUPTI library?)")?;
+        let missing = missing_required(&fns);
+        if !missing.is_empty() {
+            return Err(format!("missing required functions: {}", missing.join(", ")));
+        }
+        // CUPTI 13.3+ answers CUPTI_ERROR_UNKNOWN without a driver, and 13.2 recurses
+        // until the stack overflows: never ask without libcuda.so.1 in the process.
+        if !driver_loaded() {
+            return Err("not asked for its version: no CUDA driver (libcuda.so.1) is loaded in this process, \
+                        and CUPTI 13.2+ cannot answer without one"
+                .into());
+        }
         let mut v: u32 = 0;
         // SAFETY: cuptiGetVersion writes one u32 through the pointer it is given.
         let rc = unsafe { get_version(&mut v) };
@@ -76,10 +87,6 @@ impl Cupti {
                 supported_releases()
             )
         })?;
-        let missing = missing_required(&fns);
-        if !missing.is_empty() {
-            return Err(format!("missing required functions: {}", missing.join(", ")));
-        }
         if let (Some(drv), Some((major, _))) = (driver_version, api_version.major_minor()) {
             let drv_major = (drv / 1000) as u32;
             if drv > 0 && major > drv_major {
@@ -170,6 +177,24 @@ fn resolved_path(requested: &OsStr) -> PathBuf {
         .unwrap_or_else(|| p.to_path_buf())
 }
 
+/// The loader's message for a failed dlopen (libloading keeps it in the source).
+fn dl_error(e: &libloading::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(src) => src.to_string(),
+        None => e.to_string(),
+    }
+}
+
+/// Whether libcuda.so.1 is loaded in this process.
+pub fn driver_loaded() -> bool {
+    // SAFETY: with RTLD_NOLOAD, dlopen only looks up an already-loaded library and
+    // runs no initialisers.
+    unsafe {
+        libloading::os::unix::Library::open(Some("libcuda.so.1"), libloading::os::unix::RTLD_NOW | libc::RTLD_NOLOAD)
+    }
+    .is_ok()
+}
+
 /// `cuDriverGetVersion` from the CUDA driver. With `load_if_absent` false, only a
 /// driver the process has already loaded is asked (inside an application we never
 /// load the driver ourselves); with true, `libcuda.so.1` is loaded from the loader path.
@@ -178,7 +203,13 @@ pub fn driver_version(load_if_absent: bool) -> Result<(i32, PathBuf), String> {
     // SAFETY: libcuda.so.1 is NVIDIA's driver library (or one already in the process);
     // loading it runs its initialisers, which do not touch the GPU before cuInit.
     let lib = unsafe { libloading::os::unix::Library::open(Some("libcuda.so.1"), flags) }
-        .map_err(|e| if load_if_absent { format!("cannot load libcuda.so.1: {e}") } else { "libcuda.so.1 is not loaded".into() })?;
+        .map_err(|e| {
+            if load_if_absent {
+                format!("cannot load libcuda.so.1: {}", dl_error(&e))
+            } else {
+                "libcuda.so.1 is not loaded".into()
+            }
+        })?;
     let lib: &'static libloading::os::unix::Library = Box::leak(Box::new(lib));
     // SAFETY: cuDriverGetVersion has this prototype in every CUDA release.
     let f = unsafe { lib.get::<unsafe extern "C" fn(*mut i32) -> u32>(b"cuDriverGetVersion\0") }
