@@ -46,16 +46,29 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let mut inputs = Inputs::from_process();
     // Doctor runs outside the application: look where the application's Python would.
     inputs.mapped.clear();
-    let python = args.python.clone().unwrap_or_else(|| PathBuf::from("python3"));
+    let python = args
+        .python
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("python3"));
     match python_site_packages(&python) {
         Ok(dirs) => {
-            println!("Python: {} (site-packages: {})", python.display(), join_paths(&dirs));
+            println!(
+                "Python: {} (site-packages: {})",
+                python.display(),
+                join_paths(&dirs)
+            );
             inputs.site_packages = dirs;
         }
         Err(e) if args.python.is_some() => return Err(e),
         Err(e) => println!("Python: not searched ({e:#})"),
     }
-    for var in ["GPUPROF_CUPTI_LIB", "CUDA_HOME", "CUDA_PATH", "VIRTUAL_ENV", "CONDA_PREFIX"] {
+    for var in [
+        "GPUPROF_CUPTI_LIB",
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+    ] {
         if let Some(v) = std::env::var_os(var) {
             println!("{var}={}", v.to_string_lossy());
         }
@@ -67,27 +80,43 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let explicit_failed = std::cell::Cell::new(false);
     for (i, c) in candidates.iter().enumerate() {
         let verdict = match probe_in_child(c) {
-                Ok(desc) => {
-                    if chosen.is_none() && !explicit_failed.get() {
-                        chosen = Some(i);
-                        format!("usable, {desc}  <- would be used")
-                    } else {
-                        format!("usable, {desc}")
-                    }
+            Ok(desc) => {
+                if chosen.is_none() && !explicit_failed.get() {
+                    chosen = Some(i);
+                    format!("usable, {desc}  <- would be used")
+                } else {
+                    format!("usable, {desc}")
                 }
-                Err(reason) => {
-                    if c.source == Source::EnvVar && !PathBuf::from(&c.path).is_dir() && chosen.is_none() {
-                        explicit_failed.set(true);
-                    }
-                    format!("rejected: {reason}")
+            }
+            Err(reason) => {
+                if c.source == Source::EnvVar
+                    && !PathBuf::from(&c.path).is_dir()
+                    && chosen.is_none()
+                {
+                    explicit_failed.set(true);
                 }
+                format!("rejected: {reason}")
+            }
         };
-        println!("  {:>2}. {} ({}): {verdict}", i + 1, c.path.to_string_lossy(), c.source);
+        println!(
+            "  {:>2}. {} ({}): {verdict}",
+            i + 1,
+            c.path.to_string_lossy(),
+            c.source
+        );
     }
-    let supported: Vec<&str> = cupti_sys::records::RELEASES.iter().map(|r| r.name).collect();
-    println!("\nCUPTI releases with record layouts in this build: {}", supported.join(", "));
+    let supported: Vec<&str> = cupti_sys::records::RELEASES
+        .iter()
+        .map(|r| r.name)
+        .collect();
+    println!(
+        "\nCUPTI releases with record layouts in this build: {}",
+        supported.join(", ")
+    );
     if explicit_failed.get() {
-        println!("GPUPROF_CUPTI_LIB names a library that cannot be used: profiling would stay off.");
+        println!(
+            "GPUPROF_CUPTI_LIB names a library that cannot be used: profiling would stay off."
+        );
         return Ok(ExitCode::from(1));
     }
     match chosen {
@@ -137,7 +166,10 @@ fn probe_in_child(c: &Candidate) -> Result<String, String> {
             Ok(None) if start.elapsed() > PROBE_TIMEOUT => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("probe did not finish in {}s", PROBE_TIMEOUT.as_secs()));
+                return Err(format!(
+                    "probe did not finish in {}s",
+                    PROBE_TIMEOUT.as_secs()
+                ));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(10)),
             Err(e) => return Err(format!("waiting for probe: {e}")),
@@ -156,7 +188,10 @@ fn probe_in_child(c: &Candidate) -> Result<String, String> {
     }
     use std::os::unix::process::ExitStatusExt;
     match status.signal() {
-        Some(sig) => Err(format!("the library crashed the probe process ({})", signal_name(sig))),
+        Some(sig) => Err(format!(
+            "the library crashed the probe process ({})",
+            signal_name(sig)
+        )),
         None => Err(format!("probe failed ({status})")),
     }
 }
@@ -169,7 +204,12 @@ fn python_site_packages(python: &std::path::Path) -> Result<Vec<PathBuf>> {
         .stderr(Stdio::null())
         .output()
         .with_context(|| format!("cannot run {}", python.display()))?;
-    anyhow::ensure!(out.status.success(), "{} exited with {}", python.display(), out.status);
+    anyhow::ensure!(
+        out.status.success(),
+        "{} exited with {}",
+        python.display(),
+        out.status
+    );
     Ok(String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(PathBuf::from)
@@ -181,7 +221,10 @@ fn join_paths(v: &[PathBuf]) -> String {
     if v.is_empty() {
         return "none".into();
     }
-    v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    v.iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn signal_name(sig: i32) -> String {

@@ -39,7 +39,10 @@ macro_rules! protocol_version {
     };
 }
 use protocol_version;
-const _: () = assert!(wire::PROTOCOL_VERSION == 1, "update protocol_version!() in main.rs");
+const _: () = assert!(
+    wire::PROTOCOL_VERSION == 1,
+    "update protocol_version!() in main.rs"
+);
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

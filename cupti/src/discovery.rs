@@ -84,7 +84,10 @@ impl Inputs {
 }
 
 /// Finds and loads the CUPTI to use. `driver_version` as in [`Cupti::open`].
-pub fn discover(inputs: &Inputs, driver_version: Option<i32>) -> Result<(Candidate, Cupti), LoadError> {
+pub fn discover(
+    inputs: &Inputs,
+    driver_version: Option<i32>,
+) -> Result<(Candidate, Cupti), LoadError> {
     let mut rejected = Vec::new();
     for c in candidates(inputs) {
         match Cupti::open(&c.path, driver_version) {
@@ -92,9 +95,16 @@ pub fn discover(inputs: &Inputs, driver_version: Option<i32>) -> Result<(Candida
             Err(reason) => {
                 // An explicit choice is honoured or reported, never replaced.
                 if c.source == Source::EnvVar && !is_dir(inputs.gpuprof_cupti_lib.as_deref()) {
-                    return Err(LoadError::Explicit { path: PathBuf::from(&c.path), reason });
+                    return Err(LoadError::Explicit {
+                        path: PathBuf::from(&c.path),
+                        reason,
+                    });
                 }
-                rejected.push(Rejection { path: c.path.to_string_lossy().into_owned(), source: c.source, reason });
+                rejected.push(Rejection {
+                    path: c.path.to_string_lossy().into_owned(),
+                    source: c.source,
+                    reason,
+                });
             }
         }
     }
@@ -114,7 +124,10 @@ pub fn candidates(inputs: &Inputs) -> Vec<Candidate> {
         let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
         if !seen.contains(&key) {
             seen.push(key);
-            out.push(Candidate { path: path.into_os_string(), source });
+            out.push(Candidate {
+                path: path.into_os_string(),
+                source,
+            });
         }
     };
 
@@ -144,8 +157,17 @@ pub fn candidates(inputs: &Inputs) -> Vec<Candidate> {
             push(f, Source::PythonPackage, &mut out);
         }
     }
-    let home = inputs.cuda_home.clone().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/local/cuda"));
-    for sub in ["extras/CUPTI/lib64", "lib64", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"] {
+    let home = inputs
+        .cuda_home
+        .clone()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/local/cuda"));
+    for sub in [
+        "extras/CUPTI/lib64",
+        "lib64",
+        "targets/x86_64-linux/lib",
+        "targets/sbsa-linux/lib",
+    ] {
         for f in cupti_files_in(&home.join(sub), prefer) {
             push(f, Source::CudaHome, &mut out);
         }
@@ -157,32 +179,48 @@ pub fn candidates(inputs: &Inputs) -> Vec<Candidate> {
     sonames.push("libcupti.so");
     for s in sonames {
         // Bare names: the loader resolves them; not deduplicated against paths.
-        out.push(Candidate { path: s.into(), source: Source::LoaderPath });
+        out.push(Candidate {
+            path: s.into(),
+            source: Source::LoaderPath,
+        });
     }
     out
 }
 
 fn is_cupti_name(p: &Path) -> bool {
-    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libcupti.so"))
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("libcupti.so"))
 }
 
 /// `major` of `libcupti.so.<major>[...]`, if the name carries one.
 fn soname_major(p: &Path) -> Option<u32> {
     let n = p.file_name()?.to_str()?;
-    n.strip_prefix("libcupti.so.")?.split('.').next()?.parse().ok()
+    n.strip_prefix("libcupti.so.")?
+        .split('.')
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// The CUDA major of a libcudart the application has loaded.
 fn preferred_major(mapped: &[PathBuf]) -> Option<u32> {
     mapped.iter().find_map(|m| {
         let n = m.file_name()?.to_str()?;
-        n.strip_prefix("libcudart.so.")?.split('.').next()?.parse().ok()
+        n.strip_prefix("libcudart.so.")?
+            .split('.')
+            .next()?
+            .parse()
+            .ok()
     })
 }
 
 /// libcupti.so* files in `dir`, best first.
 fn cupti_files_in(dir: &Path, prefer: Option<u32>) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = read_dir_sorted(dir).into_iter().filter(|p| is_cupti_name(p)).collect();
+    let mut v: Vec<PathBuf> = read_dir_sorted(dir)
+        .into_iter()
+        .filter(|p| is_cupti_name(p))
+        .collect();
     sort_by_preference(&mut v, prefer);
     v
 }
@@ -193,7 +231,12 @@ fn sort_by_preference(v: &mut [PathBuf], prefer: Option<u32>) {
     v.sort_by_key(|p| {
         let major = soname_major(p).unwrap_or(0);
         let major = if major > 100 { 0 } else { major };
-        (Some(major) != prefer, std::cmp::Reverse(major), p.as_os_str().len(), p.clone())
+        (
+            Some(major) != prefer,
+            std::cmp::Reverse(major),
+            p.as_os_str().len(),
+            p.clone(),
+        )
     });
 }
 
@@ -230,14 +273,20 @@ fn site_packages(inputs: &Inputs) -> Vec<PathBuf> {
     prefixes.extend(inputs.virtual_env.iter().map(PathBuf::from));
     prefixes.extend(inputs.conda_prefix.iter().map(PathBuf::from));
     if let Some(exe) = &inputs.exe {
-        let is_python = exe.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("python"));
+        let is_python = exe
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("python"));
         if let (true, Some(prefix)) = (is_python, exe.parent().and_then(Path::parent)) {
             prefixes.push(prefix.to_path_buf());
         }
     }
     for prefix in prefixes {
         for d in read_dir_sorted(&prefix.join("lib")) {
-            if d.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("python")) {
+            if d.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("python"))
+            {
                 add(d.join("site-packages"));
             }
         }
@@ -258,7 +307,9 @@ mod tests {
     }
 
     fn names(c: &[Candidate]) -> Vec<(String, Source)> {
-        c.iter().map(|c| (c.path.to_string_lossy().into_owned(), c.source)).collect()
+        c.iter()
+            .map(|c| (c.path.to_string_lossy().into_owned(), c.source))
+            .collect()
     }
 
     #[test]

@@ -80,6 +80,9 @@ fn describe_rejections(r: &[Rejection]) -> String {
     if r.is_empty() {
         return "no candidate paths (set GPUPROF_CUPTI_LIB to the libcupti.so to use)".into();
     }
-    let parts: Vec<String> = r.iter().map(|r| format!("{} ({}): {}", r.path, r.source, r.reason)).collect();
+    let parts: Vec<String> = r
+        .iter()
+        .map(|r| format!("{} ({}): {}", r.path, r.source, r.reason))
+        .collect();
     format!("tried {}", parts.join("; "))
 }

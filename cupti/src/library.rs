@@ -56,17 +56,23 @@ impl Cupti {
     pub fn open(path: &OsStr, driver_version: Option<i32>) -> Result<Cupti, String> {
         // SAFETY: loading a shared library runs its initialisers. libcupti's are
         // NVIDIA's own and safe to run in any process that may use CUDA.
-        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("cannot load: {}", dl_error(&e)))?;
+        let lib = unsafe { libloading::Library::new(path) }
+            .map_err(|e| format!("cannot load: {}", dl_error(&e)))?;
         // Never dlclose CUPTI (it may have registered exit handlers and callbacks):
         // leak the handle, also when rejected below.
         let lib: &'static libloading::Library = Box::leak(Box::new(lib));
         // SAFETY: `lib` is a library named libcupti*, whose exported functions have
         // the prototypes of NVIDIA's CUPTI headers; it is never unloaded.
         let fns = unsafe { CuptiFns::load(lib) };
-        let get_version = fns.cuptiGetVersion.ok_or("does not export cuptiGetVersion (not a CUPTI library?)")?;
+        let get_version = fns
+            .cuptiGetVersion
+            .ok_or("does not export cuptiGetVersion (not a CUPTI library?)")?;
         let missing = missing_required(&fns);
         if !missing.is_empty() {
-            return Err(format!("missing required functions: {}", missing.join(", ")));
+            return Err(format!(
+                "missing required functions: {}",
+                missing.join(", ")
+            ));
         }
         // CUPTI 13.3+ answers CUPTI_ERROR_UNKNOWN without a driver, and 13.2 recurses
         // until the stack overflows: never ask without libcuda.so.1 in the process.
@@ -98,7 +104,13 @@ impl Cupti {
                 ));
             }
         }
-        Ok(Cupti { _lib: lib, path: resolved_path(path), fns, api_version, release })
+        Ok(Cupti {
+            _lib: lib,
+            path: resolved_path(path),
+            fns,
+            api_version,
+            release,
+        })
     }
 
     /// The function table. Optional entries are `None` where this release lacks them.
@@ -129,7 +141,9 @@ impl Cupti {
             let rc = unsafe { f(code, &mut s) };
             if rc == 0 && !s.is_null() {
                 // SAFETY: CUPTI returns a NUL-terminated static string.
-                return unsafe { core::ffi::CStr::from_ptr(s) }.to_string_lossy().into_owned();
+                return unsafe { core::ffi::CStr::from_ptr(s) }
+                    .to_string_lossy()
+                    .into_owned();
             }
         }
         CuptiError(code).to_string()
@@ -147,10 +161,19 @@ fn missing_required(fns: &CuptiFns) -> Vec<&'static str> {
         ("cuptiEnableCallback", fns.cuptiEnableCallback.is_some()),
         ("cuptiActivityEnable", fns.cuptiActivityEnable.is_some()),
         ("cuptiActivityDisable", fns.cuptiActivityDisable.is_some()),
-        ("cuptiActivityRegisterCallbacks", fns.cuptiActivityRegisterCallbacks.is_some()),
+        (
+            "cuptiActivityRegisterCallbacks",
+            fns.cuptiActivityRegisterCallbacks.is_some(),
+        ),
         ("cuptiActivityFlushAll", fns.cuptiActivityFlushAll.is_some()),
-        ("cuptiActivityGetNextRecord", fns.cuptiActivityGetNextRecord.is_some()),
-        ("cuptiActivityGetNumDroppedRecords", fns.cuptiActivityGetNumDroppedRecords.is_some()),
+        (
+            "cuptiActivityGetNextRecord",
+            fns.cuptiActivityGetNextRecord.is_some(),
+        ),
+        (
+            "cuptiActivityGetNumDroppedRecords",
+            fns.cuptiActivityGetNumDroppedRecords.is_some(),
+        ),
     ];
     debug_assert!(present.iter().map(|p| p.0).eq(REQUIRED.iter().copied()));
     present.iter().filter(|p| !p.1).map(|p| p.0).collect()
@@ -162,7 +185,11 @@ pub fn required_functions() -> &'static [&'static str] {
 }
 
 fn supported_releases() -> String {
-    cupti_sys::records::RELEASES.iter().map(|r| r.name).collect::<Vec<_>>().join(", ")
+    cupti_sys::records::RELEASES
+        .iter()
+        .map(|r| r.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// For a bare soname, the file the loader picked (from our own mappings).
@@ -190,7 +217,10 @@ pub fn driver_loaded() -> bool {
     // SAFETY: with RTLD_NOLOAD, dlopen only looks up an already-loaded library and
     // runs no initialisers.
     unsafe {
-        libloading::os::unix::Library::open(Some("libcuda.so.1"), libloading::os::unix::RTLD_NOW | libc::RTLD_NOLOAD)
+        libloading::os::unix::Library::open(
+            Some("libcuda.so.1"),
+            libloading::os::unix::RTLD_NOW | libc::RTLD_NOLOAD,
+        )
     }
     .is_ok()
 }
@@ -202,14 +232,15 @@ pub fn driver_version(load_if_absent: bool) -> Result<(i32, PathBuf), String> {
     let flags = libloading::os::unix::RTLD_NOW | if load_if_absent { 0 } else { libc::RTLD_NOLOAD };
     // SAFETY: libcuda.so.1 is NVIDIA's driver library (or one already in the process);
     // loading it runs its initialisers, which do not touch the GPU before cuInit.
-    let lib = unsafe { libloading::os::unix::Library::open(Some("libcuda.so.1"), flags) }
-        .map_err(|e| {
+    let lib = unsafe { libloading::os::unix::Library::open(Some("libcuda.so.1"), flags) }.map_err(
+        |e| {
             if load_if_absent {
                 format!("cannot load libcuda.so.1: {}", dl_error(&e))
             } else {
                 "libcuda.so.1 is not loaded".into()
             }
-        })?;
+        },
+    )?;
     let lib: &'static libloading::os::unix::Library = Box::leak(Box::new(lib));
     // SAFETY: cuDriverGetVersion has this prototype in every CUDA release.
     let f = unsafe { lib.get::<unsafe extern "C" fn(*mut i32) -> u32>(b"cuDriverGetVersion\0") }

@@ -19,7 +19,10 @@ impl ApiVersion {
         if self.0 >= 100_000 {
             Some((self.0 / 10_000, (self.0 / 100) % 100))
         } else {
-            RELEASES.iter().find(|r| r.api_version == self.0).and_then(|r| parse_name(r.name))
+            RELEASES
+                .iter()
+                .find(|r| r.api_version == self.0)
+                .and_then(|r| parse_name(r.name))
         }
     }
 }
@@ -39,7 +42,9 @@ fn parse_name(name: &str) -> Option<(u32, u32)> {
 pub fn release_for_api_version(api: ApiVersion) -> Option<&'static Release> {
     if api.0 >= 100_000 {
         let mm = api.major_minor()?;
-        RELEASES.iter().find(|r| r.api_version >= 100_000 && parse_name(r.name) == Some(mm))
+        RELEASES
+            .iter()
+            .find(|r| r.api_version >= 100_000 && parse_name(r.name) == Some(mm))
     } else {
         RELEASES.iter().find(|r| r.api_version == api.0)
     }
@@ -48,7 +53,13 @@ pub fn release_for_api_version(api: ApiVersion) -> Option<&'static Release> {
 /// Human-readable form: "13.4.1 (API 130401)", "12.9 (API 28)", "API 23" when unknown.
 pub fn release_name_of(api: ApiVersion) -> String {
     if api.0 >= 100_000 {
-        format!("{}.{}.{} (API {})", api.0 / 10_000, (api.0 / 100) % 100, api.0 % 100, api.0)
+        format!(
+            "{}.{}.{} (API {})",
+            api.0 / 10_000,
+            (api.0 / 100) % 100,
+            api.0 % 100,
+            api.0
+        )
     } else {
         match RELEASES.iter().find(|r| r.api_version == api.0) {
             Some(r) => format!("{} (API {})", r.name, api.0),
@@ -63,8 +74,14 @@ mod tests {
 
     #[test]
     fn cuda12_maps_by_exact_api_number() {
-        assert_eq!(release_for_api_version(ApiVersion(28)).map(|r| r.name), Some("12.9"));
-        assert_eq!(release_for_api_version(ApiVersion(22)).map(|r| r.name), Some("12.4"));
+        assert_eq!(
+            release_for_api_version(ApiVersion(28)).map(|r| r.name),
+            Some("12.9")
+        );
+        assert_eq!(
+            release_for_api_version(ApiVersion(22)).map(|r| r.name),
+            Some("12.4")
+        );
         // 12.5 (API 23) has no headers pinned: unknown, never the neighbour's layout.
         assert_eq!(release_for_api_version(ApiVersion(23)), None);
         assert_eq!(release_for_api_version(ApiVersion(29)), None);
@@ -72,10 +89,22 @@ mod tests {
 
     #[test]
     fn cuda13_maps_by_major_minor() {
-        assert_eq!(release_for_api_version(ApiVersion(130001)).map(|r| r.name), Some("13.0"));
-        assert_eq!(release_for_api_version(ApiVersion(130000)).map(|r| r.name), Some("13.0"));
-        assert_eq!(release_for_api_version(ApiVersion(130202)).map(|r| r.name), Some("13.2"));
-        assert_eq!(release_for_api_version(ApiVersion(130499)).map(|r| r.name), Some("13.4"));
+        assert_eq!(
+            release_for_api_version(ApiVersion(130001)).map(|r| r.name),
+            Some("13.0")
+        );
+        assert_eq!(
+            release_for_api_version(ApiVersion(130000)).map(|r| r.name),
+            Some("13.0")
+        );
+        assert_eq!(
+            release_for_api_version(ApiVersion(130202)).map(|r| r.name),
+            Some("13.2")
+        );
+        assert_eq!(
+            release_for_api_version(ApiVersion(130499)).map(|r| r.name),
+            Some("13.4")
+        );
         assert_eq!(release_for_api_version(ApiVersion(139900)), None);
         assert_eq!(release_for_api_version(ApiVersion(140000)), None);
     }

@@ -63,7 +63,12 @@ pub fn cupti() -> Option<&'static Cupti> {
 /// Starts the profiler if nobody has yet. Later calls return the state reached.
 pub fn start(trigger: Trigger) -> State {
     if STATE
-        .compare_exchange(State::Idle as u8, State::Starting as u8, Ordering::AcqRel, Ordering::Acquire)
+        .compare_exchange(
+            State::Idle as u8,
+            State::Starting as u8,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
         .is_err()
     {
         return state();
@@ -76,7 +81,12 @@ pub fn start(trigger: Trigger) -> State {
         }
     };
     // A `disable()` that raced with start-up wins.
-    let _ = STATE.compare_exchange(State::Starting as u8, next as u8, Ordering::AcqRel, Ordering::Acquire);
+    let _ = STATE.compare_exchange(
+        State::Starting as u8,
+        next as u8,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    );
     state()
 }
 
@@ -87,7 +97,8 @@ fn start_up(trigger: Trigger) -> Result<(), String> {
         return Err("GPUPROF_DISABLE=1".into());
     }
     let driver = cupti::driver_version(false).ok().map(|(v, _)| v);
-    let (candidate, lib) = cupti::discover(&cupti::Inputs::from_process(), driver).map_err(|e| e.to_string())?;
+    let (candidate, lib) =
+        cupti::discover(&cupti::Inputs::from_process(), driver).map_err(|e| e.to_string())?;
     info!(
         "CUPTI {} from {} ({}); record layouts of CUPTI {}{}",
         lib.api_version(),

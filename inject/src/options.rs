@@ -60,25 +60,44 @@ mod tests {
     #[test]
     fn defaults() {
         let (o, w) = Options::from_env(env(&[]));
-        assert_eq!(o, Options { log: Level::Warn, disabled: false });
+        assert_eq!(
+            o,
+            Options {
+                log: Level::Warn,
+                disabled: false
+            }
+        );
         assert!(w.is_empty());
     }
 
     #[test]
     fn valid_values() {
         let (o, w) = Options::from_env(env(&[("GPUPROF_LOG", "INFO"), ("GPUPROF_DISABLE", "1")]));
-        assert_eq!(o, Options { log: Level::Info, disabled: true });
+        assert_eq!(
+            o,
+            Options {
+                log: Level::Info,
+                disabled: true
+            }
+        );
         assert!(w.is_empty());
     }
 
     #[test]
     fn invalid_values_warn_with_name_and_fallback() {
         let (o, w) = Options::from_env(env(&[("GPUPROF_LOG", "loud"), ("GPUPROF_DISABLE", "yes")]));
-        assert_eq!(o, Options { log: Level::Warn, disabled: false });
+        assert_eq!(
+            o,
+            Options {
+                log: Level::Warn,
+                disabled: false
+            }
+        );
         assert_eq!(
             w,
             vec![
-                "GPUPROF_LOG=\"loud\" is not one of off, error, warn, info, debug; using warn".to_string(),
+                "GPUPROF_LOG=\"loud\" is not one of off, error, warn, info, debug; using warn"
+                    .to_string(),
                 "GPUPROF_DISABLE=\"yes\" is not 0 or 1; using 0".to_string(),
             ]
         );

@@ -105,7 +105,10 @@ mod tests {
         let name = me.file_name().unwrap().to_str().unwrap().to_string();
         let full = me.to_str().unwrap().to_string();
         assert!(preloads(OsStr::new(&full), &me));
-        assert!(preloads(OsStr::new(&format!("/x/liba.so:{full} /y/libb.so")), &me));
+        assert!(preloads(
+            OsStr::new(&format!("/x/liba.so:{full} /y/libb.so")),
+            &me
+        ));
         assert!(preloads(OsStr::new(&name), &me));
         assert!(!preloads(OsStr::new("/x/liba.so /y/libb.so"), &me));
         assert!(!preloads(OsStr::new(""), &me));

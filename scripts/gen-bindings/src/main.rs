@@ -130,11 +130,14 @@ fn main() -> Result<()> {
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target/nvidia"));
     let manifest_path = nvidia.join("manifest.json");
-    let manifest: Vec<Release> = serde_json::from_str(
-        &std::fs::read_to_string(&manifest_path)
-            .with_context(|| format!("reading {} (run scripts/nvidia-wheels.py fetch)", manifest_path.display()))?,
-    )
-    .with_context(|| format!("parsing {}", manifest_path.display()))?;
+    let manifest: Vec<Release> =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_path).with_context(|| {
+            format!(
+                "reading {} (run scripts/nvidia-wheels.py fetch)",
+                manifest_path.display()
+            )
+        })?)
+        .with_context(|| format!("parsing {}", manifest_path.display()))?;
     let out = root.join("cupti-sys/src/generated");
     std::fs::create_dir_all(out.join("records"))?;
 
@@ -153,7 +156,10 @@ fn main() -> Result<()> {
 }
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root")
 }
 
 fn header_comment(what: &str, rel: &Release) -> String {
@@ -167,7 +173,11 @@ fn header_comment(what: &str, rel: &Release) -> String {
 fn builder(rel: &Release, header: &str) -> bindgen::Builder {
     bindgen::Builder::default()
         .header_contents("wrapper.h", header)
-        .clang_args(rel.include_dirs.iter().map(|d| format!("-I{}", d.display())))
+        .clang_args(
+            rel.include_dirs
+                .iter()
+                .map(|d| format!("-I{}", d.display())),
+        )
         .formatter(bindgen::Formatter::Prettyplease)
         .default_enum_style(bindgen::EnumVariation::ModuleConsts)
         .derive_default(true)
@@ -225,7 +235,9 @@ fn gen_common(rel: &Release, out: &Path) -> Result<()> {
     text.push_str(&prettyplease::unparse(&file));
     write(&out.join("common.rs"), &text)?;
 
-    let (cupti, nvperf): (Vec<_>, Vec<_>) = fns.into_iter().partition(|s| s.ident.to_string().starts_with("cupti"));
+    let (cupti, nvperf): (Vec<_>, Vec<_>) = fns
+        .into_iter()
+        .partition(|s| s.ident.to_string().starts_with("cupti"));
     if cupti.is_empty() || nvperf.is_empty() {
         bail!("no functions matched the allowlists");
     }
@@ -235,7 +247,12 @@ fn gen_common(rel: &Release, out: &Path) -> Result<()> {
     t.push_str(&table("CuptiFns", "CUPTI_FN_NAMES", "libcupti", &cupti)?);
     write(&out.join("cupti_fns.rs"), &t)?;
     let mut t = header_comment("libnvperf_host function table", rel);
-    t.push_str(&table("NvperfHostFns", "NVPERF_HOST_FN_NAMES", "libnvperf_host", &nvperf)?);
+    t.push_str(&table(
+        "NvperfHostFns",
+        "NVPERF_HOST_FN_NAMES",
+        "libnvperf_host",
+        &nvperf,
+    )?);
     write(&out.join("nvperf_host_fns.rs"), &t)?;
     Ok(())
 }
@@ -270,7 +287,10 @@ fn table(ty: &str, names_const: &str, lib: &str, sigs: &[syn::Signature]) -> Res
         let output = &s.output;
         let fn_ty = quote!(unsafe extern "C" fn(#(#inputs),*) #output);
         let name_str = name.to_string();
-        let sym = syn::LitByteStr::new(format!("{name_str}\0").as_bytes(), proc_macro2::Span::call_site());
+        let sym = syn::LitByteStr::new(
+            format!("{name_str}\0").as_bytes(),
+            proc_macro2::Span::call_site(),
+        );
         fields.push(quote! { pub #name: Option<#fn_ty> });
         loads.push(quote! {
             // SAFETY: the symbol's type is the prototype from NVIDIA's header (see `load`).
@@ -320,9 +340,11 @@ struct RecordIndex {
 
 fn gen_records(rel: &Release, dir: &Path) -> Result<RecordIndex> {
     let activity_h = rel.cupti_include.join("cupti_activity.h");
-    let text = std::fs::read_to_string(&activity_h).with_context(|| format!("reading {}", activity_h.display()))?;
+    let text = std::fs::read_to_string(&activity_h)
+        .with_context(|| format!("reading {}", activity_h.display()))?;
     let version_h = rel.cupti_include.join("cupti_version.h");
-    let vtext = std::fs::read_to_string(&version_h).with_context(|| format!("reading {}", version_h.display()))?;
+    let vtext = std::fs::read_to_string(&version_h)
+        .with_context(|| format!("reading {}", version_h.display()))?;
     let api_version: u32 = regex::Regex::new(r"(?m)^#define CUPTI_API_VERSION (\d+)")?
         .captures(&vtext)
         .with_context(|| format!("no CUPTI_API_VERSION in {}", version_h.display()))?[1]
@@ -343,11 +365,19 @@ fn gen_records(rel: &Release, dir: &Path) -> Result<RecordIndex> {
     for name in records.values() {
         b = b.allowlist_type(format!("^{name}$"));
     }
-    let code = b.generate().with_context(|| format!("bindgen (records {})", rel.release))?.to_string();
+    let code = b
+        .generate()
+        .with_context(|| format!("bindgen (records {})", rel.release))?
+        .to_string();
     let module = format!("v{}", rel.release.replace('.', "_"));
-    let mut out = header_comment(&format!("activity record layouts of CUPTI {}", rel.release), rel);
+    let mut out = header_comment(
+        &format!("activity record layouts of CUPTI {}", rel.release),
+        rel,
+    );
     out.push_str(&code);
-    out.push_str("\n/// The record layout of each family that this release writes.\npub mod layout {\n");
+    out.push_str(
+        "\n/// The record layout of each family that this release writes.\npub mod layout {\n",
+    );
     for (fam, name) in &records {
         let _ = writeln!(out, "    pub type {fam} = super::{name};");
     }
