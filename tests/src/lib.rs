@@ -1,0 +1,127 @@
+//! Shared helpers for gpuprof's integration tests.
+//!
+//! The tests in `tests/nvidia_libraries.rs` run against NVIDIA's real CUPTI and
+//! nvperf libraries and headers, taken from the pinned NVIDIA wheels that
+//! `python3 scripts/nvidia-wheels.py fetch` downloads into `target/nvidia/` and
+//! describes in `target/nvidia/manifest.json`. No GPU and no driver are needed.
+//!
+//! A missing manifest is a failure, never a skip: every helper here panics with a
+//! message telling how to fetch the wheels.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+/// Environment variable naming the directory that holds `manifest.json`.
+pub const NVIDIA_DIR_ENV: &str = "GPUPROF_NVIDIA_DIR";
+
+/// What to run when the NVIDIA wheels are missing.
+pub const FETCH_COMMAND: &str = "python3 scripts/nvidia-wheels.py fetch";
+
+/// One CUPTI release of the manifest: where its library and headers are.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NvidiaRelease {
+    /// `major.minor`, e.g. "13.4"; matches `cupti_sys::records::Release::name`.
+    pub release: String,
+    /// Full version of the CUPTI wheel, e.g. "13.4.92".
+    pub cupti_version: String,
+    /// Full version of the CUDA runtime wheel whose headers go with it.
+    pub runtime_version: String,
+    /// CUPTI's include directory (`cupti.h`, `cupti_activity.h`, ...).
+    pub cupti_include: PathBuf,
+    /// The CUDA runtime's include directory (`cuda.h`, ...).
+    pub cuda_include: PathBuf,
+    /// Every `-I` directory needed to compile against CUPTI's headers.
+    pub include_dirs: Vec<PathBuf>,
+    /// The directory holding the libraries.
+    pub lib_dir: PathBuf,
+    /// The real `libcupti.so.12` / `libcupti.so.13`.
+    pub libcupti: PathBuf,
+    /// The real `libnvperf_host.so`.
+    pub libnvperf_host: PathBuf,
+}
+
+/// The directory with the fetched wheels: `$GPUPROF_NVIDIA_DIR`, else
+/// `<workspace>/target/nvidia`.
+pub fn nvidia_dir() -> PathBuf {
+    match std::env::var_os(NVIDIA_DIR_ENV) {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join("target")
+            .join("nvidia"),
+    }
+}
+
+/// The path of `manifest.json`.
+pub fn manifest_path() -> PathBuf {
+    nvidia_dir().join("manifest.json")
+}
+
+/// The manifest's releases, oldest first, read once per process.
+///
+/// Panics, telling to run [`FETCH_COMMAND`], when the manifest or any file it
+/// names is missing or unreadable.
+pub fn manifest() -> &'static [NvidiaRelease] {
+    static MANIFEST: OnceLock<Vec<NvidiaRelease>> = OnceLock::new();
+    MANIFEST.get_or_init(|| load_manifest(&manifest_path()))
+}
+
+/// The manifest entry of `release` ("13.4"). Panics if there is none.
+pub fn manifest_release(release: &str) -> &'static NvidiaRelease {
+    manifest()
+        .iter()
+        .find(|r| r.release == release)
+        .unwrap_or_else(|| panic!("release {release} is not in {}", manifest_path().display()))
+}
+
+fn load_manifest(path: &Path) -> Vec<NvidiaRelease> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read the NVIDIA wheel manifest {}: {e}.\n\
+             These tests need NVIDIA's real CUPTI libraries and headers. Run\n    {FETCH_COMMAND}\n\
+             from the workspace root (or set {NVIDIA_DIR_ENV} to a directory holding manifest.json).",
+            path.display()
+        )
+    });
+    let releases: Vec<NvidiaRelease> = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "{} is not a valid manifest ({e}); re-run `{FETCH_COMMAND}`",
+            path.display()
+        )
+    });
+    assert!(
+        !releases.is_empty(),
+        "{} lists no release; re-run `{FETCH_COMMAND}`",
+        path.display()
+    );
+    for r in &releases {
+        let files = [
+            &r.libcupti,
+            &r.libnvperf_host,
+            &r.cupti_include,
+            &r.cuda_include,
+            &r.lib_dir,
+        ];
+        for f in files.into_iter().chain(&r.include_dirs) {
+            assert!(
+                f.exists(),
+                "{} (release {}) names {}, which does not exist; re-run `{FETCH_COMMAND}`",
+                path.display(),
+                r.release,
+                f.display()
+            );
+        }
+    }
+    releases
+}
+
+/// `(major, minor)` of a release name such as "13.4". Panics on anything else.
+pub fn major_minor(release: &str) -> (u32, u32) {
+    let parse = || {
+        let (a, b) = release.split_once('.')?;
+        Some((a.parse().ok()?, b.parse().ok()?))
+    };
+    parse().unwrap_or_else(|| panic!("release name {release:?} is not major.minor"))
+}
