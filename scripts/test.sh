@@ -20,7 +20,12 @@ step "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "tests"
-cargo test --workspace --locked
+log=target/test-output.txt
+cargo test --workspace --locked 2>&1 | tee "$log"
 
 step "bindings regenerate byte-for-byte"
 scripts/regen-bindings.sh --check
+
+# One closing line for the whole run (cargo prints one per test binary).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1) } }
+     END { printf "\n%d passed, %d failed\n", p, f }' "$log"
