@@ -8,6 +8,10 @@
 //! A missing manifest is a failure, never a skip: every helper here panics with a
 //! message telling how to fetch the wheels.
 
+mod artifacts;
+
+pub use artifacts::{artifact, compile_c, stub_libcuda, target_profile_dir};
+
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 

@@ -1,35 +1,13 @@
 //! `gpuprof --version` and `gpuprof doctor`, run as a user would, against NVIDIA's
 //! real CUPTI libraries and a stand-in libcuda.so.1.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use gpuprof_tests::manifest_release;
+use gpuprof_tests::{artifact, manifest_release, stub_libcuda};
 
 fn gpuprof() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let p = exe.parent().unwrap().parent().unwrap().join("gpuprof");
-    assert!(
-        p.is_file(),
-        "{} is missing: build the workspace first (cargo build --workspace)",
-        p.display()
-    );
-    p
-}
-
-fn stub_driver_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("doctor-driver");
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join("libcuda.so.1");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("c/stub_libcuda.c");
-    let st = Command::new("cc")
-        .args(["-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o"])
-        .arg(&out)
-        .arg(src)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    dir
+    artifact("gpuprof")
 }
 
 fn doctor(env: &[(&str, &str)], driver: bool) -> Output {
@@ -42,7 +20,7 @@ fn doctor(env: &[(&str, &str)], driver: bool) -> Output {
     }
     cmd.env("CUDA_HOME", "/nonexistent-cuda");
     if driver {
-        cmd.env("LD_LIBRARY_PATH", stub_driver_dir());
+        cmd.env("LD_LIBRARY_PATH", stub_libcuda().0);
     }
     cmd.envs(env.iter().copied());
     cmd.output().unwrap()
@@ -62,13 +40,9 @@ fn version_names_the_record_protocol() {
         format!(
             "gpuprof {} (record protocol {})\n",
             env!("CARGO_PKG_VERSION"),
-            wire_protocol()
+            wire::PROTOCOL_VERSION
         )
     );
-}
-
-fn wire_protocol() -> u32 {
-    1
 }
 
 #[test]

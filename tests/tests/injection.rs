@@ -5,62 +5,19 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
-use gpuprof_tests::manifest_release;
-
-/// target/<profile>/ of the test binary.
-fn target_profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
-}
+use gpuprof_tests::{artifact, compile_c, manifest_release};
 
 fn libgpuprof() -> PathBuf {
-    let p = target_profile_dir().join("libgpuprof.so");
-    assert!(
-        p.is_file(),
-        "{} is missing: build the workspace first (cargo build --workspace)",
-        p.display()
-    );
-    p
-}
-
-/// Compiles a C file of tests/c into the test's scratch directory.
-fn compile_c(src: &str, out: &str, extra: &[&str]) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c");
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("c").join(src);
-    let out = dir.join(out);
-    let mut cmd = Command::new("cc");
-    cmd.args(extra);
-    let status = cmd
-        .arg("-o")
-        .arg(&out)
-        .arg(&src)
-        .arg("-ldl")
-        .status()
-        .expect("run cc");
-    assert!(status.success(), "cc {} failed", src.display());
-    out
+    artifact("libgpuprof.so")
 }
 
 fn host() -> PathBuf {
-    static HOST: OnceLock<PathBuf> = OnceLock::new();
-    HOST.get_or_init(|| compile_c("inject_host.c", "inject_host", &[]))
-        .clone()
+    compile_c("inject_host.c", "inject_host", &[])
 }
 
 fn stub_libcuda() -> PathBuf {
-    static STUB: OnceLock<PathBuf> = OnceLock::new();
-    // With the driver's soname, so that lookups of the loaded libcuda.so.1 find it.
-    STUB.get_or_init(|| {
-        compile_c(
-            "stub_libcuda.c",
-            "libcuda.so.1",
-            &["-shared", "-fPIC", "-Wl,-soname,libcuda.so.1"],
-        )
-    })
-    .clone()
+    gpuprof_tests::stub_libcuda().1
 }
 
 /// Runs the host with a clean GPUPROF_* / CUDA environment plus `env`.
