@@ -20,6 +20,13 @@ pub type CUlaunchAttribute = CUlaunchAttribute_st;
 pub type CUlaunchConfig = CUlaunchConfig_st;
 pub type CUstreamAttrValue_v1 = CUlaunchAttributeValue;
 pub type CUstreamAttrValue = CUstreamAttrValue_v1;
+pub type cudaStream_t = *mut CUstream_st;
+pub type cudaEvent_t = *mut CUevent_st;
+pub type cudaGraphExec_t = *mut CUgraphExec_st;
+pub type cudaGraphDeviceNode_t = *mut CUgraphDeviceUpdatableNode_st;
+pub type cudaLaunchMemSyncDomainMap = cudaLaunchMemSyncDomainMap_st;
+pub type cudaLaunchAttribute = cudaLaunchAttribute_st;
+pub type cudaLaunchConfig_t = cudaLaunchConfig_st;
 pub type CUpti_CallbackId = u32;
 pub type CUpti_CallbackFunc = ::core::option::Option<
     unsafe extern "C" fn(
@@ -77,6 +84,14 @@ pub type CUpti_BuffersCallbackCompleteFunc_v2 = ::core::option::Option<
 pub type CUpti_TimestampCallbackFunc = ::core::option::Option<
     unsafe extern "C" fn() -> u64,
 >;
+pub type cudaLaunchKernel_v7000_params = cudaLaunchKernel_v7000_params_st;
+pub type cudaLaunchKernel_ptsz_v7000_params = cudaLaunchKernel_ptsz_v7000_params_st;
+pub type cudaLaunchCooperativeKernel_v9000_params = cudaLaunchCooperativeKernel_v9000_params_st;
+pub type cudaLaunchCooperativeKernel_ptsz_v9000_params = cudaLaunchCooperativeKernel_ptsz_v9000_params_st;
+pub type cudaGraphLaunch_v10000_params = cudaGraphLaunch_v10000_params_st;
+pub type cudaGraphLaunch_ptsz_v10000_params = cudaGraphLaunch_ptsz_v10000_params_st;
+pub type cudaLaunchKernelExC_v11060_params = cudaLaunchKernelExC_v11060_params_st;
+pub type cudaLaunchKernelExC_ptsz_v11060_params = cudaLaunchKernelExC_ptsz_v11060_params_st;
 pub type cuLaunchKernel_params = cuLaunchKernel_params_st;
 pub type cuLaunchKernel_ptsz_params = cuLaunchKernel_ptsz_params_st;
 pub type cuLaunchCooperativeKernel_params = cuLaunchCooperativeKernel_params_st;
@@ -198,6 +213,78 @@ pub struct CUlaunchConfig_st {
     pub sharedMemBytes: ::core::ffi::c_uint,
     pub hStream: CUstream,
     pub attrs: *mut CUlaunchAttribute,
+    pub numAttrs: ::core::ffi::c_uint,
+}
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct dim3 {
+    pub x: ::core::ffi::c_uint,
+    pub y: ::core::ffi::c_uint,
+    pub z: ::core::ffi::c_uint,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaAccessPolicyWindow {
+    pub base_ptr: *mut ::core::ffi::c_void,
+    pub num_bytes: usize,
+    pub hitRatio: f32,
+    pub hitProp: cudaAccessProperty::Type,
+    pub missProp: cudaAccessProperty::Type,
+}
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct cudaLaunchMemSyncDomainMap_st {
+    pub default_: ::core::ffi::c_uchar,
+    pub remote: ::core::ffi::c_uchar,
+}
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct cudaLaunchAttributeValue__bindgen_ty_1 {
+    pub x: ::core::ffi::c_uint,
+    pub y: ::core::ffi::c_uint,
+    pub z: ::core::ffi::c_uint,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaLaunchAttributeValue__bindgen_ty_2 {
+    pub event: cudaEvent_t,
+    pub flags: ::core::ffi::c_int,
+    pub triggerAtBlockStart: ::core::ffi::c_int,
+}
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct cudaLaunchAttributeValue__bindgen_ty_3 {
+    pub x: ::core::ffi::c_uint,
+    pub y: ::core::ffi::c_uint,
+    pub z: ::core::ffi::c_uint,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaLaunchAttributeValue__bindgen_ty_4 {
+    pub event: cudaEvent_t,
+    pub flags: ::core::ffi::c_int,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaLaunchAttributeValue__bindgen_ty_5 {
+    pub deviceUpdatable: ::core::ffi::c_int,
+    pub devNode: cudaGraphDeviceNode_t,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct cudaLaunchAttribute_st {
+    pub id: cudaLaunchAttributeID::Type,
+    pub pad: [::core::ffi::c_char; 4usize],
+    pub val: cudaLaunchAttributeValue,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaLaunchConfig_st {
+    pub gridDim: dim3,
+    pub blockDim: dim3,
+    pub dynamicSmemBytes: usize,
+    pub stream: cudaStream_t,
+    pub attrs: *mut cudaLaunchAttribute,
     pub numAttrs: ::core::ffi::c_uint,
 }
 #[repr(C)]
@@ -374,6 +461,72 @@ pub struct CUpti_BufferCallbackCompleteInfo {
     pub threadId: u64,
     pub ppRecordLayouts: *mut *mut CUpti_ActivityRecordLayout,
     pub numRecordLayouts: usize,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaLaunchKernel_v7000_params_st {
+    pub func: *const ::core::ffi::c_void,
+    pub gridDim: dim3,
+    pub blockDim: dim3,
+    pub args: *mut *mut ::core::ffi::c_void,
+    pub sharedMem: usize,
+    pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaLaunchKernel_ptsz_v7000_params_st {
+    pub func: *const ::core::ffi::c_void,
+    pub gridDim: dim3,
+    pub blockDim: dim3,
+    pub args: *mut *mut ::core::ffi::c_void,
+    pub sharedMem: usize,
+    pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaLaunchCooperativeKernel_v9000_params_st {
+    pub func: *const ::core::ffi::c_void,
+    pub gridDim: dim3,
+    pub blockDim: dim3,
+    pub args: *mut *mut ::core::ffi::c_void,
+    pub sharedMem: usize,
+    pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaLaunchCooperativeKernel_ptsz_v9000_params_st {
+    pub func: *const ::core::ffi::c_void,
+    pub gridDim: dim3,
+    pub blockDim: dim3,
+    pub args: *mut *mut ::core::ffi::c_void,
+    pub sharedMem: usize,
+    pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaGraphLaunch_v10000_params_st {
+    pub graphExec: cudaGraphExec_t,
+    pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaGraphLaunch_ptsz_v10000_params_st {
+    pub graphExec: cudaGraphExec_t,
+    pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaLaunchKernelExC_v11060_params_st {
+    pub config: *const cudaLaunchConfig_t,
+    pub func: *const ::core::ffi::c_void,
+    pub args: *mut *mut ::core::ffi::c_void,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaLaunchKernelExC_ptsz_v11060_params_st {
+    pub config: *const cudaLaunchConfig_t,
+    pub func: *const ::core::ffi::c_void,
+    pub args: *mut *mut ::core::ffi::c_void,
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -1757,6 +1910,255 @@ const _: () = {
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
+    ["Size of dim3"][::core::mem::size_of::<dim3>() - 12usize];
+    ["Alignment of dim3"][::core::mem::align_of::<dim3>() - 4usize];
+    ["Offset of field: dim3::x"][::core::mem::offset_of!(dim3, x) - 0usize];
+    ["Offset of field: dim3::y"][::core::mem::offset_of!(dim3, y) - 4usize];
+    ["Offset of field: dim3::z"][::core::mem::offset_of!(dim3, z) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaAccessPolicyWindow",
+    ][::core::mem::size_of::<cudaAccessPolicyWindow>() - 32usize];
+    [
+        "Alignment of cudaAccessPolicyWindow",
+    ][::core::mem::align_of::<cudaAccessPolicyWindow>() - 8usize];
+    [
+        "Offset of field: cudaAccessPolicyWindow::base_ptr",
+    ][::core::mem::offset_of!(cudaAccessPolicyWindow, base_ptr) - 0usize];
+    [
+        "Offset of field: cudaAccessPolicyWindow::num_bytes",
+    ][::core::mem::offset_of!(cudaAccessPolicyWindow, num_bytes) - 8usize];
+    [
+        "Offset of field: cudaAccessPolicyWindow::hitRatio",
+    ][::core::mem::offset_of!(cudaAccessPolicyWindow, hitRatio) - 16usize];
+    [
+        "Offset of field: cudaAccessPolicyWindow::hitProp",
+    ][::core::mem::offset_of!(cudaAccessPolicyWindow, hitProp) - 20usize];
+    [
+        "Offset of field: cudaAccessPolicyWindow::missProp",
+    ][::core::mem::offset_of!(cudaAccessPolicyWindow, missProp) - 24usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLaunchMemSyncDomainMap_st",
+    ][::core::mem::size_of::<cudaLaunchMemSyncDomainMap_st>() - 2usize];
+    [
+        "Alignment of cudaLaunchMemSyncDomainMap_st",
+    ][::core::mem::align_of::<cudaLaunchMemSyncDomainMap_st>() - 1usize];
+    [
+        "Offset of field: cudaLaunchMemSyncDomainMap_st::default_",
+    ][::core::mem::offset_of!(cudaLaunchMemSyncDomainMap_st, default_) - 0usize];
+    [
+        "Offset of field: cudaLaunchMemSyncDomainMap_st::remote",
+    ][::core::mem::offset_of!(cudaLaunchMemSyncDomainMap_st, remote) - 1usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLaunchAttributeValue__bindgen_ty_1",
+    ][::core::mem::size_of::<cudaLaunchAttributeValue__bindgen_ty_1>() - 12usize];
+    [
+        "Alignment of cudaLaunchAttributeValue__bindgen_ty_1",
+    ][::core::mem::align_of::<cudaLaunchAttributeValue__bindgen_ty_1>() - 4usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_1::x",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_1, x) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_1::y",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_1, y) - 4usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_1::z",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_1, z) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLaunchAttributeValue__bindgen_ty_2",
+    ][::core::mem::size_of::<cudaLaunchAttributeValue__bindgen_ty_2>() - 16usize];
+    [
+        "Alignment of cudaLaunchAttributeValue__bindgen_ty_2",
+    ][::core::mem::align_of::<cudaLaunchAttributeValue__bindgen_ty_2>() - 8usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_2::event",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_2, event) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_2::flags",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_2, flags) - 8usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_2::triggerAtBlockStart",
+    ][::core::mem::offset_of!(
+        cudaLaunchAttributeValue__bindgen_ty_2, triggerAtBlockStart
+    ) - 12usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLaunchAttributeValue__bindgen_ty_3",
+    ][::core::mem::size_of::<cudaLaunchAttributeValue__bindgen_ty_3>() - 12usize];
+    [
+        "Alignment of cudaLaunchAttributeValue__bindgen_ty_3",
+    ][::core::mem::align_of::<cudaLaunchAttributeValue__bindgen_ty_3>() - 4usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_3::x",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_3, x) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_3::y",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_3, y) - 4usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_3::z",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_3, z) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLaunchAttributeValue__bindgen_ty_4",
+    ][::core::mem::size_of::<cudaLaunchAttributeValue__bindgen_ty_4>() - 16usize];
+    [
+        "Alignment of cudaLaunchAttributeValue__bindgen_ty_4",
+    ][::core::mem::align_of::<cudaLaunchAttributeValue__bindgen_ty_4>() - 8usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_4::event",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_4, event) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_4::flags",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_4, flags) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLaunchAttributeValue__bindgen_ty_5",
+    ][::core::mem::size_of::<cudaLaunchAttributeValue__bindgen_ty_5>() - 16usize];
+    [
+        "Alignment of cudaLaunchAttributeValue__bindgen_ty_5",
+    ][::core::mem::align_of::<cudaLaunchAttributeValue__bindgen_ty_5>() - 8usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_5::deviceUpdatable",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_5, deviceUpdatable)
+        - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_5::devNode",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_5, devNode) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLaunchAttributeValue",
+    ][::core::mem::size_of::<cudaLaunchAttributeValue>() - 64usize];
+    [
+        "Alignment of cudaLaunchAttributeValue",
+    ][::core::mem::align_of::<cudaLaunchAttributeValue>() - 8usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::pad",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue, pad) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::accessPolicyWindow",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue, accessPolicyWindow) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::cooperative",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue, cooperative) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::syncPolicy",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue, syncPolicy) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::clusterDim",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue, clusterDim) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::clusterSchedulingPolicyPreference",
+    ][::core::mem::offset_of!(
+        cudaLaunchAttributeValue, clusterSchedulingPolicyPreference
+    ) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::programmaticStreamSerializationAllowed",
+    ][::core::mem::offset_of!(
+        cudaLaunchAttributeValue, programmaticStreamSerializationAllowed
+    ) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::programmaticEvent",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue, programmaticEvent) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::priority",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue, priority) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::memSyncDomainMap",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue, memSyncDomainMap) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::memSyncDomain",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue, memSyncDomain) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::preferredClusterDim",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue, preferredClusterDim) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::launchCompletionEvent",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue, launchCompletionEvent) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::deviceUpdatableKernelNode",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue, deviceUpdatableKernelNode)
+        - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::sharedMemCarveout",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue, sharedMemCarveout) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::nvlinkUtilCentricScheduling",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue, nvlinkUtilCentricScheduling)
+        - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::portableClusterSizeMode",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue, portableClusterSizeMode)
+        - 0usize];
+    [
+        "Offset of field: cudaLaunchAttributeValue::sharedMemoryMode",
+    ][::core::mem::offset_of!(cudaLaunchAttributeValue, sharedMemoryMode) - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLaunchAttribute_st",
+    ][::core::mem::size_of::<cudaLaunchAttribute_st>() - 72usize];
+    [
+        "Alignment of cudaLaunchAttribute_st",
+    ][::core::mem::align_of::<cudaLaunchAttribute_st>() - 8usize];
+    [
+        "Offset of field: cudaLaunchAttribute_st::id",
+    ][::core::mem::offset_of!(cudaLaunchAttribute_st, id) - 0usize];
+    [
+        "Offset of field: cudaLaunchAttribute_st::pad",
+    ][::core::mem::offset_of!(cudaLaunchAttribute_st, pad) - 4usize];
+    [
+        "Offset of field: cudaLaunchAttribute_st::val",
+    ][::core::mem::offset_of!(cudaLaunchAttribute_st, val) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLaunchConfig_st",
+    ][::core::mem::size_of::<cudaLaunchConfig_st>() - 56usize];
+    [
+        "Alignment of cudaLaunchConfig_st",
+    ][::core::mem::align_of::<cudaLaunchConfig_st>() - 8usize];
+    [
+        "Offset of field: cudaLaunchConfig_st::gridDim",
+    ][::core::mem::offset_of!(cudaLaunchConfig_st, gridDim) - 0usize];
+    [
+        "Offset of field: cudaLaunchConfig_st::blockDim",
+    ][::core::mem::offset_of!(cudaLaunchConfig_st, blockDim) - 12usize];
+    [
+        "Offset of field: cudaLaunchConfig_st::dynamicSmemBytes",
+    ][::core::mem::offset_of!(cudaLaunchConfig_st, dynamicSmemBytes) - 24usize];
+    [
+        "Offset of field: cudaLaunchConfig_st::stream",
+    ][::core::mem::offset_of!(cudaLaunchConfig_st, stream) - 32usize];
+    [
+        "Offset of field: cudaLaunchConfig_st::attrs",
+    ][::core::mem::offset_of!(cudaLaunchConfig_st, attrs) - 40usize];
+    [
+        "Offset of field: cudaLaunchConfig_st::numAttrs",
+    ][::core::mem::offset_of!(cudaLaunchConfig_st, numAttrs) - 48usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
     [
         "Size of CUpti_CallbackData",
     ][::core::mem::size_of::<CUpti_CallbackData>() - 72usize];
@@ -2277,6 +2679,200 @@ const _: () = {
         "Offset of field: CUpti_BufferCallbackCompleteInfo::numRecordLayouts",
     ][::core::mem::offset_of!(CUpti_BufferCallbackCompleteInfo, numRecordLayouts)
         - 24usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLaunchKernel_v7000_params_st",
+    ][::core::mem::size_of::<cudaLaunchKernel_v7000_params_st>() - 56usize];
+    [
+        "Alignment of cudaLaunchKernel_v7000_params_st",
+    ][::core::mem::align_of::<cudaLaunchKernel_v7000_params_st>() - 8usize];
+    [
+        "Offset of field: cudaLaunchKernel_v7000_params_st::func",
+    ][::core::mem::offset_of!(cudaLaunchKernel_v7000_params_st, func) - 0usize];
+    [
+        "Offset of field: cudaLaunchKernel_v7000_params_st::gridDim",
+    ][::core::mem::offset_of!(cudaLaunchKernel_v7000_params_st, gridDim) - 8usize];
+    [
+        "Offset of field: cudaLaunchKernel_v7000_params_st::blockDim",
+    ][::core::mem::offset_of!(cudaLaunchKernel_v7000_params_st, blockDim) - 20usize];
+    [
+        "Offset of field: cudaLaunchKernel_v7000_params_st::args",
+    ][::core::mem::offset_of!(cudaLaunchKernel_v7000_params_st, args) - 32usize];
+    [
+        "Offset of field: cudaLaunchKernel_v7000_params_st::sharedMem",
+    ][::core::mem::offset_of!(cudaLaunchKernel_v7000_params_st, sharedMem) - 40usize];
+    [
+        "Offset of field: cudaLaunchKernel_v7000_params_st::stream",
+    ][::core::mem::offset_of!(cudaLaunchKernel_v7000_params_st, stream) - 48usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLaunchKernel_ptsz_v7000_params_st",
+    ][::core::mem::size_of::<cudaLaunchKernel_ptsz_v7000_params_st>() - 56usize];
+    [
+        "Alignment of cudaLaunchKernel_ptsz_v7000_params_st",
+    ][::core::mem::align_of::<cudaLaunchKernel_ptsz_v7000_params_st>() - 8usize];
+    [
+        "Offset of field: cudaLaunchKernel_ptsz_v7000_params_st::func",
+    ][::core::mem::offset_of!(cudaLaunchKernel_ptsz_v7000_params_st, func) - 0usize];
+    [
+        "Offset of field: cudaLaunchKernel_ptsz_v7000_params_st::gridDim",
+    ][::core::mem::offset_of!(cudaLaunchKernel_ptsz_v7000_params_st, gridDim) - 8usize];
+    [
+        "Offset of field: cudaLaunchKernel_ptsz_v7000_params_st::blockDim",
+    ][::core::mem::offset_of!(cudaLaunchKernel_ptsz_v7000_params_st, blockDim)
+        - 20usize];
+    [
+        "Offset of field: cudaLaunchKernel_ptsz_v7000_params_st::args",
+    ][::core::mem::offset_of!(cudaLaunchKernel_ptsz_v7000_params_st, args) - 32usize];
+    [
+        "Offset of field: cudaLaunchKernel_ptsz_v7000_params_st::sharedMem",
+    ][::core::mem::offset_of!(cudaLaunchKernel_ptsz_v7000_params_st, sharedMem)
+        - 40usize];
+    [
+        "Offset of field: cudaLaunchKernel_ptsz_v7000_params_st::stream",
+    ][::core::mem::offset_of!(cudaLaunchKernel_ptsz_v7000_params_st, stream) - 48usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLaunchCooperativeKernel_v9000_params_st",
+    ][::core::mem::size_of::<cudaLaunchCooperativeKernel_v9000_params_st>() - 56usize];
+    [
+        "Alignment of cudaLaunchCooperativeKernel_v9000_params_st",
+    ][::core::mem::align_of::<cudaLaunchCooperativeKernel_v9000_params_st>() - 8usize];
+    [
+        "Offset of field: cudaLaunchCooperativeKernel_v9000_params_st::func",
+    ][::core::mem::offset_of!(cudaLaunchCooperativeKernel_v9000_params_st, func)
+        - 0usize];
+    [
+        "Offset of field: cudaLaunchCooperativeKernel_v9000_params_st::gridDim",
+    ][::core::mem::offset_of!(cudaLaunchCooperativeKernel_v9000_params_st, gridDim)
+        - 8usize];
+    [
+        "Offset of field: cudaLaunchCooperativeKernel_v9000_params_st::blockDim",
+    ][::core::mem::offset_of!(cudaLaunchCooperativeKernel_v9000_params_st, blockDim)
+        - 20usize];
+    [
+        "Offset of field: cudaLaunchCooperativeKernel_v9000_params_st::args",
+    ][::core::mem::offset_of!(cudaLaunchCooperativeKernel_v9000_params_st, args)
+        - 32usize];
+    [
+        "Offset of field: cudaLaunchCooperativeKernel_v9000_params_st::sharedMem",
+    ][::core::mem::offset_of!(cudaLaunchCooperativeKernel_v9000_params_st, sharedMem)
+        - 40usize];
+    [
+        "Offset of field: cudaLaunchCooperativeKernel_v9000_params_st::stream",
+    ][::core::mem::offset_of!(cudaLaunchCooperativeKernel_v9000_params_st, stream)
+        - 48usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLaunchCooperativeKernel_ptsz_v9000_params_st",
+    ][::core::mem::size_of::<cudaLaunchCooperativeKernel_ptsz_v9000_params_st>()
+        - 56usize];
+    [
+        "Alignment of cudaLaunchCooperativeKernel_ptsz_v9000_params_st",
+    ][::core::mem::align_of::<cudaLaunchCooperativeKernel_ptsz_v9000_params_st>()
+        - 8usize];
+    [
+        "Offset of field: cudaLaunchCooperativeKernel_ptsz_v9000_params_st::func",
+    ][::core::mem::offset_of!(cudaLaunchCooperativeKernel_ptsz_v9000_params_st, func)
+        - 0usize];
+    [
+        "Offset of field: cudaLaunchCooperativeKernel_ptsz_v9000_params_st::gridDim",
+    ][::core::mem::offset_of!(cudaLaunchCooperativeKernel_ptsz_v9000_params_st, gridDim)
+        - 8usize];
+    [
+        "Offset of field: cudaLaunchCooperativeKernel_ptsz_v9000_params_st::blockDim",
+    ][::core::mem::offset_of!(cudaLaunchCooperativeKernel_ptsz_v9000_params_st, blockDim)
+        - 20usize];
+    [
+        "Offset of field: cudaLaunchCooperativeKernel_ptsz_v9000_params_st::args",
+    ][::core::mem::offset_of!(cudaLaunchCooperativeKernel_ptsz_v9000_params_st, args)
+        - 32usize];
+    [
+        "Offset of field: cudaLaunchCooperativeKernel_ptsz_v9000_params_st::sharedMem",
+    ][::core::mem::offset_of!(
+        cudaLaunchCooperativeKernel_ptsz_v9000_params_st, sharedMem
+    ) - 40usize];
+    [
+        "Offset of field: cudaLaunchCooperativeKernel_ptsz_v9000_params_st::stream",
+    ][::core::mem::offset_of!(cudaLaunchCooperativeKernel_ptsz_v9000_params_st, stream)
+        - 48usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaGraphLaunch_v10000_params_st",
+    ][::core::mem::size_of::<cudaGraphLaunch_v10000_params_st>() - 16usize];
+    [
+        "Alignment of cudaGraphLaunch_v10000_params_st",
+    ][::core::mem::align_of::<cudaGraphLaunch_v10000_params_st>() - 8usize];
+    [
+        "Offset of field: cudaGraphLaunch_v10000_params_st::graphExec",
+    ][::core::mem::offset_of!(cudaGraphLaunch_v10000_params_st, graphExec) - 0usize];
+    [
+        "Offset of field: cudaGraphLaunch_v10000_params_st::stream",
+    ][::core::mem::offset_of!(cudaGraphLaunch_v10000_params_st, stream) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaGraphLaunch_ptsz_v10000_params_st",
+    ][::core::mem::size_of::<cudaGraphLaunch_ptsz_v10000_params_st>() - 16usize];
+    [
+        "Alignment of cudaGraphLaunch_ptsz_v10000_params_st",
+    ][::core::mem::align_of::<cudaGraphLaunch_ptsz_v10000_params_st>() - 8usize];
+    [
+        "Offset of field: cudaGraphLaunch_ptsz_v10000_params_st::graphExec",
+    ][::core::mem::offset_of!(cudaGraphLaunch_ptsz_v10000_params_st, graphExec)
+        - 0usize];
+    [
+        "Offset of field: cudaGraphLaunch_ptsz_v10000_params_st::stream",
+    ][::core::mem::offset_of!(cudaGraphLaunch_ptsz_v10000_params_st, stream) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLaunchKernelExC_v11060_params_st",
+    ][::core::mem::size_of::<cudaLaunchKernelExC_v11060_params_st>() - 24usize];
+    [
+        "Alignment of cudaLaunchKernelExC_v11060_params_st",
+    ][::core::mem::align_of::<cudaLaunchKernelExC_v11060_params_st>() - 8usize];
+    [
+        "Offset of field: cudaLaunchKernelExC_v11060_params_st::config",
+    ][::core::mem::offset_of!(cudaLaunchKernelExC_v11060_params_st, config) - 0usize];
+    [
+        "Offset of field: cudaLaunchKernelExC_v11060_params_st::func",
+    ][::core::mem::offset_of!(cudaLaunchKernelExC_v11060_params_st, func) - 8usize];
+    [
+        "Offset of field: cudaLaunchKernelExC_v11060_params_st::args",
+    ][::core::mem::offset_of!(cudaLaunchKernelExC_v11060_params_st, args) - 16usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLaunchKernelExC_ptsz_v11060_params_st",
+    ][::core::mem::size_of::<cudaLaunchKernelExC_ptsz_v11060_params_st>() - 24usize];
+    [
+        "Alignment of cudaLaunchKernelExC_ptsz_v11060_params_st",
+    ][::core::mem::align_of::<cudaLaunchKernelExC_ptsz_v11060_params_st>() - 8usize];
+    [
+        "Offset of field: cudaLaunchKernelExC_ptsz_v11060_params_st::config",
+    ][::core::mem::offset_of!(cudaLaunchKernelExC_ptsz_v11060_params_st, config)
+        - 0usize];
+    [
+        "Offset of field: cudaLaunchKernelExC_ptsz_v11060_params_st::func",
+    ][::core::mem::offset_of!(cudaLaunchKernelExC_ptsz_v11060_params_st, func) - 8usize];
+    [
+        "Offset of field: cudaLaunchKernelExC_ptsz_v11060_params_st::args",
+    ][::core::mem::offset_of!(cudaLaunchKernelExC_ptsz_v11060_params_st, args)
+        - 16usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -5960,6 +6556,28 @@ pub union CUlaunchAttributeValue_union {
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
+pub union cudaLaunchAttributeValue {
+    pub pad: [::core::ffi::c_char; 64usize],
+    pub accessPolicyWindow: cudaAccessPolicyWindow,
+    pub cooperative: ::core::ffi::c_int,
+    pub syncPolicy: cudaSynchronizationPolicy::Type,
+    pub clusterDim: cudaLaunchAttributeValue__bindgen_ty_1,
+    pub clusterSchedulingPolicyPreference: cudaClusterSchedulingPolicy::Type,
+    pub programmaticStreamSerializationAllowed: ::core::ffi::c_int,
+    pub programmaticEvent: cudaLaunchAttributeValue__bindgen_ty_2,
+    pub priority: ::core::ffi::c_int,
+    pub memSyncDomainMap: cudaLaunchMemSyncDomainMap,
+    pub memSyncDomain: cudaLaunchMemSyncDomain::Type,
+    pub preferredClusterDim: cudaLaunchAttributeValue__bindgen_ty_3,
+    pub launchCompletionEvent: cudaLaunchAttributeValue__bindgen_ty_4,
+    pub deviceUpdatableKernelNode: cudaLaunchAttributeValue__bindgen_ty_5,
+    pub sharedMemCarveout: ::core::ffi::c_uint,
+    pub nvlinkUtilCentricScheduling: ::core::ffi::c_uint,
+    pub portableClusterSizeMode: cudaLaunchAttributePortableClusterMode::Type,
+    pub sharedMemoryMode: cudaSharedMemoryMode::Type,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
 pub union CUpti_ResourceData__bindgen_ty_1 {
     pub stream: CUstream,
 }
@@ -6046,6 +6664,69 @@ impl Default for CUlaunchAttribute_st {
     }
 }
 impl Default for CUlaunchConfig_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaAccessPolicyWindow {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaLaunchAttributeValue__bindgen_ty_2 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaLaunchAttributeValue__bindgen_ty_4 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaLaunchAttributeValue__bindgen_ty_5 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaLaunchAttributeValue {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaLaunchAttribute_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaLaunchConfig_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {
@@ -6262,6 +6943,78 @@ impl Default for CUpti_ActivityConfig {
     }
 }
 impl Default for CUpti_BufferCallbackCompleteInfo {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaLaunchKernel_v7000_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaLaunchKernel_ptsz_v7000_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaLaunchCooperativeKernel_v9000_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaLaunchCooperativeKernel_ptsz_v9000_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaGraphLaunch_v10000_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaGraphLaunch_ptsz_v10000_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaLaunchKernelExC_v11060_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaLaunchKernelExC_ptsz_v11060_params_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {
@@ -7511,6 +8264,80 @@ pub mod CUptiResult {
     pub const CUPTI_ERROR_HES_TRACE_NOT_SUPPORTED_ON_MPS: Type = 47;
     pub const CUPTI_ERROR_UNKNOWN: Type = 999;
     pub const CUPTI_ERROR_FORCE_INT: Type = 2147483647;
+    #[allow(unused_imports)]
+    use super::*;
+}
+pub mod cudaAccessProperty {
+    pub type Type = ::core::ffi::c_uint;
+    pub const cudaAccessPropertyNormal: Type = 0;
+    pub const cudaAccessPropertyStreaming: Type = 1;
+    pub const cudaAccessPropertyPersisting: Type = 2;
+    #[allow(unused_imports)]
+    use super::*;
+}
+pub mod cudaSynchronizationPolicy {
+    pub type Type = ::core::ffi::c_uint;
+    pub const cudaSyncPolicyAuto: Type = 1;
+    pub const cudaSyncPolicySpin: Type = 2;
+    pub const cudaSyncPolicyYield: Type = 3;
+    pub const cudaSyncPolicyBlockingSync: Type = 4;
+    #[allow(unused_imports)]
+    use super::*;
+}
+pub mod cudaClusterSchedulingPolicy {
+    pub type Type = ::core::ffi::c_uint;
+    pub const cudaClusterSchedulingPolicyDefault: Type = 0;
+    pub const cudaClusterSchedulingPolicySpread: Type = 1;
+    pub const cudaClusterSchedulingPolicyLoadBalancing: Type = 2;
+    pub const cudaClusterSchedulingPolicyRubinDsmemLocality: Type = 3;
+    #[allow(unused_imports)]
+    use super::*;
+}
+pub mod cudaSharedMemoryMode {
+    pub type Type = ::core::ffi::c_uint;
+    pub const cudaSharedMemoryModeDefault: Type = 0;
+    pub const cudaSharedMemoryModeRequirePortable: Type = 1;
+    pub const cudaSharedMemoryModeAllowNonPortable: Type = 2;
+    pub const cudaSharedMemoryModeAllowOversizedSharedMemory: Type = 3;
+    pub const cudaSharedMemoryModePreferOversizedSharedMemory: Type = 4;
+    #[allow(unused_imports)]
+    use super::*;
+}
+pub mod cudaLaunchMemSyncDomain {
+    pub type Type = ::core::ffi::c_uint;
+    pub const cudaLaunchMemSyncDomainDefault: Type = 0;
+    pub const cudaLaunchMemSyncDomainRemote: Type = 1;
+    #[allow(unused_imports)]
+    use super::*;
+}
+pub mod cudaLaunchAttributePortableClusterMode {
+    pub type Type = ::core::ffi::c_uint;
+    pub const cudaLaunchPortableClusterModeDefault: Type = 0;
+    pub const cudaLaunchPortableClusterModeRequirePortable: Type = 1;
+    pub const cudaLaunchPortableClusterModeAllowNonPortable: Type = 2;
+    #[allow(unused_imports)]
+    use super::*;
+}
+pub mod cudaLaunchAttributeID {
+    pub type Type = ::core::ffi::c_uint;
+    pub const cudaLaunchAttributeIgnore: Type = 0;
+    pub const cudaLaunchAttributeAccessPolicyWindow: Type = 1;
+    pub const cudaLaunchAttributeCooperative: Type = 2;
+    pub const cudaLaunchAttributeSynchronizationPolicy: Type = 3;
+    pub const cudaLaunchAttributeClusterDimension: Type = 4;
+    pub const cudaLaunchAttributeClusterSchedulingPolicyPreference: Type = 5;
+    pub const cudaLaunchAttributeProgrammaticStreamSerialization: Type = 6;
+    pub const cudaLaunchAttributeProgrammaticEvent: Type = 7;
+    pub const cudaLaunchAttributePriority: Type = 8;
+    pub const cudaLaunchAttributeMemSyncDomainMap: Type = 9;
+    pub const cudaLaunchAttributeMemSyncDomain: Type = 10;
+    pub const cudaLaunchAttributePreferredClusterDimension: Type = 11;
+    pub const cudaLaunchAttributeLaunchCompletionEvent: Type = 12;
+    pub const cudaLaunchAttributeDeviceUpdatableKernelNode: Type = 13;
+    pub const cudaLaunchAttributePreferredSharedMemoryCarveout: Type = 14;
+    pub const cudaLaunchAttributeNvlinkUtilCentricScheduling: Type = 16;
+    pub const cudaLaunchAttributePortableClusterSizeMode: Type = 17;
+    pub const cudaLaunchAttributeSharedMemoryMode: Type = 18;
     #[allow(unused_imports)]
     use super::*;
 }

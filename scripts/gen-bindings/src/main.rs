@@ -112,7 +112,8 @@ const NVPERF_HOST_FUNCTIONS: &[&str] = &[
     "NVPW_CounterDataBuilder_\\w+",
 ];
 
-/// Driver API parameter structs the callbacks read (`generated_cuda_meta.h`).
+/// Driver and runtime API parameter structs the callbacks read
+/// (`generated_cuda_meta.h`, `generated_cuda_runtime_api_meta.h`).
 const DRIVER_PARAMS: &[&str] = &[
     "cuLaunchKernel_params",
     "cuLaunchKernel_ptsz_params",
@@ -122,6 +123,15 @@ const DRIVER_PARAMS: &[&str] = &[
     "cuLaunchCooperativeKernel_ptsz_params",
     "cuGraphLaunch_params",
     "cuGraphLaunch_ptsz_params",
+    // Runtime API (CUPTI_CB_DOMAIN_RUNTIME_API) launches.
+    "cudaLaunchKernel_v7000_params",
+    "cudaLaunchKernel_ptsz_v7000_params",
+    "cudaLaunchKernelExC_v11060_params",
+    "cudaLaunchKernelExC_ptsz_v11060_params",
+    "cudaLaunchCooperativeKernel_v9000_params",
+    "cudaLaunchCooperativeKernel_ptsz_v9000_params",
+    "cudaGraphLaunch_v10000_params",
+    "cudaGraphLaunch_ptsz_v10000_params",
 ];
 
 fn main() -> Result<()> {
@@ -178,6 +188,8 @@ fn builder(rel: &Release, header: &str) -> bindgen::Builder {
                 .iter()
                 .map(|d| format!("-I{}", d.display())),
         )
+        // nvperf_host.h announces its own deprecation with #pragma message.
+        .clang_arg("-Wno-#pragma-messages")
         .formatter(bindgen::Formatter::Prettyplease)
         .default_enum_style(bindgen::EnumVariation::ModuleConsts)
         .derive_default(true)
@@ -231,8 +243,14 @@ fn gen_common(rel: &Release, out: &Path) -> Result<()> {
     });
     fns.sort_by_key(|s| s.ident.to_string());
 
+    let body = prettyplease::unparse(&file);
+    for p in DRIVER_PARAMS {
+        if !body.contains(&format!("pub type {p} = ")) && !body.contains(&format!("pub struct {p} ")) {
+            bail!("parameter struct {p} not found in the headers");
+        }
+    }
     let mut text = header_comment("shared declarations", rel);
-    text.push_str(&prettyplease::unparse(&file));
+    text.push_str(&body);
     write(&out.join("common.rs"), &text)?;
 
     let (cupti, nvperf): (Vec<_>, Vec<_>) = fns
