@@ -1,0 +1,171 @@
+//! `cuGetProcAddress` (CUDA 11.3) and `cuGetProcAddress_v2` (CUDA 12.0): the driver's
+//! own entry points by base name and CUDA version, as `cuda.h` documents. They work
+//! before `cuInit` (the CUDA runtime resolves `cuInit` itself through them).
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+use crate::consts::*;
+use crate::ffi::guard;
+use crate::{api_device, api_init, config, errors};
+
+/// One versioned entry point: base name, the CUDA version that introduced this ABI
+/// (the `_vNNNN` of `PFN_<name>_vNNNN` in `cudaTypedefs.h`), and the function.
+struct Entry {
+    name: &'static str,
+    since: c_int,
+    func: *const c_void,
+}
+
+/// Every entry point the sim exports, by base name and version.
+fn table() -> [Entry; 13] {
+    macro_rules! e {
+        ($name:literal, $since:literal, $f:path) => {
+            Entry {
+                name: $name,
+                since: $since,
+                func: $f as *const c_void,
+            }
+        };
+    }
+    [
+        e!("cuGetErrorString", 6000, errors::cuGetErrorString),
+        e!("cuGetErrorName", 6000, errors::cuGetErrorName),
+        e!("cuInit", 2000, api_init::cuInit),
+        e!("cuDriverGetVersion", 2020, api_init::cuDriverGetVersion),
+        e!("cuDeviceGet", 2000, api_device::cuDeviceGet),
+        e!("cuDeviceGetCount", 2000, api_device::cuDeviceGetCount),
+        e!("cuDeviceGetName", 2000, api_device::cuDeviceGetName),
+        e!("cuDeviceGetUuid", 9020, api_device::cuDeviceGetUuid),
+        e!("cuDeviceGetUuid", 11040, api_device::cuDeviceGetUuid_v2),
+        e!("cuDeviceTotalMem", 3020, api_device::cuDeviceTotalMem_v2),
+        e!(
+            "cuDeviceGetAttribute",
+            2000,
+            api_device::cuDeviceGetAttribute
+        ),
+        e!("cuGetProcAddress", 11030, cuGetProcAddress),
+        e!("cuGetProcAddress", 12000, cuGetProcAddress_v2),
+    ]
+}
+
+/// The outcome of a lookup: the function (NULL when none) and the
+/// `CUdriverProcAddressQueryResult`.
+fn lookup(symbol: &[u8], cuda_version: c_int) -> (*const c_void, c_int) {
+    let entries = table();
+    let mut named = entries
+        .iter()
+        .filter(|e| e.name.as_bytes() == symbol)
+        .peekable();
+    if named.peek().is_none() {
+        return (std::ptr::null(), proc_status::SYMBOL_NOT_FOUND);
+    }
+    match named
+        .filter(|e| e.since <= cuda_version)
+        .max_by_key(|e| e.since)
+    {
+        Some(e) => (e.func, proc_status::SUCCESS),
+        None => (std::ptr::null(), proc_status::VERSION_NOT_SUFFICIENT),
+    }
+}
+
+/// The shared argument checks and lookup; `None` when an argument is invalid.
+///
+/// # Safety
+/// `symbol` is NULL or a NUL-terminated string; `pfn` is NULL or writable.
+unsafe fn resolve(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    cuda_version: c_int,
+) -> Option<c_int> {
+    if symbol.is_null() || pfn.is_null() || cuda_version > config::get().driver_version {
+        return None;
+    }
+    // SAFETY: non-NULL and NUL-terminated per this function's contract.
+    let name = unsafe { CStr::from_ptr(symbol) };
+    let (func, status) = lookup(name.to_bytes(), cuda_version);
+    // SAFETY: non-NULL and writable per this function's contract.
+    unsafe { pfn.write(func.cast_mut()) };
+    Some(status)
+}
+
+/// `CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+/// cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)`.
+///
+/// As CUDA 13's `cuda.h` documents: a `cudaVersion` above the driver's version is
+/// `CUDA_ERROR_INVALID_VALUE`; an unknown symbol, or one newer than `cudaVersion`, is
+/// `CUDA_SUCCESS` with `*pfn = NULL` and the reason in the optional `*symbolStatus`.
+/// The sim has no per-thread-stream variants, so `flags` selects nothing.
+///
+/// # Safety
+/// `symbol` is NULL or NUL-terminated; `pfn` and `symbol_status` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn cuGetProcAddress_v2(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    cuda_version: c_int,
+    _flags: u64,
+    symbol_status: *mut c_int,
+) -> CUresult {
+    guard(move || {
+        // SAFETY: the caller's pointers are as `resolve` requires.
+        let Some(status) = (unsafe { resolve(symbol, pfn, cuda_version) }) else {
+            return CUDA_ERROR_INVALID_VALUE;
+        };
+        if !symbol_status.is_null() {
+            // SAFETY: non-NULL, and writable per this function's contract.
+            unsafe { symbol_status.write(status) };
+        }
+        CUDA_SUCCESS
+    })
+}
+
+/// `CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+/// cuuint64_t flags)`, the CUDA 11.3 ABI: with no status out-parameter, a symbol that is
+/// not found (or not in `cudaVersion`) is `CUDA_ERROR_NOT_FOUND` with `*pfn = NULL`,
+/// as CUDA 11.x's `cuda.h` documented it.
+///
+/// # Safety
+/// `symbol` is NULL or NUL-terminated; `pfn` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn cuGetProcAddress(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    cuda_version: c_int,
+    _flags: u64,
+) -> CUresult {
+    guard(move || {
+        // SAFETY: the caller's pointers are as `resolve` requires.
+        match unsafe { resolve(symbol, pfn, cuda_version) } {
+            None => CUDA_ERROR_INVALID_VALUE,
+            Some(proc_status::SUCCESS) => CUDA_SUCCESS,
+            Some(_) => CUDA_ERROR_NOT_FOUND,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_the_newest_abi_the_version_allows() {
+        let v2 = api_device::cuDeviceGetUuid_v2 as *const c_void;
+        let v1 = api_device::cuDeviceGetUuid as *const c_void;
+        assert_eq!(
+            lookup(b"cuDeviceGetUuid", 13000),
+            (v2, proc_status::SUCCESS)
+        );
+        assert_eq!(
+            lookup(b"cuDeviceGetUuid", 11000),
+            (v1, proc_status::SUCCESS)
+        );
+        assert_eq!(
+            lookup(b"cuDeviceGetUuid", 9000),
+            (std::ptr::null(), proc_status::VERSION_NOT_SUFFICIENT)
+        );
+        assert_eq!(
+            lookup(b"cuBogus", 13000),
+            (std::ptr::null(), proc_status::SYMBOL_NOT_FOUND)
+        );
+    }
+}
