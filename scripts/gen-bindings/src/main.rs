@@ -245,7 +245,9 @@ fn gen_common(rel: &Release, out: &Path) -> Result<()> {
 
     let body = prettyplease::unparse(&file);
     for p in DRIVER_PARAMS {
-        if !body.contains(&format!("pub type {p} = ")) && !body.contains(&format!("pub struct {p} ")) {
+        if !body.contains(&format!("pub type {p} = "))
+            && !body.contains(&format!("pub struct {p} "))
+        {
             bail!("parameter struct {p} not found in the headers");
         }
     }
