@@ -574,6 +574,10 @@ fn default_model_rules() {
         [
             "ampere_bf16_s16816gemm_*",
             "*gemv*",
+            "*_ffma_*",
+            "ampere_sgemm_*",
+            "*gemm_f64*",
+            "*gemm_f*",
             "*gemm*",
             "*flash*",
             "*attention*",
@@ -593,6 +597,10 @@ fn default_model_rules() {
     let names = [
         "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn",
         "gemv2T_kernel_val",
+        "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+        "ampere_sgemm_128x128_nn",
+        "sm90_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize128x64x16_cgasize1x1x1_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+        "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_cgasize1x1x1_warpgroupsize1x1x1_aligna4_alignc4_execute_segment_k_off_kernel__5x_cublas",
         SM90_GEMM,
         "flash_fwd_kernel",
         "paged_attention_v1_kernel",
@@ -643,7 +651,7 @@ fn default_model_prefill_gemm_4096_cubed_bf16() {
     let c = CostModel::builtin()
         .cost(&gemm_launch(SM90_GEMM, 4096, 4096, 4096, 1))
         .unwrap();
-    assert_eq!(c.rule, 2);
+    assert_eq!(c.rule, 6);
     // Compute: 2 * 4096^3 = 137438953472 FLOP / 700000 FLOP/ns = 196341.36 ns.
     // Memory: 3 * 4096^2 * 2 B = 100663296 B / 3000 B/ns = 33554.43 ns. Compute-bound.
     assert_eq!(c.duration_ns, 196341);
@@ -755,7 +763,7 @@ fn default_model_attention() {
         ))
         .unwrap();
     // 1024 CTAs * 134217728 FLOP / 600000 FLOP/ns = 229064.88 ns.
-    assert_eq!((c.rule, c.duration_ns), (3, 229065));
+    assert_eq!((c.rule, c.duration_ns), (7, 229065));
     assert_eq!(c.counters[TENSOR], 137438953472.0);
     assert_eq!(c.counters[READ], 1024.0 * 294912.0);
     assert_eq!(c.counters[WRITE], 33554432.0);
@@ -770,7 +778,7 @@ fn default_model_attention() {
         ))
         .unwrap();
     // 2048 CTAs * 1 MiB / 3000 B/ns = 715827.88 ns.
-    assert_eq!((c.rule, c.duration_ns), (4, 715828));
+    assert_eq!((c.rule, c.duration_ns), (8, 715828));
     assert_eq!(c.counters[READ], 2147483648.0);
     assert_eq!(c.counters[FFMA], 1073741824.0);
     assert_eq!(c.counters[TENSOR], 0.0);
@@ -808,21 +816,21 @@ fn default_model_elementwise_and_reductions() {
     let c = m
         .cost(&launch("fused_add_rms_norm_kernel", grid, block))
         .unwrap();
-    assert_eq!((c.rule, c.duration_ns), (7, 11185)); // 33554432 / 3000 = 11184.81
+    assert_eq!((c.rule, c.duration_ns), (11, 11185)); // 33554432 / 3000 = 11184.81
     assert_eq!(c.counters[FMUL], 16777216.0);
     let c = m.cost(&launch("add_kernel", grid, block)).unwrap();
-    assert_eq!((c.rule, c.duration_ns), (9, 16777));
+    assert_eq!((c.rule, c.duration_ns), (13, 16777));
     // reduce: 16 B per thread; 4 B per CTA written.
     let c = m
         .cost(&launch("reduce_kernel<512, 1>", grid, block))
         .unwrap();
-    assert_eq!((c.rule, c.duration_ns), (5, 5592)); // 16777216 / 3000 = 5592.41
+    assert_eq!((c.rule, c.duration_ns), (9, 5592)); // 16777216 / 3000 = 5592.41
     assert_eq!(c.counters[WRITE], 16384.0);
     // A tiny kernel sits on the 2 us floor, and few CTAs keep most SMs idle.
     let c = m
         .cost(&launch("softmax_warp_forward", [2, 1, 1], [128, 1, 1]))
         .unwrap();
-    assert_eq!((c.rule, c.duration_ns), (6, 2000));
+    assert_eq!((c.rule, c.duration_ns), (10, 2000));
     assert_eq!(c.counters[CYCLES], 2000.0 * 1.98 * 2.0 / 132.0);
 }
 
@@ -830,7 +838,7 @@ fn default_model_elementwise_and_reductions() {
 fn default_model_catch_all() {
     let m = CostModel::builtin();
     let c = m.cost(&launch("my_kernel", [1, 1, 1], [1, 1, 1])).unwrap();
-    assert_eq!((c.rule, c.duration_ns), (11, 1000));
+    assert_eq!((c.rule, c.duration_ns), (15, 1000));
     let c = m
         .cost(&launch("my_kernel", [2, 1, 1], [500, 1, 1]))
         .unwrap();
@@ -838,4 +846,27 @@ fn default_model_catch_all() {
     let c = m.cost(&launch("", [1000, 1, 1], [1000, 1, 1])).unwrap();
     assert_eq!(c.duration_ns, 2000);
     assert_eq!(c.counters[READ], 0.0);
+}
+
+#[test]
+fn default_model_fp32_gemm_runs_on_cuda_cores() {
+    // 1000 x 500 x 300 FP32: 2*m*n*k = 300000000 FLOP at 50000 FLOP/ns = 6000 ns; DRAM
+    // (300000 + 150000 + 500000) * 4 B = 3800000 B at 3000 B/ns = 1266.67 ns: compute-bound.
+    let c = CostModel::builtin()
+        .cost(&Launch {
+            gemm: Some(GemmShape {
+                m: 1000,
+                n: 500,
+                k: 300,
+                batch: 1,
+                elem_bytes: 4,
+            }),
+            ..gemm_launch("ampere_sgemm_128x128_nn", 1000, 500, 300, 1)
+        })
+        .unwrap();
+    assert_eq!((c.rule, c.duration_ns), (3, 6000));
+    assert_eq!(c.counters[FFMA], 150000000.0);
+    assert_eq!(c.counters[TENSOR], 0.0);
+    assert_eq!(c.counters[READ], 1800000.0);
+    assert_eq!(c.counters[WRITE], 2000000.0);
 }
