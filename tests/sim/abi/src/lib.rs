@@ -74,7 +74,8 @@ pub struct Tracer {
     /// checks that do not reach the GPU are done, as with the real driver).
     pub api: unsafe extern "C" fn(user: *mut c_void, call: *mut ApiCall),
     /// Resource creation and destruction, with `cbid` a `CUpti_CallbackIdResource`.
-    pub resource: unsafe extern "C" fn(user: *mut c_void, cbid: u32, data: *const CUpti_ResourceData),
+    pub resource:
+        unsafe extern "C" fn(user: *mut c_void, cbid: u32, data: *const CUpti_ResourceData),
     /// A GPU operation with its simulated start and end.
     pub gpu_op: unsafe extern "C" fn(user: *mut c_void, op: *const GpuOp),
 }
