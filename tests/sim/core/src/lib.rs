@@ -39,6 +39,7 @@
 //! fail on division by zero or a non-finite result, reported by [`CostModel::cost`].
 
 pub mod expr;
+pub mod transfer;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -10,7 +10,7 @@ use crate::ffi::{guard, write_out};
 use crate::state;
 
 /// The device `dev` names, or the error the driver returns for it.
-fn device(dev: CUdevice) -> Result<&'static Device, CUresult> {
+pub(crate) fn device(dev: CUdevice) -> Result<&'static Device, CUresult> {
     if !state::is_initialized() {
         return Err(CUDA_ERROR_NOT_INITIALIZED);
     }
@@ -108,6 +108,7 @@ fn attribute(d: &Device, attrib: c_int) -> Option<c_int> {
         MAX_SHARED_MEMORY_PER_MULTIPROCESSOR => 228 * 1024,
         MAX_SHARED_MEMORY_PER_BLOCK_OPTIN => 227 * 1024,
         MAX_BLOCKS_PER_MULTIPROCESSOR => 32,
+        UNIFIED_ADDRESSING | MEMORY_POOLS_SUPPORTED => 1,
         _ => return None,
     })
 }

@@ -4,11 +4,14 @@ use std::ffi::{c_int, c_uint};
 
 use crate::consts::*;
 use crate::ffi::{guard, write_out};
-use crate::{config, state};
+use crate::{config, model, state};
 
 /// `CUresult cuInit(unsigned int Flags)`: `Flags` must be 0. Fails with
 /// `CUDA_ERROR_NO_DEVICE` when the simulated machine has no device
 /// (`SIMCUDA_DEVICE_COUNT=0`), as the real driver does on a machine without a GPU.
+/// Loads the cost model once; an unusable model (`$SIMCUDA_COST_MODEL`) is named on
+/// stderr (`simcuda: <error>`, once) and fails every `cuInit` with
+/// `CUDA_ERROR_INVALID_VALUE`.
 #[no_mangle]
 pub extern "C" fn cuInit(flags: c_uint) -> CUresult {
     guard(move || {
@@ -17,6 +20,9 @@ pub extern "C" fn cuInit(flags: c_uint) -> CUresult {
         }
         if config::get().device_count == 0 {
             return CUDA_ERROR_NO_DEVICE;
+        }
+        if !model::load() {
+            return CUDA_ERROR_INVALID_VALUE;
         }
         state::initialize();
         CUDA_SUCCESS

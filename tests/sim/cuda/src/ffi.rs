@@ -22,3 +22,20 @@ pub(crate) unsafe fn write_out<T>(out: *mut T, value: T) -> CUresult {
     unsafe { out.write(value) };
     crate::consts::CUDA_SUCCESS
 }
+
+/// The `CUresult` of a body written with `?`.
+pub(crate) fn code(r: Result<(), CUresult>) -> CUresult {
+    r.err().unwrap_or(crate::consts::CUDA_SUCCESS)
+}
+
+/// [`write_out`] as a `Result`.
+///
+/// # Safety
+/// `out` is NULL or valid for writing a `T`.
+pub(crate) unsafe fn out<T>(out: *mut T, value: T) -> Result<(), CUresult> {
+    // SAFETY: per this function's contract.
+    match unsafe { write_out(out, value) } {
+        crate::consts::CUDA_SUCCESS => Ok(()),
+        e => Err(e),
+    }
+}

@@ -4,49 +4,12 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 
+#[cfg(test)]
+use crate::api_device;
+use crate::config;
 use crate::consts::*;
 use crate::ffi::guard;
-use crate::{api_device, api_init, config, errors};
-
-/// One versioned entry point: base name, the CUDA version that introduced this ABI
-/// (the `_vNNNN` of `PFN_<name>_vNNNN` in `cudaTypedefs.h`), and the function.
-struct Entry {
-    name: &'static str,
-    since: c_int,
-    func: *const c_void,
-}
-
-/// Every entry point the sim exports, by base name and version.
-fn table() -> [Entry; 13] {
-    macro_rules! e {
-        ($name:literal, $since:literal, $f:path) => {
-            Entry {
-                name: $name,
-                since: $since,
-                func: $f as *const c_void,
-            }
-        };
-    }
-    [
-        e!("cuGetErrorString", 6000, errors::cuGetErrorString),
-        e!("cuGetErrorName", 6000, errors::cuGetErrorName),
-        e!("cuInit", 2000, api_init::cuInit),
-        e!("cuDriverGetVersion", 2020, api_init::cuDriverGetVersion),
-        e!("cuDeviceGet", 2000, api_device::cuDeviceGet),
-        e!("cuDeviceGetCount", 2000, api_device::cuDeviceGetCount),
-        e!("cuDeviceGetName", 2000, api_device::cuDeviceGetName),
-        e!("cuDeviceGetUuid", 9020, api_device::cuDeviceGetUuid),
-        e!("cuDeviceGetUuid", 11040, api_device::cuDeviceGetUuid_v2),
-        e!("cuDeviceTotalMem", 3020, api_device::cuDeviceTotalMem_v2),
-        e!(
-            "cuDeviceGetAttribute",
-            2000,
-            api_device::cuDeviceGetAttribute
-        ),
-        e!("cuGetProcAddress", 11030, cuGetProcAddress),
-        e!("cuGetProcAddress", 12000, cuGetProcAddress_v2),
-    ]
-}
+use crate::proc_table::table;
 
 /// The outcome of a lookup: the function (NULL when none) and the
 /// `CUdriverProcAddressQueryResult`.

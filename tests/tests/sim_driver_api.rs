@@ -1,0 +1,200 @@
+//! The simulated driver's API behaviour end to end, seen by C clients
+//! (`tests/c/driver_workload.c`, `tests/c/driver_tracer.c`) that load it as
+//! `libcuda.so.1`, with a cost model written by the test (every kernel lasts
+//! `1000 + blocks` ns), so durations are exact.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use gpuprof_tests::{artifact, compile_c, target_profile_dir};
+
+/// A directory holding `libcuda.so.1`, a symlink to the workspace's `libcuda.so`.
+fn sim_driver_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let lib = artifact("libcuda.so");
+        let dir = target_profile_dir().join("sim-driver-api");
+        std::fs::create_dir_all(&dir).expect("create sim-driver-api dir");
+        let tmp = dir.join(format!(".libcuda.so.1.{}", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(&lib, &tmp).expect("symlink libcuda.so.1");
+        std::fs::rename(&tmp, dir.join("libcuda.so.1")).expect("rename symlink");
+        dir
+    })
+    .clone()
+}
+
+/// Writes `text` as a cost model file for this test process; returns its path.
+fn cost_model(name: &str, text: &str) -> PathBuf {
+    let dir = target_profile_dir().join("sim-driver-api");
+    std::fs::create_dir_all(&dir).expect("create sim-driver-api dir");
+    let f = dir.join(format!("{name}-{}.toml", std::process::id()));
+    std::fs::write(&f, text).expect("write cost model");
+    f
+}
+
+/// Every kernel lasts `1000 + blocks` ns.
+const MODEL: &str = "[[kernel]]\nname = \"*\"\nduration_ns = \"1000 + blocks\"\n";
+
+/// Runs a C client (compiled from `tests/c/<src>`) against the sim with a clean
+/// CUDA / SIMCUDA environment and `$SIMCUDA_COST_MODEL` = `model`.
+fn run(src: &str, exe: &str, model: &PathBuf) -> Output {
+    let mut cmd = Command::new(compile_c(src, exe, &[]));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("CUDA_") || k.starts_with("SIMCUDA_") || k == "LD_PRELOAD" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("LD_LIBRARY_PATH", sim_driver_dir())
+        .env("SIMCUDA_COST_MODEL", model)
+        .output()
+        .expect("run C client")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Contexts, memory round trip, PTX module and function attributes, launches between
+/// events (elapsed time exact: 1004 + 1016 ns), a captured graph of 3 launches replayed
+/// 3 times, and the documented error codes: CUDA_ERROR_INVALID_HANDLE (400) for a NULL
+/// function and an unknown stream, CUDA_ERROR_INVALID_VALUE (1) for a too-large block
+/// and bad device ranges and a double free, CUDA_ERROR_NOT_FOUND (500) for an unknown
+/// kernel name, CUDA_ERROR_ILLEGAL_STATE (401) for ending a capture that was not begun,
+/// CUDA_ERROR_INVALID_CONTEXT (201) once the current context is destroyed.
+#[test]
+fn a_driver_api_workload() {
+    let model = cost_model("workload", MODEL);
+    let out = run("driver_workload.c", "driver_workload", &model);
+    assert_eq!(
+        stdout(&out),
+        r#"alloc 0x700000000000
+round trip equal
+fill regs=40 shared=1024 max_threads=1024
+elapsed 0.002020 ms
+graph nodes 3
+graph replayed 3 times
+bad function handle 400
+block too large 1
+bad stream 400
+range past end 1
+not device memory 1
+unknown function 500
+double free 1
+end capture not capturing 401
+destroyed context 201
+"#
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert!(out.status.success());
+}
+
+/// The tracer interface (sim_abi::DriverTable via cuGetExportTable): an unknown table
+/// id is CUDA_ERROR_INVALID_VALUE; a second tracer is refused; every API call is seen
+/// at entry and exit with its CUPTI cbid and the tracer's correlation id; resources are
+/// reported with CUPTI's cbids (CONTEXT_CREATED 1, STREAM_CREATED 3, MODULE_LOADED 6,
+/// GRAPH_CREATED 9, GRAPHNODE_CREATED 13, GRAPHEXEC_CREATED 18, and the DESTROY /
+/// UNLOAD_STARTING ones); GPU operations carry the correlation id of the call that
+/// started them (both replays of the graph: cuGraphLaunch's, with the same node ids),
+/// exact durations (HtoD 4096 B = 1000 + 4096/25 rounded up = 1164 ns, memset 4096 B =
+/// 1000 + 3, kernels 1000 + blocks), copy kinds (HTOD 1 / DTOH 2) and memory kinds
+/// (PAGEABLE 1, DEVICE 3); captured work runs no GPU operation; a replayed memset
+/// changes device memory (the final value 9).
+#[test]
+fn a_tracer_sees_calls_resources_and_gpu_operations() {
+    let model = cost_model("tracer", MODEL);
+    let out = run("driver_tracer.c", "driver_tracer", &model);
+    assert_eq!(
+        stdout(&out),
+        r#"cuGetExportTable(bad id)=1
+cuGetExportTable=0
+set_tracer=0 again=1
+cuInit=0
+api enter cuDevicePrimaryCtxRetain cbid=386 corr=100 ctx=0
+resource cbid=1 ctx=1
+api exit  cuDevicePrimaryCtxRetain cbid=386 corr=100 ctx=0 result=0
+api enter cuCtxSetCurrent cbid=303 corr=101 ctx=0
+api exit  cuCtxSetCurrent cbid=303 corr=101 ctx=1 result=0
+api enter cuStreamCreate cbid=124 corr=102 ctx=1
+resource cbid=3 ctx=1 stream=2
+api exit  cuStreamCreate cbid=124 corr=102 ctx=1 result=0
+api enter cuModuleLoadData cbid=19 corr=103 ctx=1
+resource cbid=6 ctx=1 module=1 size=184
+api exit  cuModuleLoadData cbid=19 corr=103 ctx=1 result=0
+api enter cuModuleGetFunction cbid=23 corr=104 ctx=1
+api exit  cuModuleGetFunction cbid=23 corr=104 ctx=1 result=0
+api enter cuModuleGetFunction cbid=23 corr=105 ctx=1
+api exit  cuModuleGetFunction cbid=23 corr=105 ctx=1 result=0
+api enter cuMemAlloc_v2 cbid=243 corr=106 ctx=1
+api exit  cuMemAlloc_v2 cbid=243 corr=106 ctx=1 result=0
+api enter cuMemcpyHtoD_v2 cbid=276 corr=107 ctx=1
+op kind=2 corr=107 dur=1164 ctx=1 stream=1 bytes=4096 copy=1 src=1 dst=3 value=0
+api exit  cuMemcpyHtoD_v2 cbid=276 corr=107 ctx=1 result=0
+api enter cuLaunchKernel cbid=307 corr=108 ctx=1 symbol=fill
+op kind=1 corr=108 dur=1008 ctx=1 stream=2 name=fill grid=4 block=128 regs=40 smem=1024
+api exit  cuLaunchKernel cbid=307 corr=108 ctx=1 symbol=fill result=0
+api enter cuMemsetD32Async cbid=220 corr=109 ctx=1
+op kind=3 corr=109 dur=1003 ctx=1 stream=2 bytes=4096 copy=0 src=0 dst=0 value=7
+api exit  cuMemsetD32Async cbid=220 corr=109 ctx=1 result=0
+api enter cuStreamBeginCapture_v2 cbid=539 corr=110 ctx=1
+resource cbid=9 ctx=1 graph=1
+api exit  cuStreamBeginCapture_v2 cbid=539 corr=110 ctx=1 result=0
+api enter cuLaunchKernel cbid=307 corr=111 ctx=1 symbol=scale
+resource cbid=13 ctx=1 graph=1 node=1 type=0
+api exit  cuLaunchKernel cbid=307 corr=111 ctx=1 symbol=scale result=0
+api enter cuMemsetD32Async cbid=220 corr=112 ctx=1
+resource cbid=13 ctx=1 graph=1 node=2 type=2
+api exit  cuMemsetD32Async cbid=220 corr=112 ctx=1 result=0
+api enter cuStreamEndCapture cbid=497 corr=113 ctx=1
+api exit  cuStreamEndCapture cbid=497 corr=113 ctx=1 result=0
+api enter cuGraphInstantiateWithFlags cbid=643 corr=114 ctx=1
+resource cbid=18 ctx=1 graph=1 exec=set
+api exit  cuGraphInstantiateWithFlags cbid=643 corr=114 ctx=1 result=0
+api enter cuGraphLaunch cbid=514 corr=115 ctx=1
+op kind=1 corr=115 dur=1003 ctx=1 stream=2 name=scale grid=3 block=64 regs=32 smem=0 graph=1 node=1
+op kind=3 corr=115 dur=1001 ctx=1 stream=2 bytes=64 copy=0 src=0 dst=0 value=9 graph=1 node=2
+api exit  cuGraphLaunch cbid=514 corr=115 ctx=1 result=0
+api enter cuGraphLaunch cbid=514 corr=116 ctx=1
+op kind=1 corr=116 dur=1003 ctx=1 stream=2 name=scale grid=3 block=64 regs=32 smem=0 graph=1 node=1
+op kind=3 corr=116 dur=1001 ctx=1 stream=2 bytes=64 copy=0 src=0 dst=0 value=9 graph=1 node=2
+api exit  cuGraphLaunch cbid=514 corr=116 ctx=1 result=0
+api enter cuMemcpyDtoH_v2 cbid=278 corr=117 ctx=1
+op kind=2 corr=117 dur=1003 ctx=1 stream=1 bytes=64 copy=2 src=3 dst=1 value=0
+api exit  cuMemcpyDtoH_v2 cbid=278 corr=117 ctx=1 result=0
+api enter cuGraphExecDestroy cbid=516 corr=118 ctx=1
+resource cbid=19 ctx=1 graph=1 exec=set
+api exit  cuGraphExecDestroy cbid=516 corr=118 ctx=1 result=0
+api enter cuGraphDestroy cbid=517 corr=119 ctx=1
+resource cbid=10 ctx=1 graph=1
+api exit  cuGraphDestroy cbid=517 corr=119 ctx=1 result=0
+api enter cuModuleUnload cbid=22 corr=120 ctx=1
+resource cbid=7 ctx=1 module=1 size=184
+api exit  cuModuleUnload cbid=22 corr=120 ctx=1 result=0
+api enter cuStreamDestroy_v2 cbid=326 corr=121 ctx=1
+resource cbid=4 ctx=1 stream=2
+api exit  cuStreamDestroy_v2 cbid=326 corr=121 ctx=1 result=0
+api enter cuDevicePrimaryCtxRelease_v2 cbid=544 corr=122 ctx=1
+resource cbid=2 ctx=1
+api exit  cuDevicePrimaryCtxRelease_v2 cbid=544 corr=122 ctx=0 result=0
+value 9
+"#
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert!(out.status.success());
+}
+
+/// An invalid cost model fails cuInit with CUDA_ERROR_INVALID_VALUE after one line on
+/// stderr naming the problem.
+#[test]
+fn an_invalid_cost_model_fails_cuinit() {
+    let model = cost_model(
+        "invalid",
+        "[[kernel]]\nname = \"*\"\nduration_ns = \"1000 +\"\n",
+    );
+    let out = run("driver_workload.c", "driver_workload", &model);
+    assert_eq!(stdout(&out), "cuInit(0) = 1\n");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("simcuda: "), "{err}");
+}
