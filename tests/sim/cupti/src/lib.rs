@@ -1,0 +1,45 @@
+//! A simulated CUPTI: a `libcupti.so` with the real symbol names and C ABI of NVIDIA's
+//! CUPTI headers, for testing the profiler on machines without a GPU (DESIGN.md
+//! section 5).
+//!
+//! It impersonates one CUPTI release, chosen at run time by `SIMCUPTI_VERSION`
+//! ([`release`]): `cuptiGetVersion` answers that release's `CUPTI_API_VERSION`,
+//! activity records are written in that release's struct layouts ([`layouts`], from
+//! `cupti_sys::records`), and release-specific API rules apply (one subscriber in 12.x,
+//! `cuptiSubscribe_v2` from 13.0, multiple subscribers from 13.2, ...).
+//!
+//! It learns what happens on the "GPU" from the simulated driver through the private
+//! [`sim_abi`] interface ([`driver`]): the driver reports every API call, resource event
+//! and executed GPU operation to the [`tracer`], which assigns correlation ids, fires
+//! the subscribers' callbacks ([`subscribers`]) and writes activity records into the
+//! client's buffers ([`activity`], [`buffers`]), which a CUPTI-owned worker thread hands
+//! back ([`worker`]).
+//!
+//! Exports live in the `api_*` modules. Each runs inside [`ffi::guard`]: no panic
+//! unwinds into C; a panic becomes `CUPTI_ERROR_UNKNOWN`.
+//!
+//! Not simulated: overhead records (CUPTI_ACTIVITY_KIND_OVERHEAD can be enabled but
+//! produces no record: the sim has no CUPTI overhead to report), markers, runtime API
+//! records (there is no simulated runtime), user-defined record layouts (13.2+ field
+//! selection), the event / metric / profiler APIs.
+
+pub mod activity;
+pub mod buffers;
+pub mod device;
+pub mod driver;
+pub mod ffi;
+pub mod layouts;
+pub mod names;
+pub mod release;
+pub mod results;
+pub mod subscribers;
+pub mod tracer;
+pub mod worker;
+
+mod api_activity;
+mod api_attributes;
+mod api_callbacks;
+mod api_misc;
+
+#[cfg(test)]
+mod tests;
