@@ -85,6 +85,15 @@ CRT = {
     "13.5": ("nvidia-cuda-crt", "13.5.37", "e898b7f73d3035fa89915a3f7bf3b54a73e90249746111aed295822c4729bb29"),
 }
 
+# Other NVIDIA libraries the tests run for real: NVTX (libnvtx3interop.so.1 exports
+# the NVTX C API and implements NVTX_INJECTION64_PATH; cudarc loads it as
+# libnvToolsExt.so). name -> (dist, version, sha256, file inside the wheel)
+EXTRAS = {
+    "libnvtx3interop": ("nvidia-nvtx-cu12", "12.9.79",
+                        "fec150986817f2b4e7eed72ed059f2dcb9ba3856b9a96134e448eac946a6952f",
+                        "nvidia/nvtx/lib/libnvtx3interop.so.1"),
+}
+
 
 def cache_dir() -> Path:
     env = os.environ.get("GPUPROF_NVIDIA_DIR")
@@ -191,6 +200,15 @@ def fetch() -> None:
             "libnvperf_host": str(lib / "libnvperf_host.so"),
         })
     (base / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    extras = {}
+    for name, (dist, ver, dig, inner) in EXTRAS.items():
+        root = base / f"{dist}-{ver}"
+        unpack(fetch_one(wheels, dist, ver, dig), root)
+        path = root / inner
+        if not path.exists():
+            sys.exit(f"error: {dist}=={ver} has no {inner}")
+        extras[name] = str(path)
+    (base / "extras.json").write_text(json.dumps(extras, indent=1) + "\n")
     print(base)
 
 

@@ -10,6 +10,9 @@ step() { printf '\n== %s\n' "$*" >&2; }
 step "NVIDIA wheels (headers and real libraries for the offline tests)"
 python3 scripts/nvidia-wheels.py fetch
 
+step "Python environment for the Python clients (target/venv)"
+scripts/python-env.sh
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -9,8 +9,10 @@
 //! message telling how to fetch the wheels.
 
 mod artifacts;
+mod sim_env;
 
 pub use artifacts::{artifact, compile_c, stub_libcuda, target_profile_dir};
+pub use sim_env::{nvtx_library, sim_cupti, sim_lib_dir, venv_python};
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

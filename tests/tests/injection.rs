@@ -30,7 +30,9 @@ fn run_host(driver: Option<&Path>, env: &[(&str, &str)]) -> Output {
     for (k, _) in std::env::vars() {
         if k.starts_with("GPUPROF_")
             || k.starts_with("CUDA_")
-            || ["LD_PRELOAD", "VIRTUAL_ENV", "CONDA_PREFIX"].contains(&k.as_str())
+            || // cargo puts target/<profile> (which holds the simulated libcupti.so) on
+            // LD_LIBRARY_PATH for tests; the host must see only what a test gives it.
+            ["LD_PRELOAD", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX"].contains(&k.as_str())
         {
             cmd.env_remove(k);
         }

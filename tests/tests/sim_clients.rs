@@ -1,0 +1,155 @@
+//! Real third-party clients, unmodified, on the simulated CUDA stack: a Rust program on
+//! `cudarc` (driver, cuBLAS, cuBLASLt, NVTX through NVIDIA's own NVTX library) and a
+//! Python program on NVIDIA's `cuda-bindings` (driver API through cuGetProcAddress,
+//! CUDA graphs). Each runs to completion with correct results from the sim's point of
+//! view, alone and with libgpuprof.so injected through CUDA_INJECTION64_PATH.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use gpuprof_tests::{artifact, sim_cupti, sim_lib_dir, venv_python};
+
+/// `cmd` with a clean CUDA / gpuprof environment and the simulated stack on the loader path.
+fn on_the_sim(mut cmd: Command) -> Command {
+    for (k, _) in std::env::vars() {
+        if k.starts_with("GPUPROF_")
+            || k.starts_with("CUDA_")
+            || k.starts_with("SIM")
+            || k.starts_with("NVTX_")
+        {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("LD_LIBRARY_PATH", sim_lib_dir())
+        .env("RUST_BACKTRACE", "0");
+    cmd
+}
+
+fn injected(mut cmd: Command, cupti_release: &str) -> Command {
+    cmd.env("CUDA_INJECTION64_PATH", artifact("libgpuprof.so"))
+        .env("GPUPROF_LOG", "info")
+        .env(
+            "GPUPROF_CUPTI_LIB",
+            sim_cupti(if cupti_release.starts_with("12.") {
+                12
+            } else {
+                13
+            }),
+        )
+        .env("SIMCUPTI_VERSION", cupti_release);
+    cmd
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn assert_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+fn cudarc_llm() -> Command {
+    Command::new(artifact("cudarc-llm"))
+}
+
+const CUDARC_SUMMARY: &str =
+    "cudarc-llm: ok: 2 layers, prompt 128, 4 decode steps: 60 kernel launches, 47 GEMMs\n";
+
+#[test]
+fn cudarc_program_runs_on_the_sim() {
+    let out = on_the_sim(cudarc_llm()).output().unwrap();
+    assert_ok(&out);
+    assert_eq!(text(&out.stdout), CUDARC_SUMMARY);
+    assert_eq!(text(&out.stderr), "");
+}
+
+#[test]
+fn cudarc_program_runs_with_the_profiler_injected() {
+    for (release, line) in [
+        ("13.4", "CUPTI 13.4.1 (API 130401)"),
+        ("12.9", "CUPTI 12.9 (API 28)"),
+    ] {
+        let out = injected(on_the_sim(cudarc_llm()), release)
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        assert_eq!(text(&out.stdout), CUDARC_SUMMARY);
+        let major = if release.starts_with("12.") { 12 } else { 13 };
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "gpuprof: {line} from {} (GPUPROF_CUPTI_LIB); record layouts of CUPTI {release}; driver supports \
+                 CUDA 13.0\n",
+                sim_cupti(major).display()
+            )
+        );
+    }
+}
+
+#[test]
+fn cudarc_program_reports_a_bad_argument_like_any_program() {
+    let mut cmd = on_the_sim(cudarc_llm());
+    cmd.args(["--heads", "0"]);
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "Error: --heads needs a positive integer, not 0\n"
+    );
+}
+
+fn python_llm() -> Command {
+    let mut cmd = Command::new(venv_python());
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads/python/llm_driver.py"));
+    cmd
+}
+
+/// The summary line up to the measured GPU time, and that time.
+fn python_summary(stdout: &str) -> (&str, f64) {
+    let line = stdout
+        .strip_suffix(" ms on the GPU\n")
+        .unwrap_or_else(|| panic!("unexpected output: {stdout}"));
+    let (head, ms) = line.rsplit_once(", ").expect("summary has a GPU time");
+    (head, ms.parse().expect("GPU time is a number"))
+}
+
+#[test]
+fn cuda_python_program_runs_on_the_sim() {
+    let out = on_the_sim(python_llm()).output().unwrap();
+    assert_ok(&out);
+    let stdout = text(&out.stdout);
+    let (head, ms) = python_summary(&stdout);
+    assert_eq!(
+        head,
+        "llm_driver: ok: 2 layers, prompt 128, 4 decode steps (graph replays): 24 launches captured or issued"
+    );
+    // Between the two events: 12 prefill kernels and 4 replays of 12 decode kernels,
+    // each at least the cost model's 2 us floor (the device runs one at a time).
+    assert!(ms >= 60.0 * 0.002, "{ms} ms");
+    assert_eq!(text(&out.stderr), "");
+}
+
+#[test]
+fn cuda_python_program_runs_with_the_profiler_injected() {
+    let out = injected(on_the_sim(python_llm()), "13.0").output().unwrap();
+    assert_ok(&out);
+    assert!(
+        text(&out.stdout).starts_with("llm_driver: ok: "),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "gpuprof: CUPTI 13.0.1 (API 130001) from {} (GPUPROF_CUPTI_LIB); record layouts of CUPTI 13.0; driver \
+             supports CUDA 13.0\n",
+            sim_cupti(13).display()
+        )
+    );
+}

@@ -1,0 +1,336 @@
+//! An LLM-inference-shaped workload on cudarc, used to exercise gpuprof end to end:
+//! a prefill pass over the prompt and a few decode steps, each layer made of an RMS
+//! norm, a QKV projection (cuBLAS GEMM), attention (flash-style for prefill with a
+//! strided-batched GEMM for the scores, paged for decode), an output projection, a
+//! gated MLP (GEMMs around a SiLU-and-multiply) and residual adds; the LM head runs
+//! through cuBLASLt. Prefill and decode are NVTX ranges named "prefill" and "decode".
+//!
+//! It checks what a CUDA program can check: every call succeeds and a host -> device
+//! -> host round trip returns the same bytes. Prints one summary line.
+
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
+use cudarc::cublaslt::{CudaBlasLT, Matmul, MatmulConfig};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+use half::bf16;
+
+mod kernels;
+
+/// Model and run shape; small defaults keep a simulated run fast.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    layers: usize,
+    hidden: usize,
+    ffn: usize,
+    heads: usize,
+    vocab: usize,
+    prompt: usize,
+    decode_steps: usize,
+}
+
+impl Shape {
+    fn from_args() -> Result<Shape> {
+        let mut s = Shape {
+            layers: 2,
+            hidden: 1024,
+            ffn: 2816,
+            heads: 8,
+            vocab: 32000,
+            prompt: 128,
+            decode_steps: 4,
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(a) = args.next() {
+            let v: usize = args
+                .next()
+                .with_context(|| format!("{a} needs a value"))?
+                .parse()
+                .with_context(|| format!("{a} needs a positive integer"))?;
+            if v == 0 {
+                bail!("{a} needs a positive integer, not 0");
+            }
+            match a.as_str() {
+                "--layers" => s.layers = v,
+                "--hidden" => s.hidden = v,
+                "--ffn" => s.ffn = v,
+                "--heads" => s.heads = v,
+                "--vocab" => s.vocab = v,
+                "--prompt" => s.prompt = v,
+                "--decode-steps" => s.decode_steps = v,
+                _ => bail!("unknown option {a} (options: --layers --hidden --ffn --heads --vocab --prompt --decode-steps)"),
+            }
+        }
+        if !s.hidden.is_multiple_of(s.heads) {
+            bail!(
+                "--hidden {} is not a multiple of --heads {}",
+                s.hidden,
+                s.heads
+            );
+        }
+        Ok(s)
+    }
+}
+
+struct Model {
+    stream: Arc<CudaStream>,
+    blas: CudaBlas,
+    blas_lt: CudaBlasLT,
+    funcs: Vec<(&'static str, CudaFunction)>,
+    w_qkv: CudaSlice<bf16>,
+    w_o: CudaSlice<bf16>,
+    w_gate_up: CudaSlice<bf16>,
+    w_down: CudaSlice<bf16>,
+    w_lm: CudaSlice<bf16>,
+    launches: usize,
+    gemms: usize,
+}
+
+impl Model {
+    fn func(&self, name: &str) -> &CudaFunction {
+        &self
+            .funcs
+            .iter()
+            .find(|(n, _)| *n == name)
+            .expect("kernel in module")
+            .1
+    }
+
+    fn launch(
+        &mut self,
+        name: &str,
+        grid: u32,
+        block: u32,
+        x: &CudaSlice<bf16>,
+        n: usize,
+    ) -> Result<()> {
+        let cfg = LaunchConfig {
+            grid_dim: (grid.max(1), 1, 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let n = n as u32;
+        let mut b = self.stream.launch_builder(self.func(name));
+        b.arg(x).arg(x).arg(&n);
+        // SAFETY: the kernel takes (pointer, pointer, u32), as pushed above.
+        unsafe { b.launch(cfg) }.with_context(|| format!("launching {name}"))?;
+        self.launches += 1;
+        Ok(())
+    }
+
+    /// C[m x n] = W[m x k] * X[k x n], column-major, BF16 in and out, FP32 accumulate.
+    fn gemm(
+        &mut self,
+        w: &CudaSlice<bf16>,
+        x: &CudaSlice<bf16>,
+        y: &mut CudaSlice<bf16>,
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> Result<()> {
+        let cfg = GemmConfig {
+            transa: cublasOperation_t::CUBLAS_OP_N,
+            transb: cublasOperation_t::CUBLAS_OP_N,
+            m: m as i32,
+            n: n as i32,
+            k: k as i32,
+            alpha: bf16::ONE,
+            lda: m as i32,
+            ldb: k as i32,
+            beta: bf16::ZERO,
+            ldc: m as i32,
+        };
+        // SAFETY: w has m*k, x has k*n and y has m*n elements (allocated by the caller).
+        unsafe { self.blas.gemm(cfg, w, x, y) }.with_context(|| format!("GEMM {m}x{n}x{k}"))?;
+        self.gemms += 1;
+        Ok(())
+    }
+
+    fn layer(&mut self, shape: &Shape, tokens: usize, prefill: bool) -> Result<()> {
+        let h = shape.hidden;
+        let s = self.stream.clone();
+        let x = s.alloc_zeros::<bf16>(h * tokens)?;
+        let mut qkv = s.alloc_zeros::<bf16>(3 * h * tokens)?;
+        let mut attn = s.alloc_zeros::<bf16>(h * tokens)?;
+        let mut gate_up = s.alloc_zeros::<bf16>(2 * shape.ffn * tokens)?;
+        let mut out = s.alloc_zeros::<bf16>(h * tokens)?;
+
+        self.launch(kernels::RMS_NORM, tokens as u32, 256, &x, h * tokens)?;
+        let w = self.w_qkv.clone();
+        self.gemm(&w, &x, &mut qkv, 3 * h, tokens, h)?;
+        let head_dim = h / shape.heads;
+        if prefill {
+            // Attention scores per head: S[t x t] = K^T Q, a strided-batched GEMM.
+            let mut scores = s.alloc_zeros::<bf16>(tokens * tokens * shape.heads)?;
+            let cfg = StridedBatchedConfig {
+                gemm: GemmConfig {
+                    transa: cublasOperation_t::CUBLAS_OP_T,
+                    transb: cublasOperation_t::CUBLAS_OP_N,
+                    m: tokens as i32,
+                    n: tokens as i32,
+                    k: head_dim as i32,
+                    alpha: bf16::ONE,
+                    lda: head_dim as i32,
+                    ldb: head_dim as i32,
+                    beta: bf16::ZERO,
+                    ldc: tokens as i32,
+                },
+                batch_size: shape.heads as i32,
+                stride_a: (head_dim * tokens) as i64,
+                stride_b: (head_dim * tokens) as i64,
+                stride_c: (tokens * tokens) as i64,
+            };
+            // SAFETY: qkv holds 3*h*tokens >= heads*head_dim*tokens elements for A and B;
+            // scores holds heads*tokens*tokens.
+            unsafe { self.blas.gemm_strided_batched(cfg, &qkv, &qkv, &mut scores) }
+                .context("attention scores")?;
+            self.gemms += 1;
+            self.launch(
+                kernels::FLASH_PREFILL,
+                (tokens.div_ceil(128) * shape.heads) as u32,
+                128,
+                &attn,
+                h * tokens,
+            )?;
+        } else {
+            self.launch(
+                kernels::PAGED_ATTENTION,
+                (shape.heads * tokens) as u32,
+                128,
+                &attn,
+                h * tokens,
+            )?;
+        }
+        let w = self.w_o.clone();
+        self.gemm(&w, &attn, &mut out, h, tokens, h)?;
+        self.launch(
+            kernels::ADD_RESIDUAL,
+            (h * tokens).div_ceil(1024) as u32,
+            1024,
+            &out,
+            h * tokens,
+        )?;
+        self.launch(kernels::RMS_NORM, tokens as u32, 256, &out, h * tokens)?;
+        let w = self.w_gate_up.clone();
+        self.gemm(&w, &out, &mut gate_up, 2 * shape.ffn, tokens, h)?;
+        self.launch(
+            kernels::SILU_AND_MUL,
+            (shape.ffn * tokens).div_ceil(1024) as u32,
+            1024,
+            &gate_up,
+            shape.ffn * tokens,
+        )?;
+        let w = self.w_down.clone();
+        self.gemm(&w, &gate_up, &mut attn, h, tokens, shape.ffn)?;
+        self.launch(
+            kernels::ADD_RESIDUAL,
+            (h * tokens).div_ceil(1024) as u32,
+            1024,
+            &attn,
+            h * tokens,
+        )?;
+        Ok(())
+    }
+
+    /// Logits[vocab x tokens] = W_lm[vocab x hidden] * X, through cuBLASLt.
+    fn lm_head(&mut self, shape: &Shape, tokens: usize) -> Result<()> {
+        let x = self.stream.alloc_zeros::<bf16>(shape.hidden * tokens)?;
+        let mut logits = self.stream.alloc_zeros::<bf16>(shape.vocab * tokens)?;
+        let cfg = MatmulConfig {
+            transa: false,
+            transb: false,
+            transc: false,
+            m: shape.vocab as u64,
+            n: tokens as u64,
+            k: shape.hidden as u64,
+            alpha: 1.0,
+            lda: shape.vocab as i64,
+            ldb: shape.hidden as i64,
+            beta: 0.0,
+            ldc: shape.vocab as i64,
+            stride_a: None,
+            stride_b: None,
+            stride_c: None,
+            stride_bias: None,
+            batch_size: None,
+        };
+        // SAFETY: w_lm has vocab*hidden, x hidden*tokens, logits vocab*tokens elements.
+        unsafe {
+            self.blas_lt
+                .matmul(cfg, &self.w_lm, &x, &mut logits, None, None)
+        }
+        .context("LM head matmul")?;
+        self.gemms += 1;
+        Ok(())
+    }
+}
+
+fn main() -> Result<()> {
+    let shape = Shape::from_args()?;
+    // SAFETY: only asks whether the NVTX library can be loaded.
+    if !unsafe { cudarc::nvtx::sys::is_culib_present() } {
+        bail!("libnvToolsExt.so not found on the loader path (NVTX ranges need it)");
+    }
+    let ctx = CudaContext::new(0).context("creating a context on device 0")?;
+    let stream = ctx.default_stream();
+
+    // The round trip a real program relies on.
+    let pattern: Vec<u32> = (0..4096u32).map(|i| i.wrapping_mul(2654435761)).collect();
+    let dev = stream.clone_htod(&pattern)?;
+    let back = stream.clone_dtoh(&dev)?;
+    if back != pattern {
+        bail!("host -> device -> host round trip changed the data");
+    }
+
+    let module = ctx
+        .load_module(Ptx::from_src(kernels::ptx()))
+        .context("loading the kernels' PTX")?;
+    let mut funcs = Vec::new();
+    for name in kernels::ALL {
+        funcs.push((
+            name,
+            module
+                .load_function(name)
+                .with_context(|| format!("kernel {name}"))?,
+        ));
+    }
+    let h = shape.hidden;
+    let mut model = Model {
+        blas: CudaBlas::new(stream.clone()).context("cublasCreate")?,
+        blas_lt: CudaBlasLT::new(stream.clone()).context("cublasLtCreate")?,
+        w_qkv: stream.alloc_zeros::<bf16>(3 * h * h)?,
+        w_o: stream.alloc_zeros::<bf16>(h * h)?,
+        w_gate_up: stream.alloc_zeros::<bf16>(2 * shape.ffn * h)?,
+        w_down: stream.alloc_zeros::<bf16>(shape.ffn * h)?,
+        w_lm: stream.alloc_zeros::<bf16>(shape.vocab * h)?,
+        stream: stream.clone(),
+        funcs,
+        launches: 0,
+        gemms: 0,
+    };
+
+    {
+        let _prefill = cudarc::nvtx::scoped_range("prefill");
+        for _ in 0..shape.layers {
+            model.layer(&shape, shape.prompt, true)?;
+        }
+        model.lm_head(&shape, 1)?;
+    }
+    for _ in 0..shape.decode_steps {
+        let _decode = cudarc::nvtx::scoped_range("decode");
+        for _ in 0..shape.layers {
+            model.layer(&shape, 1, false)?;
+        }
+        model.lm_head(&shape, 1)?;
+    }
+    stream.synchronize()?;
+    println!(
+        "cudarc-llm: ok: {} layers, prompt {}, {} decode steps: {} kernel launches, {} GEMMs",
+        shape.layers, shape.prompt, shape.decode_steps, model.launches, model.gemms
+    );
+    Ok(())
+}
