@@ -1,6 +1,7 @@
 //! A loaded CUPTI library: its function table, version and record layouts.
 
 use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use cupti_sys::records::Release;
@@ -106,7 +107,7 @@ impl Cupti {
         }
         Ok(Cupti {
             _lib: lib,
-            path: resolved_path(path),
+            path: resolved_path(path, get_version as *const core::ffi::c_void),
             fns,
             api_version,
             release,
@@ -192,16 +193,27 @@ fn supported_releases() -> String {
         .join(", ")
 }
 
-/// For a bare soname, the file the loader picked (from our own mappings).
-fn resolved_path(requested: &OsStr) -> PathBuf {
+/// The file the loader loaded `requested` from: as given when it is a path, else the
+/// file that defines `symbol` (the loader's own answer, through `dladdr`).
+fn resolved_path(requested: &OsStr, symbol: *const core::ffi::c_void) -> PathBuf {
     let p = Path::new(requested);
     if p.is_absolute() {
         return p.to_path_buf();
     }
-    crate::procmaps::mapped_files()
-        .into_iter()
-        .find(|m| m.file_name() == p.file_name())
-        .unwrap_or_else(|| p.to_path_buf())
+    let mut info = core::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: dladdr only reads the address and fills `info`.
+    let rc = unsafe { libc::dladdr(symbol, info.as_mut_ptr()) };
+    if rc == 0 {
+        return p.to_path_buf();
+    }
+    // SAFETY: dladdr succeeded, so `info` is initialised.
+    let info = unsafe { info.assume_init() };
+    if info.dli_fname.is_null() {
+        return p.to_path_buf();
+    }
+    // SAFETY: dli_fname is a NUL-terminated string owned by the loader.
+    let name = unsafe { core::ffi::CStr::from_ptr(info.dli_fname) };
+    PathBuf::from(std::ffi::OsStr::from_bytes(name.to_bytes()))
 }
 
 /// The loader's message for a failed dlopen (libloading keeps it in the source).
@@ -251,5 +263,5 @@ pub fn driver_version(load_if_absent: bool) -> Result<(i32, PathBuf), String> {
     if rc != 0 {
         return Err(format!("cuDriverGetVersion failed with CUresult {rc}"));
     }
-    Ok((v, resolved_path(OsStr::new("libcuda.so.1"))))
+    Ok((v, resolved_path(OsStr::new("libcuda.so.1"), *f as *const core::ffi::c_void)))
 }
