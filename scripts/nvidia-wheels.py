@@ -5,8 +5,9 @@ The wheels carry the headers the bindings are generated from and the real
 libcupti.so / libnvperf_host.so the offline tests check against. Nothing here
 needs a GPU.
 
-    scripts/nvidia-wheels.py fetch     # download (cached) + verify + unpack
-    scripts/nvidia-wheels.py path      # print the directory holding them
+    scripts/nvidia-wheels.py fetch         # download (cached) + verify + unpack
+    scripts/nvidia-wheels.py fetch-extras  # only the extra libraries (NVTX), for the demo
+    scripts/nvidia-wheels.py path          # print the directory holding them
 
 Cache: $GPUPROF_NVIDIA_DIR, default <repo>/target/nvidia. A wheel already in the
 cache with the pinned sha256 is not downloaded again.
@@ -163,6 +164,18 @@ def package_dir(root: Path, kind: str) -> Path:
     sys.exit(f"error: no {kind} include directory under {nv}")
 
 
+def fetch_extras(base: Path, wheels: Path) -> None:
+    extras = {}
+    for name, (dist, ver, dig, inner) in EXTRAS.items():
+        root = base / f"{dist}-{ver}"
+        unpack(fetch_one(wheels, dist, ver, dig), root)
+        path = root / inner
+        if not path.exists():
+            sys.exit(f"error: {dist}=={ver} has no {inner}")
+        extras[name] = str(path)
+    (base / "extras.json").write_text(json.dumps(extras, indent=1) + "\n")
+
+
 def fetch() -> None:
     base = cache_dir()
     wheels = base / "wheels"
@@ -200,15 +213,7 @@ def fetch() -> None:
             "libnvperf_host": str(lib / "libnvperf_host.so"),
         })
     (base / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-    extras = {}
-    for name, (dist, ver, dig, inner) in EXTRAS.items():
-        root = base / f"{dist}-{ver}"
-        unpack(fetch_one(wheels, dist, ver, dig), root)
-        path = root / inner
-        if not path.exists():
-            sys.exit(f"error: {dist}=={ver} has no {inner}")
-        extras[name] = str(path)
-    (base / "extras.json").write_text(json.dumps(extras, indent=1) + "\n")
+    fetch_extras(base, wheels)
     print(base)
 
 
@@ -216,10 +221,14 @@ def main() -> None:
     cmd = sys.argv[1] if len(sys.argv) > 1 else "fetch"
     if cmd == "fetch":
         fetch()
+    elif cmd == "fetch-extras":
+        base = cache_dir()
+        (base / "wheels").mkdir(parents=True, exist_ok=True)
+        fetch_extras(base, base / "wheels")
     elif cmd == "path":
         print(cache_dir())
     else:
-        sys.exit(f"usage: {sys.argv[0]} fetch|path")
+        sys.exit(f"usage: {sys.argv[0]} fetch|fetch-extras|path")
 
 
 if __name__ == "__main__":
