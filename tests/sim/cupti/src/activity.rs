@@ -213,7 +213,8 @@ pub fn any_enabled(kind: u32) -> bool {
     lock(&CLIENTS).iter().any(|c| c.enabled(kind))
 }
 
-/// Writes the record for `facts` to every client that enabled its kind. Kernels go to
+/// Writes the record for `facts` to every client that enabled its kind (marker data
+/// only to clients that enabled `MARKER` too). Kernels go to
 /// clients with `CONCURRENT_KERNEL` as that kind, else to those with `KERNEL` as
 /// `KERNEL` records (one record per kernel and client; the serialisation `KERNEL`
 /// implies on a real GPU is not simulated).
@@ -235,6 +236,10 @@ pub fn emit(facts: Facts) {
                 continue;
             };
         } else if !c.enabled(f.kind()) {
+            continue;
+        } else if matches!(f, Facts::MarkerData(_)) && !c.enabled(K::CUPTI_ACTIVITY_KIND_MARKER) {
+            // "User must enable CUPTI_ACTIVITY_KIND_MARKER as well to get records for
+            // marker data."
             continue;
         }
         if encoded_kind != f.kind() {

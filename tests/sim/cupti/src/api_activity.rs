@@ -56,8 +56,8 @@ fn set_kind(c: &Client, kind: u32, on: bool) -> R {
 }
 
 /// `cuptiActivityEnable(CUpti_ActivityKind)`. Every valid kind can be enabled; the sim
-/// writes records for MEMCPY, MEMSET, KERNEL, CONCURRENT_KERNEL, DRIVER, DEVICE and
-/// CONTEXT only.
+/// writes records for MEMCPY, MEMSET, KERNEL, CONCURRENT_KERNEL, DRIVER, DEVICE,
+/// CONTEXT, and (from NVTX) MARKER, MARKER_DATA and NAME only.
 #[no_mangle]
 pub extern "C" fn cuptiActivityEnable(kind: u32) -> R {
     guard(|| set_kind(&activity::client(0), kind, true))

@@ -127,6 +127,49 @@ pub struct ApiFacts {
     pub return_value: u32,
 }
 
+/// An NVTX marker (`CUPTI_ACTIVITY_KIND_MARKER`, `CUpti_ActivityMarker2`).
+#[derive(Debug, Clone, Copy)]
+pub struct MarkerFacts {
+    /// `CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS`, `_START` or `_END`.
+    pub flags: u32,
+    pub timestamp: u64,
+    pub id: u32,
+    /// The calling thread (`objectKind` is `CUPTI_ACTIVITY_OBJECT_THREAD`).
+    pub process_id: u32,
+    pub thread_id: u32,
+    /// Interned (CUPTI-owned); null for an end marker.
+    pub name: *const c_char,
+    /// Interned domain name; null for the default domain.
+    pub domain: *const c_char,
+}
+
+/// The attributes of an NVTX marker (`CUPTI_ACTIVITY_KIND_MARKER_DATA`,
+/// `CUpti_ActivityMarkerData` in 12.x, `CUpti_ActivityMarkerData2` in 13.x).
+#[derive(Debug, Clone, Copy)]
+pub struct MarkerDataFacts {
+    /// `CUPTI_ACTIVITY_FLAG_MARKER_COLOR_NONE` or `_COLOR_ARGB`.
+    pub flags: u32,
+    pub id: u32,
+    /// A `CUpti_MetricValueKind`.
+    pub payload_kind: u32,
+    /// The payload's 8 bytes (`CUpti_MetricValue` is a union of 8-byte values).
+    pub payload: u64,
+    pub color: u32,
+    pub category: u32,
+    /// `cuptiDomainId` (13.x layouts only).
+    pub cupti_domain_id: u32,
+}
+
+/// A name given through NVTX (`CUPTI_ACTIVITY_KIND_NAME`, `CUpti_ActivityName`); only
+/// OS thread names are simulated.
+#[derive(Debug, Clone, Copy)]
+pub struct NameFacts {
+    pub process_id: u32,
+    pub thread_id: u32,
+    /// Interned (CUPTI-owned).
+    pub name: *const c_char,
+}
+
 /// One record's worth of facts.
 #[derive(Debug, Clone, Copy)]
 pub enum Facts {
@@ -136,6 +179,9 @@ pub enum Facts {
     Device(DeviceFacts),
     Context(ContextFacts),
     Api(ApiFacts),
+    Marker(MarkerFacts),
+    MarkerData(MarkerDataFacts),
+    Name(NameFacts),
 }
 
 impl Facts {
@@ -148,6 +194,9 @@ impl Facts {
             Facts::Device(_) => K::CUPTI_ACTIVITY_KIND_DEVICE,
             Facts::Context(_) => K::CUPTI_ACTIVITY_KIND_CONTEXT,
             Facts::Api(_) => K::CUPTI_ACTIVITY_KIND_DRIVER,
+            Facts::Marker(_) => K::CUPTI_ACTIVITY_KIND_MARKER,
+            Facts::MarkerData(_) => K::CUPTI_ACTIVITY_KIND_MARKER_DATA,
+            Facts::Name(_) => K::CUPTI_ACTIVITY_KIND_NAME,
         }
     }
 
@@ -324,7 +373,8 @@ macro_rules! release_encoder {
      memcpy: |$c:ident| $cx:block,
      memset: |$s:ident| $sx:block,
      device: |$d:ident| $dx:block,
-     context: |$x:ident, $xf:ident| $xx:block) => {
+     context: |$x:ident, $xf:ident| $xx:block,
+     marker_data: |$md:ident, $mf:ident| $mdx:block) => {
         #[allow(unused_variables)]
         fn $fn(facts: &Facts, out: &mut Encoded) {
             use r::$m::layout as L;
@@ -372,6 +422,51 @@ macro_rules! release_encoder {
                     a.returnValue = f.return_value;
                     put(out, &a)
                 }
+                Facts::Marker(f) => {
+                    let mut m: L::Marker = zeroed();
+                    m.kind = K::CUPTI_ACTIVITY_KIND_MARKER;
+                    m.flags = f.flags;
+                    m.timestamp = f.timestamp;
+                    m.id = f.id;
+                    m.objectKind = cupti_sys::CUpti_ActivityObjectKind::CUPTI_ACTIVITY_OBJECT_THREAD;
+                    m.objectId = r::$m::CUpti_ActivityObjectKindId {
+                        pt: r::$m::CUpti_ActivityObjectKindId__bindgen_ty_1 {
+                            processId: f.process_id,
+                            threadId: f.thread_id,
+                        },
+                    };
+                    m.name = f.name;
+                    m.domain = f.domain;
+                    put(out, &m)
+                }
+                Facts::MarkerData(f) => {
+                    let mut $md: L::MarkerData = zeroed();
+                    let $mf = f;
+                    $md.kind = K::CUPTI_ACTIVITY_KIND_MARKER_DATA;
+                    $md.flags = f.flags;
+                    $md.id = f.id;
+                    $md.payloadKind = f.payload_kind;
+                    $md.payload = r::$m::CUpti_MetricValue {
+                        metricValueUint64: f.payload,
+                    };
+                    $md.color = f.color;
+                    $md.category = f.category;
+                    $mdx
+                    put(out, &$md)
+                }
+                Facts::Name(f) => {
+                    let mut n: r::$m::CUpti_ActivityName = zeroed();
+                    n.kind = K::CUPTI_ACTIVITY_KIND_NAME;
+                    n.objectKind = cupti_sys::CUpti_ActivityObjectKind::CUPTI_ACTIVITY_OBJECT_THREAD;
+                    n.objectId = r::$m::CUpti_ActivityObjectKindId {
+                        pt: r::$m::CUpti_ActivityObjectKindId__bindgen_ty_1 {
+                            processId: f.process_id,
+                            threadId: f.thread_id,
+                        },
+                    };
+                    n.name = f.name;
+                    put(out, &n)
+                }
             }
         }
     };
@@ -381,30 +476,40 @@ macro_rules! release_encoder {
 // Context3+: CIG mode none; the green-context SM count is invalid (not green).
 // Context4: the process id.
 release_encoder!(enc_12_4, v12_4, kernel: |k| {}, memcpy: |c| {}, memset: |s| {},
-    device: |d| {}, context: |x, f| {});
+    device: |d| {}, context: |x, f| {},
+    marker_data: |md, f| {});
 release_encoder!(enc_12_6, v12_6, kernel: |k| {}, memcpy: |c| {}, memset: |s| {},
-    device: |d| {}, context: |x, f| { x.cigMode = 0; });
+    device: |d| {}, context: |x, f| { x.cigMode = 0; },
+    marker_data: |md, f| {});
 release_encoder!(enc_12_8, v12_8, kernel: |k| {}, memcpy: |c| { c.copyCount = 1; },
-    memset: |s| {}, device: |d| {}, context: |x, f| { x.cigMode = 0; });
+    memset: |s| {}, device: |d| {}, context: |x, f| { x.cigMode = 0; },
+    marker_data: |md, f| {});
 release_encoder!(enc_12_9, v12_9, kernel: |k| {}, memcpy: |c| { c.copyCount = 1; },
-    memset: |s| {}, device: |d| {}, context: |x, f| { x.cigMode = 0; });
+    memset: |s| {}, device: |d| {}, context: |x, f| { x.cigMode = 0; },
+    marker_data: |md, f| {});
 release_encoder!(enc_13_0, v13_0, kernel: |k| {}, memcpy: |c| { c.copyCount = 1; },
-    memset: |s| {}, device: |d| {}, context: |x, f| { x.cigMode = 0; });
+    memset: |s| {}, device: |d| {}, context: |x, f| { x.cigMode = 0; },
+    marker_data: |md, f| { md.cuptiDomainId = f.cupti_domain_id; });
 release_encoder!(enc_13_1, v13_1, kernel: |k| {}, memcpy: |c| { c.copyCount = 1; },
     memset: |s| {}, device: |d| {},
-    context: |x, f| { x.processId = f.process_id as u64; });
+    context: |x, f| { x.processId = f.process_id as u64; },
+    marker_data: |md, f| { md.cuptiDomainId = f.cupti_domain_id; });
 release_encoder!(enc_13_2, v13_2, kernel: |k| {}, memcpy: |c| { c.copyCount = 1; },
     memset: |s| {}, device: |d| {},
-    context: |x, f| { x.processId = f.process_id as u64; });
+    context: |x, f| { x.processId = f.process_id as u64; },
+    marker_data: |md, f| { md.cuptiDomainId = f.cupti_domain_id; });
 release_encoder!(enc_13_3, v13_3, kernel: |k| {}, memcpy: |c| { c.copyCount = 1; },
     memset: |s| {}, device: |d| {},
-    context: |x, f| { x.processId = f.process_id as u64; });
+    context: |x, f| { x.processId = f.process_id as u64; },
+    marker_data: |md, f| { md.cuptiDomainId = f.cupti_domain_id; });
 release_encoder!(enc_13_4, v13_4, kernel: |k| {}, memcpy: |c| { c.copyCount = 1; },
     memset: |s| {}, device: |d| {},
-    context: |x, f| { x.processId = f.process_id as u64; });
+    context: |x, f| { x.processId = f.process_id as u64; },
+    marker_data: |md, f| { md.cuptiDomainId = f.cupti_domain_id; });
 release_encoder!(enc_13_5, v13_5, kernel: |k| {}, memcpy: |c| { c.copyCount = 1; },
     memset: |s| {}, device: |d| {},
-    context: |x, f| { x.processId = f.process_id as u64; });
+    context: |x, f| { x.processId = f.process_id as u64; },
+    marker_data: |md, f| { md.cuptiDomainId = f.cupti_domain_id; });
 
 /// Writes `facts` into `out` in the layout release `release` ("13.4") uses.
 pub fn encode(release: &str, facts: &Facts, out: &mut Encoded) {

@@ -18,8 +18,13 @@
 //! Exports live in the `api_*` modules. Each runs inside [`ffi::guard`]: no panic
 //! unwinds into C; a panic becomes `CUPTI_ERROR_UNKNOWN`.
 //!
+//! NVTX reaches it as it reaches real CUPTI, through `NVTX_INJECTION64_PATH` and
+//! `InitializeInjectionNvtx2` ([`nvtx`]), and becomes MARKER, MARKER_DATA and NAME
+//! records.
+//!
 //! Not simulated: overhead records (CUPTI_ACTIVITY_KIND_OVERHEAD can be enabled but
-//! produces no record: the sim has no CUPTI overhead to report), markers, runtime API
+//! produces no record: the sim has no CUPTI overhead to report), NVTX callbacks
+//! (`CUPTI_CB_DOMAIN_NVTX`), runtime API
 //! records (there is no simulated runtime), user-defined record layouts (13.2+ field
 //! selection), the event / metric / profiler APIs.
 
@@ -30,6 +35,7 @@ pub mod driver;
 pub mod ffi;
 pub mod layouts;
 pub mod names;
+pub mod nvtx;
 pub mod release;
 pub mod results;
 pub mod subscribers;

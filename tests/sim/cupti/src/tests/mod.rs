@@ -2,6 +2,7 @@
 //! process-wide CUPTI state, so each takes `serial()` and starts from `reset()`.
 
 mod harness;
+mod nvtx;
 
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::Ordering;
