@@ -1,8 +1,41 @@
-//! What crosses the process boundary between the injected library and the collector:
-//! the record schema and the shared-memory ring (see docs/ARCHITECTURE.md).
+//! What crosses the process boundary between the injected library and the collector,
+//! and what a profiling session leaves on disk:
+//! - [`record`]: the record schema (raw facts; every derived number is computed by the
+//!   collector);
+//! - [`ring`]: the shared-memory ring one profiled process writes and the collector
+//!   drains (single producer, single consumer);
+//! - [`session`]: the session file, the durable record of a run.
 //!
-//! Bump [`PROTOCOL_VERSION`] on every change to either; both sides refuse a peer
-//! speaking another version.
+//! Bump [`PROTOCOL_VERSION`] on every change to the ring layout or the record schema.
+//! Records are MessagePack with field names, so a reader accepts files from older
+//! writers (new fields are `#[serde(default)]`); the session file keeps its version
+//! in its header.
+
+pub mod record;
+pub mod ring;
+pub mod session;
+
+pub use record::*;
 
 /// Version of the record schema and ring layout.
 pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Encodes a batch of records as one MessagePack frame payload.
+pub fn encode_batch(records: &[Record]) -> Result<Vec<u8>, rmp_serde::encode::Error> {
+    rmp_serde::to_vec_named(records)
+}
+
+/// Decodes one frame payload. Bytes after the batch are an error: a frame is exactly
+/// one batch, and anything else means its length is wrong.
+pub fn decode_batch(bytes: &[u8]) -> Result<Vec<Record>, rmp_serde::decode::Error> {
+    // Reading from a `&[u8]` advances it: what is left is what the batch did not use.
+    let mut de = rmp_serde::Deserializer::new(bytes);
+    let records = <Vec<Record> as serde::Deserialize>::deserialize(&mut de)?;
+    let rest = de.get_ref().len();
+    if rest != 0 {
+        return Err(rmp_serde::decode::Error::Syntax(format!(
+            "{rest} bytes after the batch"
+        )));
+    }
+    Ok(records)
+}

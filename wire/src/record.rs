@@ -1,0 +1,208 @@
+//! The record schema: raw facts as the injected library saw them.
+//!
+//! Timestamps are CUPTI's (ns, the host's `CLOCK_REALTIME` timebase). Ids are CUPTI's
+//! (device ordinal, context id, stream id, correlation id, graph and graph node ids).
+//! Strings that repeat (kernel names, NVTX messages and domains) are sent once as
+//! [`Record::String`] and referred to by id, per process.
+
+use serde::{Deserialize, Serialize};
+
+/// One fact. The enum is externally tagged by variant name; unknown variants from a
+/// newer writer are an error the reader reports with the file offset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Record {
+    /// First record of every process.
+    Process(ProcessInfo),
+    /// A GPU, when a context is first created on it.
+    Device(DeviceInfo),
+    /// A context and the device it is on.
+    Context(ContextInfo),
+    /// An interned string: `id` is unique per process.
+    String(InternedString),
+    /// A kernel execution (CUPTI concurrent-kernel activity).
+    Kernel(Kernel),
+    /// A memory copy.
+    Memcpy(Memcpy),
+    /// A memory set.
+    Memset(Memset),
+    /// An NVTX marker or range endpoint (CUPTI marker activity), unpaired.
+    Marker(Marker),
+    /// A launch API call seen by the callback API: which thread launched what.
+    Launch(Launch),
+    /// CUPTI's own overhead (buffer flushes, instrumentation).
+    Overhead(Overhead),
+    /// Records lost, and where.
+    Dropped(Dropped),
+    /// The process's stream is complete: nothing follows.
+    End(End),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessInfo {
+    pub pid: u32,
+    pub ppid: u32,
+    /// The command line, one entry per argument.
+    pub command: Vec<String>,
+    pub host: String,
+    /// `CLOCK_REALTIME` ns when profiling started in this process.
+    pub start_ns: u64,
+    /// gpuprof's version.
+    pub profiler_version: String,
+    /// What `cuptiGetVersion` answered.
+    pub cupti_api_version: u32,
+    /// The CUPTI release whose record layouts were used ("13.4").
+    pub cupti_layouts: String,
+    /// Where CUPTI was loaded from.
+    pub cupti_path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub id: u32,
+    pub name: String,
+    pub compute_capability: (u32, u32),
+    pub sm_count: u32,
+    /// Core clock, kHz.
+    pub core_clock_khz: u32,
+    /// Memory clock, kHz.
+    pub memory_clock_khz: u32,
+    pub memory_bus_width_bits: u32,
+    pub global_memory_bytes: u64,
+    pub l2_cache_bytes: u32,
+    pub uuid: [u8; 16],
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextInfo {
+    pub context_id: u32,
+    pub device_id: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InternedString {
+    pub id: u32,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kernel {
+    pub device_id: u32,
+    pub context_id: u32,
+    pub stream_id: u32,
+    pub correlation_id: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// [`InternedString`] id of the kernel's (mangled) name.
+    pub name: u32,
+    pub grid: [i32; 3],
+    pub block: [i32; 3],
+    pub registers_per_thread: u16,
+    pub static_shared_memory: i32,
+    pub dynamic_shared_memory: i32,
+    /// Set when launched from a CUDA graph, else 0.
+    pub graph_id: u32,
+    /// Set when launched from a CUDA graph, else 0.
+    pub graph_node_id: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Memcpy {
+    pub device_id: u32,
+    pub context_id: u32,
+    pub stream_id: u32,
+    pub correlation_id: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub bytes: u64,
+    /// `CUpti_ActivityMemcpyKind` (1 HtoD, 2 DtoH, 8 DtoD, ...).
+    pub copy_kind: u8,
+    /// `CUpti_ActivityMemoryKind` of source and destination.
+    pub src_kind: u8,
+    pub dst_kind: u8,
+    pub graph_node_id: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Memset {
+    pub device_id: u32,
+    pub context_id: u32,
+    pub stream_id: u32,
+    pub correlation_id: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub bytes: u64,
+    pub value: u32,
+    pub memory_kind: u8,
+    pub graph_node_id: u64,
+}
+
+/// `CUpti_ActivityFlag` marker flags, as recorded.
+pub mod marker_flags {
+    pub const INSTANTANEOUS: u32 = 1 << 0;
+    pub const START: u32 = 1 << 1;
+    pub const END: u32 = 1 << 2;
+    pub const SYNC_ACQUIRE: u32 = 1 << 3;
+    pub const SYNC_ACQUIRE_SUCCESS: u32 = 1 << 4;
+    pub const SYNC_ACQUIRE_FAILED: u32 = 1 << 5;
+    pub const SYNC_RELEASE: u32 = 1 << 6;
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Marker {
+    /// [`marker_flags`] (CUPTI_ACTIVITY_FLAG_MARKER_*).
+    pub flags: u32,
+    pub timestamp_ns: u64,
+    /// CUPTI's marker id: a range's start and end share it.
+    pub id: u32,
+    /// The thread (for push/pop ranges and marks), or 0.
+    pub thread_id: u64,
+    pub process_id: u32,
+    /// [`InternedString`] id of the message, 0 for none (end markers carry none).
+    pub name: u32,
+    /// [`InternedString`] id of the NVTX domain, 0 for the default domain.
+    pub domain: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Launch {
+    pub correlation_id: u32,
+    /// `CUpti_driver_api_trace_cbid` (or runtime cbid when `runtime`).
+    pub cbid: u32,
+    pub runtime: bool,
+    pub thread_id: u64,
+    /// CUPTI timestamps at API entry and exit.
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Overhead {
+    /// `CUpti_ActivityOverheadKind`.
+    pub kind: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub thread_id: u64,
+}
+
+/// Where records were lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DropSource {
+    /// CUPTI could not buffer them (`cuptiActivityGetNumDroppedRecords`).
+    Cupti,
+    /// The in-process channel to the writer thread was full.
+    Channel,
+    /// The shared-memory ring was full.
+    Ring,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dropped {
+    pub source: DropSource,
+    pub records: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct End {
+    /// Records this process produced, including dropped ones.
+    pub records: u64,
+}

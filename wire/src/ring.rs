@@ -1,0 +1,484 @@
+//! The shared-memory ring between one profiled process (the producer: its writer
+//! thread) and the collector (the consumer).
+//!
+//! A file of [`HEADER_SIZE`] header bytes followed by `capacity` data bytes
+//! (a power of two), mapped by both sides. Positions are monotonic byte counts; the
+//! data offset of a position is `pos % capacity`. Frames are a little-endian `u32`
+//! payload length followed by the payload; a frame never wraps: when it does not fit
+//! before the end of the data area, the producer writes [`WRAP`] as the length (when 4
+//! bytes are left) and continues at offset 0. So a frame is at most half the capacity,
+//! the most that fits at every offset. The producer publishes `write_pos` with
+//! Release after the frame's bytes; the consumer reads it with Acquire, copies the
+//! frame out, and publishes `read_pos` with Release; each position has its own cache
+//! line. The producer never waits: a frame that does not fit is refused and the
+//! caller counts the records as dropped.
+//!
+//! The consumer trusts nothing: every length and position is checked against the
+//! header before use, and a violation is [`RingError::Corrupt`] naming the file and
+//! offset.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use memmap2::MmapMut;
+
+/// First bytes of every ring file.
+pub const MAGIC: [u8; 8] = *b"GPUPROFR";
+/// Version of this layout (header fields and framing).
+pub const LAYOUT_VERSION: u32 = 1;
+/// Bytes before the data area.
+pub const HEADER_SIZE: usize = 4096;
+/// Smallest data capacity.
+pub const MIN_CAPACITY: usize = 4096;
+/// Largest data capacity (frame offsets and lengths are checked as `u32`).
+pub const MAX_CAPACITY: usize = 1 << 31;
+/// Length value meaning "continue at offset 0".
+pub const WRAP: u32 = u32::MAX;
+
+/// Producer flag: the producer has started and not finished.
+pub const FLAG_ALIVE: u32 = 1;
+/// Producer flag: the last frame has been written.
+pub const FLAG_FINISHED: u32 = 2;
+
+// Header layout (byte offsets).
+const OFF_MAGIC: usize = 0;
+const OFF_LAYOUT: usize = 8;
+const OFF_PROTOCOL: usize = 12;
+const OFF_CAPACITY: usize = 16;
+const OFF_PID: usize = 24;
+const OFF_FLAGS: usize = 28;
+const OFF_DROPPED_RECORDS: usize = 32;
+const OFF_DROPPED_FRAMES: usize = 40;
+const OFF_WRITE_POS: usize = 128;
+const OFF_READ_POS: usize = 256;
+
+/// What went wrong with a ring.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RingError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: not a gpuprof ring (bad magic)", path.display())]
+    BadMagic { path: PathBuf },
+    #[error("{}: ring layout {found}, this gpuprof reads layout {expected}", path.display())]
+    Version {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
+    #[error("{}: record protocol {found}, this gpuprof speaks {expected}", path.display())]
+    Protocol {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
+    #[error("{}: corrupt at offset {offset}: {reason}", path.display())]
+    Corrupt {
+        path: PathBuf,
+        offset: u64,
+        reason: String,
+    },
+    #[error("ring capacity {0} is outside {MIN_CAPACITY}..={MAX_CAPACITY}")]
+    Capacity(usize),
+}
+
+/// Why a frame was not written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    /// Not enough free space now; the consumer is behind.
+    #[error("ring full: {needed} bytes needed, {free} free")]
+    Full { needed: usize, free: usize },
+    /// The frame can never fit.
+    #[error("frame of {0} bytes is larger than the ring")]
+    TooLarge(usize),
+}
+
+/// A snapshot of the header, as the consumer sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderInfo {
+    pub protocol_version: u32,
+    pub capacity: u64,
+    pub producer_pid: u32,
+    pub flags: u32,
+    pub dropped_records: u64,
+    pub dropped_frames: u64,
+    pub write_pos: u64,
+    pub read_pos: u64,
+}
+
+struct Shared {
+    map: MmapMut,
+    capacity: usize,
+}
+
+impl Shared {
+    fn u32_at(&self, off: usize) -> &AtomicU32 {
+        // SAFETY: `off` is a 4-aligned offset inside the header (the map is page
+        // aligned and at least HEADER_SIZE long); the header is only ever accessed
+        // through atomics once the ring is published.
+        unsafe { &*(self.map.as_ptr().add(off) as *const AtomicU32) }
+    }
+
+    fn u64_at(&self, off: usize) -> &AtomicU64 {
+        // SAFETY: as in `u32_at`, with an 8-aligned offset.
+        unsafe { &*(self.map.as_ptr().add(off) as *const AtomicU64) }
+    }
+
+    fn data_ptr(&self) -> *mut u8 {
+        // SAFETY: the data area starts HEADER_SIZE bytes into a map of
+        // HEADER_SIZE + capacity bytes.
+        unsafe { self.map.as_ptr().add(HEADER_SIZE) as *mut u8 }
+    }
+}
+
+/// The producer side.
+pub struct RingWriter {
+    shared: Shared,
+    path: PathBuf,
+    /// The producer's own copy of `write_pos` (only it writes the field).
+    write_pos: u64,
+}
+
+impl RingWriter {
+    /// Creates the ring file at `path` (it must not exist; mode 0600) with `capacity`
+    /// data bytes rounded up to a power of two, and marks the producer alive.
+    pub fn create(
+        path: &Path,
+        capacity: usize,
+        producer_pid: u32,
+    ) -> Result<RingWriter, RingError> {
+        let capacity = capacity
+            .max(MIN_CAPACITY)
+            .checked_next_power_of_two()
+            .unwrap_or(usize::MAX);
+        if capacity > MAX_CAPACITY {
+            return Err(RingError::Capacity(capacity));
+        }
+        let io = |source| RingError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(io)?;
+        let map = Self::init(file, capacity, producer_pid).map_err(|source| {
+            // A ring that cannot be set up is not left behind.
+            let _ = std::fs::remove_file(path);
+            io(source)
+        })?;
+        Ok(RingWriter {
+            shared: Shared { map, capacity },
+            path: path.to_path_buf(),
+            write_pos: 0,
+        })
+    }
+
+    fn init(mut file: File, capacity: usize, producer_pid: u32) -> std::io::Result<MmapMut> {
+        let mut header = vec![0u8; HEADER_SIZE];
+        header[OFF_MAGIC..OFF_MAGIC + 8].copy_from_slice(&MAGIC);
+        header[OFF_LAYOUT..OFF_LAYOUT + 4].copy_from_slice(&LAYOUT_VERSION.to_le_bytes());
+        header[OFF_PROTOCOL..OFF_PROTOCOL + 4]
+            .copy_from_slice(&crate::PROTOCOL_VERSION.to_le_bytes());
+        header[OFF_CAPACITY..OFF_CAPACITY + 8].copy_from_slice(&(capacity as u64).to_le_bytes());
+        header[OFF_PID..OFF_PID + 4].copy_from_slice(&producer_pid.to_le_bytes());
+        header[OFF_FLAGS..OFF_FLAGS + 4].copy_from_slice(&FLAG_ALIVE.to_le_bytes());
+        file.write_all(&header)?;
+        file.set_len((HEADER_SIZE + capacity) as u64)?;
+        // SAFETY: the file was just created by us with O_EXCL and mode 0600; only the
+        // collector maps it besides us, and both sides access shared fields through
+        // atomics and the data area under the ring protocol.
+        unsafe { MmapMut::map_mut(&file) }
+    }
+
+    /// The ring file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Data capacity in bytes.
+    pub fn capacity(&self) -> usize {
+        self.shared.capacity
+    }
+
+    /// Bytes free now.
+    pub fn free_bytes(&self) -> usize {
+        let read = self.shared.u64_at(OFF_READ_POS).load(Ordering::Acquire);
+        self.shared.capacity
+            - (self.write_pos.wrapping_sub(read) as usize).min(self.shared.capacity)
+    }
+
+    /// Appends one frame. Never blocks: a frame that does not fit now is refused.
+    ///
+    /// A frame (4 + `payload.len()` bytes) larger than half the capacity is
+    /// [`WriteError::TooLarge`]: a frame never wraps, so only up to half the capacity
+    /// fits at every position once the consumer has drained the ring. Any smaller frame
+    /// refused as [`WriteError::Full`] fits once the consumer has caught up.
+    pub fn try_write(&mut self, payload: &[u8]) -> Result<(), WriteError> {
+        let cap = self.shared.capacity;
+        let frame = 4 + payload.len();
+        if frame > cap / 2 {
+            return Err(WriteError::TooLarge(payload.len()));
+        }
+        let off = (self.write_pos % cap as u64) as usize;
+        let tail = cap - off;
+        // A frame that does not fit before the end skips the tail.
+        let skip = if frame > tail { tail } else { 0 };
+        let needed = skip + frame;
+        let free = self.free_bytes();
+        if needed > free {
+            return Err(WriteError::Full { needed, free });
+        }
+        let data = self.shared.data_ptr();
+        let mut pos = off;
+        if skip > 0 {
+            if tail >= 4 {
+                // SAFETY: `pos + 4 <= cap`; these bytes are free (checked above).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(WRAP.to_le_bytes().as_ptr(), data.add(pos), 4)
+                };
+            }
+            pos = 0;
+        }
+        // SAFETY: `pos + frame <= cap` (the frame fits before the end by construction)
+        // and these bytes are free: the consumer does not read past `write_pos`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (payload.len() as u32).to_le_bytes().as_ptr(),
+                data.add(pos),
+                4,
+            );
+            std::ptr::copy_nonoverlapping(payload.as_ptr(), data.add(pos + 4), payload.len());
+        }
+        self.write_pos += needed as u64;
+        self.shared
+            .u64_at(OFF_WRITE_POS)
+            .store(self.write_pos, Ordering::Release);
+        Ok(())
+    }
+
+    /// Adds to the header's dropped counters (records lost before reaching the ring,
+    /// or refused by it), which the collector reports.
+    pub fn add_dropped(&self, records: u64, frames: u64) {
+        self.shared
+            .u64_at(OFF_DROPPED_RECORDS)
+            .fetch_add(records, Ordering::Relaxed);
+        self.shared
+            .u64_at(OFF_DROPPED_FRAMES)
+            .fetch_add(frames, Ordering::Relaxed);
+    }
+
+    /// Marks the stream complete: no frame follows.
+    pub fn finish(&mut self) {
+        self.shared
+            .u32_at(OFF_FLAGS)
+            .store(FLAG_FINISHED, Ordering::Release);
+    }
+}
+
+/// The consumer side.
+pub struct RingReader {
+    shared: Shared,
+    path: PathBuf,
+    read_pos: u64,
+    _file: File,
+}
+
+impl RingReader {
+    /// Maps an existing ring and validates its header against the file.
+    pub fn open(path: &Path) -> Result<RingReader, RingError> {
+        let io = |source| RingError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        let corrupt = |offset: u64, reason: String| RingError::Corrupt {
+            path: path.to_path_buf(),
+            offset,
+            reason,
+        };
+        if len < HEADER_SIZE as u64 {
+            return Err(corrupt(
+                len,
+                format!("file of {len} bytes is shorter than the {HEADER_SIZE}-byte header"),
+            ));
+        }
+        // SAFETY: the producer created this file for exactly this sharing; all shared
+        // fields are read through atomics and every value is validated before use.
+        let map = unsafe { MmapMut::map_mut(&file) }.map_err(io)?;
+        if map[OFF_MAGIC..OFF_MAGIC + 8] != MAGIC {
+            return Err(RingError::BadMagic {
+                path: path.to_path_buf(),
+            });
+        }
+        let layout =
+            u32::from_le_bytes(map[OFF_LAYOUT..OFF_LAYOUT + 4].try_into().expect("4 bytes"));
+        if layout != LAYOUT_VERSION {
+            return Err(RingError::Version {
+                path: path.to_path_buf(),
+                found: layout,
+                expected: LAYOUT_VERSION,
+            });
+        }
+        let protocol = u32::from_le_bytes(
+            map[OFF_PROTOCOL..OFF_PROTOCOL + 4]
+                .try_into()
+                .expect("4 bytes"),
+        );
+        if protocol != crate::PROTOCOL_VERSION {
+            return Err(RingError::Protocol {
+                path: path.to_path_buf(),
+                found: protocol,
+                expected: crate::PROTOCOL_VERSION,
+            });
+        }
+        let capacity = u64::from_le_bytes(
+            map[OFF_CAPACITY..OFF_CAPACITY + 8]
+                .try_into()
+                .expect("8 bytes"),
+        );
+        if !(MIN_CAPACITY as u64..=MAX_CAPACITY as u64).contains(&capacity)
+            || !capacity.is_power_of_two()
+        {
+            return Err(corrupt(
+                OFF_CAPACITY as u64,
+                format!("capacity {capacity} is not a power of two in range"),
+            ));
+        }
+        if HEADER_SIZE as u64 + capacity != len {
+            return Err(corrupt(
+                OFF_CAPACITY as u64,
+                format!("capacity {capacity} does not match the file size {len}"),
+            ));
+        }
+        let shared = Shared {
+            map,
+            capacity: capacity as usize,
+        };
+        let read_pos = shared.u64_at(OFF_READ_POS).load(Ordering::Acquire);
+        Ok(RingReader {
+            shared,
+            path: path.to_path_buf(),
+            read_pos,
+            _file: file,
+        })
+    }
+
+    /// The ring file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The header as it is now.
+    pub fn header(&self) -> HeaderInfo {
+        let s = &self.shared;
+        HeaderInfo {
+            protocol_version: crate::PROTOCOL_VERSION,
+            capacity: s.capacity as u64,
+            producer_pid: s.u32_at(OFF_PID).load(Ordering::Relaxed),
+            flags: s.u32_at(OFF_FLAGS).load(Ordering::Acquire),
+            dropped_records: s.u64_at(OFF_DROPPED_RECORDS).load(Ordering::Relaxed),
+            dropped_frames: s.u64_at(OFF_DROPPED_FRAMES).load(Ordering::Relaxed),
+            write_pos: s.u64_at(OFF_WRITE_POS).load(Ordering::Acquire),
+            read_pos: self.read_pos,
+        }
+    }
+
+    /// Whether the producer has written its last frame.
+    pub fn is_finished(&self) -> bool {
+        self.shared.u32_at(OFF_FLAGS).load(Ordering::Acquire) & FLAG_FINISHED != 0
+    }
+
+    /// The next complete frame's payload, or `None` when the ring is empty now.
+    pub fn try_read(&mut self) -> Result<Option<Vec<u8>>, RingError> {
+        let cap = self.shared.capacity as u64;
+        let write = self.shared.u64_at(OFF_WRITE_POS).load(Ordering::Acquire);
+        let corrupt = |offset: u64, reason: String| RingError::Corrupt {
+            path: self.path.clone(),
+            offset,
+            reason,
+        };
+        if write < self.read_pos || write - self.read_pos > cap {
+            return Err(corrupt(
+                OFF_WRITE_POS as u64,
+                format!("write position {write} is not within one capacity ({cap}) ahead of read position {}", self.read_pos),
+            ));
+        }
+        // Bytes published and not yet read. All arithmetic below stays within
+        // `read_pos..=write`, so no position near `u64::MAX` can overflow.
+        let mut available = write - self.read_pos;
+        if available == 0 {
+            return Ok(None);
+        }
+        let data = self.shared.data_ptr();
+        let mut skipped = 0;
+        let mut off = self.read_pos % cap;
+        let tail = cap - off;
+        let read_len = |at: u64| -> u32 {
+            let mut b = [0u8; 4];
+            // SAFETY: `at + 4 <= cap`, inside the data area.
+            unsafe { std::ptr::copy_nonoverlapping(data.add(at as usize), b.as_mut_ptr(), 4) };
+            u32::from_le_bytes(b)
+        };
+        if tail < 4 || read_len(off) == WRAP {
+            // The producer skips the tail only to write a frame at offset 0.
+            if tail >= available {
+                return Err(corrupt(
+                    HEADER_SIZE as u64 + off,
+                    format!(
+                        "wrap to offset 0 with only {available} bytes written, the tail is {tail}"
+                    ),
+                ));
+            }
+            skipped = tail;
+            available -= tail;
+            off = 0;
+        }
+        let len = read_len(off) as u64;
+        if len == WRAP as u64 || 4 + len > cap - off || 4 + len > available {
+            return Err(corrupt(
+                HEADER_SIZE as u64 + off,
+                format!("frame length {len} does not fit: {} bytes to the end of the data area, {available} written", cap - off),
+            ));
+        }
+        let mut out = vec![0u8; len as usize];
+        // SAFETY: `off + 4 + len <= cap` and those bytes were published by the producer
+        // (`4 + len <= available`, `write` read with Acquire).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.add(off as usize + 4),
+                out.as_mut_ptr(),
+                len as usize,
+            )
+        };
+        self.read_pos += skipped + 4 + len;
+        self.shared
+            .u64_at(OFF_READ_POS)
+            .store(self.read_pos, Ordering::Release);
+        Ok(Some(out))
+    }
+}
+
+/// Whether a process with `pid` exists (signal 0).
+pub fn process_alive(pid: u32) -> bool {
+    if pid == 0 || pid > i32::MAX as u32 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for the process's existence.
+    let rc = unsafe { libc::kill(pid as i32, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
