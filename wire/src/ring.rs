@@ -473,12 +473,26 @@ impl RingReader {
     }
 }
 
-/// Whether a process with `pid` exists (signal 0).
+/// Whether a process with `pid` exists and has not exited. A zombie (exited, not yet
+/// reaped by its parent) counts as gone: it will never write again.
 pub fn process_alive(pid: u32) -> bool {
     if pid == 0 || pid > i32::MAX as u32 {
         return false;
     }
     // SAFETY: kill with signal 0 only checks for the process's existence.
     let rc = unsafe { libc::kill(pid as i32, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    let exists = rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    exists && !is_zombie(pid)
+}
+
+/// Whether /proc says `pid` is a zombie (state `Z`) or dead (`X`).
+fn is_zombie(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // "pid (comm) S ...": comm may contain spaces and parentheses; the state follows
+    // the last ')'.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .is_some_and(|state| state == "Z" || state == "X")
 }

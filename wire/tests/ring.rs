@@ -642,3 +642,33 @@ fn process_alive_checks_the_pid() {
     child.wait().unwrap();
     assert!(!process_alive(pid), "a reaped child is gone");
 }
+
+#[test]
+fn a_zombie_is_not_alive() {
+    // An exited child not yet reaped stays in the process table as a zombie; it will
+    // never write again, so it must not hold a collector waiting for it.
+    let mut child = std::process::Command::new("true")
+        .spawn()
+        .expect("spawn true");
+    let pid = child.id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("child's /proc entry");
+        if stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().next())
+            == Some("Z")
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "child {pid} did not exit"
+        );
+        std::thread::yield_now();
+    }
+    assert!(!process_alive(pid));
+    child.wait().expect("reap");
+    assert!(!process_alive(pid));
+}
