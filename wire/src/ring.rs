@@ -164,18 +164,32 @@ impl RingWriter {
             path: path.to_path_buf(),
             source,
         };
+        if path.exists() {
+            return Err(io(std::io::Error::from(std::io::ErrorKind::AlreadyExists)));
+        }
+        // Built under a hidden name and published with a hard link (which, unlike a
+        // rename, fails if the name exists), so a consumer never sees a ring whose
+        // header or size is not yet written.
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let staging = path.with_file_name(format!(".{name}.{producer_pid}.new"));
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(path)
+            .open(&staging)
             .map_err(io)?;
-        let map = Self::init(file, capacity, producer_pid).map_err(|source| {
-            // A ring that cannot be set up is not left behind.
-            let _ = std::fs::remove_file(path);
-            io(source)
-        })?;
+        let published = Self::init(file, capacity, producer_pid).and_then(|map| {
+            std::fs::hard_link(&staging, path)?;
+            Ok(map)
+        });
+        // Whatever happened, the staging name goes; a ring that cannot be set up is
+        // not left behind.
+        let _ = std::fs::remove_file(&staging);
+        let map = published.map_err(io)?;
         Ok(RingWriter {
             shared: Shared { map, capacity },
             path: path.to_path_buf(),
