@@ -11,10 +11,20 @@
 //! The profiler is a guest: no entry point lets a panic escape, every failure becomes
 //! one `gpuprof:` warning on stderr and the profiler turns itself off.
 
+mod activity;
+mod callbacks;
+mod cupti_api;
+mod decode;
+mod device;
 mod entry;
+mod exit;
+mod handoff;
 mod lifecycle;
 mod log;
 mod options;
 mod preload;
+mod session;
+mod tracer;
+mod writer;
 
 pub use lifecycle::{state, State};

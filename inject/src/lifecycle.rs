@@ -4,11 +4,13 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use cupti::Cupti;
 
 use crate::log::{debug, info, warn};
 use crate::options::Options;
+use crate::{cupti_api, exit, handoff, session, tracer, writer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -111,5 +113,47 @@ fn start_up(trigger: Trigger) -> Result<(), String> {
         }
     );
     let _ = CUPTI.set(lib);
+    let cupti = CUPTI.get().ok_or("CUPTI was loaded twice")?;
+    trace(cupti, &opts)
+}
+
+/// Everything after CUPTI is loaded: NVTX, tracing, the session, the writer, the exit
+/// handler. CUPTI first: a process that cannot be traced never starts a collector.
+fn trace(cupti: &'static Cupti, opts: &Options) -> Result<(), String> {
+    let pid = std::process::id();
+    let start_ns = session::realtime_ns();
+    nvtx_through_cupti(cupti);
+    let rx = handoff::open(opts.channel_records).ok_or("the record channel exists already")?;
+    tracer::start(cupti, opts)?;
+    let unsubscribe = |e: String| {
+        if let Some(t) = tracer::get() {
+            let _ = cupti_api::unsubscribe(t.cupti, &t.subscriber);
+        }
+        e
+    };
+    let session = session::open(opts, pid).map_err(unsubscribe)?;
+    let ring_path = session.ring.path().to_path_buf();
+    let (ctl_tx, ctl_rx) = crossbeam_channel::bounded(1);
+    let process = session::process_info(cupti, pid, start_ns);
+    writer::spawn(session.ring, session.dir.clone(), rx, process, ctl_rx)
+        .map_err(|e| unsubscribe(format!("cannot start the writer thread: {e}")))?;
+    exit::install(
+        pid,
+        Duration::from_millis(opts.exit_timeout_ms),
+        ctl_tx,
+        session.dir,
+        ring_path,
+    )?;
     Ok(())
+}
+
+/// NVTX reaches CUPTI only when NVTX loads it as its injection library (CUPTI
+/// exports `InitializeInjectionNvtx2`). NVTX reads `NVTX_INJECTION64_PATH` at its first
+/// call, so calls made before `cuInit` (before we run) are not seen; a value the
+/// user set is left alone.
+fn nvtx_through_cupti(cupti: &Cupti) {
+    if std::env::var_os("NVTX_INJECTION64_PATH").is_none_or(|v| v.is_empty()) {
+        std::env::set_var("NVTX_INJECTION64_PATH", cupti.path());
+        debug!("NVTX_INJECTION64_PATH set to {}", cupti.path().display());
+    }
 }

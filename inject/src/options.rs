@@ -1,7 +1,13 @@
 //! Configuration: `GPUPROF_*` environment variables, read once at start-up. An invalid
 //! value gets a warning naming the variable and the value used instead.
 
+use std::path::PathBuf;
+
 use crate::log::{self, Level};
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
 
 /// The profiler's settings for this process.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -10,32 +16,177 @@ pub struct Options {
     pub log: Level,
     /// `GPUPROF_DISABLE=1`: load nothing, profile nothing.
     pub disabled: bool,
+    /// `GPUPROF_CUPTI_BUFFER_SIZE`: bytes per CUPTI activity buffer (default 8M).
+    pub cupti_buffer_size: usize,
+    /// `GPUPROF_CUPTI_BUFFERS`: buffers in the pool handed to CUPTI (default 8).
+    pub cupti_buffers: usize,
+    /// `GPUPROF_CHANNEL_RECORDS`: capacity of the channel to the writer thread
+    /// (default 65536 records).
+    pub channel_records: usize,
+    /// `GPUPROF_RING_SIZE`: data bytes of this process's ring (default 64M).
+    pub ring_size: usize,
+    /// `GPUPROF_EXIT_TIMEOUT_MS`: how long exit waits for the writer (default 2000).
+    pub exit_timeout_ms: u64,
+    /// `GPUPROF_SESSION_DIR`: the session's ring directory, when a collector made it.
+    pub session_dir: Option<PathBuf>,
+    /// `GPUPROF_COLLECTOR`: the `gpuprof` binary to start in env-var-only mode.
+    pub collector: Option<PathBuf>,
+    /// `GPUPROF_OUT`: the output directory the started collector writes.
+    pub out: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            log: Level::Warn,
+            disabled: false,
+            cupti_buffer_size: 8 * MIB as usize,
+            cupti_buffers: 8,
+            channel_records: 65536,
+            ring_size: 64 * MIB as usize,
+            exit_timeout_ms: 2000,
+            session_dir: None,
+            collector: None,
+            out: None,
+        }
+    }
+}
+
+/// Parses a byte size: digits with an optional K, M or G suffix (binary units).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (digits, unit) = match s.char_indices().last()? {
+        (i, 'k' | 'K') => (&s[..i], KIB),
+        (i, 'm' | 'M') => (&s[..i], MIB),
+        (i, 'g' | 'G') => (&s[..i], GIB),
+        _ => (s, 1),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u64>().ok()?.checked_mul(unit)
+}
+
+fn show_size(v: u64) -> String {
+    for (unit, suffix) in [(GIB, "G"), (MIB, "M"), (KIB, "K")] {
+        if v >= unit && v & (unit - 1) == 0 {
+            return format!("{}{suffix}", v / unit);
+        }
+    }
+    v.to_string()
+}
+
+struct Reader<'a, F: Fn(&str) -> Option<String>> {
+    get: &'a F,
+    warnings: Vec<String>,
+}
+
+impl<F: Fn(&str) -> Option<String>> Reader<'_, F> {
+    fn value(&self, key: &str) -> Option<String> {
+        (self.get)(key).filter(|v| !v.is_empty())
+    }
+
+    fn path(&self, key: &str) -> Option<PathBuf> {
+        self.value(key).map(PathBuf::from)
+    }
+
+    /// A byte size in `min..=max`.
+    fn size(&mut self, key: &str, default: u64, min: u64, max: u64) -> u64 {
+        let Some(v) = self.value(key) else {
+            return default;
+        };
+        match parse_size(&v) {
+            Some(n) if (min..=max).contains(&n) => n,
+            _ => {
+                self.warnings.push(format!(
+                    "{key}={v:?} is not a size from {} to {} (bytes, or with suffix K, M, G); using {}",
+                    show_size(min),
+                    show_size(max),
+                    show_size(default)
+                ));
+                default
+            }
+        }
+    }
+
+    /// A plain integer in `min..=max`.
+    fn count(&mut self, key: &str, default: u64, min: u64, max: u64) -> u64 {
+        let Some(v) = self.value(key) else {
+            return default;
+        };
+        match v.trim().parse::<u64>() {
+            Ok(n) if (min..=max).contains(&n) => n,
+            _ => {
+                self.warnings.push(format!(
+                    "{key}={v:?} is not a whole number from {min} to {max}; using {default}"
+                ));
+                default
+            }
+        }
+    }
 }
 
 impl Options {
     /// Reads the environment. Problems are returned as warnings to print once the log
     /// level is known.
     pub fn from_env(get: impl Fn(&str) -> Option<String>) -> (Options, Vec<String>) {
-        let mut warnings = Vec::new();
-        let log = match get("GPUPROF_LOG") {
+        let d = Options::default();
+        let mut r = Reader {
+            get: &get,
+            warnings: Vec::new(),
+        };
+        let log = match r.value("GPUPROF_LOG") {
             None => Level::Warn,
-            Some(v) if v.is_empty() => Level::Warn,
             Some(v) => Level::parse(&v).unwrap_or_else(|| {
-                warnings.push(format!(
+                r.warnings.push(format!(
                     "GPUPROF_LOG={v:?} is not one of off, error, warn, info, debug; using warn"
                 ));
                 Level::Warn
             }),
         };
-        let disabled = match get("GPUPROF_DISABLE").as_deref() {
-            None | Some("") | Some("0") => false,
+        let disabled = match r.value("GPUPROF_DISABLE").as_deref() {
+            None | Some("0") => false,
             Some("1") => true,
             Some(v) => {
-                warnings.push(format!("GPUPROF_DISABLE={v:?} is not 0 or 1; using 0"));
+                r.warnings
+                    .push(format!("GPUPROF_DISABLE={v:?} is not 0 or 1; using 0"));
                 false
             }
         };
-        (Options { log, disabled }, warnings)
+        let cupti_buffer_size = r.size(
+            "GPUPROF_CUPTI_BUFFER_SIZE",
+            d.cupti_buffer_size as u64,
+            64 * KIB,
+            GIB,
+        ) as usize;
+        let cupti_buffers =
+            r.count("GPUPROF_CUPTI_BUFFERS", d.cupti_buffers as u64, 1, 1024) as usize;
+        let channel_records = r.count(
+            "GPUPROF_CHANNEL_RECORDS",
+            d.channel_records as u64,
+            16,
+            1 << 24,
+        ) as usize;
+        let ring_size = r.size(
+            "GPUPROF_RING_SIZE",
+            d.ring_size as u64,
+            wire::ring::MIN_CAPACITY as u64,
+            wire::ring::MAX_CAPACITY as u64,
+        ) as usize;
+        let exit_timeout_ms = r.count("GPUPROF_EXIT_TIMEOUT_MS", d.exit_timeout_ms, 0, 600_000);
+        let opts = Options {
+            log,
+            disabled,
+            cupti_buffer_size,
+            cupti_buffers,
+            channel_records,
+            ring_size,
+            exit_timeout_ms,
+            session_dir: r.path("GPUPROF_SESSION_DIR"),
+            collector: r.path("GPUPROF_COLLECTOR"),
+            out: r.path("GPUPROF_OUT"),
+        };
+        (opts, r.warnings)
     }
 
     /// Reads the process environment and applies the log level.
@@ -60,45 +211,69 @@ mod tests {
     #[test]
     fn defaults() {
         let (o, w) = Options::from_env(env(&[]));
-        assert_eq!(
-            o,
-            Options {
-                log: Level::Warn,
-                disabled: false
-            }
-        );
+        assert_eq!(o, Options::default());
+        assert_eq!(o.cupti_buffer_size, 8 << 20);
+        assert_eq!(o.ring_size, 64 << 20);
         assert!(w.is_empty());
     }
 
     #[test]
     fn valid_values() {
-        let (o, w) = Options::from_env(env(&[("GPUPROF_LOG", "INFO"), ("GPUPROF_DISABLE", "1")]));
+        let (o, w) = Options::from_env(env(&[
+            ("GPUPROF_LOG", "INFO"),
+            ("GPUPROF_DISABLE", "1"),
+            ("GPUPROF_RING_SIZE", "4K"),
+            ("GPUPROF_CUPTI_BUFFER_SIZE", "1m"),
+            ("GPUPROF_CUPTI_BUFFERS", "3"),
+            ("GPUPROF_CHANNEL_RECORDS", "1024"),
+            ("GPUPROF_EXIT_TIMEOUT_MS", "50"),
+            ("GPUPROF_SESSION_DIR", "/dev/shm/s"),
+        ]));
         assert_eq!(
             o,
             Options {
                 log: Level::Info,
-                disabled: true
+                disabled: true,
+                cupti_buffer_size: 1 << 20,
+                cupti_buffers: 3,
+                channel_records: 1024,
+                ring_size: 4096,
+                exit_timeout_ms: 50,
+                session_dir: Some(PathBuf::from("/dev/shm/s")),
+                ..Options::default()
             }
         );
-        assert!(w.is_empty());
+        assert!(w.is_empty(), "{w:?}");
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("64M"), Some(64 << 20));
+        assert_eq!(parse_size("2g"), Some(2 << 30));
+        assert_eq!(parse_size("M"), None);
+        assert_eq!(parse_size("1.5M"), None);
+        assert_eq!(parse_size("-1"), None);
+        assert_eq!(parse_size(""), None);
     }
 
     #[test]
     fn invalid_values_warn_with_name_and_fallback() {
-        let (o, w) = Options::from_env(env(&[("GPUPROF_LOG", "loud"), ("GPUPROF_DISABLE", "yes")]));
-        assert_eq!(
-            o,
-            Options {
-                log: Level::Warn,
-                disabled: false
-            }
-        );
+        let (o, w) = Options::from_env(env(&[
+            ("GPUPROF_LOG", "loud"),
+            ("GPUPROF_DISABLE", "yes"),
+            ("GPUPROF_RING_SIZE", "1K"),
+            ("GPUPROF_CUPTI_BUFFERS", "many"),
+        ]));
+        assert_eq!(o, Options::default());
         assert_eq!(
             w,
             vec![
-                "GPUPROF_LOG=\"loud\" is not one of off, error, warn, info, debug; using warn"
-                    .to_string(),
+                "GPUPROF_LOG=\"loud\" is not one of off, error, warn, info, debug; using warn".to_string(),
                 "GPUPROF_DISABLE=\"yes\" is not 0 or 1; using 0".to_string(),
+                "GPUPROF_CUPTI_BUFFERS=\"many\" is not a whole number from 1 to 1024; using 8".to_string(),
+                "GPUPROF_RING_SIZE=\"1K\" is not a size from 4K to 2G (bytes, or with suffix K, M, G); using 64M"
+                    .to_string(),
             ]
         );
     }

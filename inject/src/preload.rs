@@ -77,7 +77,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// The file this library was loaded from.
-fn own_path() -> Option<PathBuf> {
+pub(crate) fn own_path() -> Option<PathBuf> {
     let mut info = core::mem::MaybeUninit::<libc::Dl_info>::zeroed();
     // SAFETY: dladdr only reads the address and fills `info`; the address is a
     // function of this library.

@@ -9,10 +9,14 @@
 //! message telling how to fetch the wheels.
 
 mod artifacts;
+mod collector;
 mod sim_env;
+mod timed;
 
 pub use artifacts::{artifact, compile_c, stub_libcuda, target_profile_dir};
+pub use collector::{gpuprof_command, Scratch};
 pub use sim_env::{nvtx_library, sim_cupti, sim_lib_dir, venv_python};
+pub use timed::{Finished, TimedChild};
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

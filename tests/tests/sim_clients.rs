@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use gpuprof_tests::{artifact, sim_cupti, sim_lib_dir, venv_python};
+use gpuprof_tests::{artifact, sim_cupti, sim_lib_dir, venv_python, Scratch};
 
 /// `cmd` with a clean CUDA / gpuprof environment and the simulated stack on the loader path.
 fn on_the_sim(mut cmd: Command) -> Command {
@@ -25,8 +25,11 @@ fn on_the_sim(mut cmd: Command) -> Command {
     cmd
 }
 
-fn injected(mut cmd: Command, cupti_release: &str) -> Command {
+/// Injected into a session directory of the test's (no collector: the rings stay in
+/// `session`, which the test removes; `inject_tracing.rs` reads them).
+fn injected(mut cmd: Command, cupti_release: &str, session: &Scratch) -> Command {
     cmd.env("CUDA_INJECTION64_PATH", artifact("libgpuprof.so"))
+        .env("GPUPROF_SESSION_DIR", session.path())
         .env("GPUPROF_LOG", "info")
         .env(
             "GPUPROF_CUPTI_LIB",
@@ -75,7 +78,8 @@ fn cudarc_program_runs_with_the_profiler_injected() {
         ("13.4", "CUPTI 13.4.1 (API 130401)"),
         ("12.9", "CUPTI 12.9 (API 28)"),
     ] {
-        let out = injected(on_the_sim(cudarc_llm()), release)
+        let session = Scratch::new(&format!("sim-clients-cudarc-{release}"));
+        let out = injected(on_the_sim(cudarc_llm()), release, &session)
             .output()
             .unwrap();
         assert_ok(&out);
@@ -137,7 +141,10 @@ fn cuda_python_program_runs_on_the_sim() {
 
 #[test]
 fn cuda_python_program_runs_with_the_profiler_injected() {
-    let out = injected(on_the_sim(python_llm()), "13.0").output().unwrap();
+    let session = Scratch::new("sim-clients-python");
+    let out = injected(on_the_sim(python_llm()), "13.0", &session)
+        .output()
+        .unwrap();
     assert_ok(&out);
     assert!(
         text(&out.stdout).starts_with("llm_driver: ok: "),

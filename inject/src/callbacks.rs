@@ -1,0 +1,157 @@
+//! The CUPTI callback subscriber: driver-API launches (which thread launched what,
+//! and when) and resource events (a context was created: describe its device).
+//!
+//! These run on application threads, inside the application's CUDA calls: O(1) work,
+//! no locks, no allocation on the launch path, `errno` preserved, nothing unwinds out.
+
+use core::ffi::c_void;
+use std::cell::Cell;
+
+use cupti_sys::CUpti_ApiCallbackSite::{CUPTI_API_ENTER, CUPTI_API_EXIT};
+use cupti_sys::CUpti_CallbackDomain::{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RESOURCE};
+use cupti_sys::CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_CONTEXT_CREATED;
+use cupti_sys::CUpti_driver_api_trace_cbid_enum as cbid;
+use cupti_sys::{CUpti_CallbackData, CUpti_ResourceData};
+use wire::{ContextInfo, Launch, Record};
+
+use crate::handoff::{self, CONTEXTS, DEVICES};
+use crate::lifecycle::{self, State};
+use crate::log::warn;
+use crate::{cupti_api, device, tracer};
+
+/// The driver-API calls that launch GPU work whose kernels we attribute.
+pub const LAUNCH_CBIDS: &[u32] = &[
+    cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+];
+
+thread_local! {
+    /// Set on our own threads and while a callback runs: callbacks ignore it.
+    static BUSY: Cell<bool> = const { Cell::new(false) };
+    /// This thread's kernel id (gettid), cached.
+    static TID: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Marks the calling thread as the profiler's own: its CUDA calls (if any) are not
+/// traced.
+pub fn mark_internal() {
+    BUSY.with(|b| b.set(true));
+}
+
+fn thread_id() -> u64 {
+    TID.with(|t| {
+        if t.get() == 0 {
+            // SAFETY: gettid has no preconditions.
+            t.set(unsafe { libc::syscall(libc::SYS_gettid) } as u64);
+        }
+        t.get()
+    })
+}
+
+/// Saves errno on entry and restores it on drop (our calls must not change what the
+/// application sees).
+struct Errno(i32);
+
+impl Errno {
+    fn save() -> Errno {
+        // SAFETY: __errno_location returns this thread's errno slot.
+        Errno(unsafe { *libc::__errno_location() })
+    }
+}
+
+impl Drop for Errno {
+    fn drop(&mut self) {
+        // SAFETY: as in save.
+        unsafe { *libc::__errno_location() = self.0 };
+    }
+}
+
+/// The subscriber callback (`CUpti_CallbackFunc`).
+pub unsafe extern "C" fn on_callback(
+    _userdata: *mut c_void,
+    domain: u32,
+    cbid: u32,
+    data: *const c_void,
+) {
+    if data.is_null() || lifecycle::state() != State::Running {
+        return;
+    }
+    let _errno = Errno::save();
+    if BUSY.with(|b| b.replace(true)) {
+        return;
+    }
+    crate::entry::guarded("a CUPTI callback", (), || match domain {
+        CUPTI_CB_DOMAIN_DRIVER_API => {
+            // SAFETY: for the driver-API domain CUPTI passes a CUpti_CallbackData.
+            on_api(cbid, unsafe { &*(data as *const CUpti_CallbackData) })
+        }
+        CUPTI_CB_DOMAIN_RESOURCE if cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED => {
+            // SAFETY: for the resource domain CUPTI passes a CUpti_ResourceData.
+            on_context_created(unsafe { &*(data as *const CUpti_ResourceData) })
+        }
+        _ => {}
+    });
+    BUSY.with(|b| b.set(false));
+}
+
+fn on_api(cbid: u32, d: &CUpti_CallbackData) {
+    let Some(t) = tracer::get() else { return };
+    let slot = d.correlationData;
+    let now = cupti_api::timestamp(t.cupti);
+    if d.callbackSite == CUPTI_API_ENTER {
+        if !slot.is_null() {
+            // SAFETY: CUPTI gives each API call an 8-byte slot kept from enter to exit.
+            unsafe { *slot = now };
+        }
+    } else if d.callbackSite == CUPTI_API_EXIT {
+        let start = if slot.is_null() {
+            now
+        } else {
+            // SAFETY: as above; it holds what we stored at enter.
+            unsafe { *slot }
+        };
+        handoff::send(Record::Launch(Launch {
+            correlation_id: d.correlationId,
+            cbid,
+            runtime: false,
+            thread_id: thread_id(),
+            start_ns: start,
+            end_ns: now,
+        }));
+    }
+}
+
+fn on_context_created(r: &CUpti_ResourceData) {
+    let Some(t) = tracer::get() else { return };
+    let (context_id, device_id) = match cupti_api::context_ids(t.cupti, r.context) {
+        Ok(ids) => ids,
+        Err(e) => {
+            crate::log::debug!("a context was created but CUPTI cannot name it: {e}");
+            return;
+        }
+    };
+    if DEVICES.claim(device_id) {
+        match device::describe(device_id) {
+            Ok(d) => {
+                handoff::send(Record::Device(d));
+            }
+            Err(e) => {
+                // Let CUPTI's device record describe it instead.
+                warn!("cannot describe GPU {device_id} from the driver ({e}); its memory clock and bus width are unknown");
+                DEVICES.unclaim(device_id);
+            }
+        }
+    }
+    if CONTEXTS.claim(context_id) {
+        handoff::send(Record::Context(ContextInfo {
+            context_id,
+            device_id,
+        }));
+    }
+}

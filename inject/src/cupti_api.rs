@@ -1,0 +1,309 @@
+//! The CUPTI calls the tracer makes, as small safe wrappers returning
+//! `Result<_, CuptiError>`. This module is the only caller of the raw function table
+//! besides `cupti` itself; every `unsafe` block is one FFI call.
+//!
+//! Which variant of a call is used follows NVIDIA's headers, by the version the
+//! library answered: `cuptiSubscribe_v2` from 13.0 (`allowMultipleSubscribers` in
+//! `CUpti_SubscriberParams` from 13.2), the per-subscriber activity calls
+//! (`cuptiActivityEnable_v2`, `cuptiActivityRegisterCallbacks_v2`) from 13.2,
+//! `cuptiActivityGetNextRecord_v2` and `cuptiActivityGetNumDroppedRecords_v2` from 13.3,
+//! `cuptiActivityGetStructSize` from 13.2. A release's library lacks the newer symbols,
+//! so the table entry is `None` there; both must agree before a call is made.
+//!
+//! Reference: <https://docs.nvidia.com/cupti/api/group__CUPTI__CALLBACK__API.html>,
+//! <https://docs.nvidia.com/cupti/api/group__CUPTI__ACTIVITY__API.html>.
+
+use core::ffi::{c_char, CStr};
+
+use cupti::{Cupti, CuptiError};
+use cupti_sys::CUptiResult::{CUPTI_ERROR_MAX_LIMIT_REACHED, CUPTI_ERROR_NOT_SUPPORTED};
+use cupti_sys::{
+    CUcontext, CUpti_Activity, CUpti_BuffersCallbackCompleteFunc,
+    CUpti_BuffersCallbackCompleteFunc_v2, CUpti_BuffersCallbackRequestFunc,
+    CUpti_BuffersCallbackRequestFunc_v2, CUpti_CallbackFunc, CUpti_SubscriberHandle,
+    CUpti_SubscriberParams,
+};
+
+type Result<T> = std::result::Result<T, CuptiError>;
+
+const NOT_SUPPORTED: CuptiError = CuptiError(CUPTI_ERROR_NOT_SUPPORTED);
+
+/// `CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN`.
+const OLD_NAME_LEN: usize = 64;
+/// `CUpti_SubscriberParams_STRUCT_SIZE` of the 13.0 and 13.1 headers, whose struct
+/// ends at `oldSubscriberSize` (no `allowMultipleSubscribers`).
+const SUBSCRIBER_PARAMS_SIZE_13_0: usize = 32;
+
+/// A subscriber handle. CUPTI's handles are opaque tokens valid from any thread.
+#[derive(Debug, Clone, Copy)]
+pub struct Subscriber {
+    handle: CUpti_SubscriberHandle,
+    /// Subscribed with `allowMultipleSubscribers`: use the per-subscriber activity calls.
+    pub multiple: bool,
+}
+
+// SAFETY: the handle is an opaque token CUPTI accepts from any thread; we never
+// dereference it.
+unsafe impl Send for Subscriber {}
+// SAFETY: as for Send; the handle is never mutated after subscribing.
+unsafe impl Sync for Subscriber {}
+
+/// Why subscribing failed.
+#[derive(Debug, Clone)]
+pub struct SubscribeError {
+    pub code: CuptiError,
+    /// The subscriber that holds CUPTI, when CUPTI said (`oldSubscriberName`).
+    pub holder: Option<String>,
+}
+
+fn at_least(c: &Cupti, v: u32) -> bool {
+    // CUDA 12 API numbers (22..28) are all below the 13.x `MMmmpp` numbers.
+    c.api_version().0 >= v
+}
+
+/// `cuptiSubscribe_v2` where the release has it (asking for multiple subscribers from
+/// 13.2), else `cuptiSubscribe`.
+pub fn subscribe(
+    c: &Cupti,
+    callback: CUpti_CallbackFunc,
+    name: &CStr,
+) -> std::result::Result<Subscriber, SubscribeError> {
+    let fns = c.fns();
+    let mut handle: CUpti_SubscriberHandle = core::ptr::null_mut();
+    match fns.cuptiSubscribe_v2.filter(|_| at_least(c, 130000)) {
+        Some(subscribe_v2) => {
+            let multiple = at_least(c, 130200);
+            let mut old = [0 as c_char; OLD_NAME_LEN];
+            let params = CUpti_SubscriberParams {
+                structSize: if multiple {
+                    core::mem::size_of::<CUpti_SubscriberParams>()
+                } else {
+                    SUBSCRIBER_PARAMS_SIZE_13_0
+                },
+                subscriberName: name.as_ptr(),
+                oldSubscriberName: old.as_mut_ptr(),
+                oldSubscriberSize: OLD_NAME_LEN,
+                allowMultipleSubscribers: u8::from(multiple),
+                padding: [0; 7],
+            };
+            let mut params = params;
+            // SAFETY: `handle` and `params` are valid for the call; CUPTI reads
+            // `structSize` bytes of params (never more than the struct we pass) and
+            // writes at most `oldSubscriberSize` bytes to `old`. The callback is an
+            // `extern "C"` function that lives as long as the library.
+            let rc =
+                unsafe { subscribe_v2(&mut handle, callback, core::ptr::null_mut(), &mut params) };
+            CuptiError::check(rc).map_err(|code| {
+                old[OLD_NAME_LEN - 1] = 0;
+                // SAFETY: `old` is NUL-terminated (the last byte was just zeroed).
+                let holder = unsafe { CStr::from_ptr(old.as_ptr()) }
+                    .to_string_lossy()
+                    .into_owned();
+                SubscribeError {
+                    code,
+                    holder: Some(holder).filter(|h| !h.is_empty()),
+                }
+            })?;
+            Ok(Subscriber { handle, multiple })
+        }
+        None => {
+            let f = fns.cuptiSubscribe.ok_or(SubscribeError {
+                code: NOT_SUPPORTED,
+                holder: None,
+            })?;
+            // SAFETY: as above, without params.
+            let rc = unsafe { f(&mut handle, callback, core::ptr::null_mut()) };
+            CuptiError::check(rc).map_err(|code| SubscribeError { code, holder: None })?;
+            Ok(Subscriber {
+                handle,
+                multiple: false,
+            })
+        }
+    }
+}
+
+/// `cuptiUnsubscribe`.
+pub fn unsubscribe(c: &Cupti, s: &Subscriber) -> Result<()> {
+    let f = c.fns().cuptiUnsubscribe.ok_or(NOT_SUPPORTED)?;
+    // SAFETY: the handle came from a successful subscribe.
+    CuptiError::check(unsafe { f(s.handle) })
+}
+
+/// `cuptiEnableCallback(1, subscriber, domain, cbid)`.
+pub fn enable_callback(c: &Cupti, s: &Subscriber, domain: u32, cbid: u32) -> Result<()> {
+    let f = c.fns().cuptiEnableCallback.ok_or(NOT_SUPPORTED)?;
+    // SAFETY: plain values; the handle came from a successful subscribe.
+    CuptiError::check(unsafe { f(1, s.handle, domain, cbid) })
+}
+
+/// `cuptiActivityEnable_v2(subscriber, kind, NULL)` for a multiple-subscriber
+/// subscription, else `cuptiActivityEnable(kind)`.
+pub fn activity_enable(c: &Cupti, s: &Subscriber, kind: u32) -> Result<()> {
+    let fns = c.fns();
+    if s.multiple {
+        let f = fns.cuptiActivityEnable_v2.ok_or(NOT_SUPPORTED)?;
+        // SAFETY: a NULL config asks for every field, as documented.
+        CuptiError::check(unsafe { f(s.handle, kind, core::ptr::null_mut()) })
+    } else {
+        let f = fns.cuptiActivityEnable.ok_or(NOT_SUPPORTED)?;
+        // SAFETY: plain value.
+        CuptiError::check(unsafe { f(kind) })
+    }
+}
+
+/// The buffer callbacks in both signatures; which pair is registered depends on the
+/// subscription.
+pub struct BufferCallbacks {
+    pub request: CUpti_BuffersCallbackRequestFunc,
+    pub complete: CUpti_BuffersCallbackCompleteFunc,
+    pub request_v2: CUpti_BuffersCallbackRequestFunc_v2,
+    pub complete_v2: CUpti_BuffersCallbackCompleteFunc_v2,
+}
+
+/// `cuptiActivityRegisterCallbacks_v2` for a multiple-subscriber subscription, else
+/// `cuptiActivityRegisterCallbacks`.
+pub fn register_buffer_callbacks(c: &Cupti, s: &Subscriber, cb: &BufferCallbacks) -> Result<()> {
+    let fns = c.fns();
+    if s.multiple {
+        let f = fns.cuptiActivityRegisterCallbacks_v2.ok_or(NOT_SUPPORTED)?;
+        // SAFETY: both callbacks are `extern "C"` functions that live as long as the
+        // library and have the header's prototypes.
+        CuptiError::check(unsafe { f(s.handle, cb.request_v2, cb.complete_v2) })
+    } else {
+        let f = fns.cuptiActivityRegisterCallbacks.ok_or(NOT_SUPPORTED)?;
+        // SAFETY: as above.
+        CuptiError::check(unsafe { f(cb.request, cb.complete) })
+    }
+}
+
+/// `cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)`: thread ids in
+/// activity records (NVTX markers, overhead) become the kernel's thread ids (gettid),
+/// the ids our callbacks record for launches, so ranges and launches can be matched.
+pub fn use_system_thread_ids(c: &Cupti) -> Result<()> {
+    let f = c.fns().cuptiSetThreadIdType.ok_or(NOT_SUPPORTED)?;
+    // SAFETY: plain value.
+    CuptiError::check(unsafe {
+        f(cupti_sys::CUpti_ActivityThreadIdType::CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
+    })
+}
+
+/// `cuptiActivityFlushAll(flag)`. Not to be called from a buffer callback.
+pub fn flush_all(c: &Cupti, flag: u32) -> Result<()> {
+    let f = c.fns().cuptiActivityFlushAll.ok_or(NOT_SUPPORTED)?;
+    // SAFETY: plain value.
+    CuptiError::check(unsafe { f(flag) })
+}
+
+/// The record after `prev` (the first for null) in `buffer[..valid]`, `None` at the
+/// end. `cuptiActivityGetNextRecord_v2` for a multiple-subscriber subscription on
+/// 13.3+, else `cuptiActivityGetNextRecord`.
+///
+/// # Safety
+/// `buffer` holds `valid` bytes CUPTI completed, and `prev` is null or a record this
+/// function returned for the same buffer.
+pub unsafe fn next_record(
+    c: &Cupti,
+    s: &Subscriber,
+    buffer: *mut u8,
+    valid: usize,
+    prev: *mut CUpti_Activity,
+) -> Result<Option<*mut CUpti_Activity>> {
+    let fns = c.fns();
+    let mut rec = prev;
+    let v2 = fns
+        .cuptiActivityGetNextRecord_v2
+        .filter(|_| s.multiple && at_least(c, 130300));
+    let rc = match v2 {
+        // SAFETY: the caller's contract; CUPTI only reads the buffer and writes `rec`.
+        Some(f) => unsafe { f(s.handle, buffer, valid, &mut rec) },
+        None => {
+            let f = fns.cuptiActivityGetNextRecord.ok_or(NOT_SUPPORTED)?;
+            // SAFETY: as above.
+            unsafe { f(buffer, valid, &mut rec) }
+        }
+    };
+    if rc == CUPTI_ERROR_MAX_LIMIT_REACHED {
+        return Ok(None);
+    }
+    CuptiError::check(rc)?;
+    Ok(Some(rec).filter(|r| !r.is_null()))
+}
+
+/// Records CUPTI dropped since the last call (it resets the count):
+/// `cuptiActivityGetNumDroppedRecords_v2` for a multiple-subscriber subscription on
+/// 13.3+, else `cuptiActivityGetNumDroppedRecords(NULL, 0)` (the global queue, which
+/// holds every buffer since CUDA 6).
+pub fn take_dropped(c: &Cupti, s: &Subscriber) -> Result<u64> {
+    let fns = c.fns();
+    let mut n: usize = 0;
+    let v2 = fns
+        .cuptiActivityGetNumDroppedRecords_v2
+        .filter(|_| s.multiple && at_least(c, 130300));
+    let rc = match v2 {
+        // SAFETY: `n` is valid for writing; context and stream are reserved.
+        Some(f) => unsafe { f(s.handle, core::ptr::null_mut(), 0, &mut n) },
+        None => {
+            let f = fns.cuptiActivityGetNumDroppedRecords.ok_or(NOT_SUPPORTED)?;
+            // SAFETY: `n` is valid for writing; NULL context means the global queue.
+            unsafe { f(core::ptr::null_mut(), 0, &mut n) }
+        }
+    };
+    CuptiError::check(rc)?;
+    Ok(n as u64)
+}
+
+/// `cuptiGetTimestamp`, 0 if CUPTI cannot answer.
+pub fn timestamp(c: &Cupti) -> u64 {
+    let Some(f) = c.fns().cuptiGetTimestamp else {
+        return 0;
+    };
+    let mut t = 0u64;
+    // SAFETY: `t` is valid for writing.
+    let rc = unsafe { f(&mut t) };
+    if rc == 0 {
+        t
+    } else {
+        0
+    }
+}
+
+/// `cuptiActivityGetStructSize(kind, 0)`: the size of the record CUPTI writes for
+/// `kind`, on 13.2+ (`None` where the release cannot say).
+pub fn struct_size(c: &Cupti, kind: u32) -> Option<usize> {
+    let f = c
+        .fns()
+        .cuptiActivityGetStructSize
+        .filter(|_| at_least(c, 130200))?;
+    let mut n = 0usize;
+    // SAFETY: `n` is valid for writing; version 0 means the library's own.
+    let rc = unsafe { f(kind, 0, &mut n) };
+    (rc == 0).then_some(n)
+}
+
+/// `cuptiGetContextId` and `cuptiGetDeviceId` of a context.
+pub fn context_ids(c: &Cupti, ctx: CUcontext) -> Result<(u32, u32)> {
+    let fns = c.fns();
+    let (fc, fd) = (
+        fns.cuptiGetContextId.ok_or(NOT_SUPPORTED)?,
+        fns.cuptiGetDeviceId.ok_or(NOT_SUPPORTED)?,
+    );
+    let (mut context, mut device) = (0u32, 0u32);
+    // SAFETY: `ctx` is the context CUPTI passed to the resource callback; the out
+    // pointer is valid.
+    CuptiError::check(unsafe { fc(ctx, &mut context) })?;
+    // SAFETY: as above.
+    CuptiError::check(unsafe { fd(ctx, &mut device) })?;
+    Ok((context, device))
+}
+
+/// A NUL-terminated string CUPTI owns, copied; `None` for null.
+///
+/// # Safety
+/// `p` is null or points to a NUL-terminated string valid for the call.
+pub unsafe fn c_string(p: *const c_char) -> Option<String> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's contract.
+    Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}

@@ -1,0 +1,145 @@
+//! Turning CUPTI tracing on: the subscriber, the callbacks it enables, the activity
+//! buffers and kinds. Everything the callbacks need afterwards is in [`Tracer`].
+
+use std::sync::OnceLock;
+
+use cupti::Cupti;
+use cupti_sys::CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+use cupti_sys::CUpti_ActivityKind as K;
+use cupti_sys::CUpti_CallbackDomain::{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RESOURCE};
+use cupti_sys::CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_CONTEXT_CREATED;
+
+use crate::activity;
+use crate::callbacks::{self, LAUNCH_CBIDS};
+use crate::cupti_api::{self, Subscriber};
+use crate::decode::{self, Layouts};
+use crate::log::{debug, warn};
+use crate::options::Options;
+
+/// What the callbacks use, set once tracing is on.
+pub struct Tracer {
+    pub cupti: &'static Cupti,
+    pub subscriber: Subscriber,
+    pub layouts: &'static dyn Layouts,
+}
+
+static TRACER: OnceLock<Tracer> = OnceLock::new();
+
+/// The tracer, once started.
+pub fn get() -> Option<&'static Tracer> {
+    TRACER.get()
+}
+
+/// Activity kinds recorded; the first is required.
+const KINDS: &[(u32, &str)] = &[
+    (
+        K::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+        "CONCURRENT_KERNEL",
+    ),
+    (K::CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"),
+    (K::CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"),
+    (K::CUPTI_ACTIVITY_KIND_MARKER, "MARKER"),
+    (K::CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD"),
+    (K::CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE"),
+    (K::CUPTI_ACTIVITY_KIND_CONTEXT, "CONTEXT"),
+];
+
+/// Name under which we subscribe ("CUPTI for gpuprof").
+const SUBSCRIBER_NAME: &core::ffi::CStr = c"gpuprof";
+
+/// Subscribes and enables tracing. `Err` is the one warning to print (tracing is then
+/// off; whatever was enabled is left inert behind the disabled state).
+pub fn start(cupti: &'static Cupti, opts: &Options) -> Result<(), String> {
+    let release = cupti.release().name;
+    let layouts = decode::for_release(release)
+        .ok_or_else(|| format!("no activity record decoder for CUPTI {release}"))?;
+    check_sizes(cupti, layouts)?;
+    activity::make_pool(opts.cupti_buffer_size, opts.cupti_buffers)?;
+    let subscriber = cupti_api::subscribe(cupti, Some(callbacks::on_callback), SUBSCRIBER_NAME)
+        .map_err(|e| {
+            if e.code.0 == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED {
+                format!(
+                    "CUPTI is already in use by {}, which does not share it ({})",
+                    e.holder.as_deref().unwrap_or("another CUPTI client"),
+                    e.code
+                )
+            } else {
+                format!("cuptiSubscribe failed: {}", e.code)
+            }
+        })?;
+    let tracer = TRACER.get_or_init(|| Tracer {
+        cupti,
+        subscriber,
+        layouts,
+    });
+    let result = enable(tracer);
+    if result.is_err() {
+        if let Err(e) = cupti_api::unsubscribe(cupti, &tracer.subscriber) {
+            debug!("cuptiUnsubscribe: {e}");
+        }
+    }
+    result
+}
+
+fn enable(t: &Tracer) -> Result<(), String> {
+    let (c, s) = (t.cupti, &t.subscriber);
+    cupti_api::enable_callback(
+        c,
+        s,
+        CUPTI_CB_DOMAIN_RESOURCE,
+        CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
+    )
+    .map_err(|e| format!("cannot enable CUPTI's context-created callback: {e}"))?;
+    for (i, cbid) in LAUNCH_CBIDS.iter().enumerate() {
+        if let Err(e) = cupti_api::enable_callback(c, s, CUPTI_CB_DOMAIN_DRIVER_API, *cbid) {
+            if i == 0 {
+                return Err(format!(
+                    "cannot enable CUPTI's cuLaunchKernel callback: {e}"
+                ));
+            }
+            debug!("driver callback {cbid} not enabled: {e}");
+        }
+    }
+    // Without system thread ids, NVTX push/pop ranges could not be matched with the
+    // launches made inside them; tracing still works, so this is not fatal.
+    if let Err(e) = cupti_api::use_system_thread_ids(c) {
+        warn!("cannot make CUPTI report system thread ids ({e}); NVTX ranges will show no kernels");
+    }
+    cupti_api::register_buffer_callbacks(c, s, &activity::callbacks())
+        .map_err(|e| format!("cannot register CUPTI activity buffers: {e}"))?;
+    let mut refused = Vec::new();
+    for (i, (kind, name)) in KINDS.iter().enumerate() {
+        if let Err(e) = cupti_api::activity_enable(c, s, *kind) {
+            if i == 0 {
+                return Err(format!("CUPTI refused kernel activity records: {e}"));
+            }
+            refused.push(format!("{name} ({e})"));
+        }
+    }
+    if !refused.is_empty() {
+        warn!(
+            "CUPTI refused activity kinds {}; those records are missing",
+            refused.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// From 13.2 CUPTI says how large each record it writes is: it must be the size of
+/// the release's layout we decode with, or the layout is wrong and tracing stays off.
+fn check_sizes(c: &Cupti, l: &dyn Layouts) -> Result<(), String> {
+    for (kind, name) in KINDS {
+        let (Some(theirs), Some(ours)) = (cupti_api::struct_size(c, *kind), l.size_of(*kind))
+        else {
+            continue;
+        };
+        if theirs != ours {
+            return Err(format!(
+                "CUPTI {} writes {theirs}-byte {name} records, but the {} layout is {ours} bytes",
+                c.api_version(),
+                l.release()
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,332 @@
+//! The writer thread ("gpuprof-writer"): drains the channel, batches records, encodes
+//! them (`wire::encode_batch`) and appends frames to the ring, never waiting for the
+//! collector while the program runs. A refused frame's records are counted as dropped
+//! (`DropSource::Ring`, and in the ring header); `String` and `Process` records are
+//! kept and sent again ahead of the next frame, so every name that arrives resolves.
+//! `Dropped` records carry the new losses of each source since the last delivered
+//! one; `End` carries the records produced (see `handoff`), so that for a complete
+//! stream: End.records = records received (but Dropped and End) + sum of Dropped.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{select, Receiver, Sender};
+use cupti_sys::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_NONE;
+use wire::ring::{RingWriter, WriteError};
+use wire::{DropSource, Dropped, End, ProcessInfo, Record};
+
+use crate::handoff::{CHANNEL_DROPPED, PRODUCED};
+use crate::lifecycle;
+use crate::log::{debug, warn};
+use crate::{cupti_api, session, tracer};
+
+/// Records per frame at most.
+const BATCH: usize = 4096;
+/// How often a partial batch is written and losses are reported.
+const TICK: Duration = Duration::from_millis(50);
+/// How often CUPTI is asked for its completed buffers (a default, non-forced flush).
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// Largest frame: a quarter of the ring, at most 1 MiB, so a small ring still moves.
+const MAX_FRAME: usize = 1 << 20;
+
+const SOURCES: [DropSource; 3] = [DropSource::Cupti, DropSource::Channel, DropSource::Ring];
+
+/// Asks the writer to finish: drain, write the last frames (waiting for the
+/// collector until `deadline` if the ring is full), `End`, the finished flag. The
+/// writer answers on `done`.
+pub struct Finish {
+    pub deadline: Instant,
+    pub done: Sender<()>,
+}
+
+struct Writer {
+    ring: RingWriter,
+    dir: PathBuf,
+    rx: Receiver<Record>,
+    max_frame: usize,
+    /// `String` / `Process` records refused by the ring, sent again first.
+    pending: Vec<Record>,
+    /// Losses per source (Cupti, Channel, Ring) known so far.
+    lost: [u64; 3],
+    /// Losses reported in delivered `Dropped` records.
+    reported: [u64; 3],
+    /// Losses added to the ring header.
+    in_header: [u64; 3],
+    /// The collector died: nothing more is written (the ring is deleted at exit).
+    abandoned: bool,
+}
+
+/// Starts the writer with `process` as the ring's first record.
+pub fn spawn(
+    ring: RingWriter,
+    dir: PathBuf,
+    rx: Receiver<Record>,
+    process: ProcessInfo,
+    ctl: Receiver<Finish>,
+) -> std::io::Result<JoinHandle<()>> {
+    let max_frame = (ring.capacity() / 4).min(MAX_FRAME);
+    let mut w = Writer {
+        ring,
+        dir,
+        rx,
+        max_frame,
+        pending: Vec::new(),
+        lost: [0; 3],
+        reported: [0; 3],
+        in_header: [0; 3],
+        abandoned: false,
+    };
+    std::thread::Builder::new()
+        .name("gpuprof-writer".into())
+        .spawn(move || {
+            crate::callbacks::mark_internal();
+            crate::entry::guarded("the writer thread", (), || {
+                PRODUCED.fetch_add(1, Ordering::Relaxed);
+                w.write(vec![Record::Process(process)], None);
+                w.run(ctl);
+            });
+        })
+}
+
+/// Where a record goes when its frame is refused.
+fn retained(r: &Record) -> bool {
+    matches!(r, Record::String(_) | Record::Process(_))
+}
+
+fn accounting(r: &Record) -> bool {
+    matches!(r, Record::Dropped(_) | Record::End(_))
+}
+
+fn source_index(s: DropSource) -> usize {
+    SOURCES.iter().position(|x| *x == s).unwrap_or(2)
+}
+
+impl Writer {
+    fn run(&mut self, ctl: Receiver<Finish>) {
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut next_tick = Instant::now() + TICK;
+        let mut next_flush = Instant::now() + FLUSH_EVERY;
+        loop {
+            let wait = next_tick.saturating_duration_since(Instant::now());
+            select! {
+                recv(self.rx) -> r => if let Ok(r) = r { batch.push(r) },
+                recv(ctl) -> f => {
+                    if let Ok(f) = f {
+                        self.finish(batch, f.deadline);
+                        let _ = f.done.send(());
+                    }
+                    return;
+                }
+                default(wait) => {}
+            }
+            while batch.len() < BATCH {
+                match self.rx.try_recv() {
+                    Ok(r) => batch.push(r),
+                    Err(_) => break,
+                }
+            }
+            let now = Instant::now();
+            if batch.len() >= BATCH || now >= next_tick {
+                self.write_batch(std::mem::take(&mut batch), None);
+                next_tick = now + TICK;
+            }
+            if self.abandoned {
+                batch.clear();
+            } else if now >= next_flush && session::collector_gone(&self.dir) {
+                self.abandon();
+                batch.clear();
+            }
+            if now >= next_flush {
+                // Completed buffers reach us at least this often (CUPTI otherwise
+                // returns a buffer only when it is full). Our buffer callback only
+                // try_sends, so calling from this thread cannot deadlock.
+                if let Some(t) = tracer::get() {
+                    if let Err(e) = cupti_api::flush_all(t.cupti, CUPTI_ACTIVITY_FLAG_NONE) {
+                        debug!("periodic cuptiActivityFlushAll: {e}");
+                    }
+                }
+                next_flush = now + FLUSH_EVERY;
+            }
+        }
+    }
+
+    /// The collector died: say so once, stop profiling, write nothing more.
+    fn abandon(&mut self) {
+        warn!(
+            "the collector ({}) is gone; profiling is off, the program runs unprofiled",
+            self.dir.join("collector.pid").display()
+        );
+        lifecycle::disable();
+        self.abandoned = true;
+    }
+
+    /// Learns new losses (CUPTI's count resets on every call) and adds them to the header.
+    fn poll_losses(&mut self) {
+        if let Some(t) = tracer::get() {
+            match cupti_api::take_dropped(t.cupti, &t.subscriber) {
+                Ok(n) => {
+                    self.lost[0] += n;
+                    PRODUCED.fetch_add(n, Ordering::Relaxed);
+                }
+                Err(e) => debug!("cuptiActivityGetNumDroppedRecords: {e}"),
+            }
+        }
+        self.lost[1] = CHANNEL_DROPPED.load(Ordering::Relaxed);
+        for i in 0..2 {
+            let new = self.lost[i] - self.in_header[i];
+            if new > 0 {
+                self.ring.add_dropped(new, 0);
+                self.in_header[i] = self.lost[i];
+            }
+        }
+    }
+
+    fn dropped_records(&self) -> Vec<Record> {
+        SOURCES
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.lost[*i] > self.reported[*i])
+            .map(|(i, s)| {
+                Record::Dropped(Dropped {
+                    source: *s,
+                    records: self.lost[i] - self.reported[i],
+                })
+            })
+            .collect()
+    }
+
+    /// Pending strings, then `batch`, then any new losses.
+    fn write_batch(&mut self, batch: Vec<Record>, wait: Option<Instant>) {
+        self.poll_losses();
+        let mut frame = std::mem::take(&mut self.pending);
+        frame.extend(batch);
+        frame.extend(self.dropped_records());
+        self.write(frame, wait);
+    }
+
+    fn finish(&mut self, mut batch: Vec<Record>, deadline: Instant) {
+        if !self.abandoned && session::collector_gone(&self.dir) {
+            self.abandon();
+        }
+        if self.abandoned {
+            self.ring.finish();
+            return;
+        }
+        // A full ring is waited for while the collector drains it: data for the first
+        // half of the time left, the last frame (losses and End) until the deadline,
+        // so the stream ends properly even when data had to be dropped.
+        let now = Instant::now();
+        let wait = Some(deadline);
+        let data_wait = Some(now + deadline.saturating_duration_since(now) / 2);
+        loop {
+            while batch.len() < BATCH {
+                match self.rx.try_recv() {
+                    Ok(r) => batch.push(r),
+                    Err(_) => break,
+                }
+            }
+            if batch.is_empty() {
+                break;
+            }
+            self.write_batch(std::mem::take(&mut batch), data_wait);
+        }
+        self.poll_losses();
+        let mut frame = std::mem::take(&mut self.pending);
+        frame.extend(self.dropped_records());
+        frame.push(Record::End(End {
+            records: PRODUCED.load(Ordering::Relaxed),
+        }));
+        if !self.write(frame, wait) {
+            debug!("the last frame did not fit in the ring; the stream ends without End");
+        }
+        self.ring.finish();
+    }
+
+    /// Writes `records` as one or more frames, in order; after the first refusal the
+    /// rest is refused too (a later frame must not overtake a kept `String`). With
+    /// `wait`, a full ring is retried until that deadline. True if all went in.
+    fn write(&mut self, records: Vec<Record>, wait: Option<Instant>) -> bool {
+        let mut refusing = false;
+        let mut ok = true;
+        let mut stack = vec![records];
+        while let Some(recs) = stack.pop() {
+            if recs.is_empty() {
+                continue;
+            }
+            if refusing {
+                self.refused(recs, false);
+                continue;
+            }
+            let bytes = match wire::encode_batch(&recs) {
+                Ok(b) => b,
+                Err(e) => {
+                    debug!("cannot encode {} records: {e}", recs.len());
+                    self.refused(recs, true);
+                    ok = false;
+                    continue;
+                }
+            };
+            if bytes.len() > self.max_frame && recs.len() > 1 {
+                let mut first = recs;
+                let second = first.split_off(first.len() / 2);
+                stack.push(second);
+                stack.push(first);
+                continue;
+            }
+            match self.try_write(&bytes, wait) {
+                Ok(()) => self.delivered(&recs),
+                Err(e) => {
+                    debug!("ring refused a frame of {} records: {e}", recs.len());
+                    let too_large = matches!(e, WriteError::TooLarge(_));
+                    self.refused(recs, too_large);
+                    refusing = true;
+                    ok = false;
+                }
+            }
+        }
+        ok
+    }
+
+    fn try_write(&mut self, bytes: &[u8], wait: Option<Instant>) -> Result<(), WriteError> {
+        loop {
+            match self.ring.try_write(bytes) {
+                Err(WriteError::Full { .. }) if wait.is_some_and(|d| Instant::now() < d) => {
+                    // Only at exit, bounded by the deadline: the collector is draining.
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn delivered(&mut self, recs: &[Record]) {
+        for r in recs {
+            if let Record::Dropped(d) = r {
+                self.reported[source_index(d.source)] += d.records;
+            }
+        }
+    }
+
+    /// Counts a refused frame's data records as lost; keeps strings unless they can
+    /// never fit (`for_good`).
+    fn refused(&mut self, recs: Vec<Record>, for_good: bool) {
+        let mut lost = 0u64;
+        for r in recs {
+            if accounting(&r) {
+                continue;
+            }
+            if retained(&r) && !for_good {
+                self.pending.push(r);
+            } else {
+                lost += 1;
+            }
+        }
+        if lost > 0 {
+            self.lost[2] += lost;
+            self.in_header[2] += lost;
+            self.ring.add_dropped(lost, 1);
+        }
+    }
+}
