@@ -1,11 +1,17 @@
 //! `gpuprof`: the command-line side of the profiler. Everything that runs outside the
-//! profiled process lives here; the injected library is `libgpuprof.so`.
+//! profiled process lives here; the injected library is `libgpuprof.so`. The analysis
+//! is the `gpuprof_collector` library (`lib.rs`); this binary reads, drains, prints.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 mod doctor;
+mod drain;
+mod record;
+mod report;
+mod session_dirs;
+mod signals;
 
 /// A per-kernel GPU profiler for NVIDIA GPUs: timing, counters, GEMM shapes,
 /// roofline, MFU and MBU, for unmodified CUDA programs.
@@ -18,9 +24,47 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a program under the profiler and report its kernels
+    ///
+    /// Starts CMD with CUDA_INJECTION64_PATH naming libgpuprof.so ($GPUPROF_LIB, else
+    /// the one beside this binary) and GPUPROF_SESSION_DIR naming a fresh ring
+    /// directory on /dev/shm ($TMPDIR without /dev/shm). Every CUDA process CMD starts
+    /// writes its own ring there; gpuprof drains them into DIR/session.gpuprof while
+    /// CMD runs, prints the report when CMD and its profiled processes have ended,
+    /// removes the ring directory and exits with CMD's exit status (128 + N when
+    /// signal N ended it; 127 when CMD is not found).
+    ///
+    /// Ctrl+C reaches CMD as usual (a SIGINT sent to gpuprof alone is forwarded to
+    /// it); a second Ctrl+C stops collecting, and what was collected is still written
+    /// and reported.
+    ///
+    /// Example: gpuprof record -o run1 -- python infer.py --steps 4
+    Record(record::RecordArgs),
+    /// Print the report of a recorded session: processes, kernels by GPU time, memory
+    /// copies and sets, NVTX ranges, dropped records.
+    ///
+    /// SESSION is the output directory of `gpuprof record` (or the session.gpuprof file
+    /// in it). A damaged file is reported up to the damage, with a warning naming the
+    /// offset, and the command then exits non-zero.
+    Report(report::ReportArgs),
+    /// Write a session as a Chrome trace event JSON file for Perfetto or
+    /// chrome://tracing: kernels, copies and sets per (process, GPU, stream), NVTX
+    /// ranges and launch calls per thread, and a flow arrow from each launch to its
+    /// kernel.
+    Trace(report::TraceArgs),
     /// Show which CUDA driver and CUPTI library the profiler would use, and why other
     /// candidates were rejected. Exits 1 when no usable CUPTI is found.
     Doctor(doctor::Args),
+    /// The collector of env-var-only mode, started by libgpuprof.so itself (not meant
+    /// to be run by hand).
+    ///
+    /// When a program runs with only CUDA_INJECTION64_PATH=libgpuprof.so, its first
+    /// profiled process makes the ring directory and starts
+    /// `gpuprof collect --session-dir DIR --out OUT --owner-pid PID`, which drains the
+    /// rings into OUT/session.gpuprof until PID has exited and every ring is done,
+    /// removes DIR, and prints where the session is.
+    #[command(hide = true)]
+    Collect(record::CollectArgs),
 }
 
 fn version_line() -> &'static str {
@@ -48,6 +92,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Doctor(args) => doctor::run(&args),
+        Command::Record(args) => record::record(&args),
+        Command::Collect(args) => record::collect(&args),
+        Command::Report(args) => report::report(&args).map(|()| ExitCode::SUCCESS),
+        Command::Trace(args) => report::trace(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

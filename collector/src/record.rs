@@ -1,0 +1,250 @@
+//! `gpuprof record -- CMD...` and `gpuprof collect`: run a session's collector
+//! (docs/SESSION.md).
+//!
+//! `record` makes the ring and output directories, starts CMD with the injection
+//! variables, drains rings until CMD has exited and every ring is done, writes the
+//! session file, removes the ring directory, prints the report and exits with CMD's
+//! exit status (128 + the signal number when a signal ended it).
+//!
+//! `collect` is the same loop for env-var-only mode, where the first profiled process
+//! made the ring directory and started the collector: it runs until the owner process
+//! is gone and every ring is done.
+
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, ExitStatus};
+
+use anyhow::{Context, Result};
+use wire::ring::process_alive;
+
+use crate::drain::{describe, Drainer, Progress, POLL};
+use crate::report::{load, render_report, Format};
+use crate::session_dirs::{self, SESSION_FILE};
+use crate::signals;
+
+#[derive(clap::Args)]
+pub struct RecordArgs {
+    /// Output directory for session.gpuprof (created; an existing one must be empty).
+    /// Default: $GPUPROF_OUT, else ./gpuprof-<YYYYmmdd-HHMMSS>-<pid>.
+    #[arg(short, long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// Ring capacity per profiled process, bytes with an optional K, M or G suffix
+    /// (sets GPUPROF_RING_SIZE; the library's default is 64M). A bigger ring drops
+    /// fewer records when the collector falls behind.
+    #[arg(long, value_name = "SIZE")]
+    ring_size: Option<String>,
+    /// The program to profile and its arguments. Every CUDA process it starts is
+    /// profiled too.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+#[derive(clap::Args)]
+pub struct CollectArgs {
+    /// The ring directory (GPUPROF_SESSION_DIR of the profiled processes). Removed at
+    /// the end.
+    #[arg(long, value_name = "DIR")]
+    session_dir: PathBuf,
+    /// Output directory for session.gpuprof (created; an existing one must be empty).
+    #[arg(long, value_name = "OUT")]
+    out: PathBuf,
+    /// The process that started the session: collection ends once it is gone and every
+    /// ring is done.
+    #[arg(long, value_name = "PID")]
+    owner_pid: u32,
+}
+
+/// Removes the ring directory when dropped, on every path out.
+struct RingDir(PathBuf);
+
+impl Drop for RingDir {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.0) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                eprintln!("gpuprof: warning: cannot remove {}: {e}", self.0.display());
+            }
+        }
+    }
+}
+
+/// The exit code a shell would show for `status`.
+fn exit_code(status: ExitStatus) -> u8 {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c as u8,
+        (None, Some(s)) => (128 + s) as u8,
+        _ => 1,
+    }
+}
+
+pub fn record(args: &RecordArgs) -> Result<ExitCode> {
+    let lib = session_dirs::injection_library()?;
+    let ring_size = args
+        .ring_size
+        .as_deref()
+        .map(session_dirs::check_ring_size)
+        .transpose()?;
+    let (out_dir, created) = session_dirs::make_out_dir(args.output.as_deref())?;
+    let session_path = out_dir.join(SESSION_FILE);
+    let ring_dir = RingDir(session_dirs::make_ring_dir()?);
+    let mut drainer = Drainer::new(&ring_dir.0, &session_path)?;
+    signals::install().context("cannot install signal handlers")?;
+
+    let program = &args.command[0];
+    let mut cmd = Command::new(program);
+    cmd.args(&args.command[1..])
+        .env("CUDA_INJECTION64_PATH", &lib)
+        .env("GPUPROF_SESSION_DIR", &ring_dir.0);
+    if let Some(size) = &ring_size {
+        cmd.env("GPUPROF_RING_SIZE", size);
+    }
+    if let Some(other) = std::env::var_os("CUDA_INJECTION64_PATH").filter(|v| v != lib.as_os_str())
+    {
+        eprintln!(
+            "gpuprof: warning: CUDA_INJECTION64_PATH was {}; the program gets {} instead",
+            Path::new(&other).display(),
+            lib.display()
+        );
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            drop(drainer);
+            let _ = std::fs::remove_file(&session_path);
+            if created {
+                let _ = std::fs::remove_dir(&out_dir);
+            }
+            eprintln!(
+                "gpuprof: error: cannot run {}: {e}",
+                Path::new(program).display()
+            );
+            // As shells do: 127 when the command is not found, 126 when it cannot run.
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            return Ok(ExitCode::from(code));
+        }
+    };
+
+    let (status, interrupted) = follow(&mut drainer, &mut child)?;
+    let code = match status {
+        Some(s) => exit_code(s),
+        None => 130,
+    };
+    if interrupted {
+        drainer.abandon();
+    }
+    let counts = drainer.counts();
+    let written = drainer.finish();
+    drop(ring_dir);
+    for note in drainer.notes() {
+        eprintln!("gpuprof: {note}");
+    }
+    if interrupted {
+        eprintln!(
+            "gpuprof: interrupted: the collector stopped before the program's processes finished"
+        );
+    }
+    if let Err(e) = written {
+        eprintln!("gpuprof: error: {e:#}");
+        return Ok(ExitCode::from(code));
+    }
+    match load(&session_path) {
+        Ok(loaded) => {
+            print!("{}", render_report(&loaded.records, Format::Table, None));
+            if let Some(e) = loaded.damage {
+                eprintln!("gpuprof: error: {e}");
+            }
+        }
+        Err(e) => eprintln!("gpuprof: error: {e:#}"),
+    }
+    eprintln!(
+        "gpuprof: session written to {} ({}); gpuprof report {}",
+        out_dir.display(),
+        describe(&counts),
+        out_dir.display()
+    );
+    Ok(ExitCode::from(code))
+}
+
+/// Drains until the child has exited and every ring is done, or until a stop signal.
+/// Returns the child's status (if it exited) and whether collection was interrupted.
+fn follow(drainer: &mut Drainer, child: &mut Child) -> Result<(Option<ExitStatus>, bool)> {
+    let mut progress = Progress::new();
+    let mut status = None;
+    let interrupted = loop {
+        let sig = signals::poll();
+        if sig.forward_interrupt && status.is_none() {
+            // SAFETY: kill has no memory-safety preconditions; the child is not reaped
+            // yet (status is None), so its pid cannot have been reused.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        }
+        if sig.stop {
+            break true;
+        }
+        if status.is_none() {
+            status = child.try_wait().context("cannot wait for the program")?;
+        }
+        drainer.discover();
+        drainer.drain();
+        progress.update(&drainer.counts());
+        if status.is_some() && drainer.all_done() {
+            break false;
+        }
+        std::thread::sleep(POLL);
+    };
+    if status.is_none() {
+        status = child.try_wait().context("cannot wait for the program")?;
+    }
+    progress.clear();
+    Ok((status, interrupted))
+}
+
+pub fn collect(args: &CollectArgs) -> Result<ExitCode> {
+    if !args.session_dir.is_dir() {
+        anyhow::bail!(
+            "--session-dir {}: not a directory",
+            args.session_dir.display()
+        );
+    }
+    let (out_dir, _) = session_dirs::prepare_out_dir(&args.out)?;
+    let session_path = out_dir.join(SESSION_FILE);
+    let mut drainer = Drainer::new(&args.session_dir, &session_path)?;
+    signals::install().context("cannot install signal handlers")?;
+    session_dirs::write_collector_pid(&args.session_dir)?;
+    // From here on the directory is ours to remove (before, a failure leaves it to the
+    // producers, which remove it when they see no collector).
+    let ring_dir = RingDir(args.session_dir.clone());
+
+    let interrupted = loop {
+        if signals::poll().stop {
+            break true;
+        }
+        let owner_gone = !process_alive(args.owner_pid);
+        drainer.discover();
+        drainer.drain();
+        if owner_gone && drainer.all_done() {
+            break false;
+        }
+        std::thread::sleep(POLL);
+    };
+    if interrupted {
+        drainer.abandon();
+    }
+    let counts = drainer.counts();
+    let written = drainer.finish();
+    drop(ring_dir);
+    for note in drainer.notes() {
+        eprintln!("gpuprof: {note}");
+    }
+    written?;
+    eprintln!(
+        "gpuprof: session written to {} ({}); gpuprof report {}",
+        out_dir.display(),
+        describe(&counts),
+        out_dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,685 @@
+//! `gpuprof record` and `gpuprof collect` with stand-in producers: this test binary,
+//! run again as the profiled program (`fake_producer` below), writes rings with the
+//! real `RingWriter` the way libgpuprof.so does. Exit codes, signals, several
+//! processes, producers that die, a full small ring, and nothing left on tmpfs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use gpuprof_tests::{gpuprof_command, Scratch};
+use wire::ring::{RingWriter, WriteError};
+use wire::{DropSource, Dropped, End, InternedString, Kernel, ProcessInfo, Record};
+
+const SCENARIO: &str = "COLLECTOR_TEST_SCENARIO";
+const NOTES: &str = "COLLECTOR_TEST_NOTES";
+const KERNELS: &str = "COLLECTOR_TEST_KERNELS";
+
+// ---------------------------------------------------------------- the stand-in producer
+
+/// Not a test of its own: when `COLLECTOR_TEST_SCENARIO` is set, this process is a
+/// profiled program and plays the scenario.
+#[test]
+fn fake_producer() {
+    let Ok(scenario) = std::env::var(SCENARIO) else {
+        return;
+    };
+    let code = produce(&scenario);
+    std::process::exit(code);
+}
+
+fn produce(scenario: &str) -> i32 {
+    let dir = PathBuf::from(std::env::var_os("GPUPROF_SESSION_DIR").expect("GPUPROF_SESSION_DIR"));
+    let pid = std::process::id();
+    if let Some(notes) = std::env::var_os(NOTES) {
+        let text = format!(
+            "{}\n{}\n{}\n",
+            dir.display(),
+            std::env::var("CUDA_INJECTION64_PATH").unwrap_or_default(),
+            std::env::var("GPUPROF_RING_SIZE").unwrap_or_default()
+        );
+        std::fs::write(Path::new(&notes).join(format!("{pid}.txt")), text).unwrap();
+    }
+    let capacity = match std::env::var("GPUPROF_RING_SIZE").as_deref() {
+        Ok("4K") => 4096,
+        _ => 1 << 16,
+    };
+    let mut ring =
+        RingWriter::create(&dir.join(format!("ring-{pid}.ring")), capacity, pid).unwrap();
+    let kernels: u32 = std::env::var(KERNELS)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
+    let mut children: Vec<Child> = Vec::new();
+    if scenario == "parent" {
+        for _ in 0..2 {
+            children.push(
+                Command::new(std::env::current_exe().unwrap())
+                    .args([
+                        "--exact",
+                        "fake_producer",
+                        "--nocapture",
+                        "--test-threads=1",
+                    ])
+                    .env(SCENARIO, "exit0")
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            );
+        }
+    }
+    send(
+        &mut ring,
+        &[
+            Record::Process(ProcessInfo {
+                pid,
+                ppid: 0,
+                command: vec!["fake-producer".into(), scenario.into()],
+                host: "test".into(),
+                start_ns: 1,
+                profiler_version: "test".into(),
+                cupti_api_version: 28,
+                cupti_layouts: "12.9".into(),
+                cupti_path: "none".into(),
+            }),
+            Record::String(InternedString {
+                id: 1,
+                text: "fake_kernel".into(),
+            }),
+        ],
+    );
+    for batch in 0..kernels.div_ceil(10) {
+        let records: Vec<Record> = (batch * 10..kernels.min(batch * 10 + 10))
+            .map(|i| {
+                Record::Kernel(Kernel {
+                    device_id: 0,
+                    context_id: 1,
+                    stream_id: 7,
+                    correlation_id: i + 1,
+                    start_ns: 1000 + 100 * i as u64,
+                    end_ns: 1050 + 100 * i as u64,
+                    name: 1,
+                    grid: [1, 1, 1],
+                    block: [32, 1, 1],
+                    registers_per_thread: 8,
+                    static_shared_memory: 0,
+                    dynamic_shared_memory: 0,
+                    graph_id: 0,
+                    graph_node_id: 0,
+                })
+            })
+            .collect();
+        send(&mut ring, &records);
+    }
+    match scenario {
+        "die" => {
+            // Ends without finishing its stream, killed by a signal.
+            Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status()
+                .unwrap();
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+        "wait" => {
+            // Says it has written everything, then runs until a signal ends it.
+            let notes = std::env::var_os(NOTES).expect(NOTES);
+            std::fs::write(Path::new(&notes).join(format!("{pid}.ready")), "").unwrap();
+            // Bounded, so that a failed test cannot leave it behind for long.
+            std::thread::sleep(Duration::from_secs(60));
+            return 0;
+        }
+        _ => {}
+    }
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    // As libgpuprof.so does: the header counts every loss (7 frames' worth the ring
+    // refused, never reported in the stream, plus the 3 the channel lost, which the
+    // stream reports below); the collector adds only what the stream did not report.
+    ring.add_dropped(10, 1);
+    send(
+        &mut ring,
+        &[
+            Record::Dropped(Dropped {
+                source: DropSource::Channel,
+                records: 3,
+            }),
+            Record::End(End {
+                records: kernels as u64 + 5,
+            }),
+        ],
+    );
+    ring.finish();
+    match scenario {
+        "exit3" => 3,
+        "signal" => {
+            Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status()
+                .unwrap();
+            std::thread::sleep(Duration::from_secs(10));
+            0
+        }
+        _ => 0,
+    }
+}
+
+/// Writes a frame, waiting while the collector catches up (a test producer may wait;
+/// the real one counts the frame as dropped instead).
+fn send(ring: &mut RingWriter, records: &[Record]) {
+    let payload = wire::encode_batch(records).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match ring.try_write(&payload) {
+            Ok(()) => return,
+            Err(WriteError::Full { .. }) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+            Err(e) => panic!("try_write: {e}"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- helpers
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A child process killed (and reaped) on drop, waited for with a deadline. Its
+/// output must fit in the pipes (a report does).
+struct Running(Option<Child>);
+
+impl Running {
+    fn new(child: Child) -> Running {
+        Running(Some(child))
+    }
+
+    fn id(&self) -> u32 {
+        self.0.as_ref().expect("running").id()
+    }
+
+    fn wait(mut self, limit: Duration) -> Output {
+        let deadline = Instant::now() + limit;
+        let child = self.0.as_mut().expect("running");
+        while child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "still running after {limit:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.0.take().expect("running").wait_with_output().unwrap()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn producer_args() -> Vec<String> {
+    vec![
+        std::env::current_exe().unwrap().display().to_string(),
+        "--exact".into(),
+        "fake_producer".into(),
+        "--nocapture".into(),
+        "--test-threads=1".into(),
+    ]
+}
+
+/// `gpuprof record -o OUT -- <this binary as producer>`, started.
+fn record(scratch: &Scratch, scenario: &str, extra: &[&str], wrap: Option<&str>) -> Running {
+    let notes = scratch.join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    let mut cmd = gpuprof_command();
+    cmd.arg("record")
+        .arg("-o")
+        .arg(scratch.join("out"))
+        .args(extra)
+        .arg("--");
+    let producer = producer_args();
+    match wrap {
+        // A shell that ignores SIGINT, then becomes the producer (ignored stays
+        // ignored across exec), with its output away from gpuprof's pipes: it outlives
+        // gpuprof, and the test reads those pipes to their end.
+        Some(shell) => cmd
+            .args([
+                "sh",
+                "-c",
+                &format!("{shell}; exec \"$@\" >/dev/null 2>&1"),
+                "sh",
+            ])
+            .args(&producer),
+        None => cmd.args(&producer),
+    };
+    cmd.env(SCENARIO, scenario)
+        .env(NOTES, &notes)
+        .env("GPUPROF_LIB", std::env::current_exe().unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    Running::new(cmd.spawn().unwrap())
+}
+
+/// The notes each producer left: (pid, session dir, injection path, ring size).
+fn notes(scratch: &Scratch) -> Vec<(u32, String, String, String)> {
+    let mut v: Vec<_> = std::fs::read_dir(scratch.join("notes"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".txt"))
+        .map(|e| {
+            let pid = e
+                .file_name()
+                .to_string_lossy()
+                .trim_end_matches(".txt")
+                .parse()
+                .unwrap();
+            let t = std::fs::read_to_string(e.path()).unwrap();
+            let l: Vec<&str> = t.lines().collect();
+            (
+                pid,
+                l[0].to_string(),
+                l[1].to_string(),
+                l.get(2).unwrap_or(&"").to_string(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Whether a `wait` producer has written all its records.
+fn ready(scratch: &Scratch) -> bool {
+    std::fs::read_dir(scratch.join("notes"))
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().ends_with(".ready"))
+}
+
+fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Ring directories a collector with `pid` may have made.
+fn shm_dirs_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("gpuprof-{pid}-");
+    ["/dev/shm"]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+fn report_json(session: &Path) -> serde_json::Value {
+    let out = gpuprof_command()
+        .args(["report", "--format", "json"])
+        .arg(session)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn code(s: &ExitStatus) -> Option<i32> {
+    s.code()
+}
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+// ---------------------------------------------------------------- record
+
+#[test]
+fn record_passes_the_exit_code_and_cleans_up() {
+    let scratch = Scratch::new("drain-exit3");
+    let run = record(&scratch, "exit3", &["--ring-size", "4K"], None);
+    let gpuprof_pid = run.id();
+    let out = run.wait(LIMIT);
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out.status), Some(3), "{stderr}");
+    let n = notes(&scratch);
+    assert_eq!(n.len(), 1);
+    let (pid, ring_dir, lib, ring_size) = &n[0];
+    assert!(
+        ring_dir.starts_with(&format!("/dev/shm/gpuprof-{gpuprof_pid}-")),
+        "{ring_dir}"
+    );
+    assert_eq!(lib, &std::env::current_exe().unwrap().display().to_string());
+    assert_eq!(ring_size, "4K");
+    assert!(!Path::new(ring_dir).exists(), "{ring_dir} left behind");
+    assert!(shm_dirs_of(gpuprof_pid).is_empty());
+    let out_dir = scratch.join("out");
+    assert_eq!(
+        stderr.lines().last().unwrap(),
+        format!(
+            "gpuprof: session written to {o} (1 process, 50 kernels, 10 dropped); gpuprof report {o}",
+            o = out_dir.display()
+        )
+    );
+    // The report on stdout, after the producer's own test-harness lines.
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(&format!("  pid {pid}: fake-producer exit3\n")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Kernels by GPU time (50 kernels, 2.500 µs)\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  channel        3\n  ring           7\n"),
+        "{stdout}"
+    );
+    // 50 kernels in 4 KiB of ring: the collector kept up through many wrap-arounds.
+    let v = report_json(&out_dir);
+    assert_eq!(v["kernels"][0]["calls"], 50);
+    assert_eq!(v["unfinished"], serde_json::json!([]));
+}
+
+#[test]
+fn record_follows_every_process_of_the_program() {
+    let scratch = Scratch::new("drain-parent");
+    let run = record(&scratch, "parent", &[], None);
+    let out = run.wait(LIMIT);
+    assert_eq!(code(&out.status), Some(0), "{}", text(&out.stderr));
+    assert_eq!(notes(&scratch).len(), 3);
+    let v = report_json(&scratch.join("out"));
+    assert_eq!(v["processes"].as_array().unwrap().len(), 3);
+    assert_eq!(v["kernel_count"], 150);
+    assert!(
+        text(&out.stderr).contains("(3 processes, 150 kernels, 30 dropped)"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn record_reports_a_producer_that_died_and_passes_its_signal() {
+    let scratch = Scratch::new("drain-die");
+    let out = record(&scratch, "die", &[], None).wait(LIMIT);
+    assert_eq!(code(&out.status), Some(128 + 9), "{}", text(&out.stderr));
+    let pid = notes(&scratch)[0].0;
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "gpuprof: process {pid} ended without finishing its stream\n"
+        )),
+        "{stderr}"
+    );
+    let v = report_json(&scratch.join("out"));
+    assert_eq!(v["kernel_count"], 50);
+    assert_eq!(v["unfinished"], serde_json::json!([pid]));
+    assert!(!Path::new(&notes(&scratch)[0].1).exists());
+}
+
+#[test]
+fn record_passes_a_termination_signal_as_128_plus_n() {
+    let scratch = Scratch::new("drain-signal");
+    let out = record(&scratch, "signal", &[], None).wait(LIMIT);
+    assert_eq!(code(&out.status), Some(128 + 15), "{}", text(&out.stderr));
+}
+
+#[test]
+fn sigint_to_gpuprof_is_forwarded_to_the_program() {
+    let scratch = Scratch::new("drain-sigint");
+    let run = record(&scratch, "wait", &[], None);
+    let gpuprof_pid = run.id();
+    wait_for("the producer", LIMIT, || ready(&scratch));
+    Command::new("kill")
+        .args(["-INT", &gpuprof_pid.to_string()])
+        .status()
+        .unwrap();
+    let out = run.wait(LIMIT);
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out.status), Some(128 + 2), "{stderr}");
+    let pid = notes(&scratch)[0].0;
+    assert!(
+        stderr.contains(&format!(
+            "gpuprof: process {pid} ended without finishing its stream\n"
+        )),
+        "{stderr}"
+    );
+    assert!(shm_dirs_of(gpuprof_pid).is_empty());
+    assert_eq!(report_json(&scratch.join("out"))["kernel_count"], 50);
+}
+
+#[test]
+fn second_sigint_stops_the_collector_and_keeps_what_it_has() {
+    let scratch = Scratch::new("drain-sigint2");
+    let run = record(&scratch, "wait", &[], Some("trap '' INT"));
+    let gpuprof_pid = run.id();
+    wait_for("the producer", LIMIT, || ready(&scratch));
+    let producer = notes(&scratch)[0].0;
+    for _ in 0..2 {
+        Command::new("kill")
+            .args(["-INT", &gpuprof_pid.to_string()])
+            .status()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = run.wait(LIMIT);
+    let _ = Command::new("kill")
+        .args(["-KILL", &producer.to_string()])
+        .status();
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out.status), Some(130), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "gpuprof: process {producer} was still running when the collector stopped; its later records are lost\n"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains(
+        "gpuprof: interrupted: the collector stopped before the program's processes finished\n"
+    ));
+    assert!(shm_dirs_of(gpuprof_pid).is_empty());
+    assert!(
+        text(&out.stdout).contains("Processes whose stream did not finish: "),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn record_without_a_command_or_with_a_missing_one() {
+    let out = gpuprof_command().arg("record").output().unwrap();
+    assert_eq!(code(&out.status), Some(2));
+    assert!(text(&out.stderr)
+        .starts_with("error: the following required arguments were not provided:\n  <CMD>...\n"));
+
+    let scratch = Scratch::new("drain-missing");
+    let out_dir = scratch.join("out");
+    let child = gpuprof_command()
+        .arg("record")
+        .arg("-o")
+        .arg(&out_dir)
+        .args(["--", "/nonexistent/program", "arg"])
+        .env("GPUPROF_LIB", std::env::current_exe().unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = Running::new(child).wait(LIMIT);
+    assert_eq!(code(&out.status), Some(127));
+    assert_eq!(
+        text(&out.stderr),
+        "gpuprof: error: cannot run /nonexistent/program: No such file or directory (os error 2)\n"
+    );
+    assert!(!out_dir.exists(), "the output directory it made is removed");
+    assert!(shm_dirs_of(pid).is_empty());
+}
+
+#[test]
+fn record_refuses_bad_set_ups_before_running_anything() {
+    let scratch = Scratch::new("drain-bad");
+    let out = gpuprof_command()
+        .args(["record", "--", "true"])
+        .env("GPUPROF_LIB", "/nonexistent/libgpuprof.so")
+        .current_dir(scratch.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out.status), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "gpuprof: error: GPUPROF_LIB=/nonexistent/libgpuprof.so is not a file\n"
+    );
+
+    let busy = scratch.join("busy");
+    std::fs::create_dir_all(&busy).unwrap();
+    std::fs::write(busy.join("x"), "").unwrap();
+    let out = gpuprof_command()
+        .arg("record")
+        .arg("-o")
+        .arg(&busy)
+        .args(["--", "true"])
+        .env("GPUPROF_LIB", std::env::current_exe().unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out.status), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "gpuprof: error: the output directory {} already exists and is not empty; name another one with -o (or \
+             GPUPROF_OUT)\n",
+            busy.display()
+        )
+    );
+
+    let out = gpuprof_command()
+        .args(["record", "--ring-size", "12Q", "--", "true"])
+        .env("GPUPROF_LIB", std::env::current_exe().unwrap())
+        .current_dir(scratch.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out.status), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "gpuprof: error: --ring-size 12Q: not a size (bytes, or a number with K, M or G, e.g. 64M)\n"
+    );
+}
+
+#[test]
+fn record_output_defaults_to_gpuprof_out() {
+    let scratch = Scratch::new("drain-env-out");
+    let out_dir = scratch.join("from-env");
+    let out = gpuprof_command()
+        .args(["record", "--", "true"])
+        .env("GPUPROF_LIB", std::env::current_exe().unwrap())
+        .env("GPUPROF_OUT", &out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out.status), Some(0), "{}", text(&out.stderr));
+    assert!(out_dir.join("session.gpuprof").is_file());
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "gpuprof: session written to {o} (0 processes, 0 kernels, 0 dropped); gpuprof report {o}\n",
+            o = out_dir.display()
+        )
+    );
+}
+
+// ---------------------------------------------------------------- collect
+
+/// The owner of an env-var-only session (it makes its own ring in `dir`).
+fn owner(scratch: &Scratch, dir: &Path, scenario: &str) -> Child {
+    let args = producer_args();
+    Command::new(&args[0])
+        .args(&args[1..])
+        .env(SCENARIO, scenario)
+        .env("GPUPROF_SESSION_DIR", dir)
+        .env(NOTES, {
+            let n = scratch.join("notes");
+            std::fs::create_dir_all(&n).unwrap();
+            n
+        })
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn collect(dir: &Path, out: &Path, owner: u32) -> Running {
+    Running::new(
+        gpuprof_command()
+            .arg("collect")
+            .arg("--session-dir")
+            .arg(dir)
+            .arg("--out")
+            .arg(out)
+            .arg("--owner-pid")
+            .arg(owner.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn collect_drains_until_the_owner_is_gone_and_removes_the_ring_dir() {
+    let scratch = Scratch::new("collect-ok");
+    let dir = scratch.join("ring-dir");
+    std::fs::create_dir(&dir).unwrap();
+    let mut own = owner(&scratch, &dir, "parent");
+    let out_dir = scratch.join("out");
+    let coll = collect(&dir, &out_dir, own.id());
+    assert!(own.wait().unwrap().success());
+    let out = coll.wait(LIMIT);
+    assert_eq!(code(&out.status), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "gpuprof: session written to {o} (3 processes, 150 kernels, 30 dropped); gpuprof report {o}\n",
+            o = out_dir.display()
+        )
+    );
+    assert!(!dir.exists(), "{} left behind", dir.display());
+    assert_eq!(report_json(&out_dir)["kernel_count"], 150);
+}
+
+#[test]
+fn collect_ends_on_its_own_when_the_owner_dies() {
+    let scratch = Scratch::new("collect-die");
+    let dir = scratch.join("ring-dir");
+    std::fs::create_dir(&dir).unwrap();
+    let mut own = owner(&scratch, &dir, "die");
+    let out_dir = scratch.join("out");
+    let coll = collect(&dir, &out_dir, own.id());
+    let pid = own.id();
+    assert!(!own.wait().unwrap().success());
+    let out = coll.wait(LIMIT);
+    assert_eq!(code(&out.status), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).starts_with(&format!(
+        "gpuprof: process {pid} ended without finishing its stream\n"
+    )));
+    assert!(!dir.exists());
+    assert_eq!(
+        report_json(&out_dir)["unfinished"],
+        serde_json::json!([pid])
+    );
+}
+
+#[test]
+fn collect_names_a_missing_session_dir() {
+    let scratch = Scratch::new("collect-missing");
+    let dir = scratch.join("nope");
+    let out = collect(&dir, &scratch.join("out"), 1).wait(LIMIT);
+    assert_eq!(code(&out.status), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "gpuprof: error: --session-dir {}: not a directory\n",
+            dir.display()
+        )
+    );
+}

@@ -1,0 +1,249 @@
+//! `gpuprof record` end to end: the real libgpuprof.so injected into the cudarc client
+//! on the simulated CUDA stack, the collector draining its ring, the report read back.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use gpuprof_tests::{artifact, gpuprof_command, sim_cupti, sim_lib_dir, Scratch};
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `gpuprof record -o OUT -- CMD...` on the simulated stack (CUPTI 13.4), started.
+fn record(out: &Path, cmd: &[&str]) -> Child {
+    gpuprof_command()
+        .arg("record")
+        .arg("-o")
+        .arg(out)
+        .arg("--")
+        .args(cmd)
+        .env("LD_LIBRARY_PATH", sim_lib_dir())
+        .env("GPUPROF_CUPTI_LIB", sim_cupti(13))
+        .env("SIMCUPTI_VERSION", "13.4")
+        .env("RUST_BACKTRACE", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits with a deadline; kills the child if it is exceeded.
+fn finish(mut child: Child) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "gpuprof record did not end in time; stderr:\n{}",
+                text(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn shm_dirs_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("gpuprof-{pid}-");
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn report_json(out: &Path) -> serde_json::Value {
+    let o = gpuprof_command()
+        .args(["report", "--format", "json"])
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// What the cudarc client launches with its default shape (see sim_clients.rs: 60
+/// kernel launches and 47 GEMMs, which cuBLAS runs as these kernels).
+fn expected_calls() -> BTreeMap<String, u64> {
+    [
+        (
+            "_Z13gemv2N_kernelIii13__nv_bfloat16S0_S0_fLi128ELi1ELi2ELi2ELi11ELb0E18cublasGemvParamsExIi30cublasGemvTensorStridedBatchedIKS0_ES4_S2_IS0_EfEEvT11_",
+            37,
+        ),
+        ("add_residual_kernel", 20),
+        ("rms_norm_kernel", 20),
+        ("silu_and_mul_kernel", 10),
+        ("paged_attention_v1_kernel", 8),
+        (
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x128x64_cgasize1x1x1_warpgroupsize1x1x1_aligna4_alignc4_execute_segment_k_off_kernel__5x_cublas",
+            8,
+        ),
+        ("flash_fwd_kernel", 2),
+        (
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_cgasize1x1x1_warpgroupsize1x1x1_aligna4_alignc4_execute_segment_k_off_kernel__5x_cublas",
+            2,
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+fn calls(v: &serde_json::Value) -> BTreeMap<String, u64> {
+    v["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["mangled"].as_str().unwrap().to_string(),
+                k["calls"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn cudarc_client_under_record() {
+    let scratch = Scratch::new("record-cudarc");
+    let out_dir = scratch.join("out");
+    let client = artifact("cudarc-llm");
+    let child = record(&out_dir, &[client.to_str().unwrap()]);
+    let pid = child.id();
+    let out = finish(child);
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stdout.starts_with(
+            "cudarc-llm: ok: 2 layers, prompt 128, 4 decode steps: 60 kernel launches, 47 GEMMs\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Kernels by GPU time (107 kernels, "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  cupti          0\n  channel        0\n  ring           0\n"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("did not finish"), "{stdout}");
+    assert!(
+        stderr.ends_with(&format!(
+            "gpuprof: session written to {o} (1 process, 107 kernels, 0 dropped); gpuprof report {o}\n",
+            o = out_dir.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        shm_dirs_of(pid).is_empty(),
+        "ring directory left in /dev/shm"
+    );
+
+    let v = report_json(&out_dir);
+    assert_eq!(calls(&v), expected_calls());
+    assert_eq!(v["kernel_count"], 107);
+    assert_eq!(v["processes"][0]["finished"], true);
+    assert_eq!(v["processes"][0]["cupti_layouts"], "13.4");
+    assert_eq!(v["unfinished"], serde_json::json!([]));
+    let ranges: BTreeMap<String, u64> = v["nvtx_ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ranges,
+        BTreeMap::from([("prefill".to_string(), 1), ("decode".to_string(), 4)])
+    );
+
+    // The trace: one kernel event and one launch flow per kernel.
+    let trace = scratch.join("trace.json");
+    let o = gpuprof_command()
+        .arg("trace")
+        .arg(&out_dir)
+        .arg("-o")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let t: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let events = t["traceEvents"].as_array().unwrap();
+    let count = |ph: &str, cat: &str| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == ph && e["cat"] == cat)
+            .count()
+    };
+    assert_eq!(count("X", "kernel"), 107);
+    assert_eq!((count("s", "launch"), count("f", "launch")), (107, 107));
+}
+
+#[test]
+fn failing_command_exit_code_is_passed_through() {
+    let scratch = Scratch::new("record-fail");
+    let out_dir = scratch.join("out");
+    let client = artifact("cudarc-llm");
+    // The profiled client runs to the end; the shell around it then fails.
+    let script = format!("'{}' >/dev/null && exit 7", client.display());
+    let child = record(&out_dir, &["sh", "-c", &script]);
+    let pid = child.id();
+    let out = finish(child);
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+    assert_eq!(calls(&report_json(&out_dir)), expected_calls());
+    assert!(shm_dirs_of(pid).is_empty());
+
+    // The client's own failure (a bad option, before any CUDA call).
+    let scratch = Scratch::new("record-fail-client");
+    let child = record(
+        &scratch.join("out"),
+        &[client.to_str().unwrap(), "--layers", "x"],
+    );
+    let out = finish(child);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--layers needs a positive integer"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn missing_command() {
+    let scratch = Scratch::new("record-missing");
+    let out_dir = scratch.join("out");
+    let child = record(&out_dir, &["/nonexistent/cudarc-llm"]);
+    let pid = child.id();
+    let out = finish(child);
+    assert_eq!(out.status.code(), Some(127));
+    assert_eq!(
+        text(&out.stderr),
+        "gpuprof: error: cannot run /nonexistent/cudarc-llm: No such file or directory (os error 2)\n"
+    );
+    assert!(!out_dir.exists());
+    assert!(shm_dirs_of(pid).is_empty());
+
+    let out = Command::new(artifact("gpuprof"))
+        .args(["record", "--"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("<CMD>..."),
+        "{}",
+        text(&out.stderr)
+    );
+}

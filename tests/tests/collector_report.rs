@@ -1,0 +1,580 @@
+//! `gpuprof report` and `gpuprof trace` on small session files written with the real
+//! `SessionWriter`: exact output in every format, damaged files, the trace read back.
+
+use std::path::Path;
+use std::process::Output;
+
+use gpuprof_tests::{gpuprof_command, Scratch};
+use wire::session::SessionWriter;
+use wire::{
+    marker_flags, ContextInfo, DeviceInfo, DropSource, Dropped, End, InternedString, Kernel,
+    Launch, Marker, Memcpy, Memset, ProcessInfo, Record,
+};
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn run(args: &[&str]) -> Output {
+    gpuprof_command().args(args).output().unwrap()
+}
+
+fn kernel(name: u32, corr: u32, start: u64, end: u64) -> Record {
+    Record::Kernel(Kernel {
+        device_id: 0,
+        context_id: 1,
+        stream_id: 7,
+        correlation_id: corr,
+        start_ns: start,
+        end_ns: end,
+        name,
+        grid: if name == 1 { [64, 1, 1] } else { [1, 1, 1] },
+        block: [256, 1, 1],
+        registers_per_thread: 40,
+        static_shared_memory: 0,
+        dynamic_shared_memory: 1024,
+        graph_id: 0,
+        graph_node_id: 0,
+    })
+}
+
+fn launch(corr: u32, start: u64) -> Record {
+    Record::Launch(Launch {
+        correlation_id: corr,
+        cbid: 307,
+        runtime: false,
+        thread_id: 31,
+        start_ns: start,
+        end_ns: start + 100,
+    })
+}
+
+fn marker(flags: u32, id: u32, thread_id: u64, ts: u64, name: u32, domain: u32) -> Record {
+    Record::Marker(Marker {
+        flags,
+        timestamp_ns: ts,
+        id,
+        thread_id,
+        process_id: 4242,
+        name,
+        domain,
+    })
+}
+
+const T0: u64 = 1_700_000_000_000_000_000;
+
+/// The frames of a small two-process session: (pid, records) per frame.
+fn frames() -> Vec<(u32, Vec<Record>)> {
+    let s = |id, text: &str| {
+        Record::String(InternedString {
+            id,
+            text: text.into(),
+        })
+    };
+    vec![
+        (
+            4242,
+            vec![
+                Record::Process(ProcessInfo {
+                    pid: 4242,
+                    ppid: 1,
+                    command: vec!["./llm".into(), "--steps".into(), "2".into()],
+                    host: "node1".into(),
+                    start_ns: T0,
+                    profiler_version: "0.1.0".into(),
+                    cupti_api_version: 130401,
+                    cupti_layouts: "13.4".into(),
+                    cupti_path: "/opt/cuda/libcupti.so.13".into(),
+                }),
+                Record::Device(DeviceInfo {
+                    id: 0,
+                    name: "NVIDIA H100 80GB HBM3".into(),
+                    compute_capability: (9, 0),
+                    sm_count: 132,
+                    core_clock_khz: 1_980_000,
+                    memory_clock_khz: 2_619_000,
+                    memory_bus_width_bits: 5120,
+                    global_memory_bytes: 85_000_000_000,
+                    l2_cache_bytes: 52_428_800,
+                    uuid: [0; 16],
+                }),
+                Record::Context(ContextInfo {
+                    context_id: 1,
+                    device_id: 0,
+                }),
+                s(1, "_Z4gemmPfS_i"),
+                s(2, "rmsnorm_kernel"),
+                s(3, "decode"),
+                s(4, "llm"),
+                s(5, "step"),
+            ],
+        ),
+        (
+            4242,
+            vec![
+                marker(marker_flags::START, 1, 31, T0 + 1_000, 3, 0),
+                launch(10, T0 + 1_100),
+                launch(11, T0 + 1_300),
+                launch(12, T0 + 1_500),
+                marker(marker_flags::START, 2, 0, T0 + 2_000, 5, 4),
+                kernel(1, 10, T0 + 2_000, T0 + 5_000),
+                kernel(2, 11, T0 + 5_000, T0 + 5_500),
+                kernel(1, 12, T0 + 6_000, T0 + 8_000),
+                marker(marker_flags::END, 2, 0, T0 + 5_800, 0, 0),
+                marker(marker_flags::END, 1, 31, T0 + 9_000, 0, 0),
+                Record::Memcpy(Memcpy {
+                    device_id: 0,
+                    context_id: 1,
+                    stream_id: 7,
+                    correlation_id: 9,
+                    start_ns: T0 + 500,
+                    end_ns: T0 + 1_500,
+                    bytes: 1 << 20,
+                    copy_kind: 1,
+                    src_kind: 1,
+                    dst_kind: 3,
+                    graph_node_id: 0,
+                }),
+                Record::Memset(Memset {
+                    device_id: 0,
+                    context_id: 1,
+                    stream_id: 7,
+                    correlation_id: 8,
+                    start_ns: T0 + 100,
+                    end_ns: T0 + 300,
+                    bytes: 4096,
+                    value: 0,
+                    memory_kind: 3,
+                    graph_node_id: 0,
+                }),
+            ],
+        ),
+        (
+            4243,
+            vec![
+                s(7, "rmsnorm_kernel"),
+                kernel(7, 1, T0 + 10_000, T0 + 11_500),
+            ],
+        ),
+        (
+            4242,
+            vec![
+                kernel(1, 13, T0 + 12_000, T0 + 13_000),
+                Record::Dropped(Dropped {
+                    source: DropSource::Cupti,
+                    records: 2,
+                }),
+                Record::End(End { records: 20 }),
+            ],
+        ),
+    ]
+}
+
+fn write_session(path: &Path, frames: &[(u32, Vec<Record>)]) -> Vec<u64> {
+    let mut w = SessionWriter::create(path).unwrap();
+    let mut offsets = Vec::new();
+    for (pid, records) in frames {
+        offsets.push(w.len());
+        w.append(*pid, &wire::encode_batch(records).unwrap())
+            .unwrap();
+    }
+    w.sync().unwrap();
+    offsets
+}
+
+fn session(name: &str) -> (Scratch, Vec<u64>) {
+    let dir = Scratch::new(name);
+    let offsets = write_session(&dir.join("session.gpuprof"), &frames());
+    (dir, offsets)
+}
+
+const TABLE: &str = "\
+Processes
+  pid 4242: ./llm --steps 2
+    host node1; CUPTI API 130401 (record layouts 13.4) from /opt/cuda/libcupti.so.13
+    device 0: NVIDIA H100 80GB HBM3 (compute capability 9.0, 132 SMs)
+    4 kernels, 6.500 µs GPU time; stream complete
+  pid 4243: (no process record)
+    1 kernels, 1.500 µs GPU time; stream did not finish
+
+Kernels by GPU time (5 kernels, 8.000 µs)
+  time %  total µs  calls  mean µs  min µs  max µs  grid    block    name
+   75.00     6.000      3    2.000   1.000   3.000  64x1x1  256x1x1  gemm(float*, float*, int)
+   25.00     2.000      2    1.000   0.500   1.500  1x1x1   256x1x1  rmsnorm_kernel
+
+Memory copies and sets
+  kind    count    bytes  total µs
+  HtoD        1  1048576     1.000
+  memset      1     4096     0.200
+
+NVTX ranges
+  count  open  wall µs  kernels  GPU µs  GPU time %  range
+      1     0    8.000        3   5.500       68.75  decode
+      1     0    3.800        2   3.500       43.75  llm: step
+
+Dropped records
+  source   records
+  cupti          2
+  channel        0
+  ring           0
+
+Processes whose stream did not finish: 4243
+";
+
+#[test]
+fn report_table_is_exact() {
+    let (dir, _) = session("report-table");
+    for arg in [dir.path().to_path_buf(), dir.join("session.gpuprof")] {
+        let out = run(&["report", arg.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), TABLE);
+        assert_eq!(text(&out.stderr), "");
+    }
+}
+
+const CSV: &str = "\
+# processes
+pid,known,command,host,cupti_api_version,cupti_layouts,cupti_path,kernels,kernel_ns,finished
+4242,true,./llm --steps 2,node1,130401,13.4,/opt/cuda/libcupti.so.13,4,6500,true
+4243,false,,,0,,,1,1500,false
+
+# devices
+pid,id,name,compute_capability,sm_count
+4242,0,NVIDIA H100 80GB HBM3,9.0,132
+
+# kernels
+name,mangled,calls,total_ns,mean_ns,min_ns,max_ns,gpu_time_pct,grid,block
+\"gemm(float*, float*, int)\",_Z4gemmPfS_i,3,6000,2000,1000,3000,75.0,64x1x1,256x1x1
+rmsnorm_kernel,rmsnorm_kernel,2,2000,1000,500,1500,25.0,1x1x1,256x1x1
+
+# transfers
+kind,count,bytes,total_ns
+HtoD,1,1048576,1000
+memset,1,4096,200
+
+# nvtx_ranges
+domain,name,count,open,wall_ns,kernels,gpu_ns,gpu_time_pct
+,decode,1,0,8000,3,5500,68.75
+llm,step,1,0,3800,2,3500,43.75
+
+# dropped
+source,records
+cupti,2
+channel,0
+ring,0
+
+# unfinished
+pid
+4243
+";
+
+#[test]
+fn report_csv_is_exact() {
+    let (dir, _) = session("report-csv");
+    let out = run(&["report", dir.path().to_str().unwrap(), "--format", "csv"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), CSV);
+}
+
+#[test]
+fn report_json_is_exact() {
+    let (dir, _) = session("report-json");
+    let out = run(&["report", dir.path().to_str().unwrap(), "--format", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let expected = serde_json::json!({
+        "processes": [
+            {
+                "pid": 4242, "known": true, "command": ["./llm", "--steps", "2"], "host": "node1",
+                "cupti_api_version": 130401, "cupti_layouts": "13.4", "cupti_path": "/opt/cuda/libcupti.so.13",
+                "devices": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": [9, 0], "sm_count": 132}],
+                "kernels": 4, "kernel_ns": 6500, "finished": true,
+            },
+            {
+                "pid": 4243, "known": false, "command": [], "host": "", "cupti_api_version": 0,
+                "cupti_layouts": "", "cupti_path": "", "devices": [], "kernels": 1, "kernel_ns": 1500,
+                "finished": false,
+            },
+        ],
+        "kernel_count": 5,
+        "kernel_ns": 8000,
+        "kernels": [
+            {
+                "name": "gemm(float*, float*, int)", "mangled": "_Z4gemmPfS_i", "calls": 3, "total_ns": 6000,
+                "mean_ns": 2000, "min_ns": 1000, "max_ns": 3000, "gpu_time_pct": 75.0, "grid": [64, 1, 1],
+                "block": [256, 1, 1],
+            },
+            {
+                "name": "rmsnorm_kernel", "mangled": "rmsnorm_kernel", "calls": 2, "total_ns": 2000,
+                "mean_ns": 1000, "min_ns": 500, "max_ns": 1500, "gpu_time_pct": 25.0, "grid": [1, 1, 1],
+                "block": [256, 1, 1],
+            },
+        ],
+        "transfers": [
+            {"kind": "HtoD", "count": 1, "bytes": 1048576, "total_ns": 1000},
+            {"kind": "memset", "count": 1, "bytes": 4096, "total_ns": 200},
+        ],
+        "nvtx_ranges": [
+            {"domain": "", "name": "decode", "count": 1, "open": 0, "wall_ns": 8000, "kernels": 3, "gpu_ns": 5500, "gpu_time_pct": 68.75},
+            {"domain": "llm", "name": "step", "count": 1, "open": 0, "wall_ns": 3800, "kernels": 2, "gpu_ns": 3500, "gpu_time_pct": 43.75},
+        ],
+        "unmatched_range_ends": 0,
+        "dropped": [
+            {"source": "cupti", "records": 2},
+            {"source": "channel", "records": 0},
+            {"source": "ring", "records": 0},
+        ],
+        "unfinished": [4243],
+    });
+    assert_eq!(v, expected);
+}
+
+#[test]
+fn report_top_limits_the_kernel_table() {
+    let (dir, _) = session("report-top");
+    let out = run(&["report", dir.path().to_str().unwrap(), "--top", "1"]);
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("  ... 1 more kernels (--top 0 shows all)\n"),
+        "{t}"
+    );
+    assert!(!t.contains("rmsnorm_kernel\n"), "{t}");
+    let out = run(&[
+        "report",
+        dir.path().to_str().unwrap(),
+        "--top",
+        "1",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kernels"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn truncated_session_reports_what_was_read_then_fails() {
+    let (dir, offsets) = session("report-truncated");
+    let file = dir.join("session.gpuprof");
+    let len = std::fs::metadata(&file).unwrap().len();
+    // Cut the last frame (pid 4242's last kernel, the drop count and its End) short.
+    let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+    f.set_len(len - 5).unwrap();
+    let last = offsets[3];
+    let out = run(&["report", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let p = file.display();
+    let payload = len - last - 8;
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "gpuprof: warning: {p} is damaged at offset {last}; the report covers only the 3 frames before it\n\
+             gpuprof: error: {p}: truncated at offset {last}: frame of {payload} bytes, only {} left in the file\n",
+            payload - 5
+        )
+    );
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("Kernels by GPU time (4 kernels, 7.000 µs)\n"),
+        "{t}"
+    );
+    assert!(
+        t.contains("Processes whose stream did not finish: 4242, 4243\n"),
+        "{t}"
+    );
+    assert!(t.contains("  cupti          0\n"), "{t}");
+}
+
+#[test]
+fn corrupt_frame_is_an_error_with_its_offset() {
+    let (dir, offsets) = session("report-corrupt");
+    let file = dir.join("session.gpuprof");
+    let mut bytes = std::fs::read(&file).unwrap();
+    // Garble the payload of the second frame (its first MessagePack byte).
+    let at = offsets[1] as usize + 8;
+    bytes[at] = 0xc1; // never used in MessagePack
+    std::fs::write(&file, &bytes).unwrap();
+    let out = run(&["report", file.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    let p = file.display();
+    let first = format!(
+        "gpuprof: warning: {p} is damaged at offset {o}; the report covers only the 1 frame before it\n\
+         gpuprof: error: {p}: corrupt at offset {o}: frame does not decode: ",
+        o = offsets[1]
+    );
+    assert!(err.starts_with(&first), "{err}");
+    // What was read before the damage is still there.
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["processes"][0]["pid"], 4242);
+    assert_eq!(v["kernel_count"], 0);
+}
+
+#[test]
+fn frame_length_over_the_limit_is_corrupt() {
+    let (dir, offsets) = session("report-huge-frame");
+    let file = dir.join("session.gpuprof");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let at = offsets[2] as usize;
+    bytes[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    std::fs::write(&file, &bytes).unwrap();
+    let out = run(&["report", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.ends_with(&format!(
+            "gpuprof: error: {}: corrupt at offset {}: frame length 4294967295 exceeds the 1073741824-byte limit\n",
+            file.display(),
+            offsets[2]
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn files_that_are_not_sessions() {
+    let dir = Scratch::new("report-not-sessions");
+    let p = dir.join("x.gpuprof");
+    std::fs::write(&p, b"GPUPROF").unwrap();
+    let out = run(&["report", p.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "gpuprof: error: {}: truncated at offset 0: the 16-byte header is cut short at 7 bytes\n",
+            p.display()
+        )
+    );
+    assert_eq!(text(&out.stdout), "");
+
+    std::fs::write(&p, b"not a gpuprof session file").unwrap();
+    let out = run(&["report", p.to_str().unwrap()]);
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "gpuprof: error: {}: not a gpuprof session file (bad magic at offset 0)\n",
+            p.display()
+        )
+    );
+
+    let out = run(&["report", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "gpuprof: error: {}: no session.gpuprof in this directory\n",
+            dir.path().display()
+        )
+    );
+
+    let missing = dir.join("missing.gpuprof");
+    let out = run(&["report", missing.to_str().unwrap()]);
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "gpuprof: error: {}: no such file or directory\n",
+            missing.display()
+        )
+    );
+
+    let out = run(&["report", p.to_str().unwrap(), "--format", "xml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("invalid value 'xml' for '--format <FORMAT>'"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn empty_session_reports_zeros() {
+    let dir = Scratch::new("report-empty");
+    write_session(&dir.join("session.gpuprof"), &[]);
+    let out = run(&["report", dir.path().to_str().unwrap()]);
+    assert!(out.status.success());
+    assert_eq!(
+        text(&out.stdout),
+        "Processes\n  (none: the session holds no records)\n\nKernels by GPU time (0 kernels, 0.000 µs)\n  (none)\n\n\
+         Memory copies and sets\n  (none)\n\nNVTX ranges\n  (none)\n\nDropped records\n  source   records\n  \
+         cupti          0\n  channel        0\n  ring           0\n"
+    );
+}
+
+#[test]
+fn trace_reads_back_with_events_tracks_and_flows() {
+    let (dir, _) = session("trace");
+    let out_file = dir.join("t.json");
+    let out = run(&[
+        "trace",
+        dir.path().to_str().unwrap(),
+        "-o",
+        out_file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out_file).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let count = |ph: &str, cat: &str| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == ph && (cat.is_empty() || e["cat"] == cat))
+            .count()
+    };
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "gpuprof: trace written to {} ({} events); open it in Perfetto (ui.perfetto.dev) or chrome://tracing\n",
+            out_file.display(),
+            events.len()
+        )
+    );
+    assert_eq!(count("X", "kernel"), 5);
+    assert_eq!(count("X", "memcpy"), 1);
+    assert_eq!(count("X", "memset"), 1);
+    assert_eq!(count("X", "cuda_api"), 3);
+    assert_eq!(count("X", "nvtx"), 1);
+    assert_eq!((count("b", "nvtx"), count("e", "nvtx")), (1, 1));
+    // Metadata: two processes; pid 4242 has thread 31 and stream 7, pid 4243 stream 7.
+    assert_eq!(count("M", ""), 2 + 2 + 1);
+    // Flows: one per kernel whose launch was seen (correlation 10, 11, 12), each an
+    // s on the launching thread before an f on the kernel's stream, same id.
+    let mut pairs = Vec::new();
+    for s in events.iter().filter(|e| e["ph"] == "s") {
+        let f = events
+            .iter()
+            .find(|e| e["ph"] == "f" && e["id"] == s["id"])
+            .expect("f for every s");
+        assert!(s["ts"].as_f64() < f["ts"].as_f64());
+        assert_eq!(
+            (s["pid"].as_u64(), s["tid"].as_u64(), f["tid"].as_u64()),
+            (Some(4242), Some(1), Some(2))
+        );
+        let kernel = events
+            .iter()
+            .find(|e| {
+                e["cat"] == "kernel"
+                    && e["pid"] == f["pid"]
+                    && e["ts"].as_f64() <= f["ts"].as_f64()
+                    && e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()
+                        >= f["ts"].as_f64().unwrap()
+            })
+            .unwrap();
+        pairs.push(kernel["args"]["correlation_id"].as_u64().unwrap());
+    }
+    assert_eq!(pairs, [10, 11, 12]);
+    // Times are µs from the session's first timestamp (the memset at T0 + 100).
+    let first = events.iter().find(|e| e["cat"] == "kernel").unwrap();
+    assert_eq!(
+        (first["ts"].as_f64(), first["dur"].as_f64()),
+        (Some(1.9), Some(3.0))
+    );
+    assert_eq!(first["name"], "gemm(float*, float*, int)");
+    assert_eq!(first["args"]["grid"], serde_json::json!([64, 1, 1]));
+    assert_eq!(first["args"]["registers_per_thread"], 40);
+}
+
+#[test]
+fn trace_defaults_to_trace_json_beside_the_session() {
+    let (dir, _) = session("trace-default");
+    let out = run(&["trace", dir.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(dir.join("trace.json").is_file());
+}
