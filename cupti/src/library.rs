@@ -263,5 +263,8 @@ pub fn driver_version(load_if_absent: bool) -> Result<(i32, PathBuf), String> {
     if rc != 0 {
         return Err(format!("cuDriverGetVersion failed with CUresult {rc}"));
     }
-    Ok((v, resolved_path(OsStr::new("libcuda.so.1"), *f as *const core::ffi::c_void)))
+    Ok((
+        v,
+        resolved_path(OsStr::new("libcuda.so.1"), *f as *const core::ffi::c_void),
+    ))
 }

@@ -246,7 +246,10 @@ fn every_other_release() {
         .map(|r| r.name)
         .filter(|n| !done.contains(n))
         .collect();
-    assert_eq!(others, ["12.4", "12.6", "12.8", "13.1", "13.2", "13.3", "13.5"]);
+    assert_eq!(
+        others,
+        ["12.4", "12.6", "12.8", "13.1", "13.2", "13.3", "13.5"]
+    );
     for release in others {
         check(release);
     }
