@@ -1,0 +1,130 @@
+//! Records per second from a producer's batch to the session file on one core: encode
+//! (MessagePack), ring write, ring read, session append, with nothing else running;
+//! and, as the physical limit, a plain copy of the same encoded bytes through the same
+//! number of buffers.
+
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use wire::ring::{RingReader, RingWriter};
+use wire::session::SessionWriter;
+use wire::{Kernel, Record};
+
+const BATCH: usize = 4096;
+
+/// A kernel record as CUPTI reports one, with realistic magnitudes.
+fn kernel(i: u64) -> Record {
+    Record::Kernel(Kernel {
+        device_id: 0,
+        context_id: 1,
+        stream_id: 7,
+        correlation_id: i as u32,
+        start_ns: 1_763_700_000_000_000_000 + i * 5_000,
+        end_ns: 1_763_700_000_000_000_000 + i * 5_000 + 3_000,
+        name: (i % 40) as u32 + 1,
+        grid: [132, 1, 1],
+        block: [384, 1, 1],
+        registers_per_thread: 168,
+        static_shared_memory: 0,
+        dynamic_shared_memory: 196_608,
+        graph_id: 0,
+        graph_node_id: 0,
+    })
+}
+
+pub fn run(args: &[String]) -> Result<()> {
+    let records: usize = crate::flag(args, "--records")?.unwrap_or(2_000_000);
+    let dir = std::env::temp_dir().join(format!("gpuprof-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let result = measure(&dir, records);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn measure(dir: &std::path::Path, records: usize) -> Result<()> {
+    let batches: Vec<Vec<Record>> = (0..records as u64)
+        .collect::<Vec<_>>()
+        .chunks(BATCH)
+        .map(|c| c.iter().map(|&i| kernel(i)).collect())
+        .collect();
+
+    // Stage 1, the producer's writer thread: encode and write into the ring.
+    // Stage 2, the collector: read from the ring and append to the session file.
+    // Interleaved on one thread (the ring never fills), timed per stage.
+    let mut writer = RingWriter::create(&dir.join("ring"), 64 << 20, std::process::id())?;
+    let mut reader = RingReader::open(&dir.join("ring"))?;
+    let session_path = dir.join("session.gpuprof");
+    let mut session = SessionWriter::create(&session_path)?;
+    let (mut encode_s, mut ring_s, mut file_s) = (0f64, 0f64, 0f64);
+    let mut bytes = 0u64;
+    for batch in &batches {
+        let t = Instant::now();
+        let payload = wire::encode_batch(batch)?;
+        encode_s += t.elapsed().as_secs_f64();
+        bytes += payload.len() as u64;
+        let t = Instant::now();
+        writer.try_write(&payload).context("ring refused a frame")?;
+        let frame = reader.try_read()?.context("ring returned no frame")?;
+        ring_s += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        session.append(std::process::id(), &frame)?;
+        file_s += t.elapsed().as_secs_f64();
+    }
+    let t = Instant::now();
+    session.sync()?;
+    file_s += t.elapsed().as_secs_f64();
+
+    // The physical limit of the in-memory part: the same bytes copied into a buffer
+    // and out of it again (what the ring does), no encoding.
+    let frames: Vec<Vec<u8>> = batches
+        .iter()
+        .map(|b| wire::encode_batch(b))
+        .collect::<Result<_, _>>()?;
+    let mut ring = vec![0u8; 64 << 20];
+    let mut out = vec![0u8; 64 << 20];
+    let t = Instant::now();
+    for f in &frames {
+        ring[..f.len()].copy_from_slice(f);
+        out[..f.len()].copy_from_slice(&ring[..f.len()]);
+        std::hint::black_box(&out);
+    }
+    let copy_s = t.elapsed().as_secs_f64();
+
+    let file_bytes = std::fs::metadata(&session_path)?.len();
+    let mb = |s: f64| bytes as f64 / s / 1e6;
+    let total = encode_s + ring_s + file_s;
+    println!(
+        "pipeline: {records} kernel records in {} frames of {BATCH}, one thread",
+        batches.len()
+    );
+    println!(
+        "  session file: {file_bytes} bytes = {:.1} bytes per kernel record",
+        file_bytes as f64 / records as f64
+    );
+    println!(
+        "  encode (MessagePack):        {encode_s:.3} s  {:.2} M records/s",
+        records as f64 / encode_s / 1e6
+    );
+    println!(
+        "  ring write + read:           {ring_s:.3} s  {:.0} MB/s",
+        mb(ring_s)
+    );
+    println!(
+        "  session file append + sync:  {file_s:.3} s  {:.0} MB/s",
+        mb(file_s)
+    );
+    println!(
+        "  whole pipeline:              {total:.3} s  {:.2} M records/s",
+        records as f64 / total / 1e6
+    );
+    println!(
+        "  memcpy of the same bytes in and out: {copy_s:.3} s  {:.0} MB/s",
+        mb(copy_s)
+    );
+    println!(
+        "  ratio ring / memcpy: {:.2}x; whole pipeline / memcpy: {:.1}x",
+        ring_s / copy_s,
+        total / copy_s
+    );
+    Ok(())
+}
