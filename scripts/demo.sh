@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The main job, runnable anywhere. With an NVIDIA GPU (a usable libcuda.so.1), it
-# profiles the built-in LLM-shaped cudarc workload on it; without one, it runs the same
-# unmodified workload on the simulated CUDA stack (tests/sim: driver, CUPTI, cuBLAS,
-# cuBLASLt), through the real injection path: CUDA_INJECTION64_PATH=libgpuprof.so.
+# The main job, runnable anywhere: `gpuprof record` on the built-in LLM-shaped cudarc
+# workload, then the report and a Perfetto trace. With an NVIDIA GPU (gpuprof doctor
+# finds a usable driver and CUPTI) it runs there; without one, the same unmodified
+# workload runs on the simulated CUDA stack (tests/sim: driver, CUPTI, cuBLAS,
+# cuBLASLt), through the real injection path.
 #   scripts/demo.sh [--sim] [workload options, e.g. --layers 4 --decode-steps 16]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,9 +20,18 @@ if [ "$use_sim" = auto ] && "$out/gpuprof" doctor >/dev/null 2>&1; then
     use_sim=no
 fi
 
+session=$PWD/target/demo-session
+record() {
+    rm -rf "$session"
+    echo "== gpuprof record -o $session -- cudarc-llm $*" >&2
+    GPUPROF_LIB=$lib "$out/gpuprof" record -o "$session" -- "$out/cudarc-llm" "$@"
+    "$out/gpuprof" trace "$session" -o "$session/trace.json"
+    echo "== the session: $session (gpuprof report $session --format csv|json); trace: $session/trace.json (ui.perfetto.dev)" >&2
+}
+
 if [ "$use_sim" = no ]; then
     echo "== a GPU and a usable CUPTI are here: profiling the workload on the real GPU" >&2
-    GPUPROF_LOG=info CUDA_INJECTION64_PATH=$lib "$out/cudarc-llm" "$@"
+    record "$@"
     exit $?
 fi
 
@@ -42,5 +52,4 @@ ln -s "$nvtx" "$sim/libnvToolsExt.so"
 export LD_LIBRARY_PATH=$sim GPUPROF_CUPTI_LIB=$sim/libcupti.so.13
 echo "== gpuprof doctor (on the simulated stack)" >&2
 "$out/gpuprof" doctor
-echo "== CUDA_INJECTION64_PATH=libgpuprof.so cudarc-llm $*" >&2
-GPUPROF_LOG=info CUDA_INJECTION64_PATH=$lib "$out/cudarc-llm" "$@"
+record "$@"
