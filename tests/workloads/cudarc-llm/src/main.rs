@@ -122,34 +122,6 @@ impl Model {
         Ok(())
     }
 
-    /// C[m x n] = W[m x k] * X[k x n], column-major, BF16 in and out, FP32 accumulate.
-    fn gemm(
-        &mut self,
-        w: &CudaSlice<bf16>,
-        x: &CudaSlice<bf16>,
-        y: &mut CudaSlice<bf16>,
-        m: usize,
-        n: usize,
-        k: usize,
-    ) -> Result<()> {
-        let cfg = GemmConfig {
-            transa: cublasOperation_t::CUBLAS_OP_N,
-            transb: cublasOperation_t::CUBLAS_OP_N,
-            m: m as i32,
-            n: n as i32,
-            k: k as i32,
-            alpha: bf16::ONE,
-            lda: m as i32,
-            ldb: k as i32,
-            beta: bf16::ZERO,
-            ldc: m as i32,
-        };
-        // SAFETY: w has m*k, x has k*n and y has m*n elements (allocated by the caller).
-        unsafe { self.blas.gemm(cfg, w, x, y) }.with_context(|| format!("GEMM {m}x{n}x{k}"))?;
-        self.gemms += 1;
-        Ok(())
-    }
-
     fn layer(&mut self, shape: &Shape, tokens: usize, prefill: bool) -> Result<()> {
         let h = shape.hidden;
         let s = self.stream.clone();
@@ -160,8 +132,8 @@ impl Model {
         let mut out = s.alloc_zeros::<bf16>(h * tokens)?;
 
         self.launch(kernels::RMS_NORM, tokens as u32, 256, &x, h * tokens)?;
-        let w = self.w_qkv.clone();
-        self.gemm(&w, &x, &mut qkv, 3 * h, tokens, h)?;
+        gemm(&self.blas, &self.w_qkv, &x, &mut qkv, (3 * h, tokens, h))?;
+        self.gemms += 1;
         let head_dim = h / shape.heads;
         if prefill {
             // Attention scores per head: S[t x t] = K^T Q, a strided-batched GEMM.
@@ -205,8 +177,8 @@ impl Model {
                 h * tokens,
             )?;
         }
-        let w = self.w_o.clone();
-        self.gemm(&w, &attn, &mut out, h, tokens, h)?;
+        gemm(&self.blas, &self.w_o, &attn, &mut out, (h, tokens, h))?;
+        self.gemms += 1;
         self.launch(
             kernels::ADD_RESIDUAL,
             (h * tokens).div_ceil(1024) as u32,
@@ -215,8 +187,14 @@ impl Model {
             h * tokens,
         )?;
         self.launch(kernels::RMS_NORM, tokens as u32, 256, &out, h * tokens)?;
-        let w = self.w_gate_up.clone();
-        self.gemm(&w, &out, &mut gate_up, 2 * shape.ffn, tokens, h)?;
+        gemm(
+            &self.blas,
+            &self.w_gate_up,
+            &out,
+            &mut gate_up,
+            (2 * shape.ffn, tokens, h),
+        )?;
+        self.gemms += 1;
         self.launch(
             kernels::SILU_AND_MUL,
             (shape.ffn * tokens).div_ceil(1024) as u32,
@@ -224,8 +202,14 @@ impl Model {
             &gate_up,
             shape.ffn * tokens,
         )?;
-        let w = self.w_down.clone();
-        self.gemm(&w, &gate_up, &mut attn, h, tokens, shape.ffn)?;
+        gemm(
+            &self.blas,
+            &self.w_down,
+            &gate_up,
+            &mut attn,
+            (h, tokens, shape.ffn),
+        )?;
+        self.gemms += 1;
         self.launch(
             kernels::ADD_RESIDUAL,
             (h * tokens).div_ceil(1024) as u32,
@@ -267,6 +251,30 @@ impl Model {
         self.gemms += 1;
         Ok(())
     }
+}
+
+/// C[m x n] = W[m x k] * X[k x n], column-major, BF16 in and out, FP32 accumulate.
+fn gemm(
+    blas: &CudaBlas,
+    w: &CudaSlice<bf16>,
+    x: &CudaSlice<bf16>,
+    y: &mut CudaSlice<bf16>,
+    (m, n, k): (usize, usize, usize),
+) -> Result<()> {
+    let cfg = GemmConfig {
+        transa: cublasOperation_t::CUBLAS_OP_N,
+        transb: cublasOperation_t::CUBLAS_OP_N,
+        m: m as i32,
+        n: n as i32,
+        k: k as i32,
+        alpha: bf16::ONE,
+        lda: m as i32,
+        ldb: k as i32,
+        beta: bf16::ZERO,
+        ldc: m as i32,
+    };
+    // SAFETY: w has m*k, x has k*n and y has m*n elements (allocated by the caller).
+    unsafe { blas.gemm(cfg, w, x, y) }.with_context(|| format!("GEMM {m}x{n}x{k}"))
 }
 
 fn main() -> Result<()> {
