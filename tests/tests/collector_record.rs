@@ -169,6 +169,26 @@ fn cudarc_client_under_record() {
         ranges,
         BTreeMap::from([("prefill".to_string(), 1), ("decode".to_string(), 4)])
     );
+    // Kernels launched inside each range: prefill is 2 layers of 11 kernels (RMS norm,
+    // QKV GEMM, attention-score GEMM, flash attention, output GEMM, add, RMS norm,
+    // gate/up GEMM, SiLU, down GEMM, add) and the LM head; each of the 4 decode steps
+    // is 2 layers of 10 (paged attention, no score GEMM) and the LM head. Every kernel
+    // is inside one of them, so their GPU times add up to the whole run's.
+    let range = |name: &str| {
+        v["nvtx_ranges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no range {name}"))
+            .clone()
+    };
+    assert_eq!(range("prefill")["kernels"], 2 * 11 + 1);
+    assert_eq!(range("decode")["kernels"], 4 * (2 * 10 + 1));
+    assert_eq!(
+        range("prefill")["gpu_ns"].as_u64().unwrap() + range("decode")["gpu_ns"].as_u64().unwrap(),
+        v["kernel_ns"].as_u64().unwrap()
+    );
 
     // The trace: one kernel event and one launch flow per kernel.
     let trace = scratch.join("trace.json");
