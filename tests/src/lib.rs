@@ -10,11 +10,13 @@
 
 mod artifacts;
 mod collector;
+mod report;
 mod sim_env;
 mod timed;
 
 pub use artifacts::{artifact, compile_c, stub_libcuda, target_profile_dir};
 pub use collector::{gpuprof_command, Scratch};
+pub use report::{cudarc_llm_calls, kernel_calls};
 pub use sim_env::{nvtx_library, sim_cupti, sim_lib_dir, venv_python};
 pub use timed::{Finished, TimedChild};
 

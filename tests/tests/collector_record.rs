@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use gpuprof_tests::{artifact, gpuprof_command, sim_cupti, sim_lib_dir, Scratch};
+use gpuprof_tests::{
+    artifact, cudarc_llm_calls, gpuprof_command, kernel_calls, sim_cupti, sim_lib_dir, Scratch,
+};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -69,47 +71,6 @@ fn report_json(out: &Path) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
-/// What the cudarc client launches with its default shape (see sim_clients.rs: 60
-/// kernel launches and 47 GEMMs, which cuBLAS runs as these kernels).
-fn expected_calls() -> BTreeMap<String, u64> {
-    [
-        (
-            "_Z13gemv2N_kernelIii13__nv_bfloat16S0_S0_fLi128ELi1ELi2ELi2ELi11ELb0E18cublasGemvParamsExIi30cublasGemvTensorStridedBatchedIKS0_ES4_S2_IS0_EfEEvT11_",
-            37,
-        ),
-        ("add_residual_kernel", 20),
-        ("rms_norm_kernel", 20),
-        ("silu_and_mul_kernel", 10),
-        ("paged_attention_v1_kernel", 8),
-        (
-            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x128x64_cgasize1x1x1_warpgroupsize1x1x1_aligna4_alignc4_execute_segment_k_off_kernel__5x_cublas",
-            8,
-        ),
-        ("flash_fwd_kernel", 2),
-        (
-            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_cgasize1x1x1_warpgroupsize1x1x1_aligna4_alignc4_execute_segment_k_off_kernel__5x_cublas",
-            2,
-        ),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
-}
-
-fn calls(v: &serde_json::Value) -> BTreeMap<String, u64> {
-    v["kernels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| {
-            (
-                k["mangled"].as_str().unwrap().to_string(),
-                k["calls"].as_u64().unwrap(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn cudarc_client_under_record() {
     let scratch = Scratch::new("record-cudarc");
@@ -149,7 +110,7 @@ fn cudarc_client_under_record() {
     );
 
     let v = report_json(&out_dir);
-    assert_eq!(calls(&v), expected_calls());
+    assert_eq!(kernel_calls(&v), cudarc_llm_calls());
     assert_eq!(v["kernel_count"], 107);
     assert_eq!(v["processes"][0]["finished"], true);
     assert_eq!(v["processes"][0]["cupti_layouts"], "13.4");
@@ -223,7 +184,7 @@ fn failing_command_exit_code_is_passed_through() {
     let pid = child.id();
     let out = finish(child);
     assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
-    assert_eq!(calls(&report_json(&out_dir)), expected_calls());
+    assert_eq!(kernel_calls(&report_json(&out_dir)), cudarc_llm_calls());
     assert!(shm_dirs_of(pid).is_empty());
 
     // The client's own failure (a bad option, before any CUDA call).

@@ -17,8 +17,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use gpuprof_tests::{
-    artifact, compile_c, gpuprof_command, manifest_release, sim_cupti, sim_lib_dir, venv_python,
-    Scratch, TimedChild,
+    artifact, compile_c, cudarc_llm_calls, gpuprof_command, kernel_calls, manifest_release,
+    sim_cupti, sim_lib_dir, venv_python, Scratch, TimedChild,
 };
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -276,20 +276,6 @@ fn trace_json(out: &Path, file: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(file).expect("trace file")).expect("trace JSON")
 }
 
-fn calls(v: &serde_json::Value) -> BTreeMap<String, u64> {
-    v["kernels"]
-        .as_array()
-        .expect("kernels")
-        .iter()
-        .map(|k| {
-            (
-                k["mangled"].as_str().expect("mangled").to_string(),
-                k["calls"].as_u64().expect("calls"),
-            )
-        })
-        .collect()
-}
-
 fn dropped_total(v: &serde_json::Value) -> u64 {
     v["dropped"]
         .as_array()
@@ -297,32 +283,6 @@ fn dropped_total(v: &serde_json::Value) -> u64 {
         .iter()
         .map(|d| d["records"].as_u64().expect("records"))
         .sum()
-}
-
-/// What the cudarc client launches with its default shape (as collector_record.rs).
-fn cudarc_calls() -> BTreeMap<String, u64> {
-    [
-        (
-            "_Z13gemv2N_kernelIii13__nv_bfloat16S0_S0_fLi128ELi1ELi2ELi2ELi11ELb0E18cublasGemvParamsExIi30cublasGemvTensorStridedBatchedIKS0_ES4_S2_IS0_EfEEvT11_",
-            37,
-        ),
-        ("add_residual_kernel", 20),
-        ("rms_norm_kernel", 20),
-        ("silu_and_mul_kernel", 10),
-        ("paged_attention_v1_kernel", 8),
-        (
-            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x128x64_cgasize1x1x1_warpgroupsize1x1x1_aligna4_alignc4_execute_segment_k_off_kernel__5x_cublas",
-            8,
-        ),
-        ("flash_fwd_kernel", 2),
-        (
-            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_cgasize1x1x1_warpgroupsize1x1x1_aligna4_alignc4_execute_segment_k_off_kernel__5x_cublas",
-            2,
-        ),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
 }
 
 /// Lines of `stderr` from gpuprof other than the collector's closing "session written"
@@ -444,7 +404,7 @@ fn multiprocess_python_program_under_record() {
     let procs = v["processes"].as_array().unwrap();
     assert_eq!(procs.len(), 5, "{v:#}");
     assert_eq!(
-        calls(&v),
+        kernel_calls(&v),
         BTreeMap::from([
             ("parent_kernel".to_string(), 25),
             ("worker_kernel".to_string(), 100)
@@ -499,7 +459,7 @@ fn env_var_only_mode_starts_its_own_collector() {
     assert_eq!(std::fs::read_dir(scratch.join("cwd")).unwrap().count(), 0);
 
     let v = report_json(&out);
-    assert_eq!(calls(&v), cudarc_calls());
+    assert_eq!(kernel_calls(&v), cudarc_llm_calls());
     assert_eq!(v["kernel_count"], 107);
     assert_eq!(v["processes"].as_array().unwrap().len(), 1);
     assert_eq!(v["processes"][0]["pid"], pid);
@@ -534,7 +494,7 @@ fn graph_replays_are_attributed_per_node() {
     // Prefill: 2 layers x 6 launches; decode: 2 layers x 6 kernels, replayed 4 times.
     let v = report_json(&out);
     assert_eq!(
-        calls(&v),
+        kernel_calls(&v),
         BTreeMap::from([
             ("rms_norm_kernel".to_string(), 4 + 4 * 4),
             ("flash_fwd_kernel".to_string(), 2),
@@ -646,7 +606,11 @@ fn same_kernels_under_every_mode_and_cupti_major() {
         );
         assert_eq!(shm_dirs_of(pid), Vec::<PathBuf>::new());
         let v = report_json(&out);
-        assert_eq!(calls(&v), cudarc_calls(), "record, CUPTI {release}");
+        assert_eq!(
+            kernel_calls(&v),
+            cudarc_llm_calls(),
+            "record, CUPTI {release}"
+        );
         assert_eq!(v["processes"][0]["cupti_layouts"], release);
         assert_eq!(v["processes"][0]["finished"], true);
     }
@@ -663,7 +627,11 @@ fn same_kernels_under_every_mode_and_cupti_major() {
         );
         assert_eq!(shm_dirs_of(pid), Vec::<PathBuf>::new());
         let v = report_json(&out);
-        assert_eq!(calls(&v), cudarc_calls(), "LD_PRELOAD, CUPTI {release}");
+        assert_eq!(
+            kernel_calls(&v),
+            cudarc_llm_calls(),
+            "LD_PRELOAD, CUPTI {release}"
+        );
         assert_eq!(v["processes"][0]["cupti_layouts"], release);
         assert_eq!(v["processes"][0]["finished"], true);
     }
@@ -879,7 +847,7 @@ fn tiny_ring_under_a_launch_flood() {
     assert!(dropped > 0, "a 4K ring held 20000 launches: {v:#}");
     assert!(kernels < LAUNCHES, "{kernels}");
     assert_eq!(
-        calls(&v).keys().collect::<Vec<_>>(),
+        kernel_calls(&v).keys().collect::<Vec<_>>(),
         ["tiny_elementwise_kernel"]
     );
     // Every launch produces two records, its Launch (callback API) and its Kernel
@@ -967,7 +935,7 @@ fn second_cupti_subscriber() {
                 ended.stderr
             );
             assert_eq!(
-                calls(&v),
+                kernel_calls(&v),
                 BTreeMap::from([("second_subscriber_kernel".to_string(), 10)]),
                 "CUPTI {release}"
             );

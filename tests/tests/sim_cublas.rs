@@ -47,18 +47,6 @@ fn fake_driver_dir() -> PathBuf {
     f.parent().expect("parent").to_path_buf()
 }
 
-/// The simulated driver as `libcuda.so.1` (a symlink to the workspace's `libcuda.so`).
-fn sim_driver_dir() -> PathBuf {
-    let lib = artifact("libcuda.so");
-    let dir = target_profile_dir().join("sim-cublas-driver");
-    std::fs::create_dir_all(&dir).expect("create dir");
-    let tmp = dir.join(format!(".libcuda.so.1.{}", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    std::os::unix::fs::symlink(&lib, &tmp).expect("symlink libcuda.so.1");
-    std::fs::rename(&tmp, dir.join("libcuda.so.1")).expect("rename symlink");
-    dir
-}
-
 fn run_client(driver_dir: &Path, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(compile_c("cublas_client.c", "cublas_client", &[]));
     for (k, _) in std::env::vars() {
@@ -226,7 +214,7 @@ fn volta_is_an_arch_mismatch() {
 /// counters that follow from the announced shapes (DRAM bytes written = m*n*elem_bytes*batch).
 #[test]
 fn on_the_simulated_driver() {
-    let out = run_client(&sim_driver_dir(), &[]);
+    let out = run_client(&gpuprof_tests::sim_lib_dir(), &[]);
     let s = stdout(&out);
     let mut launches = Vec::new();
     let mut current: Option<(String, Vec<(String, f64)>)> = None;

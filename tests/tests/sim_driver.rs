@@ -5,25 +5,8 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
-use gpuprof_tests::{artifact, compile_c, target_profile_dir};
-
-/// A directory holding `libcuda.so.1`, a symlink to the workspace's `libcuda.so`.
-fn sim_driver_dir() -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let lib = artifact("libcuda.so");
-        let dir = target_profile_dir().join("sim-driver");
-        std::fs::create_dir_all(&dir).expect("create sim-driver dir");
-        let tmp = dir.join(format!(".libcuda.so.1.{}", std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
-        std::os::unix::fs::symlink(&lib, &tmp).expect("symlink libcuda.so.1");
-        std::fs::rename(&tmp, dir.join("libcuda.so.1")).expect("rename symlink");
-        dir
-    })
-    .clone()
-}
+use gpuprof_tests::{compile_c, target_profile_dir};
 
 fn count_injection() -> PathBuf {
     compile_c(
@@ -46,7 +29,7 @@ fn run_client(env: &[(&str, &str)]) -> (Output, u32) {
             cmd.env_remove(k);
         }
     }
-    cmd.env("LD_LIBRARY_PATH", sim_driver_dir());
+    cmd.env("LD_LIBRARY_PATH", gpuprof_tests::sim_lib_dir());
     cmd.envs(env.iter().copied());
     cmd.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());

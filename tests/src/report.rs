@@ -1,0 +1,49 @@
+//! Reading `gpuprof report --format json` in tests, and what the workloads are known
+//! to launch.
+
+use std::collections::BTreeMap;
+
+/// Calls per kernel (by mangled name) in a JSON report.
+pub fn kernel_calls(report: &serde_json::Value) -> BTreeMap<String, u64> {
+    report["kernels"]
+        .as_array()
+        .expect("report has kernels")
+        .iter()
+        .map(|k| {
+            (
+                k["mangled"]
+                    .as_str()
+                    .expect("kernel has a mangled name")
+                    .to_string(),
+                k["calls"].as_u64().expect("kernel has calls"),
+            )
+        })
+        .collect()
+}
+
+/// What `tests/workloads/cudarc-llm` launches with its default shape (60 launches of
+/// its own kernels and 47 GEMMs, which the simulated cuBLAS runs as these kernels).
+pub fn cudarc_llm_calls() -> BTreeMap<String, u64> {
+    [
+        (
+            "_Z13gemv2N_kernelIii13__nv_bfloat16S0_S0_fLi128ELi1ELi2ELi2ELi11ELb0E18cublasGemvParamsExIi30cublasGemvTensorStridedBatchedIKS0_ES4_S2_IS0_EfEEvT11_",
+            37,
+        ),
+        ("add_residual_kernel", 20),
+        ("rms_norm_kernel", 20),
+        ("silu_and_mul_kernel", 10),
+        ("paged_attention_v1_kernel", 8),
+        (
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x128x64_cgasize1x1x1_warpgroupsize1x1x1_aligna4_alignc4_execute_segment_k_off_kernel__5x_cublas",
+            8,
+        ),
+        ("flash_fwd_kernel", 2),
+        (
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_cgasize1x1x1_warpgroupsize1x1x1_aligna4_alignc4_execute_segment_k_off_kernel__5x_cublas",
+            2,
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
