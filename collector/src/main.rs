@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod doctor;
 mod drain;
+mod metrics_cmd;
 mod record;
 mod report;
 mod session_dirs;
@@ -55,6 +56,15 @@ enum Command {
     /// Show which CUDA driver and CUPTI library the profiler would use, and why other
     /// candidates were rejected. Exits 1 when no usable CUPTI is found.
     Doctor(doctor::Args),
+    /// Show how metrics split into single-pass groups on a chip, offline
+    ///
+    /// Uses NVIDIA's libnvperf_host.so ($GPUPROF_NVPERF_HOST_LIB, else the one next to
+    /// the CUPTI library doctor would find); no GPU is needed. Without --metrics (or
+    /// $GPUPROF_METRICS) prints the chip's default metric groups. Exits 2 for an
+    /// unknown chip or metric.
+    ///
+    /// Example: gpuprof metrics --chip GH100 --metrics dram__bytes_read.sum,sm__cycles_active.avg
+    Metrics(metrics_cmd::Args),
     /// The collector of env-var-only mode, started by libgpuprof.so itself (not meant
     /// to be run by hand).
     ///
@@ -92,6 +102,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Doctor(args) => doctor::run(&args),
+        Command::Metrics(args) => metrics_cmd::run(&args),
         Command::Record(args) => record::record(&args),
         Command::Collect(args) => record::collect(&args),
         Command::Report(args) => report::report(&args).map(|()| ExitCode::SUCCESS),

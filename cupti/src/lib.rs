@@ -9,6 +9,7 @@
 mod discovery;
 mod error;
 mod library;
+pub mod metrics;
 mod procmaps;
 mod version;
 
