@@ -26,16 +26,29 @@
 //! produces no record: the sim has no CUPTI overhead to report), NVTX callbacks
 //! (`CUPTI_CB_DOMAIN_NVTX`), runtime API
 //! records (there is no simulated runtime), user-defined record layouts (13.2+ field
-//! selection), the event / metric / profiler APIs.
+//! selection), the legacy event / metric APIs and the legacy `cuptiProfiler*` session
+//! API (BeginSession, passes, ...).
+//!
+//! The profiling APIs of 12.6 on ([`profiling`]): the profiler host
+//! (`cuptiProfilerHost*`: config images, evaluation), the range profiler
+//! (`cuptiRangeProfiler*`, [`range_profiler`]) and PM sampling (`cuptiPmSampling*`,
+//! [`pm_sampling`]), plus `cuptiProfilerInitialize`, `cuptiDeviceGetChipName` and
+//! counter availability. Counter values are the cost model's, carried by the driver's
+//! GPU operations; every metric set is one pass; counter data and config images are
+//! the sim's own layouts ([`counter_data`]).
 
 pub mod activity;
 pub mod buffers;
+pub mod counter_data;
 pub mod device;
 pub mod driver;
 pub mod ffi;
 pub mod layouts;
 pub mod names;
 pub mod nvtx;
+pub mod pm_sampling;
+pub mod profiling;
+pub mod range_profiler;
 pub mod release;
 pub mod results;
 pub mod subscribers;
@@ -46,6 +59,10 @@ mod api_activity;
 mod api_attributes;
 mod api_callbacks;
 mod api_misc;
+mod api_pm_sampling;
+mod api_profiler_host;
+mod api_profiler_target;
+mod api_range_profiler;
 
 #[cfg(test)]
 mod tests;

@@ -266,6 +266,7 @@ pub unsafe extern "C" fn on_gpu_op(_user: *mut c_void, op: *const GpuOp) {
         let async_call = FRAMES.with(|f| f.borrow().last().is_some_and(|fr| fr.async_call));
         let facts = match op.kind {
             OP_KERNEL => {
+                crate::profiling::on_kernel(op);
                 if !activity::any_enabled(K::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
                     && !activity::any_enabled(K::CUPTI_ACTIVITY_KIND_KERNEL)
                 {

@@ -1,0 +1,397 @@
+//! PM sampling's state (`cupti_pmsampling.h`); exports in `api_pm_sampling`.
+//!
+//! One object per device. Between Start and Stop the simulated GPU is sampled at
+//! fixed intervals of its clock: sample `i` covers `[t0 + i*T, t0 + (i+1)*T)`, `t0`
+//! the driver's clock at `cuptiPmSamplingStart`, `T` the sampling interval in ns
+//! (`CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL`) or `samplingInterval` cycles
+//! of the device clock (`CU_DEVICE_ATTRIBUTE_CLOCK_RATE`, standing in for the sys
+//! clock; `..._GPU_SYSCLK_INTERVAL`) rounded to whole ns. At Stop the last, partial
+//! sample ends at the Stop time, so the samples tile `[Start, Stop)` exactly.
+//!
+//! A sample's value of a metric, from the kernels executed on the device (reported
+//! after Start) overlapping its window, per [`crate::profiling::Combine`]:
+//! - counters: each kernel's value apportioned by the share of its `[start, end)`
+//!   inside the window. The share is taken as a difference of cumulative values,
+//!   `C(x) = round(v * x / d)` for integer `v` (`x` ns into a kernel of `d` ns;
+//!   `C(0) = 0`, `C(d) = v`), `v * x / d` otherwise, so integer counters stay
+//!   integers and a kernel's parts over consecutive windows add up to its value
+//!   exactly; summed over all samples, each counter equals the total of the kernels
+//!   inside the sampling period (parts of kernels outside `[Start, Stop)` are not
+//!   sampled). Time counters (`gpu__time_duration.sum`, `sm__cycles_active.avg`) are
+//!   counters too: a window gets its share of them.
+//! - `.pct_of_peak_sustained_active`: average over the kernels weighted by their
+//!   overlap with the window (0 when none); other ratios: the same sum divided by the
+//!   window's length (idle time counts as 0); `.max` / `.min`: over overlapping kernels.
+//!
+//! The hardware buffer holds `hardwareBufferSize / (32 + 8 * metrics)` samples.
+//! Samples completed but not yet decoded stay there; on overflow,
+//! `CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST` drops the newest
+//! and reports `overflow` = 1 with `CUPTI_ERROR_OUT_OF_MEMORY` ("if there is record
+//! overflow in the hardware buffer"), `..._KEEP_LATEST` drops the oldest silently.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+
+use cupti_sys::CUptiResult::{self, *};
+
+use crate::counter_data::{Image, Record, Shape, KIND_SAMPLE};
+use crate::profiling::{combine, Combine, Kernel, ACTIVE};
+
+type R = CUptiResult::Type;
+
+/// Bytes one sample takes in the simulated hardware buffer.
+pub fn hw_record_bytes(metrics: usize) -> usize {
+    32 + 8 * metrics
+}
+
+#[derive(Debug, Clone)]
+pub struct PmConfig {
+    pub metrics: Vec<String>,
+    pub interval_ns: u64,
+    pub hw_capacity: u64,
+    pub keep_latest: bool,
+}
+
+struct Session {
+    cfg: PmConfig,
+    start: u64,
+    stop: Option<u64>,
+    /// Samples the hardware has produced so far (indices below are in the buffer,
+    /// decoded or lost).
+    produced: u64,
+    /// Undecoded samples in the hardware buffer, as index ranges.
+    buffer: VecDeque<(u64, u64)>,
+    overflow: bool,
+    kernels: Vec<Kernel>,
+}
+
+impl Session {
+    fn completed(&self, now: u64) -> u64 {
+        let t = self.stop.unwrap_or(now);
+        if t <= self.start {
+            return 0;
+        }
+        let (n, rest) = (
+            (t - self.start) / self.cfg.interval_ns,
+            (t - self.start) % self.cfg.interval_ns,
+        );
+        n + u64::from(self.stop.is_some() && rest != 0)
+    }
+
+    fn window(&self, i: u64) -> (u64, u64) {
+        let a = self.start + i * self.cfg.interval_ns;
+        let b = a + self.cfg.interval_ns;
+        (a, self.stop.map_or(b, |s| b.min(s)))
+    }
+
+    /// Moves newly completed samples into the hardware buffer.
+    fn refill(&mut self, now: u64) {
+        let done = self.completed(now);
+        if done <= self.produced {
+            return;
+        }
+        self.buffer.push_back((self.produced, done));
+        self.produced = done;
+        let mut held: u64 = self.buffer.iter().map(|(a, b)| b - a).sum();
+        while held > self.cfg.hw_capacity {
+            let excess = held - self.cfg.hw_capacity;
+            if self.cfg.keep_latest {
+                let front = self.buffer.front_mut().expect("non-empty");
+                let cut = excess.min(front.1 - front.0);
+                front.0 += cut;
+                if front.0 == front.1 {
+                    self.buffer.pop_front();
+                }
+                held -= cut;
+            } else {
+                let back = self.buffer.back_mut().expect("non-empty");
+                let cut = excess.min(back.1 - back.0);
+                back.1 -= cut;
+                if back.0 == back.1 {
+                    self.buffer.pop_back();
+                }
+                held -= cut;
+                self.overflow = true;
+            }
+        }
+    }
+
+    fn next_sample(&mut self) -> Option<u64> {
+        let front = self.buffer.front_mut()?;
+        let i = front.0;
+        front.0 += 1;
+        if front.0 == front.1 {
+            self.buffer.pop_front();
+        }
+        Some(i)
+    }
+
+    fn sample(&self, i: u64) -> (u64, u64, Vec<f64>) {
+        let (a, b) = self.window(i);
+        let values = self
+            .cfg
+            .metrics
+            .iter()
+            .map(|m| window_value(m, &self.kernels, a, b))
+            .collect();
+        (a, b, values)
+    }
+}
+
+/// The cumulative part of `v` after `x` of `d` ns (see the module doc).
+fn cumulative(v: f64, x: u64, d: u64) -> f64 {
+    if x == 0 {
+        0.0
+    } else if x >= d {
+        v
+    } else if v.fract() == 0.0 && v.abs() < 9.0e15 {
+        (v * x as f64 / d as f64).round()
+    } else {
+        v * x as f64 / d as f64
+    }
+}
+
+/// Metric `m` over the window `[a, b)` from `kernels`.
+pub fn window_value(m: &str, kernels: &[Kernel], a: u64, b: u64) -> f64 {
+    let mut acc = 0.0;
+    let mut weight = 0.0;
+    let mut extreme: Option<f64> = None;
+    let rule = combine(m);
+    for k in kernels {
+        let (s, e) = (k.start.max(a), k.end.min(b));
+        if e <= s {
+            continue;
+        }
+        let v = k.value(m);
+        let ov = (e - s) as f64;
+        match rule {
+            Combine::Sum => {
+                let d = k.duration();
+                acc += cumulative(v, e - k.start, d) - cumulative(v, s - k.start, d);
+            }
+            Combine::Max => extreme = Some(extreme.map_or(v, |x| x.max(v))),
+            Combine::Min => extreme = Some(extreme.map_or(v, |x| x.min(v))),
+            Combine::RatioActive | Combine::RatioElapsed => {
+                acc += v * ov;
+                weight += ov;
+            }
+        }
+    }
+    match rule {
+        Combine::Sum => acc,
+        Combine::Max | Combine::Min => extreme.unwrap_or(0.0),
+        Combine::RatioActive if weight > 0.0 => acc / weight,
+        Combine::RatioActive => 0.0,
+        Combine::RatioElapsed => acc / (b - a).max(1) as f64,
+    }
+}
+
+pub struct Sampler {
+    pub handle: usize,
+    pub device: u32,
+    pub chip: String,
+    pub shape: Option<Shape>,
+    pub config: Option<PmConfig>,
+    session: Option<Session>,
+}
+
+impl Sampler {
+    fn running(&self) -> bool {
+        self.session.as_ref().is_some_and(|s| s.stop.is_none())
+    }
+
+    /// `cuptiPmSamplingSetConfig`: not while sampling.
+    pub fn set_config(&mut self, c: PmConfig) -> Result<(), R> {
+        if self.running() {
+            return Err(CUPTI_ERROR_INVALID_OPERATION);
+        }
+        self.config = Some(c);
+        Ok(())
+    }
+
+    /// Starts a new session at `now` (undecoded samples of an earlier one are lost).
+    pub fn start(&mut self, now: u64) -> Result<(), R> {
+        let Some(cfg) = self.config.clone() else {
+            return Err(CUPTI_ERROR_INVALID_OPERATION);
+        };
+        if self.running() {
+            return Err(CUPTI_ERROR_INVALID_OPERATION);
+        }
+        self.session = Some(Session {
+            cfg,
+            start: now,
+            stop: None,
+            produced: 0,
+            buffer: VecDeque::new(),
+            overflow: false,
+            kernels: Vec::new(),
+        });
+        ACTIVE.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    pub fn stop(&mut self, now: u64) -> Result<(), R> {
+        match &mut self.session {
+            Some(s) if s.stop.is_none() => {
+                s.stop = Some(now.max(s.start));
+                ACTIVE.fetch_sub(1, Ordering::AcqRel);
+                Ok(())
+            }
+            _ => Err(CUPTI_ERROR_INVALID_OPERATION),
+        }
+    }
+
+    /// Decodes buffered samples into `buf`; returns (stop reason, overflow).
+    pub fn decode(&mut self, buf: &mut [u8], now: u64) -> Result<(u32, bool), R> {
+        use cupti_sys::CUpti_PmSampling_DecodeStopReason::*;
+        let mut img = Image::parse(buf)
+            .filter(|i| i.shape.kind == KIND_SAMPLE)
+            .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
+        let Some(s) = &mut self.session else {
+            return Ok((CUPTI_PM_SAMPLING_DECODE_STOP_REASON_END_OF_RECORDS, false));
+        };
+        s.refill(now);
+        while img.filled < img.shape.capacity {
+            let Some(i) = s.next_sample() else { break };
+            let (start, end, vals) = s.sample(i);
+            let values = img
+                .shape
+                .metrics
+                .iter()
+                .map(|m| {
+                    s.cfg
+                        .metrics
+                        .iter()
+                        .position(|x| x == m)
+                        .map_or(f64::NAN, |j| vals[j])
+                })
+                .collect();
+            img.push(
+                buf,
+                &Record {
+                    start,
+                    end,
+                    values,
+                    name: String::new(),
+                },
+            );
+        }
+        let keep_from = s.buffer.front().map_or(s.produced, |f| f.0);
+        let from_t = s.window(keep_from).0;
+        s.kernels.retain(|k| k.end > from_t);
+        let reason = if s.buffer.is_empty() {
+            CUPTI_PM_SAMPLING_DECODE_STOP_REASON_END_OF_RECORDS
+        } else {
+            CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL
+        };
+        Ok((reason, std::mem::take(&mut s.overflow)))
+    }
+}
+
+static SAMPLERS: Mutex<Vec<Sampler>> = Mutex::new(Vec::new());
+
+fn lock() -> std::sync::MutexGuard<'static, Vec<Sampler>> {
+    SAMPLERS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `f` on the object `handle`, or answers `missing`.
+pub fn with<T>(
+    handle: usize,
+    missing: R,
+    f: impl FnOnce(&mut Sampler) -> Result<T, R>,
+) -> Result<T, R> {
+    let mut all = lock();
+    match all.iter_mut().find(|p| p.handle == handle && handle != 0) {
+        Some(p) => f(p),
+        None => Err(missing),
+    }
+}
+
+/// A new object on `device`; `CUPTI_ERROR_INVALID_OPERATION` "if PM sampling is
+/// already enabled on the device".
+pub fn enable(device: u32, chip: String) -> Result<usize, R> {
+    let mut all = lock();
+    if all.iter().any(|p| p.device == device) {
+        return Err(CUPTI_ERROR_INVALID_OPERATION);
+    }
+    let handle = crate::profiling::new_handle();
+    all.push(Sampler {
+        handle,
+        device,
+        chip,
+        shape: None,
+        config: None,
+        session: None,
+    });
+    Ok(handle)
+}
+
+/// Destroys the object (stopping it if sampling).
+pub fn disable(handle: usize) -> Result<(), R> {
+    let mut all = lock();
+    let i = all
+        .iter()
+        .position(|p| p.handle == handle && handle != 0)
+        .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
+    if all.remove(i).running() {
+        ACTIVE.fetch_sub(1, Ordering::AcqRel);
+    }
+    Ok(())
+}
+
+/// From [`crate::profiling::on_kernel`]: records `k` for samplers on its device.
+pub fn on_kernel(k: &Kernel) {
+    let mut all = lock();
+    for p in all.iter_mut().filter(|p| p.device == k.device_id) {
+        if let Some(s) = p.session.as_mut().filter(|s| s.stop.is_none()) {
+            s.kernels.push(Kernel {
+                device_id: k.device_id,
+                context_id: k.context_id,
+                start: k.start,
+                end: k.end,
+                counters: k.counters.clone(),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(start: u64, end: u64, v: f64) -> Kernel {
+        Kernel {
+            device_id: 0,
+            context_id: 1,
+            start,
+            end,
+            counters: vec![
+                ("x.sum".into(), v),
+                ("y.pct_of_peak_sustained_active".into(), 40.0),
+            ],
+        }
+    }
+
+    #[test]
+    fn apportioning_is_exact() {
+        let ks = vec![kernel(103, 1_110, 1_000_003.0), kernel(1_500, 2_001, 7.0)];
+        let mut total = 0.0;
+        let mut a = 100;
+        while a < 2_100 {
+            let v = window_value("x.sum", &ks, a, a + 70);
+            assert_eq!(v.fract(), 0.0);
+            total += v;
+            a += 70;
+        }
+        assert_eq!(total, 1_000_010.0);
+        assert_eq!(
+            window_value("y.pct_of_peak_sustained_active", &ks, 1_000, 1_200),
+            40.0
+        );
+        assert_eq!(
+            window_value("y.pct_of_peak_sustained_active", &ks, 1_200, 1_300),
+            0.0
+        );
+    }
+}

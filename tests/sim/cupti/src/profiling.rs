@@ -1,0 +1,353 @@
+//! What the profiling APIs share: the params-struct boundary, the metrics the sim
+//! knows, chip names, how values combine, the config image, and the kernel feed.
+//!
+//! The profiling APIs (profiler host `cupti_profiler_host.h`, range profiler
+//! `cupti_range_profiler.h`, PM sampling `cupti_pmsampling.h`) exist from CUDA 12.6;
+//! impersonating an older release they answer `CUPTI_ERROR_NOT_SUPPORTED`.
+//!
+//! **Metrics.** The sim knows exactly the counter names of the cost model the
+//! simulated driver prices kernels with (`$SIMCUDA_COST_MODEL`, else the built-in one):
+//! every key of `[defaults.counters]` and of each rule's `counters`. Any other name is
+//! `CUPTI_ERROR_INVALID_METRIC_NAME` ("The metric name is invalid", cupti_result.h).
+//! A kernel whose rule lacks a counter reads 0 for it.
+//!
+//! **Passes (sim limitation).** Any set of known metrics is scheduled in one pass:
+//! `cuptiProfilerHostGetNumOfPasses` answers 1 for every config image. Real pass counts
+//! come from NVIDIA's host library (libnvperf_host), which the project tests separately
+//! against the real library; so kernel replay, user replay and multiple nesting levels
+//! never need a second pass here and no replay is visible.
+//!
+//! **Combining values** (a user range over several kernels, a PM sample window
+//! overlapping parts of kernels), by the metric name's rollup, see [`Combine`]:
+//! counters (`.sum`, `.avg` and anything else) add, `.max` / `.min` take the extreme,
+//! and ratios (`.pct_of_peak_sustained_active`, other `.pct*`, `.ratio`,
+//! `.per_second`, `.per_cycle*`) are averaged weighted by time.
+
+use std::collections::BTreeSet;
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use cupti_sys::CUptiResult::{self, *};
+use sim_abi::GpuOp;
+
+type R = CUptiResult::Type;
+
+/// Whether the impersonated release has the profiling APIs (12.6 headers on).
+pub fn available() -> bool {
+    crate::release::current().at_least(12, 6)
+}
+
+/// Runs `f` on a copy of the caller's params struct `p` and copies it back.
+///
+/// `structSize` (the first field of every profiling params struct) below `min_size`
+/// (the struct's size in the first release that has it) is
+/// `CUPTI_ERROR_INVALID_PARAMETER`, as is a null `p`. Only `min(structSize,
+/// size_of::<T>())` bytes are read and written, so clients built against older
+/// headers (smaller structs) are served, with the fields they lack zero; `f` gets the
+/// client's `structSize` to tell which fields exist.
+///
+/// # Safety
+/// `p` is null or valid for reading and writing `structSize` bytes, and `T` is a
+/// plain C struct (integers, pointers) for which all-zero bytes are valid.
+pub unsafe fn with_params<T: Copy>(
+    p: *mut T,
+    min_size: usize,
+    f: impl FnOnce(&mut T, usize) -> R,
+) -> R {
+    if p.is_null() {
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    // SAFETY: non-null; every params struct starts with `size_t structSize`.
+    let size = unsafe { (p as *const usize).read_unaligned() };
+    if size < min_size {
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    let n = size.min(std::mem::size_of::<T>());
+    // SAFETY: T is a plain C struct, all-zero is a valid value (the caller's promise).
+    let mut v: T = unsafe { std::mem::zeroed() };
+    // SAFETY: the caller's struct holds at least `size >= n` bytes; `v` holds
+    // size_of::<T>() >= n bytes; they do not overlap.
+    unsafe { std::ptr::copy_nonoverlapping(p as *const u8, &mut v as *mut T as *mut u8, n) };
+    let r = f(&mut v, size);
+    // SAFETY: as above, in the other direction.
+    unsafe { std::ptr::copy_nonoverlapping(&v as *const T as *const u8, p as *mut u8, n) };
+    r
+}
+
+/// Reads `n` C strings from `names`; `None` for a null array or entry, or non-UTF-8.
+///
+/// # Safety
+/// `names` is null or points to `n` pointers, each null or a NUL-terminated string.
+pub unsafe fn read_names(names: *const *const std::ffi::c_char, n: usize) -> Option<Vec<String>> {
+    if names.is_null() {
+        return None;
+    }
+    (0..n)
+        .map(|i| {
+            // SAFETY: `names` has `n` entries (the caller's promise).
+            let p = unsafe { *names.add(i) };
+            if p.is_null() {
+                return None;
+            }
+            // SAFETY: non-null entries are C strings.
+            unsafe { CStr::from_ptr(p) }
+                .to_str()
+                .ok()
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// Checks client metric names: `CUPTI_ERROR_INVALID_PARAMETER` for none or a null
+/// entry, `CUPTI_ERROR_INVALID_METRIC_NAME` for one the cost model does not know.
+///
+/// # Safety
+/// As [`read_names`].
+pub unsafe fn known_metrics(
+    names: *const *const std::ffi::c_char,
+    n: usize,
+) -> Result<Vec<String>, R> {
+    if n == 0 {
+        return Err(CUPTI_ERROR_INVALID_PARAMETER);
+    }
+    // SAFETY: forwarded.
+    let v = unsafe { read_names(names, n) }.ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
+    if v.iter().any(|m| !model_metrics().contains(m)) {
+        return Err(CUPTI_ERROR_INVALID_METRIC_NAME);
+    }
+    Ok(v)
+}
+
+/// The counter names of the cost model the simulated driver uses.
+pub fn model_metrics() -> &'static BTreeSet<String> {
+    static SET: OnceLock<BTreeSet<String>> = OnceLock::new();
+    SET.get_or_init(|| {
+        let text = match std::env::var_os(sim_core::ENV_VAR) {
+            Some(p) if !p.is_empty() => std::fs::read_to_string(&p).unwrap_or_default(),
+            _ => sim_core::DEFAULT_MODEL_TOML.to_owned(),
+        };
+        counter_names(&text)
+    })
+}
+
+/// Every counter key of a cost model's TOML text (empty if it does not parse).
+pub fn counter_names(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let Ok(table) = text.parse::<toml::Table>() else {
+        return out;
+    };
+    let mut add = |t: Option<&toml::Value>| {
+        if let Some(c) = t.and_then(|v| v.get("counters")).and_then(|c| c.as_table()) {
+            out.extend(c.keys().cloned());
+        }
+    };
+    add(table.get("defaults"));
+    if let Some(rules) = table.get("kernel").and_then(|k| k.as_array()) {
+        for r in rules {
+            add(Some(r));
+        }
+    }
+    out
+}
+
+/// Chips the sim's profiler host accepts (`cuptiProfilerHostGetSupportedChips`).
+pub const CHIPS: [&CStr; 7] = [
+    c"GV100", c"TU102", c"GA100", c"GA102", c"AD102", c"GH100", c"GB100",
+];
+
+/// The chip of a device of compute capability `major.minor`
+/// (`cuptiDeviceGetChipName`); `None` for one the sim does not name.
+pub fn chip_for_cc(major: i32, minor: i32) -> Option<&'static CStr> {
+    Some(match (major, minor) {
+        (7, 0) => c"GV100",
+        (7, 5) => c"TU102",
+        (8, 0) => c"GA100",
+        (8, 6) => c"GA102",
+        (8, 9) => c"AD102",
+        (9, 0) => c"GH100",
+        (10, 0) => c"GB100",
+        _ => return None,
+    })
+}
+
+/// How values of one metric combine over several kernels or parts of kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Combine {
+    /// Counters (`.sum`, `.avg` over units, anything unrecognised): added. Over part
+    /// of a kernel: the kernel's value times the part's share of its duration.
+    Sum,
+    /// `.max`: the largest.
+    Max,
+    /// `.min`: the smallest.
+    Min,
+    /// `.pct_of_peak_sustained_active`: averaged weighted by the kernels' active time.
+    RatioActive,
+    /// Other ratios (`.pct*`, `.ratio`, `.per_second`, `.per_cycle*`): for a range,
+    /// weighted by kernel time like [`Combine::RatioActive`]; for a PM sample, weighted
+    /// by elapsed time (idle time in the window counts as 0).
+    RatioElapsed,
+}
+
+/// The [`Combine`] rule of metric `name`.
+pub fn combine(name: &str) -> Combine {
+    let rollup = name.split_once('.').map_or("", |(_, r)| r);
+    if rollup.contains("pct_of_peak_sustained_active") {
+        Combine::RatioActive
+    } else if rollup.contains("pct")
+        || rollup.contains("ratio")
+        || rollup.contains("per_second")
+        || rollup.contains("per_cycle")
+    {
+        Combine::RatioElapsed
+    } else if rollup == "max" {
+        Combine::Max
+    } else if rollup == "min" {
+        Combine::Min
+    } else {
+        Combine::Sum
+    }
+}
+
+const CONFIG_MAGIC: &[u8; 8] = b"SIMCFG01";
+
+/// The sim's config image: magic, metric count (u32), then NUL-terminated names.
+/// Opaque to clients, as the real one is.
+pub fn encode_config(metrics: &[String]) -> Vec<u8> {
+    let mut v = CONFIG_MAGIC.to_vec();
+    v.extend_from_slice(&(metrics.len() as u32).to_ne_bytes());
+    for m in metrics {
+        v.extend_from_slice(m.as_bytes());
+        v.push(0);
+    }
+    v
+}
+
+/// The metrics of a config image, `None` if it is not one.
+pub fn decode_config(image: &[u8]) -> Option<Vec<String>> {
+    let rest = image.strip_prefix(CONFIG_MAGIC)?;
+    let n = u32::from_ne_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+    let mut body = &rest[4..];
+    let mut names = Vec::with_capacity(n);
+    for _ in 0..n {
+        let end = body.iter().position(|b| *b == 0)?;
+        names.push(String::from_utf8(body[..end].to_vec()).ok()?);
+        body = &body[end + 1..];
+    }
+    (n > 0).then_some(names)
+}
+
+/// The config image at (`ptr`, `size`), `None` if null or not one.
+///
+/// # Safety
+/// `ptr` is null or valid for reading `size` bytes.
+pub unsafe fn config_at(ptr: *const u8, size: usize) -> Option<Vec<String>> {
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's promise.
+    decode_config(unsafe { std::slice::from_raw_parts(ptr, size) })
+}
+
+/// One executed kernel as the profilers see it.
+pub struct Kernel {
+    pub device_id: u32,
+    pub context_id: u32,
+    pub start: u64,
+    pub end: u64,
+    pub counters: Vec<(String, f64)>,
+}
+
+impl Kernel {
+    /// The kernel's value of `metric` (0 when its rule has none).
+    pub fn value(&self, metric: &str) -> f64 {
+        self.counters
+            .iter()
+            .find(|(n, _)| n == metric)
+            .map_or(0.0, |(_, v)| *v)
+    }
+
+    pub fn duration(&self) -> u64 {
+        self.end.saturating_sub(self.start).max(1)
+    }
+}
+
+/// Started range profilers plus started PM samplers: kernels are looked at only
+/// when some are.
+pub static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// From the tracer, for every executed kernel.
+pub fn on_kernel(op: &GpuOp) {
+    if ACTIVE.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let mut counters = Vec::with_capacity(op.num_counters);
+    if !op.counters.is_null() {
+        for i in 0..op.num_counters {
+            // SAFETY: the driver passes `num_counters` valid entries during the call.
+            let c = unsafe { &*op.counters.add(i) };
+            if c.name.is_null() {
+                continue;
+            }
+            // SAFETY: counter names are NUL-terminated.
+            let name = unsafe { CStr::from_ptr(c.name) }
+                .to_string_lossy()
+                .into_owned();
+            counters.push((name, c.value));
+        }
+    }
+    let k = Kernel {
+        device_id: op.device_id,
+        context_id: op.context_id,
+        start: op.start_ns,
+        end: op.end_ns,
+        counters,
+    };
+    crate::range_profiler::on_kernel(&k);
+    crate::pm_sampling::on_kernel(&k);
+}
+
+/// `cuptiProfilerInitialize` calls minus `cuptiProfilerDeInitialize` calls.
+pub static PROFILER_INITIALIZED: AtomicUsize = AtomicUsize::new(0);
+
+/// Target-side objects need `cuptiProfilerInitialize` first ("Sets up the hooks with
+/// the CUDA driver"): else `CUPTI_ERROR_NOT_INITIALIZED`.
+pub fn require_profiler_initialized() -> Result<(), R> {
+    if PROFILER_INITIALIZED.load(Ordering::Acquire) == 0 {
+        Err(CUPTI_ERROR_NOT_INITIALIZED)
+    } else {
+        Ok(())
+    }
+}
+
+/// A unique opaque handle value for a new object (never dereferenced by anyone).
+pub fn new_handle() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(1);
+    0x5105_0000_0000 + NEXT.fetch_add(1, Ordering::Relaxed) * 16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules() {
+        assert_eq!(combine("dram__bytes_read.sum"), Combine::Sum);
+        assert_eq!(combine("sm__cycles_active.avg"), Combine::Sum);
+        assert_eq!(
+            combine("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),
+            Combine::RatioActive
+        );
+        assert_eq!(
+            combine("sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+            Combine::RatioElapsed
+        );
+        assert_eq!(combine("sm__warps_active.max"), Combine::Max);
+        let c = encode_config(&["a.sum".into(), "b.max".into()]);
+        assert_eq!(decode_config(&c).unwrap(), ["a.sum", "b.max"]);
+        assert!(decode_config(&c[..c.len() - 3]).is_none());
+        let names = counter_names(sim_core::DEFAULT_MODEL_TOML);
+        assert!(names.contains("dram__bytes_read.sum"));
+        assert!(names.contains("gpu__time_duration.sum"));
+    }
+}

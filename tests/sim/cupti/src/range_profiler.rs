@@ -1,0 +1,354 @@
+//! The range profiler's state (`cupti_range_profiler.h`); exports in
+//! `api_range_profiler`.
+//!
+//! One object per context (`cuptiRangeProfilerEnable`). Between Start and Stop every
+//! kernel executed on that context is collected:
+//! - `CUPTI_AutoRange`: each kernel is one range ("Ranges are auto defined around each
+//!   kernel", cupti_profiler_target.h) whose values are the kernel's cost-model
+//!   counters; its name is the numeric index of the kernel in execution order, the
+//!   range's index in the counter data image ("for Auto range mode the range name will
+//!   be numeric value assigned to the kernel based on execution order",
+//!   cupti_profiler_host.h), so "0", "1", ...
+//! - `CUPTI_UserRange`: kernels accumulate into the pushed range ("Counter data is
+//!   collected per unique range-stack"): one range per distinct stack of names in a
+//!   pass, for the nesting levels `minNestingLevel ..
+//!   minNestingLevel + numNestingLevels` (all collected in the one pass, see
+//!   [`crate::profiling`]); kernels outside any collected range are not profiled.
+//!   Values combine per [`crate::profiling::Combine`].
+//!
+//! Ranges beyond `maxRangesPerPass` in a pass, and ranges that do not fit the counter
+//! data image at `cuptiRangeProfilerDecodeData`, are dropped and counted in
+//! `numOfRangeDropped` ("the counter data image will report dropped ranges").
+
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+
+use cupti_sys::CUptiResult::{self, *};
+
+use crate::counter_data::{Image, Record, Shape, KIND_RANGE, PATH_SEP};
+use crate::profiling::{combine, Combine, Kernel, ACTIVE};
+
+type R = CUptiResult::Type;
+
+/// Values of one range: its metrics combined over its kernels.
+#[derive(Debug, Clone)]
+pub struct Acc {
+    sums: Vec<f64>,
+    first: Vec<f64>,
+    active_ns: f64,
+    kernels: u64,
+    pub start: u64,
+    pub end: u64,
+}
+
+impl Acc {
+    pub fn new(n: usize) -> Acc {
+        Acc {
+            sums: vec![0.0; n],
+            first: vec![0.0; n],
+            active_ns: 0.0,
+            kernels: 0,
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// Adds kernel `k` (values of `metrics`).
+    pub fn add(&mut self, metrics: &[String], k: &Kernel) {
+        let d = k.duration() as f64;
+        for (i, m) in metrics.iter().enumerate() {
+            let v = k.value(m);
+            if self.kernels == 0 {
+                self.first[i] = v;
+            }
+            let s = &mut self.sums[i];
+            match combine(m) {
+                Combine::Sum => *s += v,
+                Combine::Max => *s = if self.kernels == 0 { v } else { s.max(v) },
+                Combine::Min => *s = if self.kernels == 0 { v } else { s.min(v) },
+                Combine::RatioActive | Combine::RatioElapsed => *s += v * d,
+            }
+        }
+        if self.kernels == 0 {
+            self.start = k.start;
+        }
+        self.start = self.start.min(k.start);
+        self.end = self.end.max(k.end);
+        self.active_ns += d;
+        self.kernels += 1;
+    }
+
+    /// The range's values (a single kernel's own values, exactly).
+    pub fn values(&self, metrics: &[String]) -> Vec<f64> {
+        if self.kernels == 1 {
+            return self.first.clone();
+        }
+        metrics
+            .iter()
+            .enumerate()
+            .map(|(i, m)| match combine(m) {
+                Combine::RatioActive | Combine::RatioElapsed if self.active_ns > 0.0 => {
+                    self.sums[i] / self.active_ns
+                }
+                _ => self.sums[i],
+            })
+            .collect()
+    }
+}
+
+#[derive(Debug)]
+pub struct Config {
+    pub metrics: Vec<String>,
+    pub image: usize,
+    pub image_size: usize,
+    pub auto: bool,
+    pub max_per_pass: usize,
+    pub min_level: usize,
+    pub num_levels: usize,
+}
+
+struct Range {
+    path: Vec<String>,
+    acc: Acc,
+}
+
+pub struct Profiler {
+    pub handle: usize,
+    pub context_id: u32,
+    pub chip: String,
+    pub shape: Option<Shape>,
+    pub config: Option<Config>,
+    started: bool,
+    stack: Vec<String>,
+    pending: Vec<Range>,
+    in_pass: usize,
+    dropped: usize,
+}
+
+static PROFILERS: Mutex<Vec<Profiler>> = Mutex::new(Vec::new());
+
+fn lock() -> std::sync::MutexGuard<'static, Vec<Profiler>> {
+    PROFILERS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `f` on the object `handle`, or answers `missing`.
+pub fn with<T>(
+    handle: usize,
+    missing: R,
+    f: impl FnOnce(&mut Profiler) -> Result<T, R>,
+) -> Result<T, R> {
+    let mut all = lock();
+    match all.iter_mut().find(|p| p.handle == handle && handle != 0) {
+        Some(p) => f(p),
+        None => Err(missing),
+    }
+}
+
+/// A new object on context `context_id`; `CUPTI_ERROR_INVALID_OPERATION` if the
+/// context already has one.
+pub fn enable(context_id: u32, chip: String) -> Result<usize, R> {
+    let mut all = lock();
+    if all.iter().any(|p| p.context_id == context_id) {
+        return Err(CUPTI_ERROR_INVALID_OPERATION);
+    }
+    let handle = crate::profiling::new_handle();
+    all.push(Profiler {
+        handle,
+        context_id,
+        chip,
+        shape: None,
+        config: None,
+        started: false,
+        stack: Vec::new(),
+        pending: Vec::new(),
+        in_pass: 0,
+        dropped: 0,
+    });
+    Ok(handle)
+}
+
+/// Destroys the object (stopping it if started).
+pub fn disable(handle: usize) -> Result<(), R> {
+    let mut all = lock();
+    let i = all
+        .iter()
+        .position(|p| p.handle == handle && handle != 0)
+        .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
+    if all.remove(i).started {
+        ACTIVE.fetch_sub(1, Ordering::AcqRel);
+    }
+    Ok(())
+}
+
+impl Profiler {
+    /// `cuptiRangeProfilerSetConfig`: not while started.
+    pub fn set_config(&mut self, c: Config) -> Result<(), R> {
+        if self.started {
+            return Err(CUPTI_ERROR_INVALID_OPERATION);
+        }
+        self.config = Some(c);
+        self.pending.clear();
+        self.stack.clear();
+        self.dropped = 0;
+        Ok(())
+    }
+
+    pub fn start(&mut self) -> Result<(), R> {
+        if self.config.is_none() || self.started {
+            return Err(CUPTI_ERROR_INVALID_OPERATION);
+        }
+        self.started = true;
+        self.in_pass = 0;
+        self.stack.clear();
+        ACTIVE.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Returns (passIndex, targetNestingLevel) for the next pass; the one pass is
+    /// always the last ("isAllPassSubmitted" = 1).
+    pub fn stop(&mut self) -> Result<(usize, usize), R> {
+        if !self.started {
+            return Err(CUPTI_ERROR_INVALID_OPERATION);
+        }
+        self.started = false;
+        self.stack.clear();
+        ACTIVE.fetch_sub(1, Ordering::AcqRel);
+        let level = self.config.as_ref().map_or(1, |c| c.min_level);
+        Ok((1, level))
+    }
+
+    pub fn push(&mut self, name: String) -> Result<(), R> {
+        let Some(c) = &self.config else {
+            return Err(CUPTI_ERROR_INVALID_OPERATION);
+        };
+        if !self.started || c.auto {
+            return Err(CUPTI_ERROR_INVALID_OPERATION);
+        }
+        self.stack.push(name);
+        let depth = self.stack.len();
+        if depth >= c.min_level && depth < c.min_level + c.num_levels {
+            let path = self.stack.clone();
+            self.range_index(&path);
+        }
+        Ok(())
+    }
+
+    pub fn pop(&mut self) -> Result<(), R> {
+        let auto = self.config.as_ref().is_none_or(|c| c.auto);
+        if !self.started || auto || self.stack.pop().is_none() {
+            return Err(CUPTI_ERROR_INVALID_OPERATION);
+        }
+        Ok(())
+    }
+
+    /// The pending range with `path`, created if new and the pass has room.
+    fn range_index(&mut self, path: &[String]) -> Option<usize> {
+        if let Some(i) = self.pending.iter().position(|r| r.path == path) {
+            return Some(i);
+        }
+        let c = self.config.as_ref()?;
+        if self.in_pass >= c.max_per_pass {
+            self.dropped += 1;
+            return None;
+        }
+        self.in_pass += 1;
+        self.pending.push(Range {
+            path: path.to_vec(),
+            acc: Acc::new(c.metrics.len()),
+        });
+        Some(self.pending.len() - 1)
+    }
+
+    fn kernel(&mut self, k: &Kernel) {
+        let Some(c) = &self.config else { return };
+        let (auto, min, num) = (c.auto, c.min_level, c.num_levels);
+        if auto {
+            if let Some(i) = self.range_index_new() {
+                let metrics = &self.config.as_ref().expect("config").metrics;
+                self.pending[i].acc.add(metrics, k);
+            }
+            return;
+        }
+        let top = self.stack.len().min(min + num - 1);
+        for depth in min..=top {
+            let path = self.stack[..depth].to_vec();
+            if let Some(i) = self.range_index(&path) {
+                let metrics = &self.config.as_ref().expect("config").metrics;
+                self.pending[i].acc.add(metrics, k);
+            }
+        }
+    }
+
+    /// A new auto range (every kernel is its own range).
+    fn range_index_new(&mut self) -> Option<usize> {
+        let c = self.config.as_ref()?;
+        if self.in_pass >= c.max_per_pass {
+            self.dropped += 1;
+            return None;
+        }
+        self.in_pass += 1;
+        self.pending.push(Range {
+            path: Vec::new(),
+            acc: Acc::new(c.metrics.len()),
+        });
+        Some(self.pending.len() - 1)
+    }
+
+    /// `cuptiRangeProfilerDecodeData`: writes the pending ranges into the counter data
+    /// image given at SetConfig; returns the number dropped.
+    pub fn decode(&mut self) -> Result<usize, R> {
+        if self.started {
+            return Err(CUPTI_ERROR_INVALID_OPERATION);
+        }
+        let Some(c) = &self.config else {
+            return Err(CUPTI_ERROR_INVALID_OPERATION);
+        };
+        // SAFETY: the client keeps the image it gave SetConfig valid until decoded
+        // (the API's contract: "The counter data image will be updated").
+        let buf = unsafe { std::slice::from_raw_parts_mut(c.image as *mut u8, c.image_size) };
+        let mut img = Image::parse(buf)
+            .filter(|i| i.shape.kind == KIND_RANGE)
+            .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
+        let mut dropped = std::mem::take(&mut self.dropped);
+        for r in self.pending.drain(..) {
+            let vals = r.acc.values(&c.metrics);
+            let values = img
+                .shape
+                .metrics
+                .iter()
+                .map(|m| {
+                    c.metrics
+                        .iter()
+                        .position(|x| x == m)
+                        .map_or(f64::NAN, |i| vals[i])
+                })
+                .collect();
+            let name = if c.auto {
+                img.filled.to_string()
+            } else {
+                r.path.join(&PATH_SEP.to_string())
+            };
+            let rec = Record {
+                start: r.acc.start,
+                end: r.acc.end,
+                values,
+                name,
+            };
+            if !img.push(buf, &rec) {
+                dropped += 1;
+            }
+        }
+        Ok(dropped)
+    }
+}
+
+/// From [`crate::profiling::on_kernel`]: collects `k` into started objects on its context.
+pub fn on_kernel(k: &Kernel) {
+    let mut all = lock();
+    for p in all
+        .iter_mut()
+        .filter(|p| p.started && p.context_id == k.context_id)
+    {
+        p.kernel(k);
+    }
+}
