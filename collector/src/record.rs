@@ -18,7 +18,7 @@ use std::process::{Child, Command, ExitCode, ExitStatus};
 use anyhow::{Context, Result};
 use wire::ring::process_alive;
 
-use crate::drain::{describe, Drainer, Progress, POLL};
+use crate::drain::{describe, Counts, Drainer, Progress, POLL};
 use crate::report::{load, render_report, Format};
 use crate::session_dirs::{self, SESSION_FILE};
 use crate::signals;
@@ -66,6 +66,22 @@ impl Drop for RingDir {
             }
         }
     }
+}
+
+/// The end of collection, for record and collect alike: stop following rings whose
+/// producers still run (when interrupted), take the counts, sync the session file,
+/// remove the ring directory, and print the drainer's notes.
+fn wind_up(drainer: &mut Drainer, ring_dir: RingDir, interrupted: bool) -> (Counts, Result<()>) {
+    if interrupted {
+        drainer.abandon();
+    }
+    let counts = drainer.counts();
+    let written = drainer.finish();
+    drop(ring_dir);
+    for note in drainer.notes() {
+        eprintln!("gpuprof: {note}");
+    }
+    (counts, written)
 }
 
 /// The exit code a shell would show for `status`.
@@ -133,15 +149,7 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         Some(s) => exit_code(s),
         None => 130,
     };
-    if interrupted {
-        drainer.abandon();
-    }
-    let counts = drainer.counts();
-    let written = drainer.finish();
-    drop(ring_dir);
-    for note in drainer.notes() {
-        eprintln!("gpuprof: {note}");
-    }
+    let (counts, written) = wind_up(&mut drainer, ring_dir, interrupted);
     if interrupted {
         eprintln!(
             "gpuprof: interrupted: the collector stopped before the program's processes finished"
@@ -230,15 +238,7 @@ pub fn collect(args: &CollectArgs) -> Result<ExitCode> {
         }
         std::thread::sleep(POLL);
     };
-    if interrupted {
-        drainer.abandon();
-    }
-    let counts = drainer.counts();
-    let written = drainer.finish();
-    drop(ring_dir);
-    for note in drainer.notes() {
-        eprintln!("gpuprof: {note}");
-    }
+    let (counts, written) = wind_up(&mut drainer, ring_dir, interrupted);
     written?;
     eprintln!(
         "gpuprof: session written to {} ({}); gpuprof report {}",
