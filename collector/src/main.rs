@@ -89,12 +89,12 @@ fn version_line() -> &'static str {
 /// The protocol version as a literal, checked against the wire crate at compile time.
 macro_rules! protocol_version {
     () => {
-        "1"
+        "2"
     };
 }
 use protocol_version;
 const _: () = assert!(
-    wire::PROTOCOL_VERSION == 1,
+    wire::PROTOCOL_VERSION == 2,
     "update protocol_version!() in main.rs"
 );
 

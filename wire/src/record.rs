@@ -31,6 +31,14 @@ pub enum Record {
     Launch(Launch),
     /// CUPTI's own overhead (buffer flushes, instrumentation).
     Overhead(Overhead),
+    /// Hardware counter values of one kernel launch (range profiler, one pass group).
+    KernelCounters(KernelCounters),
+    /// Hardware counter values of one PM sampling window, GPU-wide.
+    CounterSample(CounterSample),
+    /// How a process collects counters: chip, mode, pass groups, sampling policy.
+    CounterPlan(CounterPlan),
+    /// Counters are unavailable or stopped in a process, and why.
+    CounterStatus(CounterStatus),
     /// Records lost, and where.
     Dropped(Dropped),
     /// The process's stream is complete: nothing follows.
@@ -182,6 +190,51 @@ pub struct Overhead {
     pub start_ns: u64,
     pub end_ns: u64,
     pub thread_id: u64,
+}
+
+/// One metric's value: [`InternedString`] id of the metric name, and the value as
+/// NVIDIA's metrics evaluation gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MetricValue {
+    pub name: u32,
+    pub value: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelCounters {
+    /// The launch's correlation id (the [`Kernel`] record with the same id).
+    pub correlation_id: u32,
+    /// Index of the pass group in the process's [`CounterPlan`].
+    pub group: u32,
+    pub metrics: Vec<MetricValue>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CounterSample {
+    pub device_id: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub metrics: Vec<MetricValue>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterPlan {
+    pub device_id: u32,
+    /// NVIDIA's chip name ("GH100").
+    pub chip: String,
+    /// "kernel" (range profiler per launch) or "sampling" (PM sampling).
+    pub mode: String,
+    /// The pass groups: [`InternedString`] ids of metric names, group by group.
+    pub groups: Vec<Vec<u32>>,
+    /// The sampling policy in words, for the report ("first 64 launches of each kernel").
+    pub policy: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterStatus {
+    /// Why counters are unavailable or stopped ("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
+    /// from cuptiRangeProfilerEnable: another tool holds the counters"); tracing goes on.
+    pub message: String,
 }
 
 /// Where records were lost.

@@ -112,7 +112,8 @@ fn wrong_layout_version() {
 fn wrong_protocol_version() {
     let dir = TempDir::new("protocol");
     let (path, _w) = valid_ring(&dir, &[]);
-    for found in [0u32, 2, u32::MAX] {
+    let ours = gpuprof_wire::PROTOCOL_VERSION;
+    for found in [0u32, ours - 1, ours + 1, u32::MAX] {
         patch(&path, OFF_PROTOCOL, &found.to_le_bytes());
         match open_err(&path) {
             RingError::Protocol {

@@ -211,7 +211,12 @@ pub fn summarize(records: &[(u32, Record)]) -> Summary {
             | Record::String(_)
             | Record::Marker(_)
             | Record::Launch(_)
-            | Record::Overhead(_) => {}
+            | Record::Overhead(_)
+            // Counters are summarised by the counters analysis.
+            | Record::KernelCounters(_)
+            | Record::CounterSample(_)
+            | Record::CounterPlan(_)
+            | Record::CounterStatus(_) => {}
         }
     }
 
