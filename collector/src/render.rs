@@ -5,12 +5,17 @@
 //! with ns precision; CSV and JSON give integer ns (`*_ns`), the mean rounded to the
 //! nearest ns, and percentages of the session's kernel time rounded to two decimals.
 //! JSON field names and CSV column names are the same and stable.
+//!
+//! Counters get their own section (table `Counters`, CSV `counter_plans`,
+//! `counter_statuses`, `kernel_counters`, `counter_samples`, JSON `counters`) only when
+//! the session holds counter records, so reports of sessions without counters are the
+//! same as before counters existed.
 
 use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use crate::analysis::{percent, KernelStats, Summary};
+use crate::analysis::{percent, Counters, KernelStats, Summary};
 
 /// µs with three decimals, from ns.
 pub fn micros(ns: u64) -> String {
@@ -168,6 +173,10 @@ pub fn table(s: &Summary, top: Option<usize>) -> String {
         }
     }
 
+    if s.counters.any() {
+        counters_table(&mut out, s, kernels);
+    }
+
     out.push_str("\nMemory copies and sets\n");
     if s.transfers.is_empty() {
         out.push_str("  (none)\n");
@@ -257,6 +266,130 @@ pub fn table(s: &Summary, top: Option<usize>) -> String {
     out
 }
 
+/// A counter value: at most three decimals, trailing zeros dropped.
+pub fn value(v: f64) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Metric rows: name padded, value right-aligned, then a note; indented by four.
+fn metric_rows(out: &mut String, rows: &[(String, String, String)]) {
+    let name_w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+    let value_w = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);
+    for (name, v, note) in rows {
+        let _ = writeln!(out, "    {name:<name_w$}  {v:>value_w$} {note}");
+    }
+}
+
+/// The table's counter section: per process the plan or status, per shown kernel the
+/// metric means, and the sampling windows.
+fn counters_table(out: &mut String, s: &Summary, kernels: &[KernelStats]) {
+    let c: &Counters = &s.counters;
+    out.push_str("\nCounters\n");
+    for p in &s.processes {
+        for plan in c.plans.iter().filter(|x| x.pid == p.pid) {
+            let _ = writeln!(
+                out,
+                "  pid {}, device {}: chip {}, {} mode; {}",
+                plan.pid, plan.device_id, plan.chip, plan.mode, plan.policy
+            );
+            for (i, g) in plan.groups.iter().enumerate() {
+                let _ = writeln!(out, "    group {i}: {}", g.join(", "));
+            }
+        }
+        for st in c.statuses.iter().filter(|x| x.pid == p.pid) {
+            let _ = writeln!(out, "  pid {}: {}", st.pid, st.message);
+        }
+    }
+
+    out.push_str("\nCounters by kernel (mean per launch)\n");
+    if kernels.is_empty() {
+        out.push_str("  (no kernels)\n");
+    }
+    for k in kernels {
+        match c.kernel(&k.mangled) {
+            Some(kc) if kc.launches_with_counters > 0 => {
+                let _ = writeln!(
+                    out,
+                    "  {}: {} of {} with counters",
+                    k.name,
+                    kc.launches_with_counters,
+                    plural(kc.launches, "launch", "launches")
+                );
+                let rows: Vec<(String, String, String)> = kc
+                    .metrics
+                    .iter()
+                    .map(|m| {
+                        (
+                            m.metric.clone(),
+                            value(m.mean),
+                            format!("({})", plural(m.launches, "launch", "launches")),
+                        )
+                    })
+                    .collect();
+                metric_rows(out, &rows);
+            }
+            _ => {
+                let _ = writeln!(
+                    out,
+                    "  {}: no counters ({})",
+                    k.name,
+                    plural(k.calls, "launch", "launches")
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  {} of {} kernels without counters",
+        c.kernels_without_counters(),
+        c.kernels.len()
+    );
+    if c.unattributed > 0 {
+        let _ = writeln!(
+            out,
+            "  {} not joined to a single kernel launch",
+            plural(c.unattributed, "counter record", "counter records")
+        );
+    }
+
+    if !c.samples.is_empty() {
+        out.push_str(
+            "\nCounter samples (GPU-wide sampling windows, sum; not attributed to kernels)\n",
+        );
+        let mut i = 0;
+        while i < c.samples.len() {
+            let (pid, dev) = (c.samples[i].pid, c.samples[i].device_id);
+            let _ = writeln!(out, "  pid {pid}, device {dev}");
+            let rows: Vec<(String, String, String)> = c.samples[i..]
+                .iter()
+                .take_while(|x| x.pid == pid && x.device_id == dev)
+                .map(|x| {
+                    (
+                        x.metric.clone(),
+                        value(x.sum),
+                        format!("({})", plural(x.samples, "sample", "samples")),
+                    )
+                })
+                .collect();
+            i += rows.len();
+            metric_rows(out, &rows);
+        }
+    }
+}
+
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) || s.starts_with(' ') || s.ends_with(' ') {
         format!("\"{}\"", s.replace('"', "\"\""))
@@ -279,7 +412,18 @@ pub fn csv(s: &Summary, top: Option<usize>) -> String {
         ("dropped", &DROPPED_COLUMNS),
         ("unfinished", &["pid"]),
     ];
-    for (i, (name, columns)) in sections.iter().enumerate() {
+    let counter_sections: [(&str, &[&str]); 4] = [
+        ("counter_plans", &PLAN_COLUMNS),
+        ("counter_statuses", &["pid", "message"]),
+        ("kernel_counters", &KERNEL_COUNTER_COLUMNS),
+        ("counter_samples", &SAMPLE_COLUMNS),
+    ];
+    let counter_sections: &[(&str, &[&str])] = if v.get("counters").is_some() {
+        &counter_sections
+    } else {
+        &[]
+    };
+    for (i, (name, columns)) in sections.iter().chain(counter_sections).enumerate() {
         if i > 0 {
             out.push('\n');
         }
@@ -303,6 +447,63 @@ pub fn csv(s: &Summary, top: Option<usize>) -> String {
                         })
                 })
                 .collect(),
+            "counter_plans" => v["counters"]["plans"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|p| {
+                    let groups = p["groups"].as_array().cloned().unwrap_or_default();
+                    groups
+                        .into_iter()
+                        .enumerate()
+                        .flat_map(move |(g, metrics)| {
+                            let p = p.clone();
+                            metrics
+                                .as_array()
+                                .cloned()
+                                .unwrap_or_default()
+                                .into_iter()
+                                .map(move |m| {
+                                    let mut row = p.clone();
+                                    row["group"] = json!(g);
+                                    row["metric"] = m;
+                                    row
+                                })
+                        })
+                })
+                .collect(),
+            "counter_statuses" => v["counters"]["statuses"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+            "kernel_counters" => v["counters"]["kernels"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|k| {
+                    let metrics = k["metrics"].as_array().cloned().unwrap_or_default();
+                    if metrics.is_empty() {
+                        // A kernel without counters: one row, metric fields empty.
+                        let mut row = k.clone();
+                        row["launches"] = Value::Null;
+                        return vec![row];
+                    }
+                    metrics
+                        .into_iter()
+                        .map(|m| {
+                            let mut row = k.clone();
+                            for f in ["metric", "launches", "mean", "sum"] {
+                                row[f] = m[f].clone();
+                            }
+                            row
+                        })
+                        .collect()
+                })
+                .collect(),
+            "counter_samples" => v["counters"]["samples"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
             "unfinished" => v["unfinished"]
                 .as_array()
                 .into_iter()
@@ -383,6 +584,25 @@ const RANGE_COLUMNS: [&str; 8] = [
     "gpu_time_pct",
 ];
 const DROPPED_COLUMNS: [&str; 2] = ["source", "records"];
+const PLAN_COLUMNS: [&str; 7] = [
+    "pid",
+    "device_id",
+    "chip",
+    "mode",
+    "policy",
+    "group",
+    "metric",
+];
+const KERNEL_COUNTER_COLUMNS: [&str; 7] = [
+    "name",
+    "mangled",
+    "launches_with_counters",
+    "metric",
+    "launches",
+    "mean",
+    "sum",
+];
+const SAMPLE_COLUMNS: [&str; 5] = ["pid", "device_id", "metric", "samples", "sum"];
 
 /// The report as one JSON object of arrays (see the module documentation).
 pub fn json(s: &Summary, top: Option<usize>) -> Value {
@@ -455,7 +675,7 @@ pub fn json(s: &Summary, top: Option<usize>) -> Value {
         .iter()
         .map(|d| json!({"source": d.source, "records": d.records}))
         .collect();
-    json!({
+    let mut out = json!({
         "processes": processes,
         "kernel_count": s.kernel_count,
         "kernel_ns": s.kernel_ns,
@@ -465,5 +685,83 @@ pub fn json(s: &Summary, top: Option<usize>) -> Value {
         "unmatched_range_ends": s.unmatched_range_ends,
         "dropped": dropped,
         "unfinished": s.unfinished,
+    });
+    if s.counters.any() {
+        out["counters"] = counters_json(s, top);
+    }
+    out
+}
+
+/// The `counters` object: plans, statuses, the shown kernels' merged metrics (kernels
+/// without counters have `launches_with_counters` 0 and no metrics), samples.
+fn counters_json(s: &Summary, top: Option<usize>) -> Value {
+    let c = &s.counters;
+    let plans: Vec<Value> = c
+        .plans
+        .iter()
+        .map(|p| {
+            json!({
+                "pid": p.pid,
+                "device_id": p.device_id,
+                "chip": p.chip,
+                "mode": p.mode,
+                "policy": p.policy,
+                "groups": p.groups,
+            })
+        })
+        .collect();
+    let statuses: Vec<Value> = c
+        .statuses
+        .iter()
+        .map(|st| json!({"pid": st.pid, "message": st.message}))
+        .collect();
+    let kernels: Vec<Value> = shown(&s.kernels, top)
+        .iter()
+        .map(|k| {
+            let kc = c.kernel(&k.mangled);
+            let metrics: Vec<Value> = kc
+                .map(|kc| {
+                    kc.metrics
+                        .iter()
+                        .map(|m| {
+                            json!({
+                                "metric": m.metric,
+                                "launches": m.launches,
+                                "mean": m.mean,
+                                "sum": m.sum,
+                            })
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            json!({
+                "mangled": k.mangled,
+                "name": k.name,
+                "launches": k.calls,
+                "launches_with_counters": kc.map_or(0, |kc| kc.launches_with_counters),
+                "metrics": metrics,
+            })
+        })
+        .collect();
+    let samples: Vec<Value> = c
+        .samples
+        .iter()
+        .map(|x| {
+            json!({
+                "pid": x.pid,
+                "device_id": x.device_id,
+                "metric": x.metric,
+                "samples": x.samples,
+                "sum": x.sum,
+            })
+        })
+        .collect();
+    json!({
+        "plans": plans,
+        "statuses": statuses,
+        "kernels": kernels,
+        "kernels_without_counters": c.kernels_without_counters(),
+        "unattributed": c.unattributed,
+        "samples": samples,
     })
 }

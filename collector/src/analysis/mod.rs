@@ -7,9 +7,12 @@
 //!
 //! - [`summary`]: per-process facts, kernel and copy aggregation, drops, processes
 //!   whose stream did not end;
+//! - [`counters`]: counter plans and statuses, kernel counters merged per kernel,
+//!   sampling windows per metric;
 //! - [`nvtx`]: NVTX range pairing and the GPU time attributed to each range;
 //! - [`trace`]: the Chrome trace event / Perfetto JSON view.
 
+pub mod counters;
 pub mod nvtx;
 pub mod summary;
 pub mod trace;
@@ -18,6 +21,10 @@ use std::collections::HashMap;
 
 use wire::Record;
 
+pub use counters::{
+    counters, ConfigCounterStats, Counters, KernelCounterStats, MetricStats, PlanSummary,
+    SampleStats, StatusSummary,
+};
 pub use nvtx::{pair_ranges, range_stats, Range, RangeKind, RangeStats, RangeTotals, Ranges};
 pub use summary::{
     drop_source_name, summarize, DeviceSummary, DroppedStats, KernelStats, ProcessSummary, Summary,
@@ -160,6 +167,8 @@ pub fn launch_api_name(cbid: u32, runtime: bool) -> String {
     }
 }
 
+#[cfg(test)]
+mod counter_tests;
 #[cfg(test)]
 mod record_tests;
 

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 use wire::{DropSource, Record};
 
+use super::counters::{counters, Counters};
 use super::nvtx::{range_stats, RangeStats};
 use super::{demangle, lookup, strings};
 
@@ -31,6 +32,8 @@ pub struct Summary {
     pub dropped: Vec<DroppedStats>,
     /// Processes whose stream has no `End` record, by pid.
     pub unfinished: Vec<u32>,
+    /// See [`counters`].
+    pub counters: Counters,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -294,5 +297,6 @@ pub fn summarize(records: &[(u32, Record)]) -> Summary {
         unmatched_range_ends: ranges.unmatched_ends,
         dropped,
         unfinished,
+        counters: counters(records),
     }
 }

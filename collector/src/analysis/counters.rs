@@ -1,0 +1,292 @@
+//! Hardware counters: the plan and status of each process, kernel counters merged per
+//! kernel, and PM sampling windows summed per metric.
+//!
+//! Kernel counters come one pass group per launch: successive launches of the same
+//! kernel (name + launch configuration) rotate through the groups (DESIGN.md section
+//! 4), so one launch carries only some of the metrics. [`counters`] joins each
+//! `KernelCounters` record to the `Kernel` record with the same (pid, correlation id)
+//! and merges what the launches of a kernel brought, metric by metric: every metric
+//! says how many launches its value came from, and its mean is per such launch.
+//!
+//! Metric names are interned per process and resolved to text, so the same metric
+//! from different processes (or different pass groups) merges into one entry.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::Serialize;
+use wire::Record;
+
+use super::{demangle, lookup, strings};
+
+/// Everything the report's counter section shows.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Counters {
+    /// `CounterPlan` records in file order.
+    pub plans: Vec<PlanSummary>,
+    /// `CounterStatus` records in file order, messages verbatim.
+    pub statuses: Vec<StatusSummary>,
+    /// Per kernel name (as recorded), every kernel of the session, by mangled name;
+    /// kernels that had no counters have `launches_with_counters == 0` and no metrics.
+    pub kernels: Vec<KernelCounterStats>,
+    /// Per kernel key (name + grid + block), by mangled name then grid then block.
+    pub configs: Vec<ConfigCounterStats>,
+    /// PM sampling windows: per (pid, device, metric), by pid, device, metric name.
+    pub samples: Vec<SampleStats>,
+    /// `KernelCounters` records that could not be joined to exactly one kernel: no
+    /// `Kernel` record with their (pid, correlation id), or several (a graph launch
+    /// shares one correlation id among its kernels).
+    pub unattributed: u64,
+}
+
+impl Counters {
+    /// Whether the session holds any counter record at all. Without any, the report
+    /// has no counter section.
+    pub fn any(&self) -> bool {
+        !self.plans.is_empty()
+            || !self.statuses.is_empty()
+            || !self.samples.is_empty()
+            || self.unattributed > 0
+            || self.kernels.iter().any(|k| k.launches_with_counters > 0)
+    }
+
+    /// The counters of the kernel whose recorded name is `mangled`.
+    pub fn kernel(&self, mangled: &str) -> Option<&KernelCounterStats> {
+        self.kernels
+            .binary_search_by(|k| k.mangled.as_str().cmp(mangled))
+            .ok()
+            .map(|i| &self.kernels[i])
+    }
+
+    /// Kernels (by name) of the session without any counters.
+    pub fn kernels_without_counters(&self) -> usize {
+        self.kernels
+            .iter()
+            .filter(|k| k.launches_with_counters == 0)
+            .count()
+    }
+}
+
+/// How one process collects counters on one device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanSummary {
+    pub pid: u32,
+    pub device_id: u32,
+    pub chip: String,
+    /// "kernel" or "sampling".
+    pub mode: String,
+    pub policy: String,
+    /// Metric names, group by group (a name not interned shows as `#id`).
+    pub groups: Vec<Vec<String>>,
+}
+
+/// Why counters are unavailable or stopped in a process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StatusSummary {
+    pub pid: u32,
+    pub message: String,
+}
+
+/// One metric merged over the launches that measured it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricStats {
+    pub metric: String,
+    /// Launches whose counters carried this metric.
+    pub launches: u64,
+    pub sum: f64,
+    /// `sum / launches`.
+    pub mean: f64,
+}
+
+/// The counters of every launch of one kernel name.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelCounterStats {
+    /// Demangled (see [`demangle`]).
+    pub name: String,
+    /// As recorded.
+    pub mangled: String,
+    /// Kernel launches (records) of this name.
+    pub launches: u64,
+    /// Of these, launches with at least one `KernelCounters` record.
+    pub launches_with_counters: u64,
+    /// By metric name.
+    pub metrics: Vec<MetricStats>,
+}
+
+/// The counters of every launch of one kernel key (name + launch configuration).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfigCounterStats {
+    pub mangled: String,
+    pub grid: [i32; 3],
+    pub block: [i32; 3],
+    pub launches: u64,
+    pub launches_with_counters: u64,
+    /// By metric name.
+    pub metrics: Vec<MetricStats>,
+}
+
+/// One metric over the PM sampling windows of one device of one process.
+///
+/// Samples are GPU-wide; attributing them to the kernels running during each window
+/// (by timestamps) is not done yet.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SampleStats {
+    pub pid: u32,
+    pub device_id: u32,
+    pub metric: String,
+    /// Sampling windows that carried this metric.
+    pub samples: u64,
+    pub sum: f64,
+}
+
+#[derive(Default)]
+struct Acc {
+    launches: u64,
+    with_counters: u64,
+    /// metric -> (launches, sum)
+    metrics: BTreeMap<String, (u64, f64)>,
+}
+
+impl Acc {
+    fn metrics(&self) -> Vec<MetricStats> {
+        self.metrics
+            .iter()
+            .map(|(metric, &(launches, sum))| MetricStats {
+                metric: metric.clone(),
+                launches,
+                sum,
+                mean: sum / launches as f64,
+            })
+            .collect()
+    }
+}
+
+fn metric_name(strings: &HashMap<(u32, u32), &str>, pid: u32, id: u32) -> String {
+    match lookup(strings, pid, id) {
+        Some(s) => s.to_string(),
+        None => format!("#{id}"),
+    }
+}
+
+/// Builds the counter summary. Pure: records in, numbers out.
+pub fn counters(records: &[(u32, Record)]) -> Counters {
+    let strings = strings(records);
+
+    // (pid, correlation id) -> the kernel's (name, grid, block), or None when several
+    // kernels share the correlation id.
+    type KernelKey<'a> = (&'a str, [i32; 3], [i32; 3]);
+    let mut launches: HashMap<(u32, u32), Option<KernelKey>> = HashMap::new();
+    let mut by_name: BTreeMap<&str, Acc> = BTreeMap::new();
+    let mut by_key: BTreeMap<KernelKey, Acc> = BTreeMap::new();
+    let mut out = Counters::default();
+
+    for (pid, record) in records {
+        match record {
+            Record::Kernel(k) => {
+                let name = lookup(&strings, *pid, k.name).unwrap_or("");
+                let key = (name, k.grid, k.block);
+                launches
+                    .entry((*pid, k.correlation_id))
+                    .and_modify(|v| *v = None)
+                    .or_insert(Some(key));
+                by_name.entry(name).or_default().launches += 1;
+                by_key.entry(key).or_default().launches += 1;
+            }
+            Record::CounterPlan(p) => out.plans.push(PlanSummary {
+                pid: *pid,
+                device_id: p.device_id,
+                chip: p.chip.clone(),
+                mode: p.mode.clone(),
+                policy: p.policy.clone(),
+                groups: p
+                    .groups
+                    .iter()
+                    .map(|g| g.iter().map(|&m| metric_name(&strings, *pid, m)).collect())
+                    .collect(),
+            }),
+            Record::CounterStatus(s) => out.statuses.push(StatusSummary {
+                pid: *pid,
+                message: s.message.clone(),
+            }),
+            _ => {}
+        }
+    }
+
+    let mut counted: HashSet<(u32, u32)> = HashSet::new();
+    let mut samples: BTreeMap<(u32, u32, String), (u64, f64)> = BTreeMap::new();
+    for (pid, record) in records {
+        match record {
+            Record::KernelCounters(c) => {
+                let Some(Some(key)) = launches.get(&(*pid, c.correlation_id)).copied() else {
+                    out.unattributed += 1;
+                    continue;
+                };
+                let first = counted.insert((*pid, c.correlation_id));
+                for acc in [
+                    by_name
+                        .get_mut(key.0)
+                        .expect("every kernel name has an entry"),
+                    by_key.get_mut(&key).expect("every kernel key has an entry"),
+                ] {
+                    if first {
+                        acc.with_counters += 1;
+                    }
+                    for m in &c.metrics {
+                        let e = acc
+                            .metrics
+                            .entry(metric_name(&strings, *pid, m.name))
+                            .or_default();
+                        e.0 += 1;
+                        e.1 += m.value;
+                    }
+                }
+            }
+            Record::CounterSample(s) => {
+                for m in &s.metrics {
+                    let e = samples
+                        .entry((*pid, s.device_id, metric_name(&strings, *pid, m.name)))
+                        .or_default();
+                    e.0 += 1;
+                    e.1 += m.value;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    out.kernels = by_name
+        .iter()
+        .map(|(mangled, acc)| KernelCounterStats {
+            name: if mangled.is_empty() {
+                "(unnamed)".to_string()
+            } else {
+                demangle(mangled)
+            },
+            mangled: mangled.to_string(),
+            launches: acc.launches,
+            launches_with_counters: acc.with_counters,
+            metrics: acc.metrics(),
+        })
+        .collect();
+    out.configs = by_key
+        .iter()
+        .map(|((mangled, grid, block), acc)| ConfigCounterStats {
+            mangled: mangled.to_string(),
+            grid: *grid,
+            block: *block,
+            launches: acc.launches,
+            launches_with_counters: acc.with_counters,
+            metrics: acc.metrics(),
+        })
+        .collect();
+    out.samples = samples
+        .into_iter()
+        .map(|((pid, device_id, metric), (samples, sum))| SampleStats {
+            pid,
+            device_id,
+            metric,
+            samples,
+            sum,
+        })
+        .collect();
+    out
+}

@@ -1,0 +1,316 @@
+//! `gpuprof report`'s counter section on a small session written with the real
+//! `SessionWriter`: exact output in every format, `--top` applied to it too.
+
+use std::process::Output;
+
+use gpuprof_tests::{gpuprof_command, Scratch};
+use wire::session::SessionWriter;
+use wire::{
+    CounterPlan, CounterSample, CounterStatus, End, InternedString, Kernel, KernelCounters,
+    MetricValue, ProcessInfo, Record,
+};
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn run(args: &[&str]) -> Output {
+    gpuprof_command().args(args).output().unwrap()
+}
+
+fn s(id: u32, text: &str) -> Record {
+    Record::String(InternedString {
+        id,
+        text: text.into(),
+    })
+}
+
+fn kernel(name: u32, corr: u32, start: u64, end: u64) -> Record {
+    Record::Kernel(Kernel {
+        device_id: 0,
+        context_id: 1,
+        stream_id: 7,
+        correlation_id: corr,
+        start_ns: start,
+        end_ns: end,
+        name,
+        grid: [64, 1, 1],
+        block: [256, 1, 1],
+        registers_per_thread: 40,
+        static_shared_memory: 0,
+        dynamic_shared_memory: 0,
+        graph_id: 0,
+        graph_node_id: 0,
+    })
+}
+
+fn values(metrics: &[(u32, f64)]) -> Vec<MetricValue> {
+    metrics
+        .iter()
+        .map(|&(name, value)| MetricValue { name, value })
+        .collect()
+}
+
+fn counters(corr: u32, group: u32, metrics: &[(u32, f64)]) -> Record {
+    Record::KernelCounters(KernelCounters {
+        correlation_id: corr,
+        group,
+        metrics: values(metrics),
+    })
+}
+
+const T0: u64 = 1_700_000_000_000_000_000;
+
+const STATUS: &str = "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES from cuptiRangeProfilerEnable: \
+                      another tool holds the counters";
+
+/// Process 4242 collects kernel counters in two pass groups: gemm's three launches
+/// rotate through them, rmsnorm gets none; one sampling window. Process 4243 could not
+/// collect counters.
+fn frames() -> Vec<(u32, Vec<Record>)> {
+    vec![
+        (
+            4242,
+            vec![
+                Record::Process(ProcessInfo {
+                    pid: 4242,
+                    ppid: 1,
+                    command: vec!["./llm".into()],
+                    host: "node1".into(),
+                    start_ns: T0,
+                    profiler_version: "0.1.0".into(),
+                    cupti_api_version: 130401,
+                    cupti_layouts: "13.4".into(),
+                    cupti_path: "/opt/cuda/libcupti.so.13".into(),
+                }),
+                s(1, "_Z4gemmPfS_i"),
+                s(2, "rmsnorm_kernel"),
+                s(3, "dram__bytes_read.sum"),
+                s(4, "dram__bytes_write.sum"),
+                s(
+                    5,
+                    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+                ),
+                Record::CounterPlan(CounterPlan {
+                    device_id: 0,
+                    chip: "GH100".into(),
+                    mode: "kernel".into(),
+                    groups: vec![vec![3, 4], vec![5]],
+                    policy: "first 64 launches of each kernel".into(),
+                }),
+                // Counters arrive before the activity buffer with the kernels.
+                counters(10, 0, &[(3, 1_048_576.0), (4, 524_288.0)]),
+                counters(11, 1, &[(5, 61.25)]),
+                counters(12, 0, &[(3, 2_097_152.0), (4, 1_000_000.5)]),
+                kernel(1, 10, T0 + 1_000, T0 + 4_000),
+                kernel(1, 11, T0 + 5_000, T0 + 7_000),
+                kernel(1, 12, T0 + 8_000, T0 + 9_000),
+                kernel(2, 13, T0 + 9_000, T0 + 9_500),
+                Record::CounterSample(CounterSample {
+                    device_id: 0,
+                    start_ns: T0,
+                    end_ns: T0 + 10_000,
+                    metrics: values(&[(3, 3_200_000.0)]),
+                }),
+                Record::End(End { records: 20 }),
+            ],
+        ),
+        (
+            4243,
+            vec![
+                s(7, "rmsnorm_kernel"),
+                Record::CounterStatus(CounterStatus {
+                    message: STATUS.into(),
+                }),
+                kernel(7, 1, T0 + 10_000, T0 + 11_000),
+                Record::End(End { records: 3 }),
+            ],
+        ),
+    ]
+}
+
+/// The session of `frames`, without the counter records when `with_counters` is false.
+fn session(name: &str, with_counters: bool) -> Scratch {
+    let dir = Scratch::new(name);
+    let mut w = SessionWriter::create(&dir.join("session.gpuprof")).unwrap();
+    for (pid, mut records) in frames() {
+        if !with_counters {
+            records.retain(|r| {
+                !matches!(
+                    r,
+                    Record::KernelCounters(_)
+                        | Record::CounterPlan(_)
+                        | Record::CounterSample(_)
+                        | Record::CounterStatus(_)
+                )
+            });
+        }
+        w.append(pid, &wire::encode_batch(&records).unwrap())
+            .unwrap();
+    }
+    w.sync().unwrap();
+    dir
+}
+
+fn report(name: &str, with_counters: bool, args: &[&str]) -> String {
+    let dir = session(name, with_counters);
+    let mut all = vec!["report", dir.path().to_str().unwrap()];
+    all.extend(args);
+    let out = run(&all);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "");
+    text(&out.stdout)
+}
+
+/// The table's counter section: between the kernel table and the copies.
+const TABLE_COUNTERS: &str = "
+Counters
+  pid 4242, device 0: chip GH100, kernel mode; first 64 launches of each kernel
+    group 0: dram__bytes_read.sum, dram__bytes_write.sum
+    group 1: sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
+  pid 4243: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES from cuptiRangeProfilerEnable: another tool holds the counters
+
+Counters by kernel (mean per launch)
+  gemm(float*, float*, int): 3 of 3 launches with counters
+    dram__bytes_read.sum                                                      1572864 (2 launches)
+    dram__bytes_write.sum                                                   762144.25 (2 launches)
+    sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active      61.25 (1 launch)
+  rmsnorm_kernel: no counters (2 launches)
+  1 of 2 kernels without counters
+
+Counter samples (GPU-wide sampling windows, sum; not attributed to kernels)
+  pid 4242, device 0
+    dram__bytes_read.sum  3200000 (1 sample)
+";
+
+/// With `--top 1`, only gemm's counters (the count of kernels without counters is over
+/// all kernels).
+const TABLE_COUNTERS_TOP_1: &str = "
+Counters
+  pid 4242, device 0: chip GH100, kernel mode; first 64 launches of each kernel
+    group 0: dram__bytes_read.sum, dram__bytes_write.sum
+    group 1: sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
+  pid 4243: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES from cuptiRangeProfilerEnable: another tool holds the counters
+
+Counters by kernel (mean per launch)
+  gemm(float*, float*, int): 3 of 3 launches with counters
+    dram__bytes_read.sum                                                      1572864 (2 launches)
+    dram__bytes_write.sum                                                   762144.25 (2 launches)
+    sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active      61.25 (1 launch)
+  1 of 2 kernels without counters
+
+Counter samples (GPU-wide sampling windows, sum; not attributed to kernels)
+  pid 4242, device 0
+    dram__bytes_read.sum  3200000 (1 sample)
+";
+
+/// The CSV's counter sections, after the others.
+const CSV_COUNTERS: &str = "
+# counter_plans
+pid,device_id,chip,mode,policy,group,metric
+4242,0,GH100,kernel,first 64 launches of each kernel,0,dram__bytes_read.sum
+4242,0,GH100,kernel,first 64 launches of each kernel,0,dram__bytes_write.sum
+4242,0,GH100,kernel,first 64 launches of each kernel,1,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
+
+# counter_statuses
+pid,message
+4243,CUPTI_ERROR_INSUFFICIENT_PRIVILEGES from cuptiRangeProfilerEnable: another tool holds the counters
+
+# kernel_counters
+name,mangled,launches_with_counters,metric,launches,mean,sum
+\"gemm(float*, float*, int)\",_Z4gemmPfS_i,3,dram__bytes_read.sum,2,1572864.0,3145728.0
+\"gemm(float*, float*, int)\",_Z4gemmPfS_i,3,dram__bytes_write.sum,2,762144.25,1524288.5
+\"gemm(float*, float*, int)\",_Z4gemmPfS_i,3,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,1,61.25,61.25
+rmsnorm_kernel,rmsnorm_kernel,0,,2,,
+
+# counter_samples
+pid,device_id,metric,samples,sum
+4242,0,dram__bytes_read.sum,1,3200000.0
+";
+
+/// `text` without `section`, which must be in it once.
+fn without(text: &str, section: &str) -> String {
+    assert_eq!(text.matches(section).count(), 1, "{text}");
+    text.replacen(section, "", 1)
+}
+
+#[test]
+fn table_counter_section_is_exact_and_the_rest_unchanged() {
+    let with = report("counters-table", true, &[]);
+    let plain = report("counters-table-plain", false, &[]);
+    assert!(!plain.contains("Counters"), "{plain}");
+    assert_eq!(without(&with, TABLE_COUNTERS), plain);
+    // Placed after the kernel table.
+    assert!(with.contains(&format!("rmsnorm_kernel\n{TABLE_COUNTERS}\nMemory copies")));
+}
+
+#[test]
+fn table_counter_section_follows_top() {
+    let with = report("counters-top", true, &["--top", "1"]);
+    let plain = report("counters-top-plain", false, &["--top", "1"]);
+    assert_eq!(without(&with, TABLE_COUNTERS_TOP_1), plain);
+}
+
+#[test]
+fn csv_counter_sections_are_exact_and_the_rest_unchanged() {
+    let with = report("counters-csv", true, &["--format", "csv"]);
+    let plain = report("counters-csv-plain", false, &["--format", "csv"]);
+    assert!(!plain.contains("counter"), "{plain}");
+    assert!(with.ends_with(CSV_COUNTERS), "{with}");
+    assert_eq!(without(&with, CSV_COUNTERS), plain);
+}
+
+#[test]
+fn json_counters_are_exact_and_the_rest_unchanged() {
+    let parse = |s: String| -> serde_json::Value { serde_json::from_str(&s).unwrap() };
+    let mut with = parse(report("counters-json", true, &["--format", "json"]));
+    let plain = parse(report("counters-json-plain", false, &["--format", "json"]));
+    assert!(plain.get("counters").is_none());
+    let expected = serde_json::json!({
+        "plans": [{
+            "pid": 4242, "device_id": 0, "chip": "GH100", "mode": "kernel",
+            "policy": "first 64 launches of each kernel",
+            "groups": [
+                ["dram__bytes_read.sum", "dram__bytes_write.sum"],
+                ["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"],
+            ],
+        }],
+        "statuses": [{"pid": 4243, "message": STATUS}],
+        "kernels": [
+            {
+                "mangled": "_Z4gemmPfS_i", "name": "gemm(float*, float*, int)",
+                "launches": 3, "launches_with_counters": 3,
+                "metrics": [
+                    {"metric": "dram__bytes_read.sum", "launches": 2, "mean": 1572864.0, "sum": 3145728.0},
+                    {"metric": "dram__bytes_write.sum", "launches": 2, "mean": 762144.25, "sum": 1524288.5},
+                    {
+                        "metric": "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+                        "launches": 1, "mean": 61.25, "sum": 61.25,
+                    },
+                ],
+            },
+            {
+                "mangled": "rmsnorm_kernel", "name": "rmsnorm_kernel",
+                "launches": 2, "launches_with_counters": 0, "metrics": [],
+            },
+        ],
+        "kernels_without_counters": 1,
+        "unattributed": 0,
+        "samples": [
+            {"pid": 4242, "device_id": 0, "metric": "dram__bytes_read.sum", "samples": 1, "sum": 3200000.0},
+        ],
+    });
+    assert_eq!(with["counters"], expected);
+    with.as_object_mut().unwrap().remove("counters");
+    assert_eq!(with, plain);
+
+    let top = parse(report(
+        "counters-json-top",
+        true,
+        &["--format", "json", "--top", "1"],
+    ));
+    let kernels = top["counters"]["kernels"].as_array().unwrap();
+    assert_eq!(kernels.len(), 1);
+    assert_eq!(kernels[0], expected["kernels"][0]);
+    assert_eq!(top["counters"]["kernels_without_counters"], 1);
+}
