@@ -1,5 +1,6 @@
 //! The CUPTI callback subscriber: driver-API launches (which thread launched what,
 //! and when) and resource events (a context was created: describe its device).
+//! Launches and context creation also drive the per-kernel counters (`counters.rs`).
 //!
 //! These run on application threads, inside the application's CUDA calls: O(1) work,
 //! no locks, no allocation on the launch path, `errno` preserved, nothing unwinds out.
@@ -17,7 +18,7 @@ use wire::{ContextInfo, Launch, Record};
 use crate::handoff::{self, CONTEXTS, DEVICES};
 use crate::lifecycle::{self, State};
 use crate::log::warn;
-use crate::{cupti_api, device, tracer};
+use crate::{counters, cupti_api, device, tracer};
 
 /// The driver-API calls that launch GPU work whose kernels we attribute.
 pub const LAUNCH_CBIDS: &[u32] = &[
@@ -103,6 +104,11 @@ pub unsafe extern "C" fn on_callback(
 fn on_api(cbid: u32, d: &CUpti_CallbackData) {
     let Some(t) = tracer::get() else { return };
     let slot = d.correlationData;
+    let measurable = counters::measurable(cbid);
+    if d.callbackSite == CUPTI_API_ENTER && measurable {
+        // Before the timestamp: starting a counter range is not the launch's time.
+        counters::on_launch_enter(t.cupti, cbid, d);
+    }
     let now = cupti_api::timestamp(t.cupti);
     if d.callbackSite == CUPTI_API_ENTER {
         if !slot.is_null() {
@@ -124,6 +130,9 @@ fn on_api(cbid: u32, d: &CUpti_CallbackData) {
             start_ns: start,
             end_ns: now,
         }));
+        if measurable {
+            counters::on_launch_exit(t.cupti, d);
+        }
     }
 }
 
@@ -154,4 +163,5 @@ fn on_context_created(r: &CUpti_ResourceData) {
             device_id,
         }));
     }
+    counters::on_context_created(t.cupti, r.context, context_id, device_id);
 }

@@ -1,6 +1,7 @@
 //! The CUPTI calls the tracer makes, as small safe wrappers returning
-//! `Result<_, CuptiError>`. This module is the only caller of the raw function table
-//! besides `cupti` itself; every `unsafe` block is one FFI call.
+//! `Result<_, CuptiError>`. This module (with `profiler_api.rs`, the profiling calls
+//! of the counters) is the only caller of the raw function table besides `cupti`
+//! itself; every `unsafe` block is one FFI call.
 //!
 //! Which variant of a call is used follows NVIDIA's headers, by the version the
 //! library answered: `cuptiSubscribe_v2` from 13.0 (`allowMultipleSubscribers` in

@@ -13,6 +13,7 @@
 
 mod activity;
 mod callbacks;
+mod counters;
 mod cupti_api;
 mod decode;
 mod device;
@@ -23,6 +24,7 @@ mod lifecycle;
 mod log;
 mod options;
 mod preload;
+mod profiler_api;
 mod session;
 mod tracer;
 mod writer;

@@ -1,5 +1,19 @@
 //! Configuration: `GPUPROF_*` environment variables, read once at start-up. An invalid
 //! value gets a warning naming the variable and the value used instead.
+//!
+//! Hardware counters (see `counters.rs`):
+//! - `GPUPROF_COUNTERS`: `kernel` (default): per-kernel counters from CUPTI's range
+//!   profiler, one pass group per measured launch; `off`: none. `sampling` (PM
+//!   sampling) is not yet supported: it warns and uses `kernel`.
+//! - `GPUPROF_COUNTER_LAUNCHES`: how many launches of each kernel (name, grid, block)
+//!   are measured (default 64; 0 = every one).
+//! - `GPUPROF_COUNTER_EVERY`: measure every Nth launch of a kernel (default 1: each
+//!   one, until `GPUPROF_COUNTER_LAUNCHES` are measured).
+//! - `GPUPROF_METRICS`: a comma-separated list of metric names replacing the default
+//!   set of the chip (it is then one group, which must fit in one pass).
+//!
+//! A measured launch is serialised with the rest of the GPU's work (the range
+//! profiler brackets it); the launch policy bounds how many are.
 
 use std::path::PathBuf;
 
@@ -33,6 +47,22 @@ pub struct Options {
     pub collector: Option<PathBuf>,
     /// `GPUPROF_OUT`: the output directory the started collector writes.
     pub out: Option<PathBuf>,
+    /// `GPUPROF_COUNTERS`: off or kernel (default).
+    pub counters: CounterMode,
+    /// `GPUPROF_COUNTER_LAUNCHES`: launches measured per kernel key (0 = all).
+    pub counter_launches: u64,
+    /// `GPUPROF_COUNTER_EVERY`: measure every Nth launch of a kernel key.
+    pub counter_every: u64,
+    /// `GPUPROF_METRICS`: metric names replacing the default set (one group).
+    pub metrics: Option<Vec<String>>,
+}
+
+/// `GPUPROF_COUNTERS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterMode {
+    Off,
+    /// Per-kernel counters (range profiler).
+    Kernel,
 }
 
 impl Default for Options {
@@ -48,6 +78,10 @@ impl Default for Options {
             session_dir: None,
             collector: None,
             out: None,
+            counters: CounterMode::Kernel,
+            counter_launches: 64,
+            counter_every: 1,
+            metrics: None,
         }
     }
 }
@@ -174,6 +208,42 @@ impl Options {
             wire::ring::MAX_CAPACITY as u64,
         ) as usize;
         let exit_timeout_ms = r.count("GPUPROF_EXIT_TIMEOUT_MS", d.exit_timeout_ms, 0, 600_000);
+        let counters = match r.value("GPUPROF_COUNTERS") {
+            None => CounterMode::Kernel,
+            Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "off" => CounterMode::Off,
+                "kernel" => CounterMode::Kernel,
+                "sampling" => {
+                    r.warnings.push(format!(
+                        "GPUPROF_COUNTERS={v:?}: sampling is not yet supported, using kernel"
+                    ));
+                    CounterMode::Kernel
+                }
+                _ => {
+                    r.warnings.push(format!(
+                        "GPUPROF_COUNTERS={v:?} is not one of off, kernel; using kernel"
+                    ));
+                    CounterMode::Kernel
+                }
+            },
+        };
+        let counter_launches = r.count("GPUPROF_COUNTER_LAUNCHES", d.counter_launches, 0, u64::MAX);
+        let counter_every = r.count("GPUPROF_COUNTER_EVERY", d.counter_every, 1, u64::MAX);
+        let metrics = r.value("GPUPROF_METRICS").and_then(|v| {
+            let names: Vec<String> = v
+                .split(',')
+                .map(str::trim)
+                .filter(|m| !m.is_empty())
+                .map(str::to_owned)
+                .collect();
+            if names.is_empty() || names.iter().any(|m| m.contains('\0')) {
+                r.warnings.push(format!(
+                    "GPUPROF_METRICS={v:?} names no metrics; using the default set"
+                ));
+                return None;
+            }
+            Some(names)
+        });
         let opts = Options {
             log,
             disabled,
@@ -185,6 +255,10 @@ impl Options {
             session_dir: r.path("GPUPROF_SESSION_DIR"),
             collector: r.path("GPUPROF_COLLECTOR"),
             out: r.path("GPUPROF_OUT"),
+            counters,
+            counter_launches,
+            counter_every,
+            metrics,
         };
         (opts, r.warnings)
     }
@@ -244,6 +318,51 @@ mod tests {
             }
         );
         assert!(w.is_empty(), "{w:?}");
+    }
+
+    #[test]
+    fn counter_options() {
+        let (o, w) = Options::from_env(env(&[
+            ("GPUPROF_COUNTERS", "off"),
+            ("GPUPROF_COUNTER_LAUNCHES", "0"),
+            ("GPUPROF_COUNTER_EVERY", "10"),
+            (
+                "GPUPROF_METRICS",
+                " dram__bytes_read.sum, sm__cycles_active.avg ,",
+            ),
+        ]));
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(o.counters, CounterMode::Off);
+        assert_eq!(o.counter_launches, 0);
+        assert_eq!(o.counter_every, 10);
+        assert_eq!(
+            o.metrics,
+            Some(vec![
+                "dram__bytes_read.sum".to_string(),
+                "sm__cycles_active.avg".to_string()
+            ])
+        );
+        let (o, w) = Options::from_env(env(&[
+            ("GPUPROF_COUNTERS", "sampling"),
+            ("GPUPROF_COUNTER_EVERY", "0"),
+            ("GPUPROF_METRICS", " , "),
+        ]));
+        assert_eq!(o, Options::default());
+        assert_eq!(
+            w,
+            vec![
+                "GPUPROF_COUNTERS=\"sampling\": sampling is not yet supported, using kernel"
+                    .to_string(),
+                "GPUPROF_COUNTER_EVERY=\"0\" is not a whole number from 1 to 18446744073709551615; using 1"
+                    .to_string(),
+                "GPUPROF_METRICS=\" , \" names no metrics; using the default set".to_string(),
+            ]
+        );
+        let (_, w) = Options::from_env(env(&[("GPUPROF_COUNTERS", "all")]));
+        assert_eq!(
+            w,
+            vec!["GPUPROF_COUNTERS=\"all\" is not one of off, kernel; using kernel".to_string()]
+        );
     }
 
     #[test]

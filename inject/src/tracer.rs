@@ -67,6 +67,7 @@ pub fn start(cupti: &'static Cupti, opts: &Options) -> Result<(), String> {
                 format!("cuptiSubscribe failed: {}", e.code)
             }
         })?;
+    crate::counters::configure(opts);
     let tracer = TRACER.get_or_init(|| Tracer {
         cupti,
         subscriber,

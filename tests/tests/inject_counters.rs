@@ -1,0 +1,406 @@
+//! Per-kernel hardware counters inside libgpuprof.so, end to end on the simulated CUDA
+//! stack: the cudarc client runs with the profiler injected and a session directory but
+//! no collector; the test reads the ring the process left. Counter values must be the
+//! cost model's exactly (the simulated range profiler reports them per kernel).
+//!
+//! The simulated CUPTI schedules any metric set in one pass, so the default GH100
+//! groups (each one pass on a real H100) are collected as they would be there, one
+//! group per launch, rotating. The policy's corner cases are unit tests in inject.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use gpuprof_tests::{artifact, sim_cupti, sim_lib_dir, Finished, Scratch, TimedChild};
+use sim_core::{CostModel, GemmShape, Launch as SimLaunch};
+use wire::ring::RingReader;
+use wire::{CounterPlan, Kernel, KernelCounters, Record};
+
+const LIMIT: Duration = Duration::from_secs(120);
+const STDOUT: &str =
+    "cudarc-llm: ok: 2 layers, prompt 128, 4 decode steps: 60 kernel launches, 47 GEMMs\n";
+/// Metrics of the default cost model (tests/sim/core/models/default.toml).
+const METRICS: [&str; 4] = [
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "sm__cycles_active.avg",
+];
+
+/// The cudarc client on the simulated H100 with CUPTI `release`, injected, with `env`.
+fn run(name: &str, release: &str, env: &[(&str, &str)]) -> (Finished, Vec<Record>) {
+    let dir = Scratch::new(&format!("counters-{name}"));
+    let mut cmd = Command::new(artifact("cudarc-llm"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("GPUPROF_")
+            || k.starts_with("CUDA_")
+            || k.starts_with("SIM")
+            || k.starts_with("NVTX_")
+        {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env_remove("LD_PRELOAD");
+    let major = if release.starts_with("12.") { 12 } else { 13 };
+    cmd.env("LD_LIBRARY_PATH", sim_lib_dir())
+        .env("RUST_BACKTRACE", "0")
+        .env("GPUPROF_CUPTI_LIB", sim_cupti(major))
+        .env("SIMCUPTI_VERSION", release)
+        .env("GPUPROF_SESSION_DIR", dir.path())
+        .env("CUDA_INJECTION64_PATH", artifact("libgpuprof.so"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = TimedChild::spawn(cmd, LIMIT).wait();
+    assert!(
+        out.status.success(),
+        "{:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        out.stdout,
+        out.stderr
+    );
+    assert_eq!(out.stdout, STDOUT, "the app's output is unchanged");
+    let rings = rings(dir.path());
+    assert_eq!(rings.len(), 1, "{rings:?}");
+    let mut reader = RingReader::open(&rings[0]).expect("open ring");
+    let mut records = Vec::new();
+    while let Some(frame) = reader.try_read().expect("ring reads") {
+        records.extend(wire::decode_batch(&frame).expect("frame decodes"));
+    }
+    assert!(reader.is_finished());
+    let h = reader.header();
+    assert_eq!((h.dropped_records, h.dropped_frames), (0, 0), "no drops");
+    assert!(!records.iter().any(|r| matches!(r, Record::Dropped(_))));
+    match records.last() {
+        Some(Record::End(e)) => assert_eq!(e.records, records.len() as u64 - 1),
+        other => panic!("last record is {other:?}"),
+    }
+    (out, records)
+}
+
+fn rings(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .expect("read session dir")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "ring"))
+        .collect()
+}
+
+fn strings(records: &[Record]) -> HashMap<u32, String> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::String(s) => Some((s.id, s.text.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn plans(records: &[Record]) -> Vec<&CounterPlan> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::CounterPlan(p) => Some(p),
+            _ => None,
+        })
+        .collect()
+}
+
+fn statuses(records: &[Record]) -> Vec<&str> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::CounterStatus(s) => Some(s.message.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn counters(records: &[Record]) -> Vec<&KernelCounters> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::KernelCounters(k) => Some(k),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Kernels in execution order.
+fn kernels(records: &[Record]) -> Vec<&Kernel> {
+    let mut k: Vec<&Kernel> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Kernel(x) => Some(x),
+            _ => None,
+        })
+        .collect();
+    k.sort_by_key(|k| k.start_ns);
+    k
+}
+
+/// The GEMM shape (m, n, k, batch) of each cuBLAS call of the cudarc client, in order
+/// (tests/workloads/cudarc-llm/src/main.rs with its default shape; as in
+/// inject_tracing.rs), `None` for its own kernels.
+fn cudarc_gemms() -> Vec<Option<(u64, u64, u64, u64)>> {
+    let (layers, h, ffn, heads, vocab, prompt, decode) =
+        (2u64, 1024u64, 2816u64, 8u64, 32000u64, 128u64, 4);
+    let mut steps = Vec::new();
+    let layer = |steps: &mut Vec<_>, t: u64, prefill: bool| {
+        steps.push(None);
+        steps.push(Some((3 * h, t, h, 1)));
+        if prefill {
+            steps.push(Some((t, t, h / heads, heads)));
+        }
+        steps.push(None);
+        steps.push(Some((h, t, h, 1)));
+        steps.push(None);
+        steps.push(None);
+        steps.push(Some((2 * ffn, t, h, 1)));
+        steps.push(None);
+        steps.push(Some((h, t, ffn, 1)));
+        steps.push(None);
+    };
+    for _ in 0..layers {
+        layer(&mut steps, prompt, true);
+    }
+    steps.push(Some((vocab, 1, h, 1)));
+    for _ in 0..decode {
+        for _ in 0..layers {
+            layer(&mut steps, 1, false);
+        }
+        steps.push(Some((vocab, 1, h, 1)));
+    }
+    steps
+}
+
+type Key = (String, [i32; 3], [i32; 3]);
+/// By correlation id: the kernel's key and the cost model's counters.
+type Costs = HashMap<u32, (Key, BTreeMap<String, f64>)>;
+/// By key: correlation ids of its launches in order.
+type LaunchesByKey = HashMap<Key, Vec<u32>>;
+
+/// Each kernel's key and the cost model's counters for it, by correlation id, and the
+/// correlation ids of each key's launches in order.
+fn expected(records: &[Record]) -> (Costs, LaunchesByKey) {
+    let names = strings(records);
+    let ks = kernels(records);
+    let gemms = cudarc_gemms();
+    assert_eq!(ks.len(), gemms.len());
+    let model = CostModel::builtin();
+    let mut by_corr = HashMap::new();
+    let mut by_key = LaunchesByKey::new();
+    for (k, gemm) in ks.iter().zip(gemms) {
+        let name = names[&k.name].clone();
+        let launch = SimLaunch {
+            name: name.clone(),
+            grid: k.grid.map(|g| g as u32),
+            block: k.block.map(|b| b as u32),
+            shared_mem: k.dynamic_shared_memory as u32,
+            registers: u32::from(k.registers_per_thread),
+            gemm: gemm.map(|(m, n, kk, batch)| GemmShape {
+                m,
+                n,
+                k: kk,
+                batch,
+                elem_bytes: 2,
+            }),
+        };
+        let cost = model.cost(&launch).expect("costed");
+        let key = (name, k.grid, k.block);
+        by_key
+            .entry(key.clone())
+            .or_default()
+            .push(k.correlation_id);
+        by_corr.insert(k.correlation_id, (key, cost.counters));
+    }
+    (by_corr, by_key)
+}
+
+/// The plan's groups as metric names.
+fn plan_groups<'a>(p: &CounterPlan, names: &'a HashMap<u32, String>) -> Vec<Vec<&'a str>> {
+    p.groups
+        .iter()
+        .map(|g| g.iter().map(|id| names[id].as_str()).collect())
+        .collect()
+}
+
+/// Checks every KernelCounters record against the cost model (the metrics of its
+/// group in `groups`) and returns the measured launches of each key with their groups.
+fn check_values(records: &[Record], groups: &[Vec<&str>]) -> HashMap<Key, Vec<(u32, u32)>> {
+    let names = strings(records);
+    let (by_corr, _) = expected(records);
+    let mut measured: HashMap<Key, Vec<(u32, u32)>> = HashMap::new();
+    let mut tensor_ops = 0.0;
+    for kc in counters(records) {
+        let (key, cost) = by_corr
+            .get(&kc.correlation_id)
+            .unwrap_or_else(|| panic!("no kernel for {kc:?}"));
+        let got: Vec<(&str, f64)> = kc
+            .metrics
+            .iter()
+            .map(|m| (names[&m.name].as_str(), m.value))
+            .collect();
+        let want: Vec<(&str, f64)> = groups[kc.group as usize]
+            .iter()
+            .map(|m| (*m, cost.get(*m).copied().unwrap_or(0.0)))
+            .collect();
+        assert_eq!(got, want, "{key:?} (launch {})", kc.correlation_id);
+        tensor_ops += want
+            .iter()
+            .filter(|(m, _)| *m == "sm__ops_path_tensor_src_bf16_dst_fp32.sum")
+            .map(|(_, v)| v)
+            .sum::<f64>();
+        measured
+            .entry(key.clone())
+            .or_default()
+            .push((kc.correlation_id, kc.group));
+    }
+    assert!(tensor_ops > 0.0, "the GEMMs' tensor ops are measured");
+    measured
+}
+
+/// The default GH100 set: the plan is its groups, and successive launches of each
+/// kernel rotate through them, each value the cost model's.
+#[test]
+fn default_set_on_gh100_rotates_launches_through_its_groups() {
+    let default: Vec<Vec<&str>> = cupti::metrics::default_groups("GH100")
+        .expect("GH100 has a default set")
+        .iter()
+        .map(|g| g.to_vec())
+        .collect();
+    assert!(default.len() > 1);
+    let (out, records) = run("default", "13.4", &[]);
+    assert_eq!(out.stderr, "");
+    assert!(statuses(&records).is_empty(), "{:?}", statuses(&records));
+    let names = strings(&records);
+    let ps = plans(&records);
+    assert_eq!(ps.len(), 1, "{ps:?}");
+    assert_eq!(
+        (ps[0].device_id, ps[0].chip.as_str(), ps[0].mode.as_str()),
+        (0, "GH100", "kernel")
+    );
+    assert_eq!(
+        ps[0].policy,
+        format!(
+            "the first 64 launches of each kernel (name, grid, block); \
+             successive measured launches rotate through {} pass groups",
+            default.len()
+        )
+    );
+    let groups = plan_groups(ps[0], &names);
+    assert_eq!(groups, default);
+    let measured = check_values(&records, &groups);
+    let (_, by_key) = expected(&records);
+    // No key has 64 launches: every launch is measured, the i-th with group i % n.
+    assert_eq!(counters(&records).len(), 107);
+    for (key, launches) in &by_key {
+        let want: Vec<(u32, u32)> = launches
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (*c, (i % default.len()) as u32))
+            .collect();
+        assert_eq!(measured[key], want, "{key:?}");
+    }
+    assert!(
+        by_key.values().any(|l| l.len() > default.len()),
+        "wraps around"
+    );
+}
+
+fn check_metrics_run(release: &str) {
+    let list = METRICS.join(",");
+    let (out, records) = run(
+        &format!("metrics-{release}"),
+        release,
+        &[("GPUPROF_METRICS", &list)],
+    );
+    assert_eq!(out.stderr, "");
+    assert!(statuses(&records).is_empty(), "{:?}", statuses(&records));
+    let names = strings(&records);
+    let ps = plans(&records);
+    assert_eq!(ps.len(), 1, "{ps:?}");
+    let p = ps[0];
+    assert_eq!(
+        (
+            p.device_id,
+            p.chip.as_str(),
+            p.mode.as_str(),
+            p.policy.as_str()
+        ),
+        (
+            0,
+            "GH100",
+            "kernel",
+            "the first 64 launches of each kernel (name, grid, block); one pass group"
+        )
+    );
+    let groups = plan_groups(p, &names);
+    assert_eq!(groups, vec![METRICS.to_vec()]);
+    // No key has 64 launches: every launch is measured, exactly, with the one group.
+    let measured = check_values(&records, &groups);
+    let (_, by_key) = expected(&records);
+    let want: LaunchesByKey = measured
+        .iter()
+        .map(|(k, v)| {
+            assert!(v.iter().all(|(_, g)| *g == 0));
+            (k.clone(), v.iter().map(|(c, _)| *c).collect())
+        })
+        .collect();
+    assert_eq!(want, by_key);
+    assert_eq!(counters(&records).len(), 107);
+}
+
+#[test]
+fn chosen_metrics_are_the_cost_models_values_cupti_13_4() {
+    check_metrics_run("13.4");
+}
+
+#[test]
+fn chosen_metrics_are_the_cost_models_values_cupti_12_9() {
+    check_metrics_run("12.9");
+}
+
+#[test]
+fn counter_launches_limits_each_kernel_key() {
+    let list = METRICS.join(",");
+    let (out, records) = run(
+        "launches-2",
+        "13.4",
+        &[
+            ("GPUPROF_METRICS", &list),
+            ("GPUPROF_COUNTER_LAUNCHES", "2"),
+        ],
+    );
+    assert_eq!(out.stderr, "");
+    assert_eq!(
+        plans(&records)[0].policy,
+        "the first 2 launches of each kernel (name, grid, block); one pass group"
+    );
+    let names = strings(&records);
+    let measured = check_values(&records, &plan_groups(plans(&records)[0], &names));
+    let (_, by_key) = expected(&records);
+    assert_eq!(measured.len(), by_key.len(), "every key measured");
+    for (key, launches) in &by_key {
+        let first: Vec<(u32, u32)> = launches.iter().take(2).map(|c| (*c, 0)).collect();
+        assert_eq!(measured[key], first, "{key:?}");
+    }
+    // Some keys have more than two launches, so the limit mattered.
+    assert!(by_key.values().any(|l| l.len() > 2));
+}
+
+#[test]
+fn counters_off_emits_no_counter_records() {
+    let (out, records) = run("off", "13.4", &[("GPUPROF_COUNTERS", "off")]);
+    assert_eq!(out.stderr, "");
+    assert!(!records.iter().any(|r| matches!(
+        r,
+        Record::CounterPlan(_)
+            | Record::CounterStatus(_)
+            | Record::KernelCounters(_)
+            | Record::CounterSample(_)
+    )));
+    assert_eq!(kernels(&records).len(), 107);
+}
