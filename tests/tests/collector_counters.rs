@@ -221,7 +221,7 @@ name,mangled,launches_with_counters,metric,launches,mean,sum
 \"gemm(float*, float*, int)\",_Z4gemmPfS_i,3,dram__bytes_read.sum,2,1572864.0,3145728.0
 \"gemm(float*, float*, int)\",_Z4gemmPfS_i,3,dram__bytes_write.sum,2,762144.25,1524288.5
 \"gemm(float*, float*, int)\",_Z4gemmPfS_i,3,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,1,61.25,61.25
-rmsnorm_kernel,rmsnorm_kernel,0,,2,,
+rmsnorm_kernel,rmsnorm_kernel,0,,,,
 
 # counter_samples
 pid,device_id,metric,samples,sum
