@@ -8,6 +8,10 @@
 //! Start..Stop or in auto range, DecodeData before Stop, SetConfig while started) are
 //! `CUPTI_ERROR_INVALID_OPERATION`. `cuptiProfilerInitialize` must come first
 //! (`CUPTI_ERROR_NOT_INITIALIZED`).
+//!
+//! `SIMCUPTI_COUNTERS_BUSY=1` plays another tool holding the GPU's counters:
+//! `cuptiRangeProfilerEnable` on a valid context answers `CUPTI_ERROR_HARDWARE_BUSY`
+//! ("The performance monitoring hardware is in use by other client", cupti_result.h).
 
 use std::ffi::CStr;
 
@@ -41,10 +45,19 @@ fn run<T: Copy>(p: *mut T, min: usize, f: impl FnOnce(&mut T, usize) -> R) -> R 
 
 const NOT_ENABLED: R = CUPTI_ERROR_INVALID_OPERATION;
 
+/// Environment variable: `1` makes `cuptiRangeProfilerEnable` answer
+/// `CUPTI_ERROR_HARDWARE_BUSY`, as when another tool holds the counters.
+pub const COUNTERS_BUSY_ENV: &str = "SIMCUPTI_COUNTERS_BUSY";
+
+fn counters_busy() -> bool {
+    std::env::var_os(COUNTERS_BUSY_ENV).is_some_and(|v| v == "1")
+}
+
 /// `cuptiRangeProfilerEnable`: "Create a range profiler object and enable range
 /// profiling on the CUDA context." A null or invalid context is
 /// `CUPTI_ERROR_INVALID_PARAMETER`; a second object on one context
-/// `CUPTI_ERROR_INVALID_OPERATION`.
+/// `CUPTI_ERROR_INVALID_OPERATION`; with `SIMCUPTI_COUNTERS_BUSY=1` (another tool
+/// holds the counters) `CUPTI_ERROR_HARDWARE_BUSY`.
 ///
 /// # Safety
 /// `p` is null or a valid `CUpti_RangeProfiler_Enable_Params`.
@@ -64,6 +77,9 @@ pub unsafe extern "C" fn cuptiRangeProfilerEnable(p: *mut CUpti_RangeProfiler_En
         let (id, dev) = unsafe { ((d.table.context_id)(p.ctx), (d.table.context_device)(p.ctx)) };
         if id == 0 || dev < 0 {
             return CUPTI_ERROR_INVALID_PARAMETER;
+        }
+        if counters_busy() {
+            return CUPTI_ERROR_HARDWARE_BUSY;
         }
         let chip = crate::api_profiler_target::chip_of(d, dev).unwrap_or_default();
         match rp::enable(id, chip) {
