@@ -37,26 +37,15 @@ pub struct CallError {
 
 impl fmt::Display for CallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use cupti_sys::CUptiResult::*;
-        let code = self.code.0;
-        let name = match code {
-            CUPTI_ERROR_INVALID_METRIC_NAME => Some("CUPTI_ERROR_INVALID_METRIC_NAME"),
-            CUPTI_ERROR_INVALID_CHIP_NAME => Some("CUPTI_ERROR_INVALID_CHIP_NAME"),
-            CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES => {
-                Some("CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES")
-            }
-            _ => None,
-        };
-        match name {
-            Some(n) => write!(f, "{} failed: {n} ({code})", self.call),
-            None if code == CUPTI_ERROR_NOT_SUPPORTED => {
-                write!(
-                    f,
-                    "{} is not supported by this CUPTI ({})",
-                    self.call, self.code
-                )
-            }
-            None => write!(f, "{} failed: {}", self.call, self.code),
+        if self.code.0 == CUPTI_ERROR_NOT_SUPPORTED {
+            write!(
+                f,
+                "{} is not supported by this CUPTI ({})",
+                self.call, self.code
+            )
+        } else {
+            // CuptiError names the codes the cupti crate knows, the number otherwise.
+            write!(f, "{} failed: {}", self.call, self.code)
         }
     }
 }
