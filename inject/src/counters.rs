@@ -1,5 +1,6 @@
 //! Per-kernel hardware counters with CUPTI's range profiler (`GPUPROF_COUNTERS=kernel`,
-//! the default).
+//! the default). `GPUPROF_COUNTERS=sampling` uses PM sampling instead
+//! ([`sampling`]); then nothing below runs.
 //!
 //! **Plan** (context created, once per device): the chip name
 //! (`cuptiDeviceGetChipName`), its pass groups (the default set of
@@ -47,6 +48,7 @@ use crate::options::{CounterMode, Options};
 use crate::profiler_api::{self as api, HostConfig, MetricNames, RangeProfiler};
 
 pub mod policy;
+pub mod sampling;
 
 use policy::Policy;
 
@@ -108,8 +110,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Reads the counter options at start-up; counters are on unless
 /// `GPUPROF_COUNTERS=off`.
 pub fn configure(opts: &Options) {
-    if opts.counters == CounterMode::Off {
-        return;
+    match opts.counters {
+        CounterMode::Off => return,
+        CounterMode::Sampling => return sampling::configure(opts),
+        CounterMode::Kernel => {}
     }
     if SETTINGS
         .set(Settings {
@@ -134,6 +138,7 @@ fn fail(message: String) {
 /// Context created (resource callback): plans the device's groups if this is its
 /// first context, and enables the range profiler on the context.
 pub fn on_context_created(c: &Cupti, ctx: CUcontext, context_id: u32, device_id: u32) {
+    sampling::on_context_created(c, device_id);
     if !ON.load(Ordering::Acquire) {
         return;
     }

@@ -1,7 +1,7 @@
 //! Process exit and fork.
 //!
-//! Exit (`atexit`, once, in the process that started profiling): CUPTI's forced
-//! flush, then the writer drains, writes `End` and the ring's finished flag while we
+//! Exit (`atexit`, once, in the process that started profiling): the last PM
+//! samples (`counters::sampling::finish`), CUPTI's forced flush, then the writer drains, writes `End` and the ring's finished flag while we
 //! wait at most `GPUPROF_EXIT_TIMEOUT_MS`; a ring whose collector is gone is deleted.
 //!
 //! Fork: the child disables profiling (no CUPTI call, no ring: both belong to the
@@ -81,6 +81,7 @@ fn on_exit() {
     let started = Instant::now();
     if lifecycle::state() == lifecycle::State::Running {
         if let Some(t) = tracer::get() {
+            crate::counters::sampling::finish(t.cupti);
             if let Err(e) = cupti_api::flush_all(t.cupti, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) {
                 debug!("cuptiActivityFlushAll at exit: {e}");
             }

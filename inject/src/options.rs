@@ -3,8 +3,9 @@
 //!
 //! Hardware counters (see `counters.rs`):
 //! - `GPUPROF_COUNTERS`: `kernel` (default): per-kernel counters from CUPTI's range
-//!   profiler, one pass group per measured launch; `off`: none. `sampling` (PM
-//!   sampling) is not yet supported: it warns and uses `kernel`.
+//!   profiler, one pass group per measured launch; `sampling`: GPU-wide counter
+//!   samples from CUPTI's PM sampling (`counters/sampling.rs`); `off`: none.
+//! - `GPUPROF_SAMPLE_INTERVAL_US`: the PM sampling interval in µs (default 100).
 //! - `GPUPROF_COUNTER_LAUNCHES`: how many launches of each kernel (name, grid, block)
 //!   are measured (default 64; 0 = every one).
 //! - `GPUPROF_COUNTER_EVERY`: measure every Nth launch of a kernel (default 1: each
@@ -47,7 +48,7 @@ pub struct Options {
     pub collector: Option<PathBuf>,
     /// `GPUPROF_OUT`: the output directory the started collector writes.
     pub out: Option<PathBuf>,
-    /// `GPUPROF_COUNTERS`: off or kernel (default).
+    /// `GPUPROF_COUNTERS`: off, kernel (default) or sampling.
     pub counters: CounterMode,
     /// `GPUPROF_COUNTER_LAUNCHES`: launches measured per kernel key (0 = all).
     pub counter_launches: u64,
@@ -55,6 +56,8 @@ pub struct Options {
     pub counter_every: u64,
     /// `GPUPROF_METRICS`: metric names replacing the default set (one group).
     pub metrics: Option<Vec<String>>,
+    /// `GPUPROF_SAMPLE_INTERVAL_US`: PM sampling interval in µs.
+    pub sample_interval_us: u64,
 }
 
 /// `GPUPROF_COUNTERS`.
@@ -63,6 +66,8 @@ pub enum CounterMode {
     Off,
     /// Per-kernel counters (range profiler).
     Kernel,
+    /// GPU-wide samples at a fixed interval (PM sampling).
+    Sampling,
 }
 
 impl Default for Options {
@@ -82,6 +87,7 @@ impl Default for Options {
             counter_launches: 64,
             counter_every: 1,
             metrics: None,
+            sample_interval_us: 100,
         }
     }
 }
@@ -213,15 +219,10 @@ impl Options {
             Some(v) => match v.trim().to_ascii_lowercase().as_str() {
                 "off" => CounterMode::Off,
                 "kernel" => CounterMode::Kernel,
-                "sampling" => {
-                    r.warnings.push(format!(
-                        "GPUPROF_COUNTERS={v:?}: sampling is not yet supported, using kernel"
-                    ));
-                    CounterMode::Kernel
-                }
+                "sampling" => CounterMode::Sampling,
                 _ => {
                     r.warnings.push(format!(
-                        "GPUPROF_COUNTERS={v:?} is not one of off, kernel; using kernel"
+                        "GPUPROF_COUNTERS={v:?} is not one of off, kernel, sampling; using kernel"
                     ));
                     CounterMode::Kernel
                 }
@@ -229,6 +230,12 @@ impl Options {
         };
         let counter_launches = r.count("GPUPROF_COUNTER_LAUNCHES", d.counter_launches, 0, u64::MAX);
         let counter_every = r.count("GPUPROF_COUNTER_EVERY", d.counter_every, 1, u64::MAX);
+        let sample_interval_us = r.count(
+            "GPUPROF_SAMPLE_INTERVAL_US",
+            d.sample_interval_us,
+            1,
+            10_000_000,
+        );
         let metrics = r.value("GPUPROF_METRICS").and_then(|v| {
             let names: Vec<String> = v
                 .split(',')
@@ -259,6 +266,7 @@ impl Options {
             counter_launches,
             counter_every,
             metrics,
+            sample_interval_us,
         };
         (opts, r.warnings)
     }
@@ -346,13 +354,21 @@ mod tests {
             ("GPUPROF_COUNTERS", "sampling"),
             ("GPUPROF_COUNTER_EVERY", "0"),
             ("GPUPROF_METRICS", " , "),
+            ("GPUPROF_SAMPLE_INTERVAL_US", "250"),
         ]));
-        assert_eq!(o, Options::default());
+        assert_eq!(o.counters, CounterMode::Sampling);
+        assert_eq!(o.sample_interval_us, 250);
+        assert_eq!(
+            Options {
+                counters: CounterMode::Kernel,
+                sample_interval_us: 100,
+                ..o
+            },
+            Options::default()
+        );
         assert_eq!(
             w,
             vec![
-                "GPUPROF_COUNTERS=\"sampling\": sampling is not yet supported, using kernel"
-                    .to_string(),
                 "GPUPROF_COUNTER_EVERY=\"0\" is not a whole number from 1 to 18446744073709551615; using 1"
                     .to_string(),
                 "GPUPROF_METRICS=\" , \" names no metrics; using the default set".to_string(),
@@ -361,7 +377,10 @@ mod tests {
         let (_, w) = Options::from_env(env(&[("GPUPROF_COUNTERS", "all")]));
         assert_eq!(
             w,
-            vec!["GPUPROF_COUNTERS=\"all\" is not one of off, kernel; using kernel".to_string()]
+            vec![
+                "GPUPROF_COUNTERS=\"all\" is not one of off, kernel, sampling; using kernel"
+                    .to_string()
+            ]
         );
     }
 

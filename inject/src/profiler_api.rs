@@ -1,5 +1,6 @@
 //! The CUPTI profiling calls the counter collection makes (`cupti_profiler_target.h`,
-//! `cupti_profiler_host.h`, `cupti_range_profiler.h`, CUDA 12.6 on), as small safe
+//! `cupti_profiler_host.h`, `cupti_range_profiler.h`, `cupti_pmsampling.h`, CUDA 12.6
+//! on), as small safe
 //! wrappers. With `cupti_api.rs` this is the only caller of the raw function table.
 //!
 //! Every params struct is zeroed and its `structSize` set as the header's
@@ -23,9 +24,13 @@ use std::fmt;
 
 use cupti::{Cupti, CuptiError};
 use cupti_sys::CUptiResult::CUPTI_ERROR_NOT_SUPPORTED;
+use cupti_sys::CUpti_PmSampling_DecodeStopReason::CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
+use cupti_sys::CUpti_PmSampling_TriggerMode::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
 use cupti_sys::CUpti_ProfilerRange::CUPTI_AutoRange;
 use cupti_sys::CUpti_ProfilerReplayMode::CUPTI_UserReplay;
-use cupti_sys::CUpti_ProfilerType::CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+use cupti_sys::CUpti_ProfilerType::{
+    CUPTI_PROFILER_TYPE_PM_SAMPLING, CUPTI_PROFILER_TYPE_RANGE_PROFILER,
+};
 use cupti_sys::*;
 
 /// A CUPTI call that failed, and how.
@@ -174,6 +179,24 @@ impl HostConfig {
         chip: &str,
         metrics: MetricNames,
     ) -> std::result::Result<HostConfig, ConfigError> {
+        HostConfig::with_type(c, chip, metrics, CUPTI_PROFILER_TYPE_RANGE_PROFILER)
+    }
+
+    /// As [`HostConfig::new`], for PM sampling's config images.
+    pub fn for_sampling(
+        c: &Cupti,
+        chip: &str,
+        metrics: MetricNames,
+    ) -> std::result::Result<HostConfig, ConfigError> {
+        HostConfig::with_type(c, chip, metrics, CUPTI_PROFILER_TYPE_PM_SAMPLING)
+    }
+
+    fn with_type(
+        c: &Cupti,
+        chip: &str,
+        metrics: MetricNames,
+        kind: CUpti_ProfilerType::Type,
+    ) -> std::result::Result<HostConfig, ConfigError> {
         let plain = |error| ConfigError {
             error,
             metric: None,
@@ -188,7 +211,7 @@ impl HostConfig {
             CUpti_Profiler_Host_Initialize_Params,
             pSinglePassMetricSetName
         );
-        p.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+        p.profilerType = kind;
         p.pChipName = chip_c.as_ptr();
         call!(c, cuptiProfilerHostInitialize, &mut p).map_err(plain)?;
         let mut hc = HostConfig {
@@ -373,4 +396,130 @@ pub fn ranges(c: &Cupti, image: &[u8]) -> Result<usize> {
     p.counterDataImageSize = image.len();
     call!(c, cuptiRangeProfilerGetCounterDataInfo, &mut p)?;
     Ok(p.numTotalRanges)
+}
+
+/// A PM sampling object (`cuptiPmSamplingEnable` on one device). An opaque token;
+/// we never dereference it.
+#[derive(Debug, Clone, Copy)]
+pub struct PmSampler(usize);
+
+impl PmSampler {
+    fn object(self) -> *mut CUpti_PmSampling_Object {
+        self.0 as *mut CUpti_PmSampling_Object
+    }
+}
+
+/// `cuptiPmSamplingEnable` on device ordinal `device`.
+pub fn pm_enable(c: &Cupti, device: u32) -> Result<PmSampler> {
+    let mut p = params!(CUpti_PmSampling_Enable_Params, pPmSamplingObject);
+    p.deviceIndex = device as usize;
+    call!(c, cuptiPmSamplingEnable, &mut p)?;
+    Ok(PmSampler(p.pPmSamplingObject as usize))
+}
+
+/// `cuptiPmSamplingDisable`.
+pub fn pm_disable(c: &Cupti, s: PmSampler) -> Result<()> {
+    let mut p = params!(CUpti_PmSampling_Disable_Params, pPmSamplingObject);
+    p.pPmSamplingObject = s.object();
+    call!(c, cuptiPmSamplingDisable, &mut p)
+}
+
+/// `cuptiPmSamplingSetConfig`: `config` (a PM sampling host config image), a time
+/// trigger every `interval_ns` of GPU time, a hardware buffer of `buffer_bytes`. The
+/// struct stops before `hwBufferAppendMode` (12.8): the 12.6 default, keep oldest.
+pub fn pm_set_config(
+    c: &Cupti,
+    s: PmSampler,
+    config: &[u8],
+    interval_ns: u64,
+    buffer_bytes: usize,
+) -> Result<()> {
+    let mut p = params!(CUpti_PmSampling_SetConfig_Params, triggerMode);
+    p.pPmSamplingObject = s.object();
+    p.configSize = config.len();
+    p.pConfig = config.as_ptr();
+    p.hardwareBufferSize = buffer_bytes;
+    p.samplingInterval = interval_ns;
+    p.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
+    call!(c, cuptiPmSamplingSetConfig, &mut p)
+}
+
+/// `cuptiPmSamplingStart`.
+pub fn pm_start(c: &Cupti, s: PmSampler) -> Result<()> {
+    let mut p = params!(CUpti_PmSampling_Start_Params, pPmSamplingObject);
+    p.pPmSamplingObject = s.object();
+    call!(c, cuptiPmSamplingStart, &mut p)
+}
+
+/// `cuptiPmSamplingStop`.
+pub fn pm_stop(c: &Cupti, s: PmSampler) -> Result<()> {
+    let mut p = params!(CUpti_PmSampling_Stop_Params, pPmSamplingObject);
+    p.pPmSamplingObject = s.object();
+    call!(c, cuptiPmSamplingStop, &mut p)
+}
+
+/// `cuptiPmSamplingGetCounterDataSize` for `max_samples` samples of `metrics`.
+pub fn pm_counter_data_size(
+    c: &Cupti,
+    s: PmSampler,
+    metrics: &MetricNames,
+    max_samples: u32,
+) -> Result<usize> {
+    let mut p = params!(CUpti_PmSampling_GetCounterDataSize_Params, counterDataSize);
+    p.pPmSamplingObject = s.object();
+    p.pMetricNames = metrics.array();
+    p.numMetrics = metrics.len();
+    p.maxSamples = max_samples;
+    call!(c, cuptiPmSamplingGetCounterDataSize, &mut p)?;
+    Ok(p.counterDataSize)
+}
+
+/// `cuptiPmSamplingCounterDataImageInitialize` of `image`.
+pub fn pm_counter_data_initialize(c: &Cupti, s: PmSampler, image: &mut [u8]) -> Result<()> {
+    let mut p = params!(
+        CUpti_PmSampling_CounterDataImage_Initialize_Params,
+        pCounterData
+    );
+    p.pPmSamplingObject = s.object();
+    p.counterDataSize = image.len();
+    p.pCounterData = image.as_mut_ptr();
+    call!(c, cuptiPmSamplingCounterDataImageInitialize, &mut p)
+}
+
+/// `cuptiPmSamplingDecodeData` into `image`; returns whether samples are left
+/// (`CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL`: the image is full).
+pub fn pm_decode(c: &Cupti, s: PmSampler, image: &mut [u8]) -> Result<bool> {
+    let mut p = params!(CUpti_PmSampling_DecodeData_Params, overflow);
+    p.pPmSamplingObject = s.object();
+    p.pCounterDataImage = image.as_mut_ptr();
+    p.counterDataImageSize = image.len();
+    call!(c, cuptiPmSamplingDecodeData, &mut p)?;
+    Ok(p.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL)
+}
+
+/// `cuptiPmSamplingGetCounterDataInfo`: the completed samples in `image`.
+pub fn pm_completed_samples(c: &Cupti, image: &[u8]) -> Result<usize> {
+    let mut p = params!(
+        CUpti_PmSampling_GetCounterDataInfo_Params,
+        numCompletedSamples
+    );
+    p.pCounterDataImage = image.as_ptr();
+    p.counterDataImageSize = image.len();
+    call!(c, cuptiPmSamplingGetCounterDataInfo, &mut p)?;
+    Ok(p.numCompletedSamples)
+}
+
+/// `cuptiPmSamplingCounterDataGetSampleInfo`: sample `index`'s start and end
+/// timestamps (ns).
+pub fn pm_sample_times(c: &Cupti, s: PmSampler, image: &[u8], index: usize) -> Result<(u64, u64)> {
+    let mut p = params!(
+        CUpti_PmSampling_CounterData_GetSampleInfo_Params,
+        endTimestamp
+    );
+    p.pPmSamplingObject = s.object();
+    p.pCounterDataImage = image.as_ptr();
+    p.counterDataImageSize = image.len();
+    p.sampleIndex = index;
+    call!(c, cuptiPmSamplingCounterDataGetSampleInfo, &mut p)?;
+    Ok((p.startTimestamp, p.endTimestamp))
 }
