@@ -9,7 +9,12 @@
 //! Counters get their own section (table `Counters`, CSV `counter_plans`,
 //! `counter_statuses`, `kernel_counters`, `counter_samples`, JSON `counters`) only when
 //! the session holds counter records, so reports of sessions without counters are the
-//! same as before counters existed.
+//! same as before counters existed. The sampling windows attributed to kernels
+//! (`analysis::sampled`: `.sum` metrics split by overlap time, others as the
+//! overlap-time-weighted mean; time without kernels as idle) show only when the
+//! session has samples (table `Counter samples by kernel`, CSV
+//! `sampled_kernel_counters`, JSON `sample_*` fields of each kernel and
+//! `counters.sample_idle`).
 
 use std::fmt::Write;
 
@@ -366,9 +371,7 @@ fn counters_table(out: &mut String, s: &Summary, kernels: &[KernelStats]) {
     }
 
     if !c.samples.is_empty() {
-        out.push_str(
-            "\nCounter samples (GPU-wide sampling windows, sum; not attributed to kernels)\n",
-        );
+        out.push_str("\nCounter samples (GPU-wide sampling windows, sum)\n");
         let mut i = 0;
         while i < c.samples.len() {
             let (pid, dev) = (c.samples[i].pid, c.samples[i].device_id);
@@ -387,7 +390,43 @@ fn counters_table(out: &mut String, s: &Summary, kernels: &[KernelStats]) {
             i += rows.len();
             metric_rows(out, &rows);
         }
+        sampled_table(out, c, kernels);
     }
+}
+
+fn sampled_rows(metrics: &[crate::analysis::SampledMetric]) -> Vec<(String, String, String)> {
+    metrics
+        .iter()
+        .map(|m| (m.metric.clone(), value(m.value), format!("({})", m.kind)))
+        .collect()
+}
+
+/// The samples attributed to the shown kernels, then the idle time.
+fn sampled_table(out: &mut String, c: &Counters, kernels: &[KernelStats]) {
+    out.push_str(
+        "\nCounter samples by kernel (by overlap time: .sum split, others time-weighted mean)\n",
+    );
+    for k in kernels {
+        if let Some(sk) = c.sampled_kernel(&k.mangled) {
+            let _ = writeln!(
+                out,
+                "  {}: from {}, {} µs inside windows",
+                k.name,
+                plural(sk.samples, "sample", "samples"),
+                micros(sk.overlap_ns)
+            );
+            metric_rows(out, &sampled_rows(&sk.metrics));
+        }
+    }
+    let idle = &c.sample_idle;
+    let _ = writeln!(
+        out,
+        "  idle: {} without kernels; {} of {} µs sampled without kernels",
+        plural(idle.windows, "window", "windows"),
+        micros(idle.idle_ns),
+        micros(idle.sampled_ns)
+    );
+    metric_rows(out, &sampled_rows(&idle.metrics));
 }
 
 fn csv_field(s: &str) -> String {
@@ -412,16 +451,19 @@ pub fn csv(s: &Summary, top: Option<usize>) -> String {
         ("dropped", &DROPPED_COLUMNS),
         ("unfinished", &["pid"]),
     ];
-    let counter_sections: [(&str, &[&str]); 4] = [
+    let counter_sections: [(&str, &[&str]); 5] = [
         ("counter_plans", &PLAN_COLUMNS),
         ("counter_statuses", &["pid", "message"]),
         ("kernel_counters", &KERNEL_COUNTER_COLUMNS),
         ("counter_samples", &SAMPLE_COLUMNS),
+        ("sampled_kernel_counters", &SAMPLED_COLUMNS),
     ];
-    let counter_sections: &[(&str, &[&str])] = if v.get("counters").is_some() {
-        &counter_sections
-    } else {
+    let counter_sections: &[(&str, &[&str])] = if v.get("counters").is_none() {
         &[]
+    } else if s.counters.samples.is_empty() {
+        &counter_sections[..4]
+    } else {
+        &counter_sections
     };
     for (i, (name, columns)) in sections.iter().chain(counter_sections).enumerate() {
         if i > 0 {
@@ -504,6 +546,43 @@ pub fn csv(s: &Summary, top: Option<usize>) -> String {
                 .as_array()
                 .cloned()
                 .unwrap_or_default(),
+            "sampled_kernel_counters" => {
+                let kernels = v["counters"]["kernels"].as_array().cloned();
+                let idle = &v["counters"]["sample_idle"];
+                let idle_row = json!({
+                    "name": "(idle)",
+                    "mangled": "",
+                    "sample_count": idle["windows"],
+                    "sample_time_ns": idle["idle_ns"],
+                    "sample_metrics": idle["metrics"],
+                });
+                kernels
+                    .into_iter()
+                    .flatten()
+                    .chain([idle_row])
+                    .flat_map(|k| {
+                        let metrics = k["sample_metrics"].as_array().cloned().unwrap_or_default();
+                        let mut row = json!({
+                            "name": k["name"],
+                            "mangled": k["mangled"],
+                            "samples": k["sample_count"],
+                            "time_ns": k["sample_time_ns"],
+                        });
+                        if metrics.is_empty() {
+                            return vec![row];
+                        }
+                        metrics
+                            .into_iter()
+                            .map(|m| {
+                                for f in ["metric", "kind", "value"] {
+                                    row[f] = m[f].clone();
+                                }
+                                row.clone()
+                            })
+                            .collect()
+                    })
+                    .collect()
+            }
             "unfinished" => v["unfinished"]
                 .as_array()
                 .into_iter()
@@ -603,6 +682,9 @@ const KERNEL_COUNTER_COLUMNS: [&str; 7] = [
     "sum",
 ];
 const SAMPLE_COLUMNS: [&str; 5] = ["pid", "device_id", "metric", "samples", "sum"];
+const SAMPLED_COLUMNS: [&str; 7] = [
+    "name", "mangled", "samples", "time_ns", "metric", "kind", "value",
+];
 
 /// The report as one JSON object of arrays (see the module documentation).
 pub fn json(s: &Summary, top: Option<usize>) -> Value {
@@ -734,13 +816,20 @@ fn counters_json(s: &Summary, top: Option<usize>) -> Value {
                         .collect()
                 })
                 .unwrap_or_default();
-            json!({
+            let mut row = json!({
                 "mangled": k.mangled,
                 "name": k.name,
                 "launches": k.calls,
                 "launches_with_counters": kc.map_or(0, |kc| kc.launches_with_counters),
                 "metrics": metrics,
-            })
+            });
+            if !c.samples.is_empty() {
+                let sk = c.sampled_kernel(&k.mangled);
+                row["sample_count"] = json!(sk.map_or(0, |sk| sk.samples));
+                row["sample_time_ns"] = json!(sk.map_or(0, |sk| sk.overlap_ns));
+                row["sample_metrics"] = json!(sk.map_or(&[][..], |sk| &sk.metrics[..]));
+            }
+            row
         })
         .collect();
     let samples: Vec<Value> = c
@@ -756,12 +845,16 @@ fn counters_json(s: &Summary, top: Option<usize>) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut out = json!({
         "plans": plans,
         "statuses": statuses,
         "kernels": kernels,
         "kernels_without_counters": c.kernels_without_counters(),
         "unattributed": c.unattributed,
         "samples": samples,
-    })
+    });
+    if !c.samples.is_empty() {
+        out["sample_idle"] = json!(c.sample_idle);
+    }
+    out
 }

@@ -162,7 +162,9 @@ fn report(name: &str, with_counters: bool, args: &[&str]) -> String {
     text(&out.stdout)
 }
 
-/// The table's counter section: between the kernel table and the copies.
+/// The table's counter section: between the kernel table and the copies. The one
+/// window [T0, T0 + 10 µs) holds 6.5 µs of pid 4242's kernels (gemm 6, rmsnorm 0.5), so
+/// its DRAM bytes split 6000:500 between them; 3.5 µs of it had no kernel.
 const TABLE_COUNTERS: &str = "
 Counters
   pid 4242, device 0: chip GH100, kernel mode; first 64 launches of each kernel
@@ -178,9 +180,16 @@ Counters by kernel (mean per launch)
   rmsnorm_kernel: no counters (2 launches)
   1 of 2 kernels without counters
 
-Counter samples (GPU-wide sampling windows, sum; not attributed to kernels)
+Counter samples (GPU-wide sampling windows, sum)
   pid 4242, device 0
     dram__bytes_read.sum  3200000 (1 sample)
+
+Counter samples by kernel (by overlap time: .sum split, others time-weighted mean)
+  gemm(float*, float*, int): from 1 sample, 6.000 µs inside windows
+    dram__bytes_read.sum  2953846.154 (sum)
+  rmsnorm_kernel: from 1 sample, 0.500 µs inside windows
+    dram__bytes_read.sum  246153.846 (sum)
+  idle: 0 windows without kernels; 3.500 of 10.000 µs sampled without kernels
 ";
 
 /// With `--top 1`, only gemm's counters (the count of kernels without counters is over
@@ -199,9 +208,14 @@ Counters by kernel (mean per launch)
     sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active      61.25 (1 launch)
   1 of 2 kernels without counters
 
-Counter samples (GPU-wide sampling windows, sum; not attributed to kernels)
+Counter samples (GPU-wide sampling windows, sum)
   pid 4242, device 0
     dram__bytes_read.sum  3200000 (1 sample)
+
+Counter samples by kernel (by overlap time: .sum split, others time-weighted mean)
+  gemm(float*, float*, int): from 1 sample, 6.000 µs inside windows
+    dram__bytes_read.sum  2953846.154 (sum)
+  idle: 0 windows without kernels; 3.500 of 10.000 µs sampled without kernels
 ";
 
 /// The CSV's counter sections, after the others.
@@ -226,6 +240,12 @@ rmsnorm_kernel,rmsnorm_kernel,0,,,,
 # counter_samples
 pid,device_id,metric,samples,sum
 4242,0,dram__bytes_read.sum,1,3200000.0
+
+# sampled_kernel_counters
+name,mangled,samples,time_ns,metric,kind,value
+\"gemm(float*, float*, int)\",_Z4gemmPfS_i,1,6000,dram__bytes_read.sum,sum,2953846.153846154
+rmsnorm_kernel,rmsnorm_kernel,1,500,dram__bytes_read.sum,sum,246153.84615384616
+(idle),,0,3500,,,
 ";
 
 /// `text` without `section`, which must be in it once.
@@ -288,10 +308,18 @@ fn json_counters_are_exact_and_the_rest_unchanged() {
                         "launches": 1, "mean": 61.25, "sum": 61.25,
                     },
                 ],
+                "sample_count": 1, "sample_time_ns": 6000,
+                "sample_metrics": [
+                    {"metric": "dram__bytes_read.sum", "samples": 1, "kind": "sum", "value": 2953846.153846154},
+                ],
             },
             {
                 "mangled": "rmsnorm_kernel", "name": "rmsnorm_kernel",
                 "launches": 2, "launches_with_counters": 0, "metrics": [],
+                "sample_count": 1, "sample_time_ns": 500,
+                "sample_metrics": [
+                    {"metric": "dram__bytes_read.sum", "samples": 1, "kind": "sum", "value": 246153.84615384616},
+                ],
             },
         ],
         "kernels_without_counters": 1,
@@ -299,6 +327,9 @@ fn json_counters_are_exact_and_the_rest_unchanged() {
         "samples": [
             {"pid": 4242, "device_id": 0, "metric": "dram__bytes_read.sum", "samples": 1, "sum": 3200000.0},
         ],
+        // The window [T0, T0 + 10 µs) holds 6.5 µs of kernels of pid 4242 (gemm 6,
+        // rmsnorm 0.5): its DRAM bytes split 6000:500; 3.5 µs without kernels.
+        "sample_idle": {"windows": 0, "sampled_ns": 10000, "idle_ns": 3500, "metrics": []},
     });
     assert_eq!(with["counters"], expected);
     with.as_object_mut().unwrap().remove("counters");
@@ -313,4 +344,152 @@ fn json_counters_are_exact_and_the_rest_unchanged() {
     assert_eq!(kernels.len(), 1);
     assert_eq!(kernels[0], expected["kernels"][0]);
     assert_eq!(top["counters"]["kernels_without_counters"], 1);
+}
+
+/// Process 5000 in sampling mode: "attn" runs [0, 150) ns, "mlp" [150, 200), windows
+/// of 100 ns at 0, 100 and 200. attn has window 1 alone and half of window 2's kernel
+/// time; window 3 is idle. DRAM bytes: attn 1000 + 600 * 50 / 100 = 1300, mlp 300,
+/// idle 2: 1602 in all, as sampled. Throughput (not additive): attn's mean weighted by
+/// its overlap, (50 * 100 + 80 * 50) / 150 = 60.
+fn sampling_session(name: &str, with_samples: bool) -> Scratch {
+    let sample = |start: u64, read: f64, pct: f64| {
+        Record::CounterSample(CounterSample {
+            device_id: 0,
+            start_ns: T0 + start,
+            end_ns: T0 + start + 100,
+            metrics: values(&[(3, read), (4, pct)]),
+        })
+    };
+    let mut records = vec![
+        s(1, "attn"),
+        s(2, "mlp"),
+        s(3, "dram__bytes_read.sum"),
+        s(4, "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+        Record::CounterPlan(CounterPlan {
+            device_id: 0,
+            chip: "GH100".into(),
+            mode: "sampling".into(),
+            groups: vec![vec![3, 4]],
+            policy: "every 0.1 µs".into(),
+        }),
+        kernel(1, 1, T0, T0 + 150),
+        kernel(2, 2, T0 + 150, T0 + 200),
+    ];
+    if with_samples {
+        records.extend([
+            sample(0, 1000.0, 50.0),
+            sample(100, 600.0, 80.0),
+            sample(200, 2.0, 1.0),
+        ]);
+    }
+    records.push(Record::End(End { records: 10 }));
+    let dir = Scratch::new(name);
+    let mut w = SessionWriter::create(&dir.join("session.gpuprof")).unwrap();
+    w.append(5000, &wire::encode_batch(&records).unwrap())
+        .unwrap();
+    w.sync().unwrap();
+    dir
+}
+
+fn sampling_report(name: &str, with_samples: bool, args: &[&str]) -> String {
+    let dir = sampling_session(name, with_samples);
+    let mut all = vec!["report", dir.path().to_str().unwrap()];
+    all.extend(args);
+    let out = run(&all);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+const TABLE_SAMPLED: &str = "
+Counter samples (GPU-wide sampling windows, sum)
+  pid 5000, device 0
+    dram__bytes_read.sum                              1602 (3 samples)
+    sm__throughput.avg.pct_of_peak_sustained_elapsed   131 (3 samples)
+
+Counter samples by kernel (by overlap time: .sum split, others time-weighted mean)
+  attn: from 2 samples, 0.150 µs inside windows
+    dram__bytes_read.sum                              1300 (sum)
+    sm__throughput.avg.pct_of_peak_sustained_elapsed    60 (mean)
+  mlp: from 1 sample, 0.050 µs inside windows
+    dram__bytes_read.sum                              300 (sum)
+    sm__throughput.avg.pct_of_peak_sustained_elapsed   80 (mean)
+  idle: 1 window without kernels; 0.100 of 0.300 µs sampled without kernels
+    dram__bytes_read.sum                              2 (sum)
+    sm__throughput.avg.pct_of_peak_sustained_elapsed  1 (mean)
+
+Memory copies and sets
+";
+
+const CSV_SAMPLED: &str = "
+# sampled_kernel_counters
+name,mangled,samples,time_ns,metric,kind,value
+attn,attn,2,150,dram__bytes_read.sum,sum,1300.0
+attn,attn,2,150,sm__throughput.avg.pct_of_peak_sustained_elapsed,mean,60.0
+mlp,mlp,1,50,dram__bytes_read.sum,sum,300.0
+mlp,mlp,1,50,sm__throughput.avg.pct_of_peak_sustained_elapsed,mean,80.0
+(idle),,1,100,dram__bytes_read.sum,sum,2.0
+(idle),,1,100,sm__throughput.avg.pct_of_peak_sustained_elapsed,mean,1.0
+";
+
+#[test]
+fn samples_are_attributed_to_kernels_by_overlap_with_idle_time_kept() {
+    let table = sampling_report("sampled-table", true, &[]);
+    assert!(table.contains(TABLE_SAMPLED), "{table}");
+    let csv = sampling_report("sampled-csv", true, &["--format", "csv"]);
+    assert!(csv.ends_with(CSV_SAMPLED), "{csv}");
+
+    let json: serde_json::Value = serde_json::from_str(&sampling_report(
+        "sampled-json",
+        true,
+        &["--format", "json"],
+    ))
+    .unwrap();
+    let c = &json["counters"];
+    let sampled = |i: usize| {
+        let k = &c["kernels"][i];
+        (
+            k["name"].clone(),
+            k["sample_count"].clone(),
+            k["sample_time_ns"].clone(),
+            k["sample_metrics"].clone(),
+        )
+    };
+    let metrics = |read: f64, pct: f64, n: u64| {
+        serde_json::json!([
+            {"metric": "dram__bytes_read.sum", "samples": n, "kind": "sum", "value": read},
+            {
+                "metric": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                "samples": n, "kind": "mean", "value": pct,
+            },
+        ])
+    };
+    assert_eq!(
+        sampled(0),
+        (
+            "attn".into(),
+            2.into(),
+            150.into(),
+            metrics(1300.0, 60.0, 2)
+        )
+    );
+    assert_eq!(
+        sampled(1),
+        ("mlp".into(), 1.into(), 50.into(), metrics(300.0, 80.0, 1))
+    );
+    assert_eq!(
+        c["sample_idle"],
+        serde_json::json!({
+            "windows": 1, "sampled_ns": 300, "idle_ns": 100, "metrics": metrics(2.0, 1.0, 1),
+        })
+    );
+
+    // Without samples (a plan only), nothing of it shows.
+    let table = sampling_report("unsampled-table", false, &[]);
+    assert!(table.contains("Counters\n"), "{table}");
+    assert!(!table.contains("Counter samples"), "{table}");
+    let csv = sampling_report("unsampled-csv", false, &["--format", "csv"]);
+    assert!(csv.contains("# counter_samples\npid,device_id,metric,samples,sum\n"));
+    assert!(!csv.contains("sampled"), "{csv}");
+    let json = sampling_report("unsampled-json", false, &["--format", "json"]);
+    assert!(!json.contains("sample_"), "{json}");
 }

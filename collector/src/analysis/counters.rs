@@ -1,5 +1,6 @@
 //! Hardware counters: the plan and status of each process, kernel counters merged per
-//! kernel, and PM sampling windows summed per metric.
+//! kernel, and PM sampling windows summed per metric and attributed to the kernels that
+//! ran during them (by overlap time, see [`super::sampled`]).
 //!
 //! Kernel counters come one pass group per launch: successive launches of the same
 //! kernel (name + launch configuration) rotate through the groups (DESIGN.md section
@@ -16,6 +17,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Serialize;
 use wire::Record;
 
+use super::sampled::{attribute, KernelSpan, SampleIdle, SampledKernel, Window};
 use super::{demangle, lookup, strings};
 
 /// Everything the report's counter section shows.
@@ -32,6 +34,11 @@ pub struct Counters {
     pub configs: Vec<ConfigCounterStats>,
     /// PM sampling windows: per (pid, device, metric), by pid, device, metric name.
     pub samples: Vec<SampleStats>,
+    /// The sampling windows attributed to kernel names (by mangled name), only kernels
+    /// that overlapped a window; empty without samples.
+    pub sampled: Vec<SampledKernel>,
+    /// The sampled time and values with no kernel running.
+    pub sample_idle: SampleIdle,
     /// `KernelCounters` records that could not be joined to exactly one kernel: no
     /// `Kernel` record with their (pid, correlation id), or several (a graph launch
     /// shares one correlation id among its kernels).
@@ -55,6 +62,14 @@ impl Counters {
             .binary_search_by(|k| k.mangled.as_str().cmp(mangled))
             .ok()
             .map(|i| &self.kernels[i])
+    }
+
+    /// The sample values attributed to the kernel whose recorded name is `mangled`.
+    pub fn sampled_kernel(&self, mangled: &str) -> Option<&SampledKernel> {
+        self.sampled
+            .binary_search_by(|k| k.mangled.as_str().cmp(mangled))
+            .ok()
+            .map(|i| &self.sampled[i])
     }
 
     /// Kernels (by name) of the session without any counters.
@@ -126,8 +141,8 @@ pub struct ConfigCounterStats {
 
 /// One metric over the PM sampling windows of one device of one process.
 ///
-/// Samples are GPU-wide; attributing them to the kernels running during each window
-/// (by timestamps) is not done yet.
+/// Samples are GPU-wide; [`Counters::sampled`] attributes them to the kernels running
+/// during each window.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SampleStats {
     pub pid: u32,
@@ -178,6 +193,8 @@ pub fn counters(records: &[(u32, Record)]) -> Counters {
     let mut by_name: BTreeMap<&str, Acc> = BTreeMap::new();
     let mut by_key: BTreeMap<KernelKey, Acc> = BTreeMap::new();
     let mut out = Counters::default();
+    let mut spans: Vec<KernelSpan> = Vec::new();
+    let mut windows: Vec<Window> = Vec::new();
 
     for (pid, record) in records {
         match record {
@@ -190,6 +207,13 @@ pub fn counters(records: &[(u32, Record)]) -> Counters {
                     .or_insert(Some(key));
                 by_name.entry(name).or_default().launches += 1;
                 by_key.entry(key).or_default().launches += 1;
+                spans.push(KernelSpan {
+                    pid: *pid,
+                    device_id: k.device_id,
+                    start_ns: k.start_ns,
+                    end_ns: k.end_ns,
+                    mangled: name,
+                });
             }
             Record::CounterPlan(p) => out.plans.push(PlanSummary {
                 pid: *pid,
@@ -241,13 +265,23 @@ pub fn counters(records: &[(u32, Record)]) -> Counters {
                 }
             }
             Record::CounterSample(s) => {
+                let mut window = Window {
+                    pid: *pid,
+                    device_id: s.device_id,
+                    start_ns: s.start_ns,
+                    end_ns: s.end_ns,
+                    metrics: Vec::with_capacity(s.metrics.len()),
+                };
                 for m in &s.metrics {
+                    let name = metric_name(&strings, *pid, m.name);
                     let e = samples
-                        .entry((*pid, s.device_id, metric_name(&strings, *pid, m.name)))
+                        .entry((*pid, s.device_id, name.clone()))
                         .or_default();
                     e.0 += 1;
                     e.1 += m.value;
+                    window.metrics.push((name, m.value));
                 }
+                windows.push(window);
             }
             _ => {}
         }
@@ -288,5 +322,10 @@ pub fn counters(records: &[(u32, Record)]) -> Counters {
             sum,
         })
         .collect();
+    if !windows.is_empty() {
+        let a = attribute(&spans, &windows);
+        out.sampled = a.kernels;
+        out.sample_idle = a.idle;
+    }
     out
 }

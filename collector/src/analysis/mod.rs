@@ -9,11 +9,13 @@
 //!   whose stream did not end;
 //! - [`counters`]: counter plans and statuses, kernel counters merged per kernel,
 //!   sampling windows per metric;
+//! - [`sampled`]: sampling windows attributed to kernels by overlap time;
 //! - [`nvtx`]: NVTX range pairing and the GPU time attributed to each range;
 //! - [`trace`]: the Chrome trace event / Perfetto JSON view.
 
 pub mod counters;
 pub mod nvtx;
+pub mod sampled;
 pub mod summary;
 pub mod trace;
 
@@ -26,6 +28,7 @@ pub use counters::{
     SampleStats, StatusSummary,
 };
 pub use nvtx::{pair_ranges, range_stats, Range, RangeKind, RangeStats, RangeTotals, Ranges};
+pub use sampled::{Attribution, SampleIdle, SampledKernel, SampledMetric};
 pub use summary::{
     drop_source_name, summarize, DeviceSummary, DroppedStats, KernelStats, ProcessSummary, Summary,
     TransferStats,
@@ -171,6 +174,8 @@ pub fn launch_api_name(cbid: u32, runtime: bool) -> String {
 mod counter_tests;
 #[cfg(test)]
 mod record_tests;
+#[cfg(test)]
+mod sampled_tests;
 
 #[cfg(test)]
 mod tests {
