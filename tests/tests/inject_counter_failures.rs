@@ -13,12 +13,11 @@
 //! `CUBLAS_STATUS_ARCH_MISMATCH` on 7.0 and 7.5, as the real one does), so it cannot
 //! run there.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use gpuprof_tests::{
-    artifact, gpuprof_command, sim_cupti, sim_lib_dir, Finished, Scratch, TimedChild,
+    artifact, gpuprof_command, ring_files, sim_cupti, sim_lib_dir, Finished, Scratch, TimedChild,
 };
 use wire::ring::RingReader;
 use wire::{Kernel, Record};
@@ -87,7 +86,7 @@ fn run(name: &str, env: &[(&str, &str)]) -> (Finished, Vec<Record>) {
         out.stderr
     );
     assert_eq!(out.stdout, STDOUT, "{name}: the app's output is unchanged");
-    let rings = rings(dir.path());
+    let rings = ring_files(dir.path());
     assert_eq!(rings.len(), 1, "{name}: {rings:?}");
     let mut reader = RingReader::open(&rings[0]).expect("open ring");
     let mut records = Vec::new();
@@ -107,15 +106,6 @@ fn run(name: &str, env: &[(&str, &str)]) -> (Finished, Vec<Record>) {
         other => panic!("{name}: last record is {other:?}"),
     }
     (out, records)
-}
-
-fn rings(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .expect("read session dir")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "ring"))
-        .collect()
 }
 
 fn statuses(records: &[Record]) -> Vec<&str> {

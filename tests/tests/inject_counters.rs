@@ -8,18 +8,13 @@
 //! group per launch, rotating. The policy's corner cases are unit tests in inject.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
 
-use gpuprof_tests::{artifact, sim_cupti, sim_lib_dir, Finished, Scratch, TimedChild};
+use gpuprof_tests::{
+    cudarc_gemms, kernels_in_order, plans, run_cudarc_injected, statuses, strings, Finished,
+};
 use sim_core::{CostModel, GemmShape, Launch as SimLaunch};
-use wire::ring::RingReader;
-use wire::{CounterPlan, Kernel, KernelCounters, Record};
+use wire::{CounterPlan, KernelCounters, Record};
 
-const LIMIT: Duration = Duration::from_secs(120);
-const STDOUT: &str =
-    "cudarc-llm: ok: 2 layers, prompt 128, 4 decode steps: 60 kernel launches, 47 GEMMs\n";
 /// Metrics of the default cost model (tests/sim/core/models/default.toml).
 const METRICS: [&str; 4] = [
     "dram__bytes_read.sum",
@@ -27,96 +22,6 @@ const METRICS: [&str; 4] = [
     "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
     "sm__cycles_active.avg",
 ];
-
-/// The cudarc client on the simulated H100 with CUPTI `release`, injected, with `env`.
-fn run(name: &str, release: &str, env: &[(&str, &str)]) -> (Finished, Vec<Record>) {
-    let dir = Scratch::new(&format!("counters-{name}"));
-    let mut cmd = Command::new(artifact("cudarc-llm"));
-    for (k, _) in std::env::vars() {
-        if k.starts_with("GPUPROF_")
-            || k.starts_with("CUDA_")
-            || k.starts_with("SIM")
-            || k.starts_with("NVTX_")
-        {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env_remove("LD_PRELOAD");
-    let major = if release.starts_with("12.") { 12 } else { 13 };
-    cmd.env("LD_LIBRARY_PATH", sim_lib_dir())
-        .env("RUST_BACKTRACE", "0")
-        .env("GPUPROF_CUPTI_LIB", sim_cupti(major))
-        .env("SIMCUPTI_VERSION", release)
-        .env("GPUPROF_SESSION_DIR", dir.path())
-        .env("CUDA_INJECTION64_PATH", artifact("libgpuprof.so"));
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = TimedChild::spawn(cmd, LIMIT).wait();
-    assert!(
-        out.status.success(),
-        "{:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        out.stdout,
-        out.stderr
-    );
-    assert_eq!(out.stdout, STDOUT, "the app's output is unchanged");
-    let rings = rings(dir.path());
-    assert_eq!(rings.len(), 1, "{rings:?}");
-    let mut reader = RingReader::open(&rings[0]).expect("open ring");
-    let mut records = Vec::new();
-    while let Some(frame) = reader.try_read().expect("ring reads") {
-        records.extend(wire::decode_batch(&frame).expect("frame decodes"));
-    }
-    assert!(reader.is_finished());
-    let h = reader.header();
-    assert_eq!((h.dropped_records, h.dropped_frames), (0, 0), "no drops");
-    assert!(!records.iter().any(|r| matches!(r, Record::Dropped(_))));
-    match records.last() {
-        Some(Record::End(e)) => assert_eq!(e.records, records.len() as u64 - 1),
-        other => panic!("last record is {other:?}"),
-    }
-    (out, records)
-}
-
-fn rings(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .expect("read session dir")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "ring"))
-        .collect()
-}
-
-fn strings(records: &[Record]) -> HashMap<u32, String> {
-    records
-        .iter()
-        .filter_map(|r| match r {
-            Record::String(s) => Some((s.id, s.text.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
-fn plans(records: &[Record]) -> Vec<&CounterPlan> {
-    records
-        .iter()
-        .filter_map(|r| match r {
-            Record::CounterPlan(p) => Some(p),
-            _ => None,
-        })
-        .collect()
-}
-
-fn statuses(records: &[Record]) -> Vec<&str> {
-    records
-        .iter()
-        .filter_map(|r| match r {
-            Record::CounterStatus(s) => Some(s.message.as_str()),
-            _ => None,
-        })
-        .collect()
-}
 
 fn counters(records: &[Record]) -> Vec<&KernelCounters> {
     records
@@ -126,54 +31,6 @@ fn counters(records: &[Record]) -> Vec<&KernelCounters> {
             _ => None,
         })
         .collect()
-}
-
-/// Kernels in execution order.
-fn kernels(records: &[Record]) -> Vec<&Kernel> {
-    let mut k: Vec<&Kernel> = records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Kernel(x) => Some(x),
-            _ => None,
-        })
-        .collect();
-    k.sort_by_key(|k| k.start_ns);
-    k
-}
-
-/// The GEMM shape (m, n, k, batch) of each cuBLAS call of the cudarc client, in order
-/// (tests/workloads/cudarc-llm/src/main.rs with its default shape; as in
-/// inject_tracing.rs), `None` for its own kernels.
-fn cudarc_gemms() -> Vec<Option<(u64, u64, u64, u64)>> {
-    let (layers, h, ffn, heads, vocab, prompt, decode) =
-        (2u64, 1024u64, 2816u64, 8u64, 32000u64, 128u64, 4);
-    let mut steps = Vec::new();
-    let layer = |steps: &mut Vec<_>, t: u64, prefill: bool| {
-        steps.push(None);
-        steps.push(Some((3 * h, t, h, 1)));
-        if prefill {
-            steps.push(Some((t, t, h / heads, heads)));
-        }
-        steps.push(None);
-        steps.push(Some((h, t, h, 1)));
-        steps.push(None);
-        steps.push(None);
-        steps.push(Some((2 * ffn, t, h, 1)));
-        steps.push(None);
-        steps.push(Some((h, t, ffn, 1)));
-        steps.push(None);
-    };
-    for _ in 0..layers {
-        layer(&mut steps, prompt, true);
-    }
-    steps.push(Some((vocab, 1, h, 1)));
-    for _ in 0..decode {
-        for _ in 0..layers {
-            layer(&mut steps, 1, false);
-        }
-        steps.push(Some((vocab, 1, h, 1)));
-    }
-    steps
 }
 
 type Key = (String, [i32; 3], [i32; 3]);
@@ -186,7 +43,7 @@ type LaunchesByKey = HashMap<Key, Vec<u32>>;
 /// correlation ids of each key's launches in order.
 fn expected(records: &[Record]) -> (Costs, LaunchesByKey) {
     let names = strings(records);
-    let ks = kernels(records);
+    let ks = kernels_in_order(records);
     let gemms = cudarc_gemms();
     assert_eq!(ks.len(), gemms.len());
     let model = CostModel::builtin();
@@ -272,7 +129,7 @@ fn default_set_on_gh100_rotates_launches_through_its_groups() {
         .map(|g| g.to_vec())
         .collect();
     assert!(default.len() > 1);
-    let (out, records) = run("default", "13.4", &[]);
+    let (out, records) = run_counters("default", "13.4", &[]);
     assert_eq!(out.stderr, "");
     assert!(statuses(&records).is_empty(), "{:?}", statuses(&records));
     let names = strings(&records);
@@ -312,7 +169,7 @@ fn default_set_on_gh100_rotates_launches_through_its_groups() {
 
 fn check_metrics_run(release: &str) {
     let list = METRICS.join(",");
-    let (out, records) = run(
+    let (out, records) = run_counters(
         &format!("metrics-{release}"),
         release,
         &[("GPUPROF_METRICS", &list)],
@@ -366,7 +223,7 @@ fn chosen_metrics_are_the_cost_models_values_cupti_12_9() {
 #[test]
 fn counter_launches_limits_each_kernel_key() {
     let list = METRICS.join(",");
-    let (out, records) = run(
+    let (out, records) = run_counters(
         "launches-2",
         "13.4",
         &[
@@ -393,7 +250,7 @@ fn counter_launches_limits_each_kernel_key() {
 
 #[test]
 fn counters_off_emits_no_counter_records() {
-    let (out, records) = run("off", "13.4", &[("GPUPROF_COUNTERS", "off")]);
+    let (out, records) = run_counters("off", "13.4", &[("GPUPROF_COUNTERS", "off")]);
     assert_eq!(out.stderr, "");
     assert!(!records.iter().any(|r| matches!(
         r,
@@ -402,5 +259,9 @@ fn counters_off_emits_no_counter_records() {
             | Record::KernelCounters(_)
             | Record::CounterSample(_)
     )));
-    assert_eq!(kernels(&records).len(), 107);
+    assert_eq!(kernels_in_order(&records).len(), 107);
+}
+
+fn run_counters(name: &str, release: &str, env: &[(&str, &str)]) -> (Finished, Vec<Record>) {
+    run_cudarc_injected(&format!("counters-{name}"), release, env)
 }

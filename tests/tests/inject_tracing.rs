@@ -3,11 +3,14 @@
 //! no collector; the test reads the ring the process left, as the collector would.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use gpuprof_tests::{artifact, sim_cupti, sim_lib_dir, venv_python, Finished, Scratch, TimedChild};
+use gpuprof_tests::{
+    artifact, ring_files, sim_cupti, sim_lib_dir, strings, venv_python, Finished, Scratch,
+    TimedChild,
+};
 use sim_core::{CostModel, GemmShape, Launch as SimLaunch};
 use wire::ring::{HeaderInfo, RingReader};
 use wire::{marker_flags, ContextInfo, DeviceInfo, Kernel, Launch, Memcpy, Record};
@@ -38,15 +41,6 @@ fn read_ring(path: &Path) -> RingDump {
         finished: reader.is_finished(),
         records,
     }
-}
-
-fn rings(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .expect("read session dir")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "ring"))
-        .collect()
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -100,17 +94,6 @@ fn run(cmd: Command) -> Finished {
         out.stderr
     );
     out
-}
-
-/// Names of interned strings.
-fn strings(records: &[Record]) -> HashMap<u32, String> {
-    records
-        .iter()
-        .filter_map(|r| match r {
-            Record::String(s) => Some((s.id, s.text.clone())),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The stream's framing: Process first, End last with what was produced, nothing lost.
@@ -282,7 +265,7 @@ fn check_cudarc(release: &str, mode: Mode) {
         "cudarc-llm: ok: 2 layers, prompt 128, 4 decode steps: 60 kernel launches, 47 GEMMs\n"
     );
     assert_eq!(out.stderr, "");
-    let ring = rings(dir.path());
+    let ring = ring_files(dir.path());
     assert_eq!(ring.len(), 1, "{ring:?}");
     let d = read_ring(&ring[0]);
     let ctx = format!("CUPTI {release}, {mode:?}");
@@ -435,7 +418,7 @@ fn cuda_python_graph_replays_are_attributed() {
     let out = run(profiled(python_llm(), "13.0", Mode::Injection, dir.path()));
     assert!(out.stdout.starts_with("llm_driver: ok: "), "{}", out.stdout);
     assert_eq!(out.stderr, "");
-    let ring = rings(dir.path());
+    let ring = ring_files(dir.path());
     let d = read_ring(&ring[0]);
     assert_complete_without_loss(&d, "13.0", "python");
     assert_h100(&d);
@@ -475,7 +458,7 @@ fn a_tiny_ring_loses_records_and_says_how_many() {
     // The ring appears complete (header written, file sized) before the writer starts.
     let path = loop {
         let full = (wire::ring::HEADER_SIZE + 4096) as u64;
-        if let Some(p) = rings(dir.path())
+        if let Some(p) = ring_files(dir.path())
             .into_iter()
             .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() == full))
         {
