@@ -89,12 +89,12 @@ fn version_line() -> &'static str {
 /// The protocol version as a literal, checked against the wire crate at compile time.
 macro_rules! protocol_version {
     () => {
-        "2"
+        "3"
     };
 }
 use protocol_version;
 const _: () = assert!(
-    wire::PROTOCOL_VERSION == 2,
+    wire::PROTOCOL_VERSION == 3,
     "update protocol_version!() in main.rs"
 );
 

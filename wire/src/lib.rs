@@ -18,7 +18,7 @@ pub mod session;
 pub use record::*;
 
 /// Version of the record schema and ring layout.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Encodes a batch of records as one MessagePack frame payload.
 pub fn encode_batch(records: &[Record]) -> Result<Vec<u8>, rmp_serde::encode::Error> {

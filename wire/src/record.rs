@@ -39,6 +39,15 @@ pub enum Record {
     CounterPlan(CounterPlan),
     /// Counters are unavailable or stopped in a process, and why.
     CounterStatus(CounterStatus),
+    /// A GEMM call in cuBLAS / cuBLASLt, tied to one kernel launch it made.
+    Gemm(Gemm),
+    /// A CUDA graph node created by a launch API call (stream capture).
+    GraphNode(GraphNode),
+    /// A CUDA graph node cloned from another (graph instantiation clones every node;
+    /// kernels of the executable graph carry the clone's id).
+    GraphNodeCloned(GraphNodeCloned),
+    /// GEMM shapes are unavailable in a process, and why.
+    GemmStatus(GemmStatus),
     /// Records lost, and where.
     Dropped(Dropped),
     /// The process's stream is complete: nothing follows.
@@ -234,6 +243,62 @@ pub struct CounterPlan {
 pub struct CounterStatus {
     /// Why counters are unavailable or stopped ("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
     /// from cuptiRangeProfilerEnable: another tool holds the counters"); tracing goes on.
+    pub message: String,
+}
+
+/// A GEMM call's shape and types, as the application passed them to cuBLAS or
+/// cuBLASLt, for one kernel launch the call made. A call that launches several
+/// kernels (split-K reduction, ...) gives one record per launch, sharing `call`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gemm {
+    /// The launch's correlation id (the [`Kernel`] record with the same id, or the
+    /// [`GraphNode`] the launch created under stream capture).
+    pub correlation_id: u32,
+    /// Per-process number of the GEMM call, from 1.
+    pub call: u64,
+    /// Which launch of the call this is (0: the first).
+    pub launch_index: u32,
+    /// [`InternedString`] id of the API function ("cublasGemmEx", "cublasLtMatmul").
+    pub api: u32,
+    /// Rows of op(A) and C.
+    pub m: u64,
+    /// Columns of op(B) and C.
+    pub n: u64,
+    /// Columns of op(A), rows of op(B).
+    pub k: u64,
+    /// Number of GEMMs in the call (1 unless batched).
+    pub batch: u64,
+    /// `cublasOperation_t` of A and B (0 N, 1 T, 2 C).
+    pub trans_a: u32,
+    pub trans_b: u32,
+    /// `cudaDataType_t` of A, B, C and D (D = C outside cuBLASLt).
+    pub a_type: u32,
+    pub b_type: u32,
+    pub c_type: u32,
+    pub d_type: u32,
+    /// `cublasComputeType_t` (`cudaDataType_t` for the pre-11 `cublasGemmEx` ABI).
+    pub compute_type: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GraphNode {
+    /// `cuptiGetGraphNodeId` of the node.
+    pub node_id: u64,
+    /// Correlation id of the launch API call that created it.
+    pub correlation_id: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GraphNodeCloned {
+    /// `cuptiGetGraphNodeId` of the clone.
+    pub node_id: u64,
+    /// `cuptiGetGraphNodeId` of the node it was cloned from.
+    pub original_node_id: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GemmStatus {
+    /// Why GEMM shapes are unavailable ("cannot patch ...: ..."); tracing goes on.
     pub message: String,
 }
 

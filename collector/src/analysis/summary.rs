@@ -219,7 +219,12 @@ pub fn summarize(records: &[(u32, Record)]) -> Summary {
             | Record::KernelCounters(_)
             | Record::CounterSample(_)
             | Record::CounterPlan(_)
-            | Record::CounterStatus(_) => {}
+            | Record::CounterStatus(_)
+            // GEMM shapes are joined to kernels by the roofline analysis.
+            | Record::Gemm(_)
+            | Record::GraphNode(_)
+            | Record::GraphNodeCloned(_)
+            | Record::GemmStatus(_) => {}
         }
     }
 
