@@ -10,7 +10,10 @@ use std::cell::Cell;
 
 use cupti_sys::CUpti_ApiCallbackSite::{CUPTI_API_ENTER, CUPTI_API_EXIT};
 use cupti_sys::CUpti_CallbackDomain::{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RESOURCE};
-use cupti_sys::CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_CONTEXT_CREATED;
+use cupti_sys::CUpti_CallbackIdResource::{
+    CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+};
 use cupti_sys::CUpti_driver_api_trace_cbid_enum as cbid;
 use cupti_sys::{CUpti_CallbackData, CUpti_ResourceData};
 use wire::{ContextInfo, Launch, Record};
@@ -18,7 +21,7 @@ use wire::{ContextInfo, Launch, Record};
 use crate::handoff::{self, CONTEXTS, DEVICES};
 use crate::lifecycle::{self, State};
 use crate::log::warn;
-use crate::{counters, cupti_api, device, tracer};
+use crate::{counters, cupti_api, device, gemm, tracer};
 
 /// The driver-API calls that launch GPU work whose kernels we attribute.
 pub const LAUNCH_CBIDS: &[u32] = &[
@@ -92,9 +95,23 @@ pub unsafe extern "C" fn on_callback(
             // SAFETY: for the driver-API domain CUPTI passes a CUpti_CallbackData.
             on_api(cbid, unsafe { &*(data as *const CUpti_CallbackData) })
         }
-        CUPTI_CB_DOMAIN_RESOURCE if cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED => {
+        CUPTI_CB_DOMAIN_RESOURCE => {
             // SAFETY: for the resource domain CUPTI passes a CUpti_ResourceData.
-            on_context_created(unsafe { &*(data as *const CUpti_ResourceData) })
+            let r = unsafe { &*(data as *const CUpti_ResourceData) };
+            match cbid {
+                CUPTI_CBID_RESOURCE_CONTEXT_CREATED => on_context_created(r),
+                CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED => {
+                    if let Some(t) = tracer::get() {
+                        gemm::on_graph_node_created(t.cupti, r);
+                    }
+                }
+                CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED => {
+                    if let Some(t) = tracer::get() {
+                        gemm::on_graph_node_cloned(t.cupti, r);
+                    }
+                }
+                _ => {}
+            }
         }
         _ => {}
     });
@@ -111,11 +128,13 @@ fn on_api(cbid: u32, d: &CUpti_CallbackData) {
     }
     let now = cupti_api::timestamp(t.cupti);
     if d.callbackSite == CUPTI_API_ENTER {
+        gemm::on_launch_enter(d.correlationId, !measurable);
         if !slot.is_null() {
             // SAFETY: CUPTI gives each API call an 8-byte slot kept from enter to exit.
             unsafe { *slot = now };
         }
     } else if d.callbackSite == CUPTI_API_EXIT {
+        gemm::on_launch_exit();
         let start = if slot.is_null() {
             now
         } else {
@@ -164,4 +183,7 @@ fn on_context_created(r: &CUpti_ResourceData) {
         }));
     }
     counters::on_context_created(t.cupti, r.context, context_id, device_id);
+    // Libraries loaded since start-up (cuBLAS is often loaded with its first handle,
+    // which creates or needs a context).
+    gemm::rescan();
 }

@@ -297,6 +297,16 @@ pub fn context_ids(c: &Cupti, ctx: CUcontext) -> Result<(u32, u32)> {
     Ok((context, device))
 }
 
+/// `cuptiGetGraphNodeId` of a node CUPTI passed to a callback.
+pub fn graph_node_id(c: &Cupti, node: cupti_sys::CUgraphNode) -> Result<u64> {
+    let f = c.fns().cuptiGetGraphNodeId.ok_or(NOT_SUPPORTED)?;
+    let mut id = 0u64;
+    // SAFETY: `node` is a node handle CUPTI passed to the callback, valid during it;
+    // the out pointer is valid.
+    CuptiError::check(unsafe { f(node, &mut id) })?;
+    Ok(id)
+}
+
 /// A NUL-terminated string CUPTI owns, copied; `None` for null.
 ///
 /// # Safety

@@ -58,6 +58,23 @@ pub struct Options {
     pub metrics: Option<Vec<String>>,
     /// `GPUPROF_SAMPLE_INTERVAL_US`: PM sampling interval in µs.
     pub sample_interval_us: u64,
+    /// `GPUPROF_REPLAY`: none (default: pass groups rotate across launches) or kernel
+    /// (every group on every measured launch, CUPTI replaying the kernel per pass).
+    pub replay: Replay,
+    /// `GPUPROF_COUNTER_RANGE`: measure only launches made inside an NVTX range with
+    /// this message (on the launching thread, or a process-wide start/end range).
+    pub counter_range: Option<String>,
+    /// `GPUPROF_GEMM`: on (default) or off: record cuBLAS / cuBLASLt GEMM shapes.
+    pub gemm: bool,
+}
+
+/// `GPUPROF_REPLAY`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replay {
+    /// No replay: successive launches of a kernel rotate through the pass groups.
+    None,
+    /// CUPTI kernel replay: all groups on each measured launch.
+    Kernel,
 }
 
 /// `GPUPROF_COUNTERS`.
@@ -88,6 +105,9 @@ impl Default for Options {
             counter_every: 1,
             metrics: None,
             sample_interval_us: 100,
+            replay: Replay::None,
+            counter_range: None,
+            gemm: true,
         }
     }
 }
@@ -251,6 +271,29 @@ impl Options {
             }
             Some(names)
         });
+        let replay = match r.value("GPUPROF_REPLAY") {
+            None => Replay::None,
+            Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "none" => Replay::None,
+                "kernel" => Replay::Kernel,
+                _ => {
+                    r.warnings.push(format!(
+                        "GPUPROF_REPLAY={v:?} is not one of none, kernel; using none"
+                    ));
+                    Replay::None
+                }
+            },
+        };
+        let gemm = match r.value("GPUPROF_GEMM").as_deref().map(str::trim) {
+            None | Some("on") | Some("1") => true,
+            Some("off") | Some("0") => false,
+            Some(v) => {
+                r.warnings
+                    .push(format!("GPUPROF_GEMM={v:?} is not on or off; using on"));
+                true
+            }
+        };
+        let counter_range = r.value("GPUPROF_COUNTER_RANGE");
         let opts = Options {
             log,
             disabled,
@@ -267,6 +310,9 @@ impl Options {
             counter_every,
             metrics,
             sample_interval_us,
+            replay,
+            counter_range,
+            gemm,
         };
         (opts, r.warnings)
     }

@@ -7,7 +7,10 @@ use cupti::Cupti;
 use cupti_sys::CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 use cupti_sys::CUpti_ActivityKind as K;
 use cupti_sys::CUpti_CallbackDomain::{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RESOURCE};
-use cupti_sys::CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_CONTEXT_CREATED;
+use cupti_sys::CUpti_CallbackIdResource::{
+    CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+};
 
 use crate::activity;
 use crate::callbacks::{self, LAUNCH_CBIDS};
@@ -68,6 +71,7 @@ pub fn start(cupti: &'static Cupti, opts: &Options) -> Result<(), String> {
             }
         })?;
     crate::counters::configure(opts);
+    crate::gemm::install(opts);
     let tracer = TRACER.get_or_init(|| Tracer {
         cupti,
         subscriber,
@@ -91,6 +95,16 @@ fn enable(t: &Tracer) -> Result<(), String> {
         CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
     )
     .map_err(|e| format!("cannot enable CUPTI's context-created callback: {e}"))?;
+    // Graph nodes tie kernels replayed from CUDA graphs to the launches (and GEMM
+    // calls) that created them at capture time.
+    for cbid in [
+        CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+        CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+    ] {
+        if let Err(e) = cupti_api::enable_callback(c, s, CUPTI_CB_DOMAIN_RESOURCE, cbid) {
+            warn!("cannot enable CUPTI's graph-node callback {cbid} ({e}); GEMM shapes of kernels in CUDA graphs will be missing");
+        }
+    }
     for (i, cbid) in LAUNCH_CBIDS.iter().enumerate() {
         if let Err(e) = cupti_api::enable_callback(c, s, CUPTI_CB_DOMAIN_DRIVER_API, *cbid) {
             if i == 0 {

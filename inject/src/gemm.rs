@@ -1,0 +1,243 @@
+//! GEMM shapes from cuBLAS and cuBLASLt: M, N, K, batch, transposes and types of every
+//! GEMM call, tied to the kernels the call launched.
+//!
+//! **Catching the calls.** Symbol interposition (an exported `cublasGemmEx` in an
+//! `LD_PRELOAD`ed library) misses most real programs: cuBLAS is usually reached
+//! through `dlopen` + `dlsym` on a library handle (cudarc, Python bindings), which
+//! never consults preloaded objects, and under `CUDA_INJECTION64_PATH` nothing can
+//! interpose at all. So in both injection modes, at start-up ([`install`]):
+//! - every loaded object's GOT slots for the hooked cuBLAS / cuBLASLt functions are
+//!   pointed at our hooks ([`crate::got`]); the real addresses come from the loaded
+//!   libraries that define them;
+//! - every loaded object's GOT slot for `dlsym` is pointed at [`dlsym`]'s entry, so a
+//!   later `dlsym(handle, "cublasGemmEx")` (the library may be loaded later) returns
+//!   our hook. Lookups through `RTLD_DEFAULT` / `RTLD_NEXT`, whose answer depends on
+//!   the caller, go straight to the real `dlsym` with the caller's return address.
+//!
+//! Not caught: function pointers an application took before `cuInit` (we start then),
+//! objects loaded later that link cuBLAS directly (their slots are bound by the loader
+//! after our scan; [`rescan`] runs again when a context is created), and GEMMs issued
+//! by cuBLAS entry points not in [`hooks`] (grouped-batched GEMMs, the 3m variants).
+//!
+//! **Tying shapes to kernels.** A hook records the call's shape in a thread-local
+//! slot, calls the real function and clears the slot. Every kernel launch made on
+//! that thread meanwhile (the driver-API launch callback, [`on_launch_enter`]) sends a
+//! [`wire::Gemm`] with the launch's correlation id: a call may launch several kernels
+//! (split-K reductions); they share the call number. Nested calls (cuBLAS calling
+//! cuBLASLt) keep the outermost shape. Under stream capture the launch creates a
+//! graph node instead: [`on_graph_node_created`] ties the node to the launch's
+//! correlation id, and [`on_graph_node_cloned`] follows the clones instantiation makes,
+//! so every replay of the graph is attributed by the collector.
+//!
+//! Hooks are always safe to call: when the profiler is off they only forward.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use cupti::Cupti;
+use cupti_sys::{CUpti_GraphData, CUpti_ResourceData};
+use wire::{Gemm, GemmStatus, GraphNode, GraphNodeCloned, Record};
+
+use crate::handoff;
+use crate::log::{debug, warn};
+use crate::options::Options;
+
+mod dlsym;
+mod hooks;
+mod lt;
+
+/// A GEMM call's shape as the application passed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// Index of the API function in [`hooks::NAMES`].
+    pub api: usize,
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+    pub batch: u64,
+    pub trans_a: u32,
+    pub trans_b: u32,
+    pub a_type: u32,
+    pub b_type: u32,
+    pub c_type: u32,
+    pub d_type: u32,
+    pub compute_type: u32,
+}
+
+/// The call in progress on a thread.
+#[derive(Clone, Copy)]
+struct Current {
+    shape: Shape,
+    call: u64,
+    launches: u32,
+}
+
+thread_local! {
+    /// The outermost GEMM call in progress on this thread: `Some(None)` when its shape
+    /// could not be read (nested calls must still not record theirs).
+    static CURRENT: Cell<Option<Option<Current>>> = const { Cell::new(None) };
+    /// Correlation id of the launch API call in progress on this thread, or 0.
+    static LAUNCH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Shapes are being recorded.
+static ON: AtomicBool = AtomicBool::new(false);
+static CALLS: AtomicU64 = AtomicU64::new(0);
+/// Interned ids of the API names, 0 until sent.
+static API_IDS: [AtomicU32; hooks::COUNT] = [const { AtomicU32::new(0) }; hooks::COUNT];
+/// The loader generation [`rescan`] last saw; the scan itself is serialised.
+static SCANNED: Mutex<u64> = Mutex::new(0);
+
+/// Runs `real` (the hooked cuBLAS function) with `shape()` as this thread's GEMM call.
+#[inline]
+pub fn call<R>(shape: impl FnOnce() -> Option<Shape>, real: impl FnOnce() -> R) -> R {
+    if !ON.load(Ordering::Relaxed) || CURRENT.with(|c| c.get().is_some()) {
+        return real();
+    }
+    let current = shape().map(|shape| Current {
+        shape,
+        call: CALLS.fetch_add(1, Ordering::Relaxed) + 1,
+        launches: 0,
+    });
+    CURRENT.with(|c| c.set(Some(current)));
+    let r = real();
+    CURRENT.with(|c| c.set(None));
+    r
+}
+
+/// Turns shape recording on and patches the loaded objects; `opts.gemm` off leaves
+/// everything untouched.
+pub fn install(opts: &Options) {
+    if !opts.gemm {
+        return;
+    }
+    dlsym::init();
+    ON.store(true, Ordering::Release);
+    rescan();
+}
+
+/// Patches objects loaded since the last scan (all of them the first time).
+pub fn rescan() {
+    if !ON.load(Ordering::Acquire) {
+        return;
+    }
+    let generation = crate::loaded::generation();
+    let mut seen = SCANNED.lock().unwrap_or_else(|e| e.into_inner());
+    if *seen == generation {
+        return;
+    }
+    *seen = generation;
+    if let Err(e) = hooks::patch_loaded() {
+        fail(e);
+    }
+}
+
+fn fail(message: String) {
+    if ON.swap(false, Ordering::AcqRel) {
+        warn!("GEMM shapes are off: {message}; tracing continues");
+        handoff::send(Record::GemmStatus(GemmStatus { message }));
+    }
+}
+
+fn api_id(api: usize) -> Option<u32> {
+    let slot = API_IDS.get(api)?;
+    let id = slot.load(Ordering::Relaxed);
+    if id != 0 {
+        return Some(id);
+    }
+    let name = hooks::C_NAMES.get(api)?;
+    // SAFETY: a NUL-terminated static string.
+    let id = unsafe { handoff::intern(name.as_ptr()) }?;
+    slot.store(id, Ordering::Relaxed);
+    Some(id)
+}
+
+/// A kernel launch API call begins on this thread (driver-API callback, enter).
+pub fn on_launch_enter(correlation_id: u32, graph_launch: bool) {
+    if graph_launch {
+        return;
+    }
+    LAUNCH.with(|l| l.set(correlation_id));
+    let Some(Some(mut cur)) = CURRENT.with(Cell::get) else {
+        return;
+    };
+    let index = cur.launches;
+    cur.launches += 1;
+    CURRENT.with(|c| c.set(Some(Some(cur))));
+    let s = cur.shape;
+    let Some(api) = api_id(s.api) else {
+        handoff::lost();
+        return;
+    };
+    handoff::send(Record::Gemm(Gemm {
+        correlation_id,
+        call: cur.call,
+        launch_index: index,
+        api,
+        m: s.m,
+        n: s.n,
+        k: s.k,
+        batch: s.batch,
+        trans_a: s.trans_a,
+        trans_b: s.trans_b,
+        a_type: s.a_type,
+        b_type: s.b_type,
+        c_type: s.c_type,
+        d_type: s.d_type,
+        compute_type: s.compute_type,
+    }));
+}
+
+/// The launch API call on this thread returns (driver-API callback, exit).
+pub fn on_launch_exit() {
+    LAUNCH.with(|l| l.set(0));
+}
+
+fn node_id(c: &Cupti, node: cupti_sys::CUgraphNode) -> Option<u64> {
+    crate::cupti_api::graph_node_id(c, node)
+        .ok()
+        .filter(|&id| id != 0)
+}
+
+fn graph_data(r: &CUpti_ResourceData) -> Option<&CUpti_GraphData> {
+    let p = r.resourceDescriptor as *const CUpti_GraphData;
+    // SAFETY: for the graph-node resource callbacks CUPTI's resourceDescriptor is a
+    // CUpti_GraphData valid during the callback.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+const KERNEL_NODE: u32 = cupti_sys::CUgraphNodeType_enum::CU_GRAPH_NODE_TYPE_KERNEL;
+
+/// A graph node was created (resource callback): under stream capture, inside the
+/// launch call that made it.
+pub fn on_graph_node_created(c: &Cupti, r: &CUpti_ResourceData) {
+    let correlation_id = LAUNCH.with(Cell::get);
+    let Some(g) = graph_data(r) else { return };
+    if correlation_id == 0 || g.nodeType != KERNEL_NODE {
+        return;
+    }
+    if let Some(node_id) = node_id(c, g.node) {
+        handoff::send(Record::GraphNode(GraphNode {
+            node_id,
+            correlation_id,
+        }));
+    }
+}
+
+/// A graph node was cloned (resource callback): graph instantiation clones every node.
+pub fn on_graph_node_cloned(c: &Cupti, r: &CUpti_ResourceData) {
+    let Some(g) = graph_data(r) else { return };
+    if g.nodeType != KERNEL_NODE {
+        return;
+    }
+    match (node_id(c, g.node), node_id(c, g.originalNode)) {
+        (Some(node_id), Some(original_node_id)) => {
+            handoff::send(Record::GraphNodeCloned(GraphNodeCloned {
+                node_id,
+                original_node_id,
+            }));
+        }
+        _ => debug!("a graph node was cloned but CUPTI cannot name it"),
+    }
+}
