@@ -4,3 +4,4 @@
 
 pub mod analysis;
 pub mod render;
+pub mod roofline_svg;
