@@ -28,6 +28,13 @@
 //! it) gives no record. CUDA graph launches are not measured (their kernels are not
 //! one range).
 //!
+//! **Kernel replay** (`GPUPROF_REPLAY=kernel`): the plan is one group holding every
+//! metric of the set, however many passes it needs; `SetConfig` asks for kernel
+//! replay, so CUPTI runs each measured kernel once per pass inside its launch call
+//! (saving and restoring the memory it writes) and every metric comes from every
+//! measured launch. It costs a launch that many kernel runs; the launch policy still
+//! bounds how many launches pay it.
+//!
 //! **Failure**: a chip without a default set, or any CUPTI error in planning or
 //! collection, gives one `gpuprof:` warning naming the call and the error, a
 //! `Record::CounterStatus`, and counters off for the rest of the run; tracing goes on.
@@ -44,7 +51,7 @@ use wire::{CounterPlan, CounterStatus, KernelCounters, MetricValue, Record};
 
 use crate::handoff;
 use crate::log::{debug, warn};
-use crate::options::{CounterMode, Options};
+use crate::options::{CounterMode, Options, Replay};
 use crate::profiler_api::{self as api, HostConfig, MetricNames, RangeProfiler};
 
 pub mod policy;
@@ -55,6 +62,9 @@ use policy::Policy;
 /// What the options asked for.
 struct Settings {
     metrics: Option<Vec<String>>,
+    /// `GPUPROF_REPLAY=kernel`: one multi-pass group, CUPTI replaying each measured
+    /// kernel once per pass.
+    kernel_replay: bool,
 }
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
@@ -118,6 +128,7 @@ pub fn configure(opts: &Options) {
     if SETTINGS
         .set(Settings {
             metrics: opts.metrics.clone(),
+            kernel_replay: opts.replay == Replay::Kernel,
         })
         .is_err()
     {
@@ -198,7 +209,21 @@ fn make_plan(c: &Cupti, device_id: u32) -> Result<Plan, String> {
             .map(|g| g.to_vec())
             .collect(),
     };
+    let kernel_replay = SETTINGS.get().is_some_and(|s| s.kernel_replay);
+    let chosen = if kernel_replay {
+        // Every metric of every group in one config; CUPTI replays per pass.
+        let mut all: Vec<&str> = Vec::new();
+        for name in chosen.into_iter().flatten() {
+            if !all.contains(&name) {
+                all.push(name);
+            }
+        }
+        vec![all]
+    } else {
+        chosen
+    };
     let mut groups = Vec::with_capacity(chosen.len());
+    let mut replay_passes = 0;
     for (i, names) in chosen.iter().enumerate() {
         let metrics = MetricNames::new(names).ok_or("a metric name holds a NUL byte")?;
         let mut host = HostConfig::new(c, &chip, metrics).map_err(|e| match e.metric {
@@ -206,7 +231,9 @@ fn make_plan(c: &Cupti, device_id: u32) -> Result<Plan, String> {
             None => e.error.to_string(),
         })?;
         let passes = host.passes(c).map_err(|e| e.to_string())?;
-        if passes != 1 {
+        if kernel_replay {
+            replay_passes = passes;
+        } else if passes != 1 {
             return Err(format!(
                 "metric group {i} ({}) needs {passes} passes on {chip}; \
                  each group must fit in one pass",
@@ -222,10 +249,17 @@ fn make_plan(c: &Cupti, device_id: u32) -> Result<Plan, String> {
         }
         groups.push(Group { host, ids });
     }
-    let policy = lock(&POLICY)
+    let mut policy = lock(&POLICY)
         .as_ref()
         .map(|p| p.describe(groups.len()))
         .unwrap_or_default();
+    if kernel_replay {
+        policy.push_str(&format!(
+            "; kernel replay: every metric on each measured launch, \
+             {replay_passes} pass{} (the kernel runs once per pass)",
+            if replay_passes == 1 { "" } else { "es" }
+        ));
+    }
     handoff::send(Record::CounterPlan(CounterPlan {
         device_id,
         chip,
@@ -334,9 +368,10 @@ fn begin(c: &Cupti, ctx: &Ctx, group: u32) -> Result<(), api::CallError> {
     // The image is laid out for the shape of the last GetCounterDataSize on the object.
     api::counter_data_size(c, ctx.rp, &g.host.metrics, 1)?;
     api::counter_data_initialize(c, ctx.rp, image)?;
+    let kernel_replay = SETTINGS.get().is_some_and(|s| s.kernel_replay);
     // SAFETY: the image lives in `ctx` (kept alive by PENDING until the pass is
     // decoded) and is never resized, so it stays valid and unmoved.
-    unsafe { api::set_config(c, ctx.rp, &g.host.config, image) }?;
+    unsafe { api::set_config(c, ctx.rp, &g.host.config, image, kernel_replay) }?;
     api::start(c, ctx.rp)
 }
 

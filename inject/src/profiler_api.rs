@@ -27,7 +27,7 @@ use cupti_sys::CUptiResult::CUPTI_ERROR_NOT_SUPPORTED;
 use cupti_sys::CUpti_PmSampling_DecodeStopReason::CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
 use cupti_sys::CUpti_PmSampling_TriggerMode::CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
 use cupti_sys::CUpti_ProfilerRange::CUPTI_AutoRange;
-use cupti_sys::CUpti_ProfilerReplayMode::CUPTI_UserReplay;
+use cupti_sys::CUpti_ProfilerReplayMode::{CUPTI_KernelReplay, CUPTI_UserReplay};
 use cupti_sys::CUpti_ProfilerType::{
     CUPTI_PROFILER_TYPE_PM_SAMPLING, CUPTI_PROFILER_TYPE_RANGE_PROFILER,
 };
@@ -334,9 +334,11 @@ pub fn counter_data_initialize(c: &Cupti, rp: RangeProfiler, image: &mut [u8]) -
     call!(c, cuptiRangeProfilerCounterDataImageInitialize, &mut p)
 }
 
-/// `cuptiRangeProfilerSetConfig`: auto range (one range per kernel), user replay
-/// (this process decides when the pass begins and ends: no kernel replay), one range
-/// per pass, one nesting level.
+/// `cuptiRangeProfilerSetConfig`: auto range (one range per kernel), one range per
+/// pass, one nesting level. Without `kernel_replay`, user replay: this process decides
+/// when the pass begins and ends, so no kernel is ever replayed and the config must be
+/// one pass. With it, kernel replay: CUPTI runs the measured kernel once per pass of
+/// the config (saving and restoring the memory it writes) inside the launch call.
 ///
 /// # Safety
 /// `image` stays valid and unmoved until the pass is decoded
@@ -346,6 +348,7 @@ pub unsafe fn set_config(
     rp: RangeProfiler,
     config: &[u8],
     image: &mut [u8],
+    kernel_replay: bool,
 ) -> Result<()> {
     let mut p = params!(CUpti_RangeProfiler_SetConfig_Params, targetNestingLevel);
     p.pRangeProfilerObject = rp.object();
@@ -354,7 +357,11 @@ pub unsafe fn set_config(
     p.counterDataImageSize = image.len();
     p.pCounterDataImage = image.as_mut_ptr();
     p.range = CUPTI_AutoRange;
-    p.replayMode = CUPTI_UserReplay;
+    p.replayMode = if kernel_replay {
+        CUPTI_KernelReplay
+    } else {
+        CUPTI_UserReplay
+    };
     p.maxRangesPerPass = 1;
     p.numNestingLevels = 1;
     p.minNestingLevel = 1;

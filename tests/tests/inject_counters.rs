@@ -248,6 +248,50 @@ fn counter_launches_limits_each_kernel_key() {
     assert!(by_key.values().any(|l| l.len() > 2));
 }
 
+/// `GPUPROF_REPLAY=kernel`: one config holding every metric of the default set, so
+/// each measured launch has all of them (CUPTI replays the kernel once per pass; the
+/// simulated CUPTI schedules any set in one pass).
+#[test]
+fn kernel_replay_gives_every_metric_on_each_measured_launch() {
+    let mut union: Vec<&str> = Vec::new();
+    for m in cupti::metrics::default_groups("GH100")
+        .expect("GH100 has a default set")
+        .iter()
+        .flat_map(|g| g.iter())
+    {
+        if !union.contains(m) {
+            union.push(m);
+        }
+    }
+    let (out, records) = run_counters(
+        "replay-kernel",
+        "13.4",
+        &[
+            ("GPUPROF_REPLAY", "kernel"),
+            ("GPUPROF_COUNTER_LAUNCHES", "1"),
+        ],
+    );
+    assert_eq!(out.stderr, "");
+    assert!(statuses(&records).is_empty(), "{:?}", statuses(&records));
+    let names = strings(&records);
+    let ps = plans(&records);
+    assert_eq!(ps.len(), 1, "{ps:?}");
+    assert_eq!(
+        ps[0].policy,
+        "the first launch of each kernel (name, grid, block); one pass group; \
+         kernel replay: every metric on each measured launch, 1 pass \
+         (the kernel runs once per pass)"
+    );
+    let groups = plan_groups(ps[0], &names);
+    assert_eq!(groups, vec![union]);
+    let measured = check_values(&records, &groups);
+    let (_, by_key) = expected(&records);
+    assert_eq!(measured.len(), by_key.len(), "every key measured");
+    for (key, launches) in &by_key {
+        assert_eq!(measured[key], vec![(launches[0], 0)], "{key:?}");
+    }
+}
+
 #[test]
 fn counters_off_emits_no_counter_records() {
     let (out, records) = run_counters("off", "13.4", &[("GPUPROF_COUNTERS", "off")]);
