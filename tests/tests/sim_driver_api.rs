@@ -77,9 +77,12 @@ destroyed context 201
 /// id is CUDA_ERROR_INVALID_VALUE; a second tracer is refused; every API call is seen
 /// at entry and exit with its CUPTI cbid and the tracer's correlation id; resources are
 /// reported with CUPTI's cbids (CONTEXT_CREATED 1, STREAM_CREATED 3, MODULE_LOADED 6,
-/// GRAPH_CREATED 9, GRAPHNODE_CREATED 13, GRAPHEXEC_CREATED 18, and the DESTROY /
-/// UNLOAD_STARTING ones); GPU operations carry the correlation id of the call that
-/// started them (both replays of the graph: cuGraphLaunch's, with the same node ids),
+/// GRAPH_CREATED 9, GRAPHNODE_CREATED 13, GRAPHEXEC_CREATE_STARTING 17,
+/// GRAPHEXEC_CREATED 18, GRAPHNODE_CLONED 20, and the DESTROY / UNLOAD_STARTING ones);
+/// instantiation clones each node into the executable graph's copy of the graph (graph
+/// 2: GRAPHNODE_CREATED then GRAPHNODE_CLONED per node, new node ids 3 and 4); GPU
+/// operations carry the correlation id of the call that started them (both replays of
+/// the graph: cuGraphLaunch's, with the clones' node ids),
 /// exact durations (HtoD 4096 B = 1000 + 4096/25 rounded up = 1164 ns, memset 4096 B =
 /// 1000 + 3, kernels 1000 + blocks), copy kinds (HTOD 1 / DTOH 2) and memory kinds
 /// (PAGEABLE 1, DEVICE 3); captured work runs no GPU operation; a replayed memset
@@ -132,15 +135,20 @@ api exit  cuMemsetD32Async cbid=220 corr=112 ctx=1 result=0
 api enter cuStreamEndCapture cbid=497 corr=113 ctx=1
 api exit  cuStreamEndCapture cbid=497 corr=113 ctx=1 result=0
 api enter cuGraphInstantiateWithFlags cbid=643 corr=114 ctx=1
+resource cbid=17 ctx=1 graph=1
+resource cbid=13 ctx=1 graph=2 node=3 type=0
+resource cbid=20 ctx=1
+resource cbid=13 ctx=1 graph=2 node=4 type=2
+resource cbid=20 ctx=1
 resource cbid=18 ctx=1 graph=1 exec=set
 api exit  cuGraphInstantiateWithFlags cbid=643 corr=114 ctx=1 result=0
 api enter cuGraphLaunch cbid=514 corr=115 ctx=1
-op kind=1 corr=115 dur=1003 ctx=1 stream=2 name=scale grid=3 block=64 regs=32 smem=0 graph=1 node=1
-op kind=3 corr=115 dur=1001 ctx=1 stream=2 bytes=64 copy=0 src=0 dst=0 value=9 graph=1 node=2
+op kind=1 corr=115 dur=1003 ctx=1 stream=2 name=scale grid=3 block=64 regs=32 smem=0 graph=1 node=3
+op kind=3 corr=115 dur=1001 ctx=1 stream=2 bytes=64 copy=0 src=0 dst=0 value=9 graph=1 node=4
 api exit  cuGraphLaunch cbid=514 corr=115 ctx=1 result=0
 api enter cuGraphLaunch cbid=514 corr=116 ctx=1
-op kind=1 corr=116 dur=1003 ctx=1 stream=2 name=scale grid=3 block=64 regs=32 smem=0 graph=1 node=1
-op kind=3 corr=116 dur=1001 ctx=1 stream=2 bytes=64 copy=0 src=0 dst=0 value=9 graph=1 node=2
+op kind=1 corr=116 dur=1003 ctx=1 stream=2 name=scale grid=3 block=64 regs=32 smem=0 graph=1 node=3
+op kind=3 corr=116 dur=1001 ctx=1 stream=2 bytes=64 copy=0 src=0 dst=0 value=9 graph=1 node=4
 api exit  cuGraphLaunch cbid=514 corr=116 ctx=1 result=0
 api enter cuMemcpyDtoH_v2 cbid=278 corr=117 ctx=1
 op kind=2 corr=117 dur=1003 ctx=1 stream=1 bytes=64 copy=2 src=3 dst=1 value=0

@@ -131,7 +131,8 @@ pub struct GpuOp {
     pub dynamic_shared_memory: i32,
     pub static_shared_memory: i32,
     pub registers_per_thread: u16,
-    /// Set when launched from a CUDA graph, else 0.
+    /// Set when launched from a CUDA graph, else 0: the id of the graph instantiated
+    /// and the id of the node's clone in the executable graph (`GRAPHNODE_CLONED`).
     pub graph_id: u32,
     pub graph_node_id: u64,
     /// Memcpy / memset: bytes moved or set.

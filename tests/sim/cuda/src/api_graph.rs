@@ -1,8 +1,37 @@
 //! CUDA graphs: `cuGraphCreate`, `cuGraphAddKernelNode_v2`, `cuGraphGetNodes`,
 //! `cuGraphInstantiateWithFlags` (and the older `cuGraphInstantiate_v2` ABI),
 //! `cuGraphLaunch`, `cuGraphExecDestroy`, `cuGraphDestroy`. Nodes run in the order
-//! they were added (always a valid topological order). GPU operations of a launch
-//! carry the instantiated graph's id, the node's id and `cuGraphLaunch`'s correlation.
+//! they were added (always a valid topological order).
+//!
+//! Instantiation clones the graph, as the real driver does: the executable graph runs
+//! copies of the nodes, each with a new handle and a new unique id
+//! (`cuptiGetGraphNodeId` answers for them), in a copy of the graph with its own id.
+//! GPU operations of a launch carry the clone's node id (what NVIDIA's
+//! `cuda_graphs_trace` sample maps back to the original node through
+//! `GRAPHNODE_CLONED`), the id of the graph instantiated from, and `cuGraphLaunch`'s
+//! correlation id.
+//!
+//! Resource callbacks (`CUpti_GraphData`), all on the calling thread inside the API
+//! call (between its driver API enter and exit callbacks):
+//! - `cuGraphCreate`, `cuStreamBeginCapture_v2`: `GRAPH_CREATED` (`graph`).
+//! - `cuGraphAddKernelNode_v2` and each launch, copy or set issued to a capturing
+//!   stream: `GRAPHNODE_CREATED` (`graph`, `node`, `nodeType`), so a subscriber ties
+//!   the node to that call's correlation id.
+//! - `cuGraphInstantiate*`: `GRAPHEXEC_CREATE_STARTING` (`graph` the graph
+//!   instantiated, `graphExec` NULL); then per node, in node order,
+//!   `GRAPHNODE_CREATED` (`graph` the copy, `node` the clone, `nodeType`) and
+//!   `GRAPHNODE_CLONED` (`graph` the copy, `originalGraph` the graph instantiated,
+//!   `node` the clone, `originalNode` the node it was cloned from, `nodeType`,
+//!   `graphExec` the executable graph being made, already the handle the call
+//!   returns); then `GRAPHEXEC_CREATED` (`graph`, `graphExec`). That nodes are
+//!   created during instantiation is what NVIDIA's `cuda_graphs_trace` sample
+//!   expects (it skips `GRAPHNODE_CREATED` while `cudaGraphInstantiate` runs);
+//!   `cupti_callbacks.h` documents neither the order nor which fields each callback
+//!   sets, so the order above and `graphExec` in `GRAPHNODE_CLONED` are the sim's
+//!   choice.
+//! - `cuGraphExecDestroy`: `GRAPHEXEC_DESTROY_STARTING` (`graph`, `graphExec`); the
+//!   clones and the copy go with it. `cuGraphDestroy`, an invalidated capture:
+//!   `GRAPH_DESTROY_STARTING` (`graph`).
 
 use std::ffi::{c_char, c_uint, c_ulonglong};
 
@@ -209,6 +238,10 @@ pub unsafe extern "C" fn cuGraphGetNodes(
     )
 }
 
+/// Instantiates `h_graph`: reports `GRAPHEXEC_CREATE_STARTING`, clones every node into
+/// the executable graph's own copy of the graph (reporting `GRAPHNODE_CREATED` then
+/// `GRAPHNODE_CLONED` for each clone, in node order), then `GRAPHEXEC_CREATED`.
+///
 /// # Safety
 /// `ph_exec` is NULL or writable.
 unsafe fn instantiate(
@@ -220,26 +253,55 @@ unsafe fn instantiate(
         return Err(CUDA_ERROR_INVALID_VALUE);
     }
     let g = h_graph as usize;
-    let e = {
+    if !registry::lock().graphs.contains_key(&g) {
+        return Err(CUDA_ERROR_INVALID_VALUE);
+    }
+    report_graph(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATE_STARTING, g, 0);
+    let (e, copy, clones) = {
         let mut d = registry::lock();
         let graph = d.graphs.get(&g).ok_or(CUDA_ERROR_INVALID_VALUE)?;
-        let graph_id = graph.id;
-        let nodes = graph
-            .nodes
-            .iter()
-            .map(|n| (d.nodes[n].id, d.nodes[n].op.clone()))
-            .collect();
+        let (graph_id, originals) = (graph.id, graph.nodes.clone());
         let e = d.new_handle();
+        let copy = new_graph(&mut d);
+        let mut clones = Vec::with_capacity(originals.len());
+        for original in originals {
+            let op = d.nodes[&original].op.clone();
+            let node_type = ops::node_type(&op);
+            let clone = ops::add_node(&mut d, copy, op);
+            clones.push((clone, original, node_type));
+        }
+        let nodes = clones.iter().map(|c| c.0).collect();
         d.execs.insert(
             e,
             Exec {
                 graph: g,
                 graph_id,
+                clone: copy,
                 nodes,
             },
         );
-        e
+        (e, copy, clones)
     };
+    let ctx = context::current().unwrap_or(0);
+    for (clone, original, node_type) in clones {
+        let mut data = graph_data(copy, clone, node_type);
+        trace::resource(
+            CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+            ctx,
+            0,
+            std::ptr::from_mut(&mut data).cast(),
+        );
+        let mut data = graph_data(copy, clone, node_type);
+        data.originalGraph = g as CUgraph;
+        data.originalNode = original as CUgraphNode;
+        data.graphExec = e as CUgraphExec;
+        trace::resource(
+            CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+            ctx,
+            0,
+            std::ptr::from_mut(&mut data).cast(),
+        );
+    }
     // SAFETY: non-NULL and writable per this function's contract.
     unsafe { out(ph_exec, e as CUgraphExec)? };
     report_graph(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, g, e);
@@ -332,7 +394,13 @@ pub extern "C" fn cuGraphLaunch(h_exec: CUgraphExec, h_stream: CUstream) -> CUre
                     .execs
                     .get(&(h_exec as usize))
                     .ok_or(CUDA_ERROR_INVALID_VALUE)?;
-                let (graph_id, nodes) = (exec.graph_id, exec.nodes.clone());
+                let graph_id = exec.graph_id;
+                let nodes = exec
+                    .nodes
+                    .iter()
+                    .map(|n| d.nodes.get(n).map(|n| (n.id, n.op.clone())))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or(CUDA_ERROR_INVALID_VALUE)?;
                 let s = d.stream(h_stream)?;
                 if d.streams[&s].capture.is_some() {
                     return Err(CUDA_ERROR_NOT_SUPPORTED);
@@ -363,7 +431,13 @@ pub extern "C" fn cuGraphExecDestroy(h_exec: CUgraphExec) -> CUresult {
                 return CUDA_ERROR_INVALID_VALUE;
             };
             report_graph(CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, g, e);
-            registry::lock().execs.remove(&e);
+            let mut d = registry::lock();
+            if let Some(exec) = d.execs.remove(&e) {
+                d.graphs.remove(&exec.clone);
+                for n in exec.nodes {
+                    d.nodes.remove(&n);
+                }
+            }
             CUDA_SUCCESS
         }
     )

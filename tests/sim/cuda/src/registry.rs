@@ -132,11 +132,17 @@ pub(crate) struct Graph {
     pub(crate) nodes: Vec<usize>,
 }
 
+/// An executable graph. Instantiation clones the graph it was made from: `clone` is
+/// the copy (an entry of `graphs`, never handed to clients but reported in resource
+/// callbacks) and `nodes` its nodes, entries of `nodes` with their own ids, in
+/// execution order. Both go away with the executable graph.
 pub(crate) struct Exec {
+    /// The graph it was instantiated from (it may be destroyed first).
     pub(crate) graph: usize,
+    /// That graph's id, which GPU operations of a launch carry.
     pub(crate) graph_id: u32,
-    /// `(node id, operation)` in execution order, copied at instantiation.
-    pub(crate) nodes: Vec<(u64, OpSpec)>,
+    pub(crate) clone: usize,
+    pub(crate) nodes: Vec<usize>,
 }
 
 /// Per-device primary context state.

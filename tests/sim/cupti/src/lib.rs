@@ -20,11 +20,10 @@
 //!
 //! NVTX reaches it as it reaches real CUPTI, through `NVTX_INJECTION64_PATH` and
 //! `InitializeInjectionNvtx2` ([`nvtx`]), and becomes MARKER, MARKER_DATA and NAME
-//! records.
+//! records and `CUPTI_CB_DOMAIN_NVTX` callbacks ([`nvtx_meta`]).
 //!
 //! Not simulated: overhead records (CUPTI_ACTIVITY_KIND_OVERHEAD can be enabled but
-//! produces no record: the sim has no CUPTI overhead to report), NVTX callbacks
-//! (`CUPTI_CB_DOMAIN_NVTX`), runtime API
+//! produces no record: the sim has no CUPTI overhead to report), runtime API
 //! records (there is no simulated runtime), user-defined record layouts (13.2+ field
 //! selection), the legacy event / metric APIs and the legacy `cuptiProfiler*` session
 //! API (BeginSession, passes, ...).
@@ -46,6 +45,7 @@ pub mod ffi;
 pub mod layouts;
 pub mod names;
 pub mod nvtx;
+pub mod nvtx_meta;
 pub mod pm_sampling;
 pub mod profiling;
 pub mod range_profiler;

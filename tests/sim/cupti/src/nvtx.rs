@@ -19,7 +19,19 @@
 //! `DomainRangeStartEx`, `DomainRangeEnd`, `DomainRangePushEx`, `DomainRangePop`,
 //! `DomainNameCategoryA/W`, `DomainRegisterStringA/W`, `DomainCreateA/W`,
 //! `DomainDestroy`. The CUDA, CUDART, OPENCL and SYNC modules and the CORE2 resource
-//! slots are left alone. `CUPTI_CB_DOMAIN_NVTX` callbacks are not simulated.
+//! slots are left alone.
+//!
+//! Callbacks (`CUPTI_CB_DOMAIN_NVTX`, `cupti_callbacks.h`): every installed handler,
+//! after doing its work, calls the subscribers that enabled its callback id
+//! (`CUpti_nvtx_api_trace_cbid`: `cuptiEnableCallback`, `cuptiEnableDomain`,
+//! `cuptiEnableAllDomains`), on the calling thread, once per call (the domain has no
+//! enter / exit sites), with `cbdata` a `CUpti_NvtxData`: `functionName` the NVTX
+//! function's name (static), `functionParams` its `generated_nvtx_meta.h` params struct
+//! holding the caller's own arguments (pointers as passed, not copies; see
+//! [`crate::nvtx_meta`]), `functionReturnValue` a pointer to what the function returns
+//! (range id for range start, level for push and pop, handle for domain create and
+//! register string; null for `void` functions). Both are valid during the callback
+//! only. Callbacks come whether or not any activity kind is enabled.
 //!
 //! Records (`cupti_activity.h`, `CUpti_ActivityMarker2`):
 //! - every marker names the calling thread: `objectKind` `CUPTI_ACTIVITY_OBJECT_THREAD`,
@@ -56,10 +68,15 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
-use cupti_sys::{CUpti_ActivityFlag as Flag, CUpti_ActivityKind as K, CUpti_MetricValueKind as V};
+use cupti_sys::{
+    CUpti_ActivityFlag as Flag, CUpti_ActivityKind as K, CUpti_CallbackDomain as D,
+    CUpti_MetricValueKind as V, CUpti_NvtxData,
+};
 
 use crate::activity::{self, lock};
 use crate::layouts::{Facts, MarkerDataFacts, MarkerFacts, NameFacts};
+use crate::nvtx_meta::{self as meta, cbid};
+use crate::subscribers;
 
 // --- NVTX's types (nvtxTypes.h, nvToolsExt.h) ---
 
@@ -489,6 +506,45 @@ fn register_string(text: *const c_char) -> usize {
     h
 }
 
+// --- Callbacks ---
+
+/// Calls the subscribers that enabled NVTX callback `cbid`, on the calling thread, with
+/// a `CUpti_NvtxData` naming the function, pointing at its parameters (a
+/// `generated_nvtx_meta.h` struct) and at its return value (null for `void`).
+fn callback<P>(cbid: u32, name: &'static CStr, params: &P, ret: *const c_void) {
+    let mut targets = Vec::new();
+    subscribers::targets(D::CUPTI_CB_DOMAIN_NVTX, cbid, &mut targets);
+    if targets.is_empty() {
+        return;
+    }
+    let data = CUpti_NvtxData {
+        functionName: name.as_ptr(),
+        functionParams: std::ptr::from_ref(params).cast(),
+        functionReturnValue: ret,
+    };
+    for t in &targets {
+        if let Some(cb) = t.callback {
+            // SAFETY: the subscriber registered `cb` with the CUpti_CallbackFunc
+            // prototype; `data` and what it points to live across the call.
+            unsafe {
+                cb(
+                    t.userdata as *mut c_void,
+                    D::CUPTI_CB_DOMAIN_NVTX,
+                    cbid,
+                    std::ptr::from_ref(&data).cast(),
+                )
+            };
+        }
+    }
+}
+
+/// A return value as `functionReturnValue` points at it.
+fn ret<T>(v: &T) -> *const c_void {
+    std::ptr::from_ref(v).cast()
+}
+
+const VOID: *const c_void = std::ptr::null();
+
 // --- Handlers (the prototypes of nvtxTypes.h's *_impl_fntype) ---
 
 unsafe extern "C" fn mark_ex(attr: *const EventAttributes) {
@@ -496,76 +552,147 @@ unsafe extern "C" fn mark_ex(attr: *const EventAttributes) {
         // SAFETY: NVTX passes the caller's attributes (null or valid).
         let a = unsafe { read_attributes(attr) };
         mark(0, a.as_ref().map_or(std::ptr::null(), message), a.as_ref());
+        let p = meta::nvtxMarkEx_params { eventAttrib: attr };
+        callback(cbid::MARK_EX, c"nvtxMarkEx", &p, VOID);
     })
 }
 
 unsafe extern "C" fn mark_a(msg: *const c_char) {
-    // SAFETY: NVTX passes the caller's C string.
-    guarded((), || mark(0, unsafe { ascii(msg) }, None))
+    guarded((), || {
+        // SAFETY: NVTX passes the caller's C string.
+        mark(0, unsafe { ascii(msg) }, None);
+        let p = meta::nvtxMarkA_params { message: msg };
+        callback(cbid::MARK_A, c"nvtxMarkA", &p, VOID);
+    })
 }
 
 unsafe extern "C" fn mark_w(msg: *const WChar) {
-    // SAFETY: NVTX passes the caller's wide string.
-    guarded((), || mark(0, unsafe { wide(msg) }, None))
+    guarded((), || {
+        // SAFETY: NVTX passes the caller's wide string.
+        mark(0, unsafe { wide(msg) }, None);
+        let p = meta::nvtxMarkW_params { message: msg };
+        callback(cbid::MARK_W, c"nvtxMarkW", &p, VOID);
+    })
 }
 
 unsafe extern "C" fn range_start_ex(attr: *const EventAttributes) -> u64 {
     guarded(0, || {
         // SAFETY: as in mark_ex.
         let a = unsafe { read_attributes(attr) };
-        range_start(0, a.as_ref().map_or(std::ptr::null(), message), a.as_ref())
+        let id = range_start(0, a.as_ref().map_or(std::ptr::null(), message), a.as_ref());
+        let p = meta::nvtxRangeStartEx_params { eventAttrib: attr };
+        callback(cbid::RANGE_START_EX, c"nvtxRangeStartEx", &p, ret(&id));
+        id
     })
 }
 
 unsafe extern "C" fn range_start_a(msg: *const c_char) -> u64 {
-    // SAFETY: as in mark_a.
-    guarded(0, || range_start(0, unsafe { ascii(msg) }, None))
+    guarded(0, || {
+        // SAFETY: as in mark_a.
+        let id = range_start(0, unsafe { ascii(msg) }, None);
+        let p = meta::nvtxRangeStartA_params { message: msg };
+        callback(cbid::RANGE_START_A, c"nvtxRangeStartA", &p, ret(&id));
+        id
+    })
 }
 
 unsafe extern "C" fn range_start_w(msg: *const WChar) -> u64 {
-    // SAFETY: as in mark_w.
-    guarded(0, || range_start(0, unsafe { wide(msg) }, None))
+    guarded(0, || {
+        // SAFETY: as in mark_w.
+        let id = range_start(0, unsafe { wide(msg) }, None);
+        let p = meta::nvtxRangeStartW_params { message: msg };
+        callback(cbid::RANGE_START_W, c"nvtxRangeStartW", &p, ret(&id));
+        id
+    })
 }
 
 unsafe extern "C" fn range_end_fn(id: u64) {
-    guarded((), || range_end(id))
+    guarded((), || {
+        range_end(id);
+        let p = meta::nvtxRangeEnd_params { id };
+        callback(cbid::RANGE_END, c"nvtxRangeEnd", &p, VOID);
+    })
 }
 
 unsafe extern "C" fn range_push_ex(attr: *const EventAttributes) -> c_int {
     guarded(-1, || {
         // SAFETY: as in mark_ex.
         let a = unsafe { read_attributes(attr) };
-        push(0, a.as_ref().map_or(std::ptr::null(), message), a.as_ref())
+        let level = push(0, a.as_ref().map_or(std::ptr::null(), message), a.as_ref());
+        let p = meta::nvtxRangePushEx_params { eventAttrib: attr };
+        callback(cbid::RANGE_PUSH_EX, c"nvtxRangePushEx", &p, ret(&level));
+        level
     })
 }
 
 unsafe extern "C" fn range_push_a(msg: *const c_char) -> c_int {
-    // SAFETY: as in mark_a.
-    guarded(-1, || push(0, unsafe { ascii(msg) }, None))
+    guarded(-1, || {
+        // SAFETY: as in mark_a.
+        let level = push(0, unsafe { ascii(msg) }, None);
+        let p = meta::nvtxRangePushA_params { message: msg };
+        callback(cbid::RANGE_PUSH_A, c"nvtxRangePushA", &p, ret(&level));
+        level
+    })
 }
 
 unsafe extern "C" fn range_push_w(msg: *const WChar) -> c_int {
-    // SAFETY: as in mark_w.
-    guarded(-1, || push(0, unsafe { wide(msg) }, None))
+    guarded(-1, || {
+        // SAFETY: as in mark_w.
+        let level = push(0, unsafe { wide(msg) }, None);
+        let p = meta::nvtxRangePushW_params { message: msg };
+        callback(cbid::RANGE_PUSH_W, c"nvtxRangePushW", &p, ret(&level));
+        level
+    })
 }
 
 unsafe extern "C" fn range_pop() -> c_int {
-    guarded(-1, || pop(0))
+    guarded(-1, || {
+        let level = pop(0);
+        let p = meta::nvtxRangePop_params {
+            dummy: std::ptr::null_mut(),
+        };
+        callback(cbid::RANGE_POP, c"nvtxRangePop", &p, ret(&level));
+        level
+    })
 }
 
 /// Category names: accepted; CUPTI has no record for them.
-unsafe extern "C" fn name_category_a(_category: u32, _name: *const c_char) {}
+unsafe extern "C" fn name_category_a(category: u32, name: *const c_char) {
+    guarded((), || {
+        let p = meta::nvtxNameCategoryA_params { category, name };
+        callback(cbid::NAME_CATEGORY_A, c"nvtxNameCategoryA", &p, VOID);
+    })
+}
 
-unsafe extern "C" fn name_category_w(_category: u32, _name: *const WChar) {}
+unsafe extern "C" fn name_category_w(category: u32, name: *const WChar) {
+    guarded((), || {
+        let p = meta::nvtxNameCategoryW_params { category, name };
+        callback(cbid::NAME_CATEGORY_W, c"nvtxNameCategoryW", &p, VOID);
+    })
+}
 
 unsafe extern "C" fn name_os_thread_a(thread_id: u32, name: *const c_char) {
-    // SAFETY: as in mark_a.
-    guarded((), || name_os_thread(thread_id, unsafe { ascii(name) }))
+    guarded((), || {
+        // SAFETY: as in mark_a.
+        name_os_thread(thread_id, unsafe { ascii(name) });
+        let p = meta::nvtxNameOsThreadA_params {
+            threadId: thread_id,
+            name,
+        };
+        callback(cbid::NAME_OS_THREAD_A, c"nvtxNameOsThreadA", &p, VOID);
+    })
 }
 
 unsafe extern "C" fn name_os_thread_w(thread_id: u32, name: *const WChar) {
-    // SAFETY: as in mark_w.
-    guarded((), || name_os_thread(thread_id, unsafe { wide(name) }))
+    guarded((), || {
+        // SAFETY: as in mark_w.
+        name_os_thread(thread_id, unsafe { wide(name) });
+        let p = meta::nvtxNameOsThreadW_params {
+            threadId: thread_id,
+            name,
+        };
+        callback(cbid::NAME_OS_THREAD_W, c"nvtxNameOsThreadW", &p, VOID);
+    })
 }
 
 unsafe extern "C" fn domain_mark_ex(domain: *const c_void, attr: *const EventAttributes) {
@@ -574,6 +701,11 @@ unsafe extern "C" fn domain_mark_ex(domain: *const c_void, attr: *const EventAtt
         let a = unsafe { read_attributes(attr) };
         let name = a.as_ref().map_or(std::ptr::null(), message);
         mark(domain as usize, name, a.as_ref());
+        let p = meta::nvtxDomainMarkEx_params {
+            domain,
+            core: meta::nvtxMarkEx_params { eventAttrib: attr },
+        };
+        callback(cbid::DOMAIN_MARK_EX, c"nvtxDomainMarkEx", &p, VOID);
     })
 }
 
@@ -585,13 +717,31 @@ unsafe extern "C" fn domain_range_start_ex(
         // SAFETY: as in mark_ex.
         let a = unsafe { read_attributes(attr) };
         let name = a.as_ref().map_or(std::ptr::null(), message);
-        range_start(domain as usize, name, a.as_ref())
+        let id = range_start(domain as usize, name, a.as_ref());
+        let p = meta::nvtxDomainRangeStartEx_params {
+            domain,
+            core: meta::nvtxRangeStartEx_params { eventAttrib: attr },
+        };
+        callback(
+            cbid::DOMAIN_RANGE_START_EX,
+            c"nvtxDomainRangeStartEx",
+            &p,
+            ret(&id),
+        );
+        id
     })
 }
 
 /// "This function is offered completeness but is an alias for ::nvtxRangeEnd."
-unsafe extern "C" fn domain_range_end(_domain: *const c_void, id: u64) {
-    guarded((), || range_end(id))
+unsafe extern "C" fn domain_range_end(domain: *const c_void, id: u64) {
+    guarded((), || {
+        range_end(id);
+        let p = meta::nvtxDomainRangeEnd_params {
+            domain,
+            core: meta::nvtxRangeEnd_params { id },
+        };
+        callback(cbid::DOMAIN_RANGE_END, c"nvtxDomainRangeEnd", &p, VOID);
+    })
 }
 
 unsafe extern "C" fn domain_range_push_ex(
@@ -602,40 +752,130 @@ unsafe extern "C" fn domain_range_push_ex(
         // SAFETY: as in mark_ex.
         let a = unsafe { read_attributes(attr) };
         let name = a.as_ref().map_or(std::ptr::null(), message);
-        push(domain as usize, name, a.as_ref())
+        let level = push(domain as usize, name, a.as_ref());
+        let p = meta::nvtxDomainRangePushEx_params {
+            domain,
+            core: meta::nvtxRangePushEx_params { eventAttrib: attr },
+        };
+        callback(
+            cbid::DOMAIN_RANGE_PUSH_EX,
+            c"nvtxDomainRangePushEx",
+            &p,
+            ret(&level),
+        );
+        level
     })
 }
 
 unsafe extern "C" fn domain_range_pop(domain: *const c_void) -> c_int {
-    guarded(-1, || pop(domain as usize))
+    guarded(-1, || {
+        let level = pop(domain as usize);
+        let p = meta::nvtxDomainRangePop_params { domain };
+        callback(
+            cbid::DOMAIN_RANGE_POP,
+            c"nvtxDomainRangePop",
+            &p,
+            ret(&level),
+        );
+        level
+    })
 }
 
-unsafe extern "C" fn domain_name_category_a(_d: *const c_void, _c: u32, _n: *const c_char) {}
-
-unsafe extern "C" fn domain_name_category_w(_d: *const c_void, _c: u32, _n: *const WChar) {}
-
-unsafe extern "C" fn domain_register_string_a(_d: *const c_void, s: *const c_char) -> usize {
-    // SAFETY: as in mark_a.
-    guarded(0, || register_string(unsafe { ascii(s) }))
+unsafe extern "C" fn domain_name_category_a(d: *const c_void, c: u32, n: *const c_char) {
+    guarded((), || {
+        let p = meta::nvtxDomainNameCategoryA_params {
+            domain: d,
+            category: c,
+            name: n,
+        };
+        callback(
+            cbid::DOMAIN_NAME_CATEGORY_A,
+            c"nvtxDomainNameCategoryA",
+            &p,
+            VOID,
+        );
+    })
 }
 
-unsafe extern "C" fn domain_register_string_w(_d: *const c_void, s: *const WChar) -> usize {
-    // SAFETY: as in mark_w.
-    guarded(0, || register_string(unsafe { wide(s) }))
+unsafe extern "C" fn domain_name_category_w(d: *const c_void, c: u32, n: *const WChar) {
+    guarded((), || {
+        let p = meta::nvtxDomainNameCategoryW_params {
+            domain: d,
+            category: c,
+            name: n,
+        };
+        callback(
+            cbid::DOMAIN_NAME_CATEGORY_W,
+            c"nvtxDomainNameCategoryW",
+            &p,
+            VOID,
+        );
+    })
+}
+
+unsafe extern "C" fn domain_register_string_a(d: *const c_void, s: *const c_char) -> usize {
+    guarded(0, || {
+        // SAFETY: as in mark_a.
+        let h = register_string(unsafe { ascii(s) });
+        let p = meta::nvtxDomainRegisterStringA_params {
+            domain: d,
+            string: s,
+        };
+        callback(
+            cbid::DOMAIN_REGISTER_STRING_A,
+            c"nvtxDomainRegisterStringA",
+            &p,
+            ret(&h),
+        );
+        h
+    })
+}
+
+unsafe extern "C" fn domain_register_string_w(d: *const c_void, s: *const WChar) -> usize {
+    guarded(0, || {
+        // SAFETY: as in mark_w.
+        let h = register_string(unsafe { wide(s) });
+        let p = meta::nvtxDomainRegisterStringW_params {
+            domain: d,
+            string: s.cast(),
+        };
+        callback(
+            cbid::DOMAIN_REGISTER_STRING_W,
+            c"nvtxDomainRegisterStringW",
+            &p,
+            ret(&h),
+        );
+        h
+    })
 }
 
 unsafe extern "C" fn domain_create_a(name: *const c_char) -> usize {
-    // SAFETY: as in mark_a.
-    guarded(0, || create_domain(unsafe { ascii(name) }))
+    guarded(0, || {
+        // SAFETY: as in mark_a.
+        let h = create_domain(unsafe { ascii(name) });
+        let p = meta::nvtxDomainCreateA_params { name };
+        callback(cbid::DOMAIN_CREATE_A, c"nvtxDomainCreateA", &p, ret(&h));
+        h
+    })
 }
 
 unsafe extern "C" fn domain_create_w(name: *const WChar) -> usize {
-    // SAFETY: as in mark_w.
-    guarded(0, || create_domain(unsafe { wide(name) }))
+    guarded(0, || {
+        // SAFETY: as in mark_w.
+        let h = create_domain(unsafe { wide(name) });
+        let p = meta::nvtxDomainCreateW_params { name };
+        callback(cbid::DOMAIN_CREATE_W, c"nvtxDomainCreateW", &p, ret(&h));
+        h
+    })
 }
 
 /// The handle stays valid: records already written name the domain.
-unsafe extern "C" fn domain_destroy(_domain: *const c_void) {}
+unsafe extern "C" fn domain_destroy(domain: *const c_void) {
+    guarded((), || {
+        let p = meta::nvtxDomainDestroy_params { domain };
+        callback(cbid::DOMAIN_DESTROY, c"nvtxDomainDestroy", &p, VOID);
+    })
+}
 
 /// Casts a handler to NVTX's generic function pointer.
 macro_rules! slot {

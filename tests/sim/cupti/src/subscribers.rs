@@ -10,6 +10,12 @@
 //!   subscribers coexist when every subscriber asked for it; the first subscriber
 //!   fixes the process's state (`CUPTI_ACTIVITY_ATTR_MULTIPLE_SUBSCRIBER_STATE`: 2 =
 //!   not set yet, 0 = single, 1 = multiple), which resets when the last unsubscribes.
+//!
+//! Callbacks are enabled per subscriber and callback id in the domains the sim
+//! delivers: driver API, resource and NVTX (`CUpti_nvtx_api_trace_cbid`, see
+//! `nvtx_meta.rs`). Enabling a whole domain enables every valid id of it (1 to size - 1);
+//! `cuptiEnableAllDomains` enables all of them. The runtime API, synchronize and state
+//! domains accept whole-domain enables but deliver nothing.
 
 use std::ffi::{c_void, CString};
 use std::sync::Mutex;
@@ -30,9 +36,9 @@ pub fn domain_size(domain: u32) -> Option<usize> {
         D::CUPTI_CB_DOMAIN_RESOURCE => {
             Some(CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_SIZE as usize)
         }
+        D::CUPTI_CB_DOMAIN_NVTX => Some(crate::nvtx_meta::cbid::SIZE as usize),
         D::CUPTI_CB_DOMAIN_RUNTIME_API
         | D::CUPTI_CB_DOMAIN_SYNCHRONIZE
-        | D::CUPTI_CB_DOMAIN_NVTX
         | D::CUPTI_CB_DOMAIN_STATE => Some(0),
         _ => None,
     }
@@ -45,10 +51,11 @@ pub struct Subscriber {
     pub userdata: usize,
     /// "CUPTI for <subscriberName>".
     pub name: CString,
-    /// Enabled callback ids of the driver API and resource domains; whole-domain
+    /// Enabled callback ids of the driver API, resource and NVTX domains; whole-domain
     /// enables of the other domains are remembered but nothing is delivered there.
     pub driver: Vec<bool>,
     pub resource: Vec<bool>,
+    pub nvtx: Vec<bool>,
     pub other_domains: Vec<u32>,
 }
 
@@ -100,6 +107,7 @@ pub fn subscribe(
         name,
         driver: vec![false; domain_size(D::CUPTI_CB_DOMAIN_DRIVER_API).unwrap_or(0)],
         resource: vec![false; domain_size(D::CUPTI_CB_DOMAIN_RESOURCE).unwrap_or(0)],
+        nvtx: vec![false; domain_size(D::CUPTI_CB_DOMAIN_NVTX).unwrap_or(0)],
         other_domains: Vec::new(),
     });
     let first = reg.subs[0].name.clone();
@@ -145,6 +153,7 @@ pub fn enable(handle: CUpti_SubscriberHandle, domain: u32, cbid: Option<u32>, on
     let ids = match domain {
         D::CUPTI_CB_DOMAIN_DRIVER_API => &mut s.driver,
         D::CUPTI_CB_DOMAIN_RESOURCE => &mut s.resource,
+        D::CUPTI_CB_DOMAIN_NVTX => &mut s.nvtx,
         _ => {
             if cbid.is_none() {
                 s.other_domains.retain(|d| *d != domain);
@@ -166,15 +175,16 @@ pub fn enable(handle: CUpti_SubscriberHandle, domain: u32, cbid: Option<u32>, on
 
 /// Whether callback `cbid` of `domain` is enabled for `handle`; None if invalid.
 pub fn state(handle: CUpti_SubscriberHandle, domain: u32, cbid: u32) -> Option<bool> {
-    let size = domain_size(domain)?;
+    domain_size(domain)?;
     let reg = lock(&REGISTRY);
     let s = reg.subs.iter().find(|s| s.handle == handle as usize)?;
-    match domain {
-        D::CUPTI_CB_DOMAIN_DRIVER_API if (cbid as usize) < size => Some(s.driver[cbid as usize]),
-        D::CUPTI_CB_DOMAIN_RESOURCE if (cbid as usize) < size => Some(s.resource[cbid as usize]),
-        D::CUPTI_CB_DOMAIN_DRIVER_API | D::CUPTI_CB_DOMAIN_RESOURCE => None,
-        _ => Some(s.other_domains.contains(&domain)),
-    }
+    let ids = match domain {
+        D::CUPTI_CB_DOMAIN_DRIVER_API => &s.driver,
+        D::CUPTI_CB_DOMAIN_RESOURCE => &s.resource,
+        D::CUPTI_CB_DOMAIN_NVTX => &s.nvtx,
+        _ => return Some(s.other_domains.contains(&domain)),
+    };
+    ids.get(cbid as usize).copied()
 }
 
 /// A subscriber to call: (handle, callback, userdata).
@@ -193,6 +203,7 @@ pub fn targets(domain: u32, cbid: u32, out: &mut Vec<Target>) {
         let on = match domain {
             D::CUPTI_CB_DOMAIN_DRIVER_API => s.driver.get(cbid as usize).copied(),
             D::CUPTI_CB_DOMAIN_RESOURCE => s.resource.get(cbid as usize).copied(),
+            D::CUPTI_CB_DOMAIN_NVTX => s.nvtx.get(cbid as usize).copied(),
             _ => None,
         };
         if on == Some(true) {

@@ -252,3 +252,61 @@ fn marker_records_in_every_release_layout() {
         )
     );
 }
+
+unsafe extern "C" fn ignore(_u: *mut c_void, _d: u32, _c: u32, _data: *const c_void) {}
+
+/// `CUPTI_CB_DOMAIN_NVTX` (4) follows the rules of the other delivered domains: ids 1
+/// to `CUPTI_CBID_NVTX_SIZE` - 1 can be enabled one by one or as a domain (which leaves
+/// the invalid id 0 off), `cuptiEnableAllDomains` includes it, and ids outside the enum
+/// are `CUPTI_ERROR_INVALID_PARAMETER`.
+#[test]
+fn nvtx_callback_ids_are_enabled_per_subscriber() {
+    use crate::api_callbacks::*;
+    use crate::nvtx_meta::cbid;
+    use cupti_sys::CUptiResult::*;
+
+    let _g = serial();
+    const NVTX: u32 = cupti_sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_NVTX;
+    let mut s: cupti_sys::CUpti_SubscriberHandle = std::ptr::null_mut();
+    // SAFETY: valid out-pointer.
+    let r = unsafe { cuptiSubscribe(&mut s, Some(ignore), std::ptr::null_mut()) };
+    assert_eq!(r, CUPTI_SUCCESS);
+    let state = |id: u32| {
+        let mut on = 7u32;
+        // SAFETY: valid out-pointer.
+        let r = unsafe { cuptiGetCallbackState(&mut on, s, NVTX, id) };
+        (r, on)
+    };
+    let on_ids = || -> Vec<u32> {
+        (0..cbid::SIZE)
+            .filter(|&id| state(id) == (CUPTI_SUCCESS, 1))
+            .collect()
+    };
+
+    assert_eq!(on_ids(), Vec::<u32>::new());
+    assert_eq!(
+        cuptiEnableCallback(1, s, NVTX, cbid::RANGE_PUSH_A),
+        CUPTI_SUCCESS
+    );
+    assert_eq!(on_ids(), [cbid::RANGE_PUSH_A]);
+    assert_eq!(
+        cuptiEnableCallback(1, s, NVTX, 0),
+        CUPTI_ERROR_INVALID_PARAMETER
+    );
+    assert_eq!(
+        cuptiEnableCallback(1, s, NVTX, cbid::SIZE),
+        CUPTI_ERROR_INVALID_PARAMETER
+    );
+    assert_eq!(state(cbid::SIZE).0, CUPTI_ERROR_INVALID_PARAMETER);
+
+    assert_eq!(cuptiEnableDomain(1, s, NVTX), CUPTI_SUCCESS);
+    assert_eq!(on_ids(), (1..cbid::SIZE).collect::<Vec<_>>());
+    assert_eq!(cuptiEnableCallback(0, s, NVTX, cbid::MARK_A), CUPTI_SUCCESS);
+    assert_eq!(state(cbid::MARK_A), (CUPTI_SUCCESS, 0));
+    assert_eq!(cuptiEnableDomain(0, s, NVTX), CUPTI_SUCCESS);
+    assert_eq!(on_ids(), Vec::<u32>::new());
+
+    assert_eq!(cuptiEnableAllDomains(1, s), CUPTI_SUCCESS);
+    assert_eq!(on_ids(), (1..cbid::SIZE).collect::<Vec<_>>());
+    assert_eq!(cuptiUnsubscribe(s), CUPTI_SUCCESS);
+}
