@@ -18,6 +18,15 @@ pub const RUN_LIMIT: Duration = Duration::from_secs(120);
 pub const CUDARC_LLM_STDOUT: &str =
     "cudarc-llm: ok: 2 layers, prompt 128, 4 decode steps: 60 kernel launches, 47 GEMMs\n";
 
+/// How the profiler gets into the program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Injection {
+    /// `CUDA_INJECTION64_PATH=libgpuprof.so`: the driver loads it at `cuInit`.
+    Driver,
+    /// `LD_PRELOAD=libgpuprof.so`.
+    Preload,
+}
+
 /// The cudarc client on the simulated H100 with CUPTI `release`, libgpuprof.so
 /// injected into a session directory of its own (no collector), with `env` on top of a
 /// clean environment. Checks the app's output is unchanged, one ring, finished, nothing
@@ -27,8 +36,33 @@ pub fn run_cudarc_injected(
     release: &str,
     env: &[(&str, &str)],
 ) -> (Finished, Vec<Record>) {
+    let (out, records) = run_injected(
+        &artifact("cudarc-llm"),
+        Injection::Driver,
+        scratch,
+        release,
+        env,
+    );
+    assert_eq!(
+        out.stdout, CUDARC_LLM_STDOUT,
+        "the app's output is unchanged"
+    );
+    (out, records)
+}
+
+/// `program` on the simulated H100 with CUPTI `release`, libgpuprof.so injected the
+/// `how` way into a session directory of its own (no collector), with `env` on top of
+/// a clean environment. Checks the program succeeded, one ring, finished, nothing
+/// dropped, `End` last; returns the run and the ring's records.
+pub fn run_injected(
+    program: &Path,
+    how: Injection,
+    scratch: &str,
+    release: &str,
+    env: &[(&str, &str)],
+) -> (Finished, Vec<Record>) {
     let dir = Scratch::new(scratch);
-    let mut cmd = Command::new(artifact("cudarc-llm"));
+    let mut cmd = Command::new(program);
     for (k, _) in std::env::vars() {
         if k.starts_with("GPUPROF_")
             || k.starts_with("CUDA_")
@@ -44,8 +78,11 @@ pub fn run_cudarc_injected(
         .env("RUST_BACKTRACE", "0")
         .env("GPUPROF_CUPTI_LIB", sim_cupti(major))
         .env("SIMCUPTI_VERSION", release)
-        .env("GPUPROF_SESSION_DIR", dir.path())
-        .env("CUDA_INJECTION64_PATH", artifact("libgpuprof.so"));
+        .env("GPUPROF_SESSION_DIR", dir.path());
+    match how {
+        Injection::Driver => cmd.env("CUDA_INJECTION64_PATH", artifact("libgpuprof.so")),
+        Injection::Preload => cmd.env("LD_PRELOAD", artifact("libgpuprof.so")),
+    };
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -56,10 +93,6 @@ pub fn run_cudarc_injected(
         out.status,
         out.stdout,
         out.stderr
-    );
-    assert_eq!(
-        out.stdout, CUDARC_LLM_STDOUT,
-        "the app's output is unchanged"
     );
     let rings = ring_files(dir.path());
     assert_eq!(rings.len(), 1, "{rings:?}");
