@@ -93,6 +93,11 @@ EXTRAS = {
     "libnvtx3interop": ("nvidia-nvtx-cu12", "12.9.79",
                         "fec150986817f2b4e7eed72ed059f2dcb9ba3856b9a96134e448eac946a6952f",
                         "nvidia/nvtx/lib/libnvtx3interop.so.1"),
+    # The NVTX headers (nvtx3/), which CUPTI's generated_nvtx_meta.h includes: the
+    # bindings take the NVTX callback parameter structs from them.
+    "nvtx_include": ("nvidia-nvtx-cu12", "12.9.79",
+                     "fec150986817f2b4e7eed72ed059f2dcb9ba3856b9a96134e448eac946a6952f",
+                     "nvidia/nvtx/include"),
 }
 
 

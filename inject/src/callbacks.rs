@@ -9,13 +9,15 @@ use core::ffi::c_void;
 use std::cell::Cell;
 
 use cupti_sys::CUpti_ApiCallbackSite::{CUPTI_API_ENTER, CUPTI_API_EXIT};
-use cupti_sys::CUpti_CallbackDomain::{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RESOURCE};
+use cupti_sys::CUpti_CallbackDomain::{
+    CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_NVTX, CUPTI_CB_DOMAIN_RESOURCE,
+};
 use cupti_sys::CUpti_CallbackIdResource::{
     CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
     CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
 };
 use cupti_sys::CUpti_driver_api_trace_cbid_enum as cbid;
-use cupti_sys::{CUpti_CallbackData, CUpti_ResourceData};
+use cupti_sys::{CUpti_CallbackData, CUpti_NvtxData, CUpti_ResourceData};
 use wire::{ContextInfo, Launch, Record};
 
 use crate::handoff::{self, CONTEXTS, DEVICES};
@@ -112,6 +114,11 @@ pub unsafe extern "C" fn on_callback(
                 }
                 _ => {}
             }
+        }
+        CUPTI_CB_DOMAIN_NVTX => {
+            // SAFETY: for the NVTX domain CUPTI passes a CUpti_NvtxData.
+            let d = unsafe { &*(data as *const CUpti_NvtxData) };
+            counters::range_filter::on_nvtx(cbid, d);
         }
         _ => {}
     });

@@ -55,6 +55,7 @@ use crate::options::{CounterMode, Options, Replay};
 use crate::profiler_api::{self as api, HostConfig, MetricNames, RangeProfiler};
 
 pub mod policy;
+pub mod range_filter;
 pub mod sampling;
 
 use policy::Policy;
@@ -122,9 +123,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub fn configure(opts: &Options) {
     match opts.counters {
         CounterMode::Off => return,
-        CounterMode::Sampling => return sampling::configure(opts),
+        CounterMode::Sampling => {
+            if let Some(r) = &opts.counter_range {
+                warn!(
+                    "GPUPROF_COUNTER_RANGE={r:?} applies to per-kernel counters \
+                     (GPUPROF_COUNTERS=kernel); PM samples are GPU-wide, ignoring it"
+                );
+            }
+            return sampling::configure(opts);
+        }
         CounterMode::Kernel => {}
     }
+    range_filter::configure(opts.counter_range.as_deref());
     if SETTINGS
         .set(Settings {
             metrics: opts.metrics.clone(),
@@ -139,7 +149,7 @@ pub fn configure(opts: &Options) {
 }
 
 /// Turns counters off for the rest of the run: one warning, one `CounterStatus`.
-fn fail(message: String) {
+pub fn fail(message: String) {
     if ON.swap(false, Ordering::AcqRel) {
         warn!("hardware counters are off: {message}; tracing continues");
         handoff::send(Record::CounterStatus(CounterStatus { message }));
@@ -253,6 +263,9 @@ fn make_plan(c: &Cupti, device_id: u32) -> Result<Plan, String> {
         .as_ref()
         .map(|p| p.describe(groups.len()))
         .unwrap_or_default();
+    if let Some(r) = range_filter::name() {
+        policy.push_str(&format!("; only launches inside NVTX range {r:?}"));
+    }
     if kernel_replay {
         policy.push_str(&format!(
             "; kernel replay: every metric on each measured launch, \
@@ -329,6 +342,9 @@ pub fn on_launch_enter(c: &Cupti, cbid: u32, d: &CUpti_CallbackData) {
     let Some((grid, block)) = (unsafe { launch_dims(cbid, d.functionParams) }) else {
         return;
     };
+    if !range_filter::admits() {
+        return;
+    }
     let ctx = CONTEXTS
         .read()
         .unwrap_or_else(|e| e.into_inner())

@@ -115,6 +115,9 @@ fn enable(t: &Tracer) -> Result<(), String> {
             debug!("driver callback {cbid} not enabled: {e}");
         }
     }
+    if let Err(e) = crate::counters::range_filter::enable(c, s) {
+        crate::counters::fail(e);
+    }
     // Without system thread ids, NVTX push/pop ranges could not be matched with the
     // launches made inside them; tracing still works, so this is not fatal.
     if let Err(e) = cupti_api::use_system_thread_ids(c) {

@@ -87,6 +87,17 @@ fn plan_groups<'a>(p: &CounterPlan, names: &'a HashMap<u32, String>) -> Vec<Vec<
 /// Checks every KernelCounters record against the cost model (the metrics of its
 /// group in `groups`) and returns the measured launches of each key with their groups.
 fn check_values(records: &[Record], groups: &[Vec<&str>]) -> HashMap<Key, Vec<(u32, u32)>> {
+    let (measured, tensor_ops) = check_values_only(records, groups);
+    assert!(tensor_ops > 0.0, "the GEMMs' tensor ops are measured");
+    measured
+}
+
+/// [`check_values`] without requiring tensor work among the measured launches; also
+/// returns the tensor ops measured.
+fn check_values_only(
+    records: &[Record],
+    groups: &[Vec<&str>],
+) -> (HashMap<Key, Vec<(u32, u32)>>, f64) {
     let names = strings(records);
     let (by_corr, _) = expected(records);
     let mut measured: HashMap<Key, Vec<(u32, u32)>> = HashMap::new();
@@ -115,8 +126,7 @@ fn check_values(records: &[Record], groups: &[Vec<&str>]) -> HashMap<Key, Vec<(u
             .or_default()
             .push((kc.correlation_id, kc.group));
     }
-    assert!(tensor_ops > 0.0, "the GEMMs' tensor ops are measured");
-    measured
+    (measured, tensor_ops)
 }
 
 /// The default GH100 set: the plan is its groups, and successive launches of each
@@ -290,6 +300,41 @@ fn kernel_replay_gives_every_metric_on_each_measured_launch() {
     for (key, launches) in &by_key {
         assert_eq!(measured[key], vec![(launches[0], 0)], "{key:?}");
     }
+}
+
+/// `GPUPROF_COUNTER_RANGE=decode`: only the launches inside the workload's "decode"
+/// NVTX ranges are measured (followed live through CUPTI's NVTX callbacks); the 23
+/// prefill kernels come first in the run and none is measured.
+#[test]
+fn counter_range_measures_only_launches_inside_the_named_nvtx_range() {
+    let list = METRICS.join(",");
+    let (out, records) = run_counters(
+        "range-decode",
+        "13.4",
+        &[
+            ("GPUPROF_METRICS", &list),
+            ("GPUPROF_COUNTER_RANGE", "decode"),
+        ],
+    );
+    assert_eq!(out.stderr, "");
+    assert!(statuses(&records).is_empty(), "{:?}", statuses(&records));
+    let names = strings(&records);
+    let ps = plans(&records);
+    assert_eq!(
+        ps[0].policy,
+        "the first 64 launches of each kernel (name, grid, block); one pass group; \
+         only launches inside NVTX range \"decode\""
+    );
+    // Decode's GEMMs are GEMVs on CUDA cores: no tensor work among them.
+    let (_, tensor_ops) = check_values_only(&records, &plan_groups(ps[0], &names));
+    assert_eq!(tensor_ops, 0.0);
+    let kernels = kernels_in_order(&records);
+    assert_eq!(kernels.len(), 107);
+    let mut measured: Vec<u32> = counters(&records).iter().map(|k| k.correlation_id).collect();
+    measured.sort_unstable();
+    let mut decode: Vec<u32> = kernels[23..].iter().map(|k| k.correlation_id).collect();
+    decode.sort_unstable();
+    assert_eq!(measured, decode);
 }
 
 #[test]

@@ -237,7 +237,19 @@ fn main() -> Result<()> {
         .iter()
         .find(|r| r.release == COMMON_FROM)
         .with_context(|| format!("release {COMMON_FROM} missing from the manifest"))?;
-    gen_common(common, &out)?;
+    let extras_path = nvidia.join("extras.json");
+    let extras: std::collections::HashMap<String, PathBuf> =
+        serde_json::from_str(&std::fs::read_to_string(&extras_path).with_context(|| {
+            format!(
+                "reading {} (run scripts/nvidia-wheels.py fetch)",
+                extras_path.display()
+            )
+        })?)
+        .with_context(|| format!("parsing {}", extras_path.display()))?;
+    let nvtx_include = extras
+        .get("nvtx_include")
+        .with_context(|| format!("{} names no nvtx_include", extras_path.display()))?;
+    gen_common(common, nvtx_include, &out)?;
 
     let mut index = Vec::new();
     for rel in &manifest {
@@ -284,11 +296,16 @@ fn builder(rel: &Release, header: &str) -> bindgen::Builder {
         .sort_semantically(true)
 }
 
-fn gen_common(rel: &Release, out: &Path) -> Result<()> {
+fn gen_common(rel: &Release, nvtx_include: &Path, out: &Path) -> Result<()> {
     let header = "#include <cupti.h>\n#include <cupti_target.h>\n#include <cupti_profiler_target.h>\n\
                   #include <cupti_profiler_host.h>\n#include <cupti_range_profiler.h>\n\
-                  #include <cupti_pmsampling.h>\n#include <nvperf_host.h>\n#include <nvperf_cuda_host.h>\n";
+                  #include <cupti_pmsampling.h>\n#include <nvperf_host.h>\n#include <nvperf_cuda_host.h>\n\
+                  #include <generated_nvtx_meta.h>\n";
     let mut b = builder(rel, header)
+        .clang_arg(format!("-I{}", nvtx_include.display()))
+        // The NVTX callback domain's parameter structs (CUpti_NvtxData::functionParams).
+        .allowlist_type("nvtx(Range|DomainRange|DomainRegisterString)\\w*_params")
+        .allowlist_type("nvtxEventAttributes_t|nvtxMessageType_t|nvtxRangeId_t")
         // Everything CUPTI declares except activity records (per release, see records/).
         .allowlist_type("CUpti_([B-Zb-z_]|A[^c]|Ac[^t]).*")
         .allowlist_type("CUptiResult")
