@@ -330,7 +330,10 @@ fn counter_range_measures_only_launches_inside_the_named_nvtx_range() {
     assert_eq!(tensor_ops, 0.0);
     let kernels = kernels_in_order(&records);
     assert_eq!(kernels.len(), 107);
-    let mut measured: Vec<u32> = counters(&records).iter().map(|k| k.correlation_id).collect();
+    let mut measured: Vec<u32> = counters(&records)
+        .iter()
+        .map(|k| k.correlation_id)
+        .collect();
     measured.sort_unstable();
     let mut decode: Vec<u32> = kernels[23..].iter().map(|k| k.correlation_id).collect();
     decode.sort_unstable();
