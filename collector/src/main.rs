@@ -41,12 +41,16 @@ enum Command {
     ///
     /// Example: gpuprof record -o run1 -- python infer.py --steps 4
     Record(record::RecordArgs),
-    /// Print the report of a recorded session: processes, kernels by GPU time, memory
-    /// copies and sets, NVTX ranges, dropped records.
+    /// Print the report of a recorded session: processes, kernels by GPU time, counters,
+    /// the roofline (FLOPs, DRAM bytes, arithmetic intensity, MFU, MBU per kernel, GEMM
+    /// shape, kernel family, NVTX range and run) with the peaks used, memory copies and
+    /// sets, NVTX ranges, dropped records.
     ///
     /// SESSION is the output directory of `gpuprof record` (or the session.gpuprof file
     /// in it). A damaged file is reported up to the damage, with a warning naming the
-    /// offset, and the command then exits non-zero.
+    /// offset, and the command then exits non-zero. A peaks file that cannot be read or
+    /// is invalid is an error (exit status 2).
+    #[command(after_long_help = gpuprof_collector::analysis::peaks::PEAKS_FILE_HELP)]
     Report(report::ReportArgs),
     /// Write a session as a Chrome trace event JSON file for Perfetto or
     /// chrome://tracing: kernels, copies and sets per (process, GPU, stream), NVTX

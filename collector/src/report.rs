@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
+use gpuprof_collector::analysis::efficiency::efficiency;
+use gpuprof_collector::analysis::peaks::{parse_overrides, Overrides};
 use gpuprof_collector::{analysis, render};
 use wire::session::{SessionError, SessionReader};
 use wire::Record;
@@ -38,6 +40,29 @@ pub struct ReportArgs {
     /// the table, all in CSV and JSON.
     #[arg(long, value_name = "N")]
     top: Option<usize>,
+    /// Peak FLOP/s and DRAM bandwidth per GPU model (TOML), overriding the built-in
+    /// table and the figures derived from the device; default $GPUPROF_PEAKS. See the
+    /// format below.
+    #[arg(long, value_name = "FILE")]
+    peaks: Option<PathBuf>,
+}
+
+/// The environment variable naming the default peaks file.
+pub const PEAKS_ENV: &str = "GPUPROF_PEAKS";
+
+/// The peaks file `explicit` (`--peaks`), else `$GPUPROF_PEAKS`, parsed; no overrides
+/// when neither is given. An unreadable or invalid file is an error naming it.
+pub fn load_peaks(explicit: Option<&Path>) -> Result<Overrides> {
+    let path = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => match std::env::var_os(PEAKS_ENV) {
+            Some(p) if !p.is_empty() => PathBuf::from(p),
+            _ => return Ok(Overrides::default()),
+        },
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read peaks file {}", path.display()))?;
+    Ok(parse_overrides(&text, &path.display().to_string())?)
 }
 
 #[derive(clap::Args)]
@@ -134,15 +159,32 @@ fn fail_on_damage(loaded: Loaded) -> Result<()> {
     }
 }
 
-/// The report of `records` in `format`.
+/// The report of `records` in `format`, with the peaks of `$GPUPROF_PEAKS` (a bad file
+/// is a warning and the built-in peaks are used).
 pub fn render_report(records: &[(u32, Record)], format: Format, top: Option<usize>) -> String {
+    let peaks = load_peaks(None).unwrap_or_else(|e| {
+        eprintln!("gpuprof: warning: {e:#}; using the built-in peaks");
+        Overrides::default()
+    });
+    render_report_with(records, format, top, &peaks)
+}
+
+/// The report of `records` in `format`, with `peaks` overriding the built-in peaks.
+pub fn render_report_with(
+    records: &[(u32, Record)],
+    format: Format,
+    top: Option<usize>,
+    peaks: &Overrides,
+) -> String {
     let summary = analysis::summarize(records);
+    let roofline = efficiency(records, peaks);
     match format {
-        Format::Table => render::table(&summary, Some(top.unwrap_or(20))),
-        Format::Csv => render::csv(&summary, top),
+        Format::Table => render::table_with(&summary, Some(&roofline), Some(top.unwrap_or(20))),
+        Format::Csv => render::csv_with(&summary, Some(&roofline), top),
         Format::Json => {
-            let mut s = serde_json::to_string_pretty(&render::json(&summary, top))
-                .expect("JSON values serialise");
+            let mut s =
+                serde_json::to_string_pretty(&render::json_with(&summary, Some(&roofline), top))
+                    .expect("JSON values serialise");
             s.push('\n');
             s
         }
@@ -150,9 +192,11 @@ pub fn render_report(records: &[(u32, Record)], format: Format, top: Option<usiz
 }
 
 pub fn report(args: &ReportArgs) -> Result<()> {
+    // A bad peaks file fails before any output.
+    let peaks = load_peaks(args.peaks.as_deref())?;
     let loaded = load(&args.session)?;
     warn_damage(&loaded, "report");
-    let text = render_report(&loaded.records, args.format, args.top);
+    let text = render_report_with(&loaded.records, args.format, args.top, &peaks);
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|_| out.flush())
@@ -181,4 +225,39 @@ pub fn trace(args: &TraceArgs) -> Result<()> {
         output.display()
     );
     fail_on_damage(loaded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peaks_file_errors_name_the_file() {
+        let dir = std::env::temp_dir().join(format!("gpuprof-peaks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.toml");
+        std::fs::write(&good, "[[gpu]]\nname = \"NVIDIA L4\"\nfp8 = 200\n").unwrap();
+        let o = load_peaks(Some(&good)).unwrap();
+        assert_eq!(o.entries.len(), 1);
+        assert_eq!(o.file, good.display().to_string());
+
+        let bad = dir.join("bad.toml");
+        std::fs::write(&bad, "[[gpu]]\nname = \"NVIDIA L4\"\nfp9 = 200\n").unwrap();
+        let e = format!("{:#}", load_peaks(Some(&bad)).unwrap_err());
+        assert!(
+            e.starts_with(&format!(
+                "peaks file {}, line 3, [[gpu]] entry 1 (\"NVIDIA L4\"), key `fp9`: unknown key",
+                bad.display()
+            )),
+            "{e}"
+        );
+
+        let none = dir.join("none.toml");
+        let e = format!("{:#}", load_peaks(Some(&none)).unwrap_err());
+        assert!(
+            e.starts_with(&format!("cannot read peaks file {}: ", none.display())),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -11,10 +11,20 @@
 //!   sampling windows per metric;
 //! - [`sampled`]: sampling windows attributed to kernels by overlap time;
 //! - [`nvtx`]: NVTX range pairing and the GPU time attributed to each range;
-//! - [`trace`]: the Chrome trace event / Perfetto JSON view.
+//! - [`trace`]: the Chrome trace event / Perfetto JSON view;
+//! - [`precision`], [`peaks`], [`roofline`], [`family`], [`gemm`], [`efficiency`]: the
+//!   roofline analysis: GEMM shapes joined to kernels, per-GPU peaks, and per kernel,
+//!   GEMM shape, family, NVTX range and run: FLOPs, bytes, AI, MFU, MBU, bound.
 
 pub mod counters;
+pub mod efficiency;
+pub mod family;
+pub mod gemm;
 pub mod nvtx;
+mod peak_table;
+pub mod peaks;
+pub mod precision;
+pub mod roofline;
 pub mod sampled;
 pub mod summary;
 pub mod trace;
@@ -27,7 +37,12 @@ pub use counters::{
     counters, ConfigCounterStats, Counters, KernelCounterStats, MetricStats, PlanSummary,
     SampleStats, StatusSummary,
 };
+pub use efficiency::{efficiency, Efficiency, GpuPeaks, KernelRow, Missing, Rollup, ShapeRow};
+pub use family::Family;
 pub use nvtx::{pair_ranges, range_stats, Range, RangeKind, RangeStats, RangeTotals, Ranges};
+pub use peaks::{parse_overrides, Overrides, Peaks, PEAKS_FILE_HELP};
+pub use precision::{Math, Pipe, Precision};
+pub use roofline::{Bound, Point};
 pub use sampled::{Attribution, SampleIdle, SampledKernel, SampledMetric};
 pub use summary::{
     drop_source_name, summarize, DeviceSummary, DroppedStats, KernelStats, ProcessSummary, Summary,

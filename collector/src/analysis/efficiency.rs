@@ -1,0 +1,971 @@
+//! How well each kernel uses its GPU: FLOPs, DRAM bytes, arithmetic intensity,
+//! achieved FLOP/s, MFU, MBU and its place on the roofline ([`super::roofline`]), per
+//! kernel and rolled up by GEMM shape, kernel family, NVTX range and for the run.
+//!
+//! **Rows.** One row per kernel name (as recorded; shown demangled) and GPU model (the
+//! CUDA device name, whose peaks apply). Launches on devices without a `Device` record
+//! form rows of their own GPU label and have no peaks.
+//!
+//! **FLOPs.** Two kinds, reported side by side and never added together:
+//! - *model* FLOPs, from GEMM shapes ([`super::gemm`]): 2·M·N·K·batch per call,
+//!   credited to the call's first launch;
+//! - *hardware* FLOPs, from counters: the sum of every `sm__ops_path_tensor_*.sum`
+//!   metric (tensor-pipe operations, already 2 per multiply-add; the default metric
+//!   sets hold disjoint parts) plus the FP instruction counts as Nsight Compute's
+//!   roofline weighs them: 2 × `ffma` + `fadd` + `fmul` (FP32), 2 × `dfma` + `dadd` +
+//!   `dmul` (FP64), 2 × `hfma` + `hadd` + `hmul` (FP16), 4 × `ffma2` + 2 × `fadd2` +
+//!   2 × `fmul2` (Blackwell's paired FP32), each `smsp__sass_thread_inst_executed_op_
+//!   *_pred_on.sum`. Counter groups rotate over launches, so each metric's mean per
+//!   launch that measured it is scaled to all the row's launches.
+//!
+//! The FLOPs used for AI, achieved FLOP/s and MFU are the model FLOPs when every launch
+//! of the row has a GEMM shape, else the hardware FLOPs; [`KernelRow::flops_source`]
+//! says which. The precision whose peak applies is the shapes' ([`super::precision`])
+//! for model FLOPs, else the precision and pipe of the counter with the most FLOPs.
+//!
+//! **Bytes.** DRAM bytes = `dram__bytes_read.sum + dram__bytes_write.sum`. A launch
+//! without them is given the mean of the launches of the same kernel name, GPU and GEMM
+//! shape that measured them (of the kernel name and GPU when no launch of that shape
+//! did); [`KernelRow::bytes_launches`] says how many launches measured them.
+//!
+//! **Rollups** ([`Rollup`]: by family, NVTX range name, and the whole run) add the
+//! launches' FLOPs `F_i`, bytes `B_i` and GPU time `t_i` (ns), with `P_i` the peak
+//! FLOP/s of launch i's precision on its GPU and `W_i` its GPU's DRAM bandwidth:
+//! - time-weighted MFU = `(Σ F_i / P_i) / Σ t_i`: the share of the rollup's GPU time
+//!   its FLOPs would take at peak, which is `total FLOPs / total time / peak` when one
+//!   peak applies. The numerator sums the launches whose FLOPs and peak are known; the
+//!   denominator is all the rollup's GPU time, so kernels without FLOPs count as 0 %;
+//! - time-weighted MBU = `(Σ B_i / W_i) / Σ t_i`, the same way;
+//! - AI = `Σ F_i / Σ B_i` over the launches with both; achieved = `Σ F_i / Σ t_i`.
+//!
+//! GEMM shape rollups ([`ShapeRow`]) are per (shape, GPU): all launches of the calls
+//! (split-K reductions included) and the calls' model FLOPs, on the shape's roofline.
+//!
+//! NVTX ranges cover kernels as in [`super::nvtx`] (start/end ranges: kernels of the
+//! process starting inside; push/pop ranges: kernels launched on that thread inside),
+//! each kernel counting once per range name. ([`covered`] applies those rules per
+//! kernel record; `nvtx::range_stats` only returns totals.)
+//!
+//! Whatever cannot be computed is `None`, and [`Efficiency::missing`] says what is
+//! missing for which kernel.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use serde::Serialize;
+use wire::{DeviceInfo, Record};
+
+use super::family::{classify, Family};
+use super::gemm::{join, GemmLaunch, GemmShape};
+use super::nvtx::{pair_ranges, RangeKind};
+use super::peaks::{peaks_for, Overrides, Peaks};
+use super::precision::{Math, Precision};
+use super::roofline::{evaluate, Inputs, Point};
+use super::{demangle, lookup, strings};
+
+/// The peaks of one GPU model, or why there are none.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuPeaks {
+    /// The CUDA device name (or a label for devices without a `Device` record).
+    pub gpu: String,
+    pub peaks: Option<Peaks>,
+    /// Why `peaks` is `None`.
+    pub error: Option<String>,
+    /// The (pid, device id) pairs of this GPU model.
+    pub devices: Vec<(u32, u32)>,
+}
+
+/// Where a row's FLOPs come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlopSource {
+    /// GEMM shapes: 2·M·N·K·batch.
+    Model,
+    /// Hardware counters.
+    Hardware,
+}
+
+impl FlopSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            FlopSource::Model => "model",
+            FlopSource::Hardware => "hw",
+        }
+    }
+}
+
+/// One kernel name on one GPU model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelRow {
+    /// Demangled.
+    pub name: String,
+    /// As recorded.
+    pub mangled: String,
+    pub gpu: String,
+    pub family: Family,
+    /// Launches.
+    pub calls: u64,
+    /// Sum of the launches' durations.
+    pub gpu_ns: u64,
+    /// Launches with a GEMM shape, and of those the ones that are not a call's first
+    /// launch (they carry no FLOPs).
+    pub gemm_launches: u64,
+    pub gemm_part_launches: u64,
+    /// Model FLOPs of the launches with a shape; `None` without any.
+    pub model_flops: Option<f64>,
+    /// Hardware FLOPs, scaled to all launches; `None` without FLOP counters.
+    pub hw_flops: Option<f64>,
+    /// The fewest launches any FLOP counter came from.
+    pub hw_flops_launches: u64,
+    /// Which FLOPs AI, achieved FLOP/s and MFU use; `None` when neither applies.
+    pub flops_source: Option<FlopSource>,
+    /// The precision and pipe whose peak applies.
+    pub math: Option<Math>,
+    /// DRAM bytes, scaled to all launches.
+    pub bytes: Option<f64>,
+    /// Launches that measured DRAM bytes.
+    pub bytes_launches: u64,
+    /// Peak FLOP/s for `math` and DRAM bandwidth of the GPU.
+    pub peak_flops: Option<f64>,
+    pub bandwidth: Option<f64>,
+    pub point: Point,
+}
+
+impl KernelRow {
+    /// The FLOPs AI and MFU use.
+    pub fn flops(&self) -> Option<f64> {
+        match self.flops_source? {
+            FlopSource::Model => self.model_flops,
+            FlopSource::Hardware => self.hw_flops,
+        }
+    }
+}
+
+/// One GEMM shape on one GPU model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShapeRow {
+    pub shape: GemmShape,
+    /// See [`GemmShape::label`].
+    pub label: String,
+    pub gpu: String,
+    /// GEMM calls (first launches), and all their launches.
+    pub calls: u64,
+    pub launches: u64,
+    pub gpu_ns: u64,
+    pub model_flops: f64,
+    pub bytes: Option<f64>,
+    pub bytes_launches: u64,
+    pub math: Option<Math>,
+    pub peak_flops: Option<f64>,
+    pub bandwidth: Option<f64>,
+    pub point: Point,
+    /// The kernel names (demangled) that ran this shape.
+    pub kernels: Vec<String>,
+}
+
+/// Launches summed: see the module documentation for the formulas.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Rollup {
+    /// The family, the NVTX range ("domain: name", or the name), or "run".
+    pub name: String,
+    pub launches: u64,
+    pub gpu_ns: u64,
+    /// Model and hardware FLOPs of the launches whose FLOPs came from each.
+    pub model_flops: f64,
+    pub hw_flops: f64,
+    /// GPU time of the launches with known FLOPs, and with known bytes.
+    pub flops_ns: u64,
+    pub bytes: f64,
+    pub bytes_ns: u64,
+    /// FLOP/byte.
+    pub intensity: Option<f64>,
+    /// FLOP/s.
+    pub achieved: Option<f64>,
+    /// Fractions.
+    pub mfu: Option<f64>,
+    pub mbu: Option<f64>,
+}
+
+/// Something a row could not compute, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Missing {
+    /// Demangled kernel name, or "GEMM " and the shape's label for a shape row.
+    pub kernel: String,
+    pub gpu: String,
+    pub what: String,
+}
+
+/// Everything the report's roofline sections show.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Efficiency {
+    /// One entry per GPU model, in order of first appearance.
+    pub gpus: Vec<GpuPeaks>,
+    /// By GPU time, longest first (ties: name, GPU).
+    pub kernels: Vec<KernelRow>,
+    /// By GPU time, longest first.
+    pub shapes: Vec<ShapeRow>,
+    /// In [`Family::ALL`] order, families with launches only.
+    pub families: Vec<Rollup>,
+    /// By GPU time, longest first (ties: name).
+    pub ranges: Vec<Rollup>,
+    pub run: Rollup,
+    /// Kernel rows' in row order, then shape rows' in shape order.
+    pub missing: Vec<Missing>,
+    /// `GemmStatus` messages (pid, message).
+    pub gemm_statuses: Vec<(u32, String)>,
+    /// `Gemm` records joined to no kernel.
+    pub gemm_unjoined: u64,
+}
+
+impl Efficiency {
+    /// Whether the session has what a roofline needs FLOPs from: GEMM records (or a
+    /// status saying why there are none) or FLOP counters. Without, the report has no
+    /// roofline sections.
+    pub fn any(&self) -> bool {
+        !self.gemm_statuses.is_empty()
+            || self.gemm_unjoined > 0
+            || self
+                .kernels
+                .iter()
+                .any(|k| k.gemm_launches > 0 || k.hw_flops.is_some())
+    }
+
+    /// The peaks of GPU model `gpu`.
+    pub fn peaks(&self, gpu: &str) -> Option<&Peaks> {
+        self.gpus
+            .iter()
+            .find(|g| g.gpu == gpu)
+            .and_then(|g| g.peaks.as_ref())
+    }
+}
+
+/// Weight (FLOPs per count) and math of a counter that counts FLOPs; `None` for other
+/// metrics. Tensor metrics of a precision not recognised have `Some((1, None))`.
+fn flop_metric(name: &str) -> Option<(f64, Option<Math>)> {
+    if let Some(rest) = name
+        .strip_prefix("sm__ops_path_tensor_")
+        .and_then(|r| r.strip_suffix(".sum"))
+    {
+        let p = if rest.contains("fp64") {
+            Some(Precision::Fp64)
+        } else if rest.contains("tf32") {
+            Some(Precision::Tf32)
+        } else if rest.contains("bf16") {
+            Some(Precision::Bf16)
+        } else if rest.contains("fp8") || rest.contains("fp6") {
+            Some(Precision::Fp8)
+        } else if rest.contains("fp4") {
+            Some(Precision::Fp4)
+        } else if rest.contains("int8") || rest.contains("imma") {
+            Some(Precision::Int8)
+        } else if rest.contains("fp16") {
+            Some(Precision::Fp16)
+        } else {
+            None
+        };
+        return Some((1.0, p.map(Math::tensor)));
+    }
+    let op = name
+        .strip_prefix("smsp__sass_thread_inst_executed_op_")?
+        .strip_suffix("_pred_on.sum")?;
+    let (w, p) = match op {
+        "ffma" => (2.0, Precision::Fp32),
+        "fadd" | "fmul" => (1.0, Precision::Fp32),
+        "ffma2" => (4.0, Precision::Fp32),
+        "fadd2" | "fmul2" => (2.0, Precision::Fp32),
+        "dfma" => (2.0, Precision::Fp64),
+        "dadd" | "dmul" => (1.0, Precision::Fp64),
+        "hfma" => (2.0, Precision::Fp16),
+        "hadd" | "hmul" => (1.0, Precision::Fp16),
+        _ => return None,
+    };
+    Some((w, Some(Math::cuda(p))))
+}
+
+const DRAM_READ: &str = "dram__bytes_read.sum";
+const DRAM_WRITE: &str = "dram__bytes_write.sum";
+
+/// One kernel launch, as the rollups see it.
+struct Launch {
+    /// Index in the session's records.
+    record: usize,
+    row: usize,
+    ns: u64,
+    gemm: Option<GemmLaunch>,
+    /// DRAM bytes measured on this launch.
+    bytes: Option<f64>,
+}
+
+/// Per-row accumulation.
+#[derive(Default)]
+struct RowAcc {
+    calls: u64,
+    ns: u64,
+    gemm_launches: u64,
+    gemm_parts: u64,
+    model_flops: f64,
+    /// math of the shapes -> model FLOPs (count for parts).
+    shape_math: BTreeMap<Result<Math, String>, (f64, u64)>,
+    /// metric -> (launches, sum)
+    metrics: BTreeMap<String, (u64, f64)>,
+    bytes_launches: u64,
+    bytes_sum: f64,
+    /// The processes the launches ran in.
+    pids: BTreeSet<u32>,
+}
+
+/// The key of a launch's bytes group: (row, shape).
+type BytesKey = (usize, Option<GemmShape>);
+
+/// The roofline analysis of a session. `overrides` is the user's peaks file (or
+/// empty).
+pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficiency {
+    let strings = strings(records);
+    let gemms = join(records);
+    let mut out = Efficiency {
+        gemm_statuses: gemms.statuses.clone(),
+        gemm_unjoined: gemms.unjoined,
+        ..Efficiency::default()
+    };
+
+    // Devices and their GPU models.
+    let mut devices: HashMap<(u32, u32), &DeviceInfo> = HashMap::new();
+    for (pid, r) in records {
+        if let Record::Device(d) = r {
+            devices.entry((*pid, d.id)).or_insert(d);
+        }
+    }
+    let mut gpu_of: HashMap<(u32, u32), usize> = HashMap::new();
+    let mut gpu_index = |pid: u32, device: u32, gpus: &mut Vec<GpuPeaks>| -> usize {
+        *gpu_of.entry((pid, device)).or_insert_with(|| {
+            let (gpu, peaks) = match devices.get(&(pid, device)) {
+                Some(d) => (d.name.trim().to_string(), peaks_for(d, overrides)),
+                None => (
+                    format!("device {device} of pid {pid}"),
+                    Err(format!(
+                        "no device record for device {device} of pid {pid}, so no peaks"
+                    )),
+                ),
+            };
+            let i = match gpus.iter().position(|g| g.gpu == gpu) {
+                Some(i) => i,
+                None => {
+                    let (peaks, error) = match peaks {
+                        Ok(p) => (Some(p), None),
+                        Err(e) => (None, Some(e)),
+                    };
+                    gpus.push(GpuPeaks {
+                        gpu,
+                        peaks,
+                        error,
+                        devices: Vec::new(),
+                    });
+                    gpus.len() - 1
+                }
+            };
+            gpus[i].devices.push((pid, device));
+            i
+        })
+    };
+
+    // Counters by kernel record: (pid, correlation id) -> the kernel, when unique.
+    let mut by_correlation: HashMap<(u32, u32), Option<usize>> = HashMap::new();
+    for (i, (pid, r)) in records.iter().enumerate() {
+        if let Record::Kernel(k) = r {
+            by_correlation
+                .entry((*pid, k.correlation_id))
+                .and_modify(|v| *v = None)
+                .or_insert(Some(i));
+        }
+    }
+    let mut counters: HashMap<usize, Vec<(String, f64)>> = HashMap::new();
+    for (pid, r) in records {
+        let Record::KernelCounters(c) = r else {
+            continue;
+        };
+        let Some(Some(i)) = by_correlation.get(&(*pid, c.correlation_id)) else {
+            continue;
+        };
+        let list = counters.entry(*i).or_default();
+        for m in &c.metrics {
+            let name = match lookup(&strings, *pid, m.name) {
+                Some(s) => s.to_string(),
+                None => format!("#{}", m.name),
+            };
+            list.push((name, m.value));
+        }
+    }
+
+    // The FLOP counters each process's plan collects (kernel mode).
+    let mut planned: HashMap<u32, BTreeSet<String>> = HashMap::new();
+    for (pid, r) in records {
+        let Record::CounterPlan(plan) = r else {
+            continue;
+        };
+        if plan.mode != "kernel" {
+            continue;
+        }
+        for id in plan.groups.iter().flatten() {
+            if let Some(name) = lookup(&strings, *pid, *id).filter(|n| flop_metric(n).is_some()) {
+                planned.entry(*pid).or_default().insert(name.to_string());
+            }
+        }
+    }
+
+    // Launches and rows.
+    let mut row_keys: Vec<(&str, usize)> = Vec::new();
+    let mut row_of: HashMap<(&str, usize), usize> = HashMap::new();
+    let mut accs: Vec<RowAcc> = Vec::new();
+    let mut launches: Vec<Launch> = Vec::new();
+    for (i, (pid, r)) in records.iter().enumerate() {
+        let Record::Kernel(k) = r else { continue };
+        let gpu = gpu_index(*pid, k.device_id, &mut out.gpus);
+        let mangled = lookup(&strings, *pid, k.name).unwrap_or("");
+        let row = *row_of.entry((mangled, gpu)).or_insert_with(|| {
+            row_keys.push((mangled, gpu));
+            accs.push(RowAcc::default());
+            accs.len() - 1
+        });
+        let acc = &mut accs[row];
+        let ns = k.end_ns.saturating_sub(k.start_ns);
+        acc.calls += 1;
+        acc.pids.insert(*pid);
+        acc.ns += ns;
+        let gemm = gemms.launches.get(&i).cloned();
+        if let Some(g) = &gemm {
+            acc.gemm_launches += 1;
+            let e = acc.shape_math.entry(g.shape.math()).or_default();
+            e.0 += g.flops();
+            e.1 += 1;
+            if g.launch_index == 0 {
+                acc.model_flops += g.flops();
+            } else {
+                acc.gemm_parts += 1;
+            }
+        }
+        let mut read = None;
+        let mut write = None;
+        if let Some(ms) = counters.get(&i) {
+            let mut seen: HashSet<&str> = HashSet::new();
+            for (name, v) in ms {
+                // A metric twice on one launch (two records) counts once.
+                if !seen.insert(name) {
+                    continue;
+                }
+                match name.as_str() {
+                    DRAM_READ => read = Some(*v),
+                    DRAM_WRITE => write = Some(*v),
+                    _ => {}
+                }
+                if flop_metric(name).is_some() {
+                    let e = acc.metrics.entry(name.clone()).or_default();
+                    e.0 += 1;
+                    e.1 += v;
+                }
+            }
+        }
+        let bytes = match (read, write) {
+            (None, None) => None,
+            (r, w) => Some(r.unwrap_or(0.0) + w.unwrap_or(0.0)),
+        };
+        if let Some(b) = bytes {
+            acc.bytes_launches += 1;
+            acc.bytes_sum += b;
+        }
+        launches.push(Launch {
+            record: i,
+            row,
+            ns,
+            gemm,
+            bytes,
+        });
+    }
+
+    // Bytes per launch: own, else the mean of its (row, shape) group, else of its row.
+    let mut group_bytes: HashMap<BytesKey, (u64, f64)> = HashMap::new();
+    for l in &launches {
+        if let Some(b) = l.bytes {
+            let e = group_bytes
+                .entry((l.row, l.gemm.as_ref().map(|g| g.shape.clone())))
+                .or_default();
+            e.0 += 1;
+            e.1 += b;
+        }
+    }
+    let launch_bytes: Vec<Option<f64>> = launches
+        .iter()
+        .map(|l| {
+            l.bytes.or_else(|| {
+                let key = (l.row, l.gemm.as_ref().map(|g| g.shape.clone()));
+                match group_bytes.get(&key) {
+                    Some((n, sum)) => Some(sum / *n as f64),
+                    None => {
+                        let acc = &accs[l.row];
+                        (acc.bytes_launches > 0).then(|| acc.bytes_sum / acc.bytes_launches as f64)
+                    }
+                }
+            })
+        })
+        .collect();
+
+    let mut row_bytes = vec![0.0; accs.len()];
+    for (l, b) in launches.iter().zip(&launch_bytes) {
+        row_bytes[l.row] += b.unwrap_or(0.0);
+    }
+
+    // Rows.
+    let mut rows: Vec<KernelRow> = Vec::with_capacity(accs.len());
+    let mut row_missing: Vec<Vec<String>> = Vec::with_capacity(accs.len());
+    for (row, acc) in accs.iter().enumerate() {
+        let (mangled, gpu) = row_keys[row];
+        let gpu_peaks = &out.gpus[gpu];
+        let name = if mangled.is_empty() {
+            "(unnamed)".to_string()
+        } else {
+            demangle(mangled)
+        };
+        let mut missing = Vec::new();
+
+        // Hardware FLOPs: per metric mean x launches, by math.
+        let mut hw_by_math: BTreeMap<Option<Math>, f64> = BTreeMap::new();
+        let mut hw_launches = u64::MAX;
+        for (metric, (n, sum)) in &acc.metrics {
+            if let Some((w, math)) = flop_metric(metric) {
+                *hw_by_math.entry(math).or_default() += w * sum / *n as f64;
+                hw_launches = hw_launches.min(*n);
+            }
+        }
+        let hw_flops =
+            (!hw_by_math.is_empty()).then(|| hw_by_math.values().sum::<f64>() * acc.calls as f64);
+        let hw_math = hw_by_math
+            .iter()
+            .filter(|(m, v)| m.is_some() && **v > 0.0)
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .and_then(|(m, _)| *m);
+        let model_flops = (acc.gemm_launches > 0).then_some(acc.model_flops);
+        let flops_source = if acc.gemm_launches == acc.calls {
+            Some(FlopSource::Model)
+        } else if hw_flops.is_some() {
+            Some(FlopSource::Hardware)
+        } else {
+            None
+        };
+        let math = match flops_source {
+            Some(FlopSource::Model) => {
+                let best = acc
+                    .shape_math
+                    .iter()
+                    .max_by(|a, b| a.1 .0.total_cmp(&b.1 .0).then(a.1 .1.cmp(&b.1 .1)))
+                    .map(|(m, _)| m.clone());
+                match best {
+                    Some(Ok(m)) => Some(m),
+                    Some(Err(e)) => {
+                        missing.push(e);
+                        None
+                    }
+                    None => None,
+                }
+            }
+            Some(FlopSource::Hardware) => hw_math,
+            None => None,
+        };
+        let flops = match flops_source {
+            Some(FlopSource::Model) => model_flops,
+            Some(FlopSource::Hardware) => hw_flops,
+            None => None,
+        };
+        match flops_source {
+            None if acc.gemm_launches > 0 => missing.push(format!(
+                "GEMM shape for only {} of {} launches, and no FLOP counters",
+                acc.gemm_launches, acc.calls
+            )),
+            None => missing.push("no GEMM shape and no FLOP counters".to_string()),
+            Some(FlopSource::Hardware) if hw_math.is_none() && flops.unwrap_or(0.0) > 0.0 => {
+                missing.push("FLOP counters of unknown precision".to_string())
+            }
+            _ => {}
+        }
+        if flops_source == Some(FlopSource::Hardware) {
+            // FLOP counters the plan has but no launch of this kernel measured (their
+            // pass group never came round): the hardware FLOPs leave them out.
+            let unmeasured: BTreeSet<&str> = acc
+                .pids
+                .iter()
+                .filter_map(|pid| planned.get(pid))
+                .flatten()
+                .map(String::as_str)
+                .filter(|m| !acc.metrics.contains_key(*m))
+                .collect();
+            if !unmeasured.is_empty() {
+                let list: Vec<&str> = unmeasured.into_iter().collect();
+                missing.push(format!(
+                    "hw FLOPs without {} (never measured on this kernel)",
+                    list.join(", ")
+                ));
+            }
+        }
+        let bytes: Option<f64> = (acc.bytes_launches > 0).then_some(row_bytes[row]);
+        if bytes.is_none() {
+            missing.push("no DRAM counters".to_string());
+        }
+        let peaks = gpu_peaks.peaks.as_ref();
+        let peak_flops = match (peaks, math) {
+            (Some(p), Some(m)) => {
+                let v = p.flops(m);
+                if v.is_none() && flops.unwrap_or(0.0) > 0.0 {
+                    missing.push(format!("no peak for {m} on {}", gpu_peaks.gpu));
+                }
+                v
+            }
+            _ => None,
+        };
+        let bandwidth = peaks.and_then(Peaks::bandwidth);
+        match peaks {
+            None => missing.push(format!("no peaks for {}", gpu_peaks.gpu)),
+            Some(_) if bandwidth.is_none() => {
+                missing.push(format!("no DRAM bandwidth for {}", gpu_peaks.gpu))
+            }
+            _ => {}
+        }
+        let mut point = evaluate(&Inputs {
+            flops,
+            bytes,
+            duration_ns: acc.ns,
+            peak_flops,
+            bandwidth,
+        });
+        if flops == Some(0.0) && point.mfu.is_none() && acc.ns > 0 {
+            // No FLOPs is 0 % of any peak.
+            point.mfu = Some(0.0);
+        }
+        rows.push(KernelRow {
+            family: classify(&name, acc.gemm_launches > 0),
+            name,
+            mangled: mangled.to_string(),
+            gpu: gpu_peaks.gpu.clone(),
+            calls: acc.calls,
+            gpu_ns: acc.ns,
+            gemm_launches: acc.gemm_launches,
+            gemm_part_launches: acc.gemm_parts,
+            model_flops,
+            hw_flops,
+            hw_flops_launches: if hw_flops.is_some() { hw_launches } else { 0 },
+            flops_source,
+            math,
+            bytes,
+            bytes_launches: acc.bytes_launches,
+            peak_flops,
+            bandwidth,
+            point,
+        });
+        row_missing.push(missing);
+    }
+
+    // Per launch: FLOPs, bytes, peak and bandwidth for the rollups.
+    let per_launch: Vec<LaunchValues> = launches
+        .iter()
+        .zip(&launch_bytes)
+        .map(|(l, b)| {
+            let r = &rows[l.row];
+            let (flops, source) = match r.flops_source {
+                Some(FlopSource::Model) => (
+                    l.gemm.as_ref().map(GemmLaunch::flops),
+                    Some(FlopSource::Model),
+                ),
+                Some(FlopSource::Hardware) => (
+                    r.hw_flops.map(|f| f / r.calls as f64),
+                    Some(FlopSource::Hardware),
+                ),
+                None => (None, None),
+            };
+            // A launch's own shape decides its peak; others use the row's.
+            let peak = match (&l.gemm, r.flops_source) {
+                (Some(g), Some(FlopSource::Model)) => {
+                    let m = g.shape.math().ok();
+                    out.peaks(&r.gpu).zip(m).and_then(|(p, m)| p.flops(m))
+                }
+                _ => r.peak_flops,
+            };
+            LaunchValues {
+                ns: l.ns,
+                flops,
+                source,
+                bytes: *b,
+                peak,
+                bandwidth: r.bandwidth,
+            }
+        })
+        .collect();
+
+    // Shapes.
+    let mut shapes: BTreeMap<(GemmShape, usize), Vec<usize>> = BTreeMap::new();
+    for (li, l) in launches.iter().enumerate() {
+        if let Some(g) = &l.gemm {
+            shapes
+                .entry((g.shape.clone(), row_keys[l.row].1))
+                .or_default()
+                .push(li);
+        }
+    }
+    for ((shape, gpu), ls) in shapes {
+        let g = &out.gpus[gpu];
+        let math = shape.math().ok();
+        let peak_flops = g.peaks.as_ref().zip(math).and_then(|(p, m)| p.flops(m));
+        let bandwidth = g.peaks.as_ref().and_then(Peaks::bandwidth);
+        let gpu_ns: u64 = ls.iter().map(|&i| launches[i].ns).sum();
+        let model_flops: f64 = ls
+            .iter()
+            .filter_map(|&i| launches[i].gemm.as_ref().map(GemmLaunch::flops))
+            .sum();
+        let bytes_launches = ls.iter().filter(|&&i| launches[i].bytes.is_some()).count() as u64;
+        let bytes: Option<f64> = ls
+            .iter()
+            .map(|&i| launch_bytes[i])
+            .sum::<Option<f64>>()
+            .filter(|_| bytes_launches > 0);
+        let mut kernels: Vec<String> = ls
+            .iter()
+            .map(|&i| rows[launches[i].row].name.clone())
+            .collect();
+        kernels.sort();
+        kernels.dedup();
+        out.shapes.push(ShapeRow {
+            label: shape.label(),
+            calls: ls
+                .iter()
+                .filter(|&&i| {
+                    launches[i]
+                        .gemm
+                        .as_ref()
+                        .is_some_and(|g| g.launch_index == 0)
+                })
+                .count() as u64,
+            launches: ls.len() as u64,
+            gpu_ns,
+            model_flops,
+            bytes,
+            bytes_launches,
+            math,
+            peak_flops,
+            bandwidth,
+            point: evaluate(&Inputs {
+                flops: Some(model_flops),
+                bytes,
+                duration_ns: gpu_ns,
+                peak_flops,
+                bandwidth,
+            }),
+            kernels,
+            gpu: g.gpu.clone(),
+            shape,
+        });
+    }
+    out.shapes.sort_by(|a, b| {
+        b.gpu_ns
+            .cmp(&a.gpu_ns)
+            .then_with(|| a.shape.cmp(&b.shape))
+            .then_with(|| a.gpu.cmp(&b.gpu))
+    });
+    let mut shape_missing: Vec<Missing> = Vec::new();
+    for s in &out.shapes {
+        let mut what = Vec::new();
+        if s.bytes.is_none() {
+            what.push("no DRAM counters for this GEMM shape".to_string());
+        }
+        match (s.math, s.shape.math()) {
+            (_, Err(e)) => what.push(e),
+            (Some(m), _) if s.peak_flops.is_none() && out.peaks(&s.gpu).is_some() => {
+                what.push(format!("no peak for {m} on {}", s.gpu))
+            }
+            _ => {}
+        }
+        shape_missing.extend(what.into_iter().map(|what| Missing {
+            kernel: format!("GEMM {}", s.label),
+            gpu: s.gpu.clone(),
+            what,
+        }));
+    }
+
+    // Families.
+    let mut families: BTreeMap<Family, Vec<usize>> = BTreeMap::new();
+    for (li, l) in launches.iter().enumerate() {
+        families.entry(rows[l.row].family).or_default().push(li);
+    }
+    out.families = Family::ALL
+        .iter()
+        .filter_map(|f| {
+            families
+                .get(f)
+                .map(|ls| rollup(f.name(), ls.iter().map(|&i| &per_launch[i])))
+        })
+        .collect();
+
+    // NVTX ranges.
+    let launch_of: HashMap<usize, usize> = launches
+        .iter()
+        .enumerate()
+        .map(|(li, l)| (l.record, li))
+        .collect();
+    let mut ranges: Vec<Rollup> = covered(records)
+        .into_iter()
+        .filter(|(_, kernels)| !kernels.is_empty())
+        .map(|(name, kernels)| {
+            let mut ls: Vec<usize> = kernels
+                .iter()
+                .filter_map(|r| launch_of.get(r).copied())
+                .collect();
+            ls.sort_unstable();
+            rollup(&name, ls.iter().map(|&i| &per_launch[i]))
+        })
+        .collect();
+    ranges.sort_by(|a, b| b.gpu_ns.cmp(&a.gpu_ns).then_with(|| a.name.cmp(&b.name)));
+    out.ranges = ranges;
+
+    out.run = rollup("run", per_launch.iter());
+
+    // Rows by GPU time, and their missing values in that order.
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| {
+        rows[b]
+            .gpu_ns
+            .cmp(&rows[a].gpu_ns)
+            .then_with(|| rows[a].mangled.cmp(&rows[b].mangled))
+            .then_with(|| rows[a].gpu.cmp(&rows[b].gpu))
+    });
+    for &i in &order {
+        for what in &row_missing[i] {
+            out.missing.push(Missing {
+                kernel: rows[i].name.clone(),
+                gpu: rows[i].gpu.clone(),
+                what: what.clone(),
+            });
+        }
+    }
+    out.missing.extend(shape_missing);
+    let mut slots: Vec<Option<KernelRow>> = rows.into_iter().map(Some).collect();
+    out.kernels = order.iter().filter_map(|&i| slots[i].take()).collect();
+    out
+}
+
+/// What one launch contributes to a rollup.
+struct LaunchValues {
+    ns: u64,
+    flops: Option<f64>,
+    source: Option<FlopSource>,
+    bytes: Option<f64>,
+    peak: Option<f64>,
+    bandwidth: Option<f64>,
+}
+
+fn rollup<'a>(name: &str, launches: impl Iterator<Item = &'a LaunchValues>) -> Rollup {
+    let mut r = Rollup {
+        name: name.to_string(),
+        ..Rollup::default()
+    };
+    let (mut flops, mut flops_at_peak, mut bytes_at_bw) = (0.0, 0.0, 0.0);
+    let (mut ai_flops, mut ai_bytes) = (0.0, 0.0);
+    let (mut any_flops, mut any_peak, mut any_bw) = (false, false, false);
+    for l in launches {
+        r.launches += 1;
+        r.gpu_ns += l.ns;
+        if let Some(f) = l.flops {
+            any_flops = true;
+            flops += f;
+            r.flops_ns += l.ns;
+            match l.source {
+                Some(FlopSource::Model) => r.model_flops += f,
+                _ => r.hw_flops += f,
+            }
+            if let Some(p) = l.peak.filter(|p| *p > 0.0) {
+                any_peak = true;
+                flops_at_peak += f / p;
+            } else if f == 0.0 {
+                any_peak = true;
+            }
+            if let Some(b) = l.bytes {
+                ai_flops += f;
+                ai_bytes += b;
+            }
+        }
+        if let Some(b) = l.bytes {
+            r.bytes += b;
+            r.bytes_ns += l.ns;
+            if let Some(w) = l.bandwidth.filter(|w| *w > 0.0) {
+                any_bw = true;
+                bytes_at_bw += b / w;
+            }
+        }
+    }
+    if r.gpu_ns > 0 {
+        let ns = r.gpu_ns as f64;
+        r.achieved = any_flops.then(|| flops * 1e9 / ns);
+        r.mfu = any_peak.then(|| flops_at_peak * 1e9 / ns);
+        r.mbu = any_bw.then(|| bytes_at_bw * 1e9 / ns);
+    }
+    r.intensity = (ai_bytes > 0.0).then(|| ai_flops / ai_bytes);
+    r
+}
+
+/// Per NVTX range name ("domain: name", or the name), the kernel records it covers
+/// (indices into `records`), by name.
+fn covered(records: &[(u32, Record)]) -> BTreeMap<String, HashSet<usize>> {
+    let paired = pair_ranges(records);
+    let mut by_start: HashMap<u32, Vec<(u64, usize)>> = HashMap::new();
+    let mut by_correlation: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
+    let mut launches: HashMap<(u32, u64), Vec<(u64, u32)>> = HashMap::new();
+    for (i, (pid, r)) in records.iter().enumerate() {
+        match r {
+            Record::Kernel(k) => {
+                by_start.entry(*pid).or_default().push((k.start_ns, i));
+                by_correlation
+                    .entry((*pid, k.correlation_id))
+                    .or_default()
+                    .push(i);
+            }
+            Record::Launch(l) => launches
+                .entry((*pid, l.thread_id))
+                .or_default()
+                .push((l.start_ns, l.correlation_id)),
+            _ => {}
+        }
+    }
+    by_start.values_mut().for_each(|v| v.sort_unstable());
+    launches.values_mut().for_each(|v| v.sort_unstable());
+    let mut out: BTreeMap<String, HashSet<usize>> = BTreeMap::new();
+    for r in &paired.ranges {
+        let name = if r.domain.is_empty() {
+            r.name.clone()
+        } else {
+            format!("{}: {}", r.domain, r.name)
+        };
+        let set = out.entry(name).or_default();
+        let Some(end) = r.end_ns else { continue };
+        match r.kind {
+            RangeKind::StartEnd => {
+                if let Some(ks) = by_start.get(&r.pid) {
+                    let from = ks.partition_point(|(s, _)| *s < r.start_ns);
+                    set.extend(
+                        ks[from..]
+                            .iter()
+                            .take_while(|(s, _)| *s < end)
+                            .map(|(_, i)| *i),
+                    );
+                }
+            }
+            RangeKind::PushPop => {
+                if let Some(ls) = launches.get(&(r.pid, r.thread_id)) {
+                    let from = ls.partition_point(|(s, _)| *s < r.start_ns);
+                    for (_, c) in ls[from..].iter().take_while(|(s, _)| *s < end) {
+                        if let Some(ks) = by_correlation.get(&(r.pid, *c)) {
+                            set.extend(ks.iter().copied());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "efficiency_tests.rs"]
+mod tests;

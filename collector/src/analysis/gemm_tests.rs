@@ -1,0 +1,149 @@
+//! Joining GEMM records to kernels: direct launches, graph clones, split calls.
+
+use wire::{GemmStatus, GraphNode, GraphNodeCloned};
+
+use super::super::precision::data_type::{R_16BF, R_32F};
+use super::super::precision::{compute_type::COMPUTE_32F, Precision};
+use super::super::record_tests::{k, kernel, string};
+use super::*;
+
+/// A `Gemm` record: `m x n x k`, batch 1, BF16 in and out, FP32 compute.
+pub(crate) fn gemm(corr: u32, call: u64, launch_index: u32, m: u64, n: u64, k: u64) -> Record {
+    Record::Gemm(Gemm {
+        correlation_id: corr,
+        call,
+        launch_index,
+        api: 90,
+        m,
+        n,
+        k,
+        batch: 1,
+        trans_a: 1,
+        trans_b: 0,
+        a_type: R_16BF,
+        b_type: R_16BF,
+        c_type: R_16BF,
+        d_type: R_16BF,
+        compute_type: COMPUTE_32F,
+    })
+}
+
+pub(crate) fn graph_node(node: u64, corr: u32) -> Record {
+    Record::GraphNode(GraphNode {
+        node_id: node,
+        correlation_id: corr,
+    })
+}
+
+pub(crate) fn cloned(node: u64, original: u64) -> Record {
+    Record::GraphNodeCloned(GraphNodeCloned {
+        node_id: node,
+        original_node_id: original,
+    })
+}
+
+pub(crate) fn graph_kernel(name: u32, corr: u32, node: u64, start: u64, end: u64) -> Record {
+    let mut kr = kernel(name, corr, start, end);
+    kr.graph_id = 1;
+    kr.graph_node_id = node;
+    Record::Kernel(kr)
+}
+
+#[test]
+fn shapes_and_labels() {
+    let Record::Gemm(g) = gemm(1, 1, 0, 4096, 4096, 4096) else {
+        unreachable!()
+    };
+    let s = GemmShape::of(&g);
+    assert_eq!(s.model_flops(), 137_438_953_472.0);
+    assert_eq!(s.math(), Ok(Math::tensor(Precision::Bf16)));
+    assert_eq!(s.label(), "4096x4096x4096 x1 bf16·bf16->bf16 (fp32)");
+    let complex = GemmShape {
+        a_type: super::super::precision::data_type::C_32F,
+        b_type: super::super::precision::data_type::C_32F,
+        batch: 2,
+        ..s.clone()
+    };
+    assert_eq!(complex.model_flops(), 4.0 * 2.0 * 137_438_953_472.0);
+    let fp32 = GemmShape {
+        a_type: R_32F,
+        b_type: R_32F,
+        ..s
+    };
+    assert_eq!(fp32.math(), Ok(Math::cuda(Precision::Fp32)));
+}
+
+#[test]
+fn joins_direct_launches_by_correlation_id_per_process() {
+    let records: Vec<(u32, Record)> = vec![
+        (1, string(90, "cublasGemmEx")),
+        (1, gemm(5, 1, 0, 64, 32, 16)),
+        (1, k(7, 5, 0, 100)),
+        // Same correlation id in another process: no GEMM there.
+        (2, k(7, 5, 0, 100)),
+        (1, k(7, 6, 100, 200)),
+        // A GEMM whose kernel never came.
+        (1, gemm(9, 2, 0, 1, 1, 1)),
+    ];
+    let j = join(&records);
+    assert_eq!(j.launches.len(), 1);
+    let l = &j.launches[&2];
+    assert_eq!(l.api, "cublasGemmEx");
+    assert_eq!((l.call, l.launch_index, l.via_graph), (1, 0, false));
+    assert_eq!(l.flops(), 2.0 * 64.0 * 32.0 * 16.0);
+    assert_eq!(j.unjoined, 1);
+    assert_eq!(j.cycles, 0);
+}
+
+#[test]
+fn follows_graph_clones_back_to_the_captured_launch() {
+    let records: Vec<(u32, Record)> = vec![
+        // Capture: launch 10 created node 100 (the GEMM's main kernel), launch 11
+        // created node 101 (its split-K reduction).
+        (1, gemm(10, 3, 0, 128, 8, 4096)),
+        (1, gemm(11, 3, 1, 128, 8, 4096)),
+        (1, graph_node(100, 10)),
+        (1, graph_node(101, 11)),
+        // Instantiation cloned 100 -> 200 -> 300 (two levels) and 101 -> 201.
+        (1, cloned(200, 100)),
+        (1, cloned(300, 200)),
+        (1, cloned(201, 101)),
+        // Two replays of the graph (graph launch correlation ids 50 and 51).
+        (1, graph_kernel(7, 50, 300, 0, 10)),
+        (1, graph_kernel(8, 50, 201, 10, 12)),
+        (1, graph_kernel(7, 51, 300, 20, 30)),
+        (1, graph_kernel(8, 51, 201, 30, 32)),
+        // A node with no history, and a clone cycle.
+        (1, graph_kernel(9, 51, 999, 40, 41)),
+        (1, cloned(400, 401)),
+        (1, cloned(401, 400)),
+        (1, graph_kernel(9, 51, 400, 50, 51)),
+    ];
+    let j = join(&records);
+    let flops = 2.0 * 128.0 * 8.0 * 4096.0;
+    for (i, launch_index, f) in [(7, 0, flops), (8, 1, 0.0), (9, 0, flops), (10, 1, 0.0)] {
+        let l = &j.launches[&i];
+        assert_eq!(
+            (l.call, l.launch_index, l.via_graph),
+            (3, launch_index, true)
+        );
+        assert_eq!(l.flops(), f);
+    }
+    assert_eq!(j.launches.len(), 4);
+    assert_eq!(j.cycles, 1);
+    assert_eq!(j.unjoined, 0);
+}
+
+#[test]
+fn keeps_gemm_statuses() {
+    let records = vec![(
+        3,
+        Record::GemmStatus(GemmStatus {
+            message: "cannot patch libcublasLt.so.12: no symbol".into(),
+        }),
+    )];
+    assert_eq!(
+        join(&records).statuses,
+        vec![(3, "cannot patch libcublasLt.so.12: no symbol".to_string())]
+    );
+}
