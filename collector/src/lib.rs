@@ -4,4 +4,5 @@
 
 pub mod analysis;
 pub mod render;
+pub mod roofline_points;
 pub mod roofline_svg;

@@ -11,6 +11,7 @@ mod drain;
 mod metrics_cmd;
 mod record;
 mod report;
+mod roofline_cmd;
 mod session_dirs;
 mod signals;
 
@@ -57,6 +58,17 @@ enum Command {
     /// ranges and launch calls per thread, and a flow arrow from each launch to its
     /// kernel.
     Trace(report::TraceArgs),
+    /// Draw the roofline of a recorded session (SVG) and write its points (CSV, JSON)
+    ///
+    /// One point per kernel name: x its arithmetic intensity (model FLOPs from GEMM
+    /// shapes, else hardware FLOPs from counters, per DRAM byte), y its achieved FLOP/s,
+    /// area its GPU time, colour its family; the DRAM bandwidth slope and the compute
+    /// peaks of the data types used. Kernels without FLOPs or DRAM bytes are in the
+    /// CSV / JSON with the reason, not on the chart.
+    ///
+    /// Example: gpuprof roofline run1 -o run1/roofline.svg
+    #[command(after_long_help = gpuprof_collector::analysis::peaks::PEAKS_FILE_HELP)]
+    Roofline(roofline_cmd::Args),
     /// Show which CUDA driver and CUPTI library the profiler would use, and why other
     /// candidates were rejected. Exits 1 when no usable CUPTI is found.
     Doctor(doctor::Args),
@@ -111,6 +123,7 @@ fn main() -> ExitCode {
         Command::Collect(args) => record::collect(&args),
         Command::Report(args) => report::report(&args).map(|()| ExitCode::SUCCESS),
         Command::Trace(args) => report::trace(&args).map(|()| ExitCode::SUCCESS),
+        Command::Roofline(args) => roofline_cmd::run(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -137,7 +137,7 @@ fn damage_offset(e: &SessionError) -> Option<u64> {
 }
 
 /// Warns on stderr that what follows covers only part of the file.
-fn warn_damage(loaded: &Loaded, what: &str) {
+pub fn warn_damage(loaded: &Loaded, what: &str) {
     if let Some(e) = &loaded.damage {
         let at = damage_offset(e)
             .map(|o| format!(" at offset {o}"))
@@ -152,7 +152,7 @@ fn warn_damage(loaded: &Loaded, what: &str) {
 }
 
 /// Turns the damage into the command's error, after the output was written.
-fn fail_on_damage(loaded: Loaded) -> Result<()> {
+pub fn fail_on_damage(loaded: Loaded) -> Result<()> {
     match loaded.damage {
         Some(e) => Err(anyhow::anyhow!("{e}")),
         None => Ok(()),
