@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine, with nothing installed by hand:
 # fetches NVIDIA's pinned wheels (cached under target/nvidia), checks formatting,
-# lints, runs every test, and checks the committed bindings regenerate byte-for-byte.
+# lints, runs every test, runs the README's main command (release build) on the
+# simulated GPU, and checks the committed bindings regenerate byte-for-byte.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +26,10 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "tests"
 log=target/test-output.txt
 cargo test --workspace --locked 2>&1 | tee "$log"
+
+step "the README's main command, release build, on the simulated GPU (scripts/demo.sh --sim)"
+scripts/demo.sh --sim >target/demo-output.txt
+tail -n 3 target/demo-output.txt
 
 step "bindings regenerate byte-for-byte"
 scripts/regen-bindings.sh --check

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod demo;
 mod doctor;
 mod drain;
 mod metrics_cmd;
@@ -58,6 +59,19 @@ enum Command {
     /// ranges and launch calls per thread, and a flow arrow from each launch to its
     /// kernel.
     Trace(report::TraceArgs),
+    /// Profile the built-in LLM-shaped workload: report, roofline and trace
+    ///
+    /// Runs `gpuprof record` on cudarc-llm (built beside this binary: prefill GEMMs,
+    /// decode GEMVs, attention-like and elementwise kernels, cuBLAS / cuBLASLt, NVTX
+    /// ranges "prefill" and "decode"), prints the report, and writes the roofline
+    /// (SVG, CSV, JSON) and the Perfetto trace into the output directory. Runs on this
+    /// machine's GPU when `gpuprof doctor` finds a usable driver and CUPTI; otherwise
+    /// (or with --sim) on the simulated H100 of the repository's test stack, built
+    /// beside this binary, through the real injection path (its NVTX library comes
+    /// from $GPUPROF_NVTX_LIB or the repository's target/nvidia/extras.json).
+    ///
+    /// Example: gpuprof demo -o demo1 -- --layers 4 --decode-steps 16
+    Demo(demo::Args),
     /// Draw the roofline of a recorded session (SVG) and write its points (CSV, JSON)
     ///
     /// One point per kernel name: x its arithmetic intensity (model FLOPs from GEMM
@@ -123,6 +137,7 @@ fn main() -> ExitCode {
         Command::Collect(args) => record::collect(&args),
         Command::Report(args) => report::report(&args).map(|()| ExitCode::SUCCESS),
         Command::Trace(args) => report::trace(&args).map(|()| ExitCode::SUCCESS),
+        Command::Demo(args) => demo::run(&args),
         Command::Roofline(args) => roofline_cmd::run(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {

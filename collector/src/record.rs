@@ -40,6 +40,17 @@ pub struct RecordArgs {
     command: Vec<OsString>,
 }
 
+impl RecordArgs {
+    /// `gpuprof record [-o output] -- command`.
+    pub fn new(output: Option<PathBuf>, command: Vec<OsString>) -> RecordArgs {
+        RecordArgs {
+            output,
+            ring_size: None,
+            command,
+        }
+    }
+}
+
 #[derive(clap::Args)]
 pub struct CollectArgs {
     /// The ring directory (GPUPROF_SESSION_DIR of the profiled processes). Removed at

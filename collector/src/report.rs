@@ -77,6 +77,16 @@ pub struct TraceArgs {
     output: Option<PathBuf>,
 }
 
+impl TraceArgs {
+    /// `gpuprof trace SESSION` with the default output.
+    pub fn new(session: PathBuf) -> TraceArgs {
+        TraceArgs {
+            session,
+            output: None,
+        }
+    }
+}
+
 /// The records of a session file, and the damage that stopped reading, if any.
 pub struct Loaded {
     pub path: PathBuf,

@@ -27,6 +27,17 @@ pub struct Args {
     peaks: Option<PathBuf>,
 }
 
+impl Args {
+    /// `gpuprof roofline SESSION` with the default output and peaks.
+    pub fn new(session: PathBuf) -> Args {
+        Args {
+            session,
+            output: None,
+            peaks: None,
+        }
+    }
+}
+
 fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }

@@ -1,0 +1,188 @@
+//! `gpuprof demo`: the whole pipeline on the built-in LLM-shaped workload
+//! (`cudarc-llm`: prefill GEMMs, decode GEMVs, attention-like and elementwise
+//! kernels, cuBLAS and cuBLASLt, NVTX ranges "prefill" and "decode"): `gpuprof
+//! record` (which prints the report), then the roofline chart and its points, then
+//! the Perfetto trace, all in one output directory.
+//!
+//! With a usable GPU (`gpuprof doctor` succeeds) it runs there. Without one it runs
+//! the same unmodified program on the simulated H100 of the repository's test stack
+//! (`tests/sim`: driver, CUPTI, cuBLAS, cuBLASLt, built beside this binary), through
+//! the real injection path: `CUDA_INJECTION64_PATH=libgpuprof.so`. This is the only
+//! place outside the tests that knows the simulated stack exists.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+use crate::{record, report, roofline_cmd, session_dirs};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Run on the simulated H100 even when a GPU is usable.
+    #[arg(long, conflicts_with = "gpu")]
+    sim: bool,
+    /// Run on this machine's GPU; fail when `gpuprof doctor` finds no usable driver
+    /// and CUPTI.
+    #[arg(long)]
+    gpu: bool,
+    /// Output directory (created; an existing one must be empty): session.gpuprof,
+    /// roofline.svg / .csv / .json, trace.json. Default: $GPUPROF_OUT, else
+    /// ./gpuprof-<YYYYmmdd-HHMMSS>-<pid>.
+    #[arg(short, long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// Arguments for the workload (e.g. -- --layers 4 --decode-steps 16; see
+    /// `cudarc-llm --help`).
+    #[arg(last = true, value_name = "WORKLOAD-ARGS")]
+    workload_args: Vec<OsString>,
+}
+
+/// The libraries of the simulated stack, as built beside `gpuprof`, and the names a
+/// program looks them up by.
+const SIM_LIBRARIES: &[(&str, &[&str])] = &[
+    ("libcuda.so", &["libcuda.so.1", "libcuda.so"]),
+    ("libcupti.so", &["libcupti.so.13"]),
+    ("libcublas.so", &["libcublas.so.12", "libcublas.so"]),
+    ("libcublasLt.so", &["libcublasLt.so.12", "libcublasLt.so"]),
+];
+
+/// Removes the simulated stack's directory on every path out.
+struct SimDir(PathBuf);
+
+impl Drop for SimDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn exe_dir() -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot find the gpuprof binary's own path")?;
+    Ok(exe
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(".")))
+}
+
+/// Whether `gpuprof doctor` finds a usable driver and CUPTI here.
+fn gpu_usable() -> bool {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            Command::new(exe)
+                .arg("doctor")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .ok()
+        })
+        .is_some_and(|s| s.success())
+}
+
+/// NVIDIA's NVTX library (`libnvtx3interop.so.1`, which cudarc loads as
+/// `libnvToolsExt.so`): `$GPUPROF_NVTX_LIB`, else the one the repository's
+/// `scripts/nvidia-wheels.py` fetched (`target/nvidia/extras.json`).
+fn nvtx_library(exe_dir: &Path) -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("GPUPROF_NVTX_LIB").filter(|v| !v.is_empty()) {
+        let p = PathBuf::from(p);
+        if !p.is_file() {
+            bail!("GPUPROF_NVTX_LIB={} is not a file", p.display());
+        }
+        return Ok(p);
+    }
+    let extras = exe_dir.join("../nvidia/extras.json");
+    let found = std::fs::read(&extras)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v["libnvtx3interop"].as_str().map(PathBuf::from))
+        .filter(|p| p.is_file());
+    found.with_context(|| {
+        format!(
+            "the simulated run needs NVIDIA's NVTX library (libnvtx3interop.so.1 from the \
+             nvidia-nvtx-cu12 wheel) and {} does not name one: run \
+             `python3 scripts/nvidia-wheels.py fetch-extras` in the repository, or set \
+             GPUPROF_NVTX_LIB",
+            extras.display()
+        )
+    })
+}
+
+/// Lays the simulated stack out as a program finds a real one: one directory of
+/// links with NVIDIA's names.
+fn sim_stack(exe_dir: &Path) -> Result<SimDir> {
+    let nvtx = nvtx_library(exe_dir)?;
+    let dir = std::env::temp_dir().join(format!("gpuprof-demo-sim-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let sim = SimDir(dir);
+    let mut links: Vec<(PathBuf, &str)> = vec![(nvtx, "libnvToolsExt.so")];
+    for (built, names) in SIM_LIBRARIES {
+        let target = exe_dir.join(built);
+        if !target.is_file() {
+            bail!(
+                "{} is missing: the simulated CUDA stack is built with the workspace \
+                 (cargo build --release in the repository)",
+                target.display()
+            );
+        }
+        links.extend(names.iter().map(|n| (target.clone(), *n)));
+    }
+    for (target, name) in links {
+        std::os::unix::fs::symlink(&target, sim.0.join(name))
+            .with_context(|| format!("cannot link {name} in {}", sim.0.display()))?;
+    }
+    Ok(sim)
+}
+
+pub fn run(args: &Args) -> Result<ExitCode> {
+    let dir = exe_dir()?;
+    let workload = dir.join("cudarc-llm");
+    if !workload.is_file() {
+        bail!(
+            "{} is missing: the demo workload is built with the workspace \
+             (cargo build --release in the repository)",
+            workload.display()
+        );
+    }
+    let on_gpu = if args.sim {
+        false
+    } else {
+        let usable = gpu_usable();
+        if args.gpu && !usable {
+            bail!("--gpu: gpuprof doctor finds no usable CUDA driver and CUPTI here (run it to see why)");
+        }
+        usable
+    };
+    let _sim = if on_gpu {
+        eprintln!("gpuprof: demo: profiling the workload on this machine's GPU");
+        None
+    } else {
+        let sim = sim_stack(&dir)?;
+        eprintln!(
+            "gpuprof: demo: {}the workload runs on the simulated H100 (tests/sim: driver, \
+             CUPTI, cuBLAS, cuBLASLt), through the real injection path",
+            if args.sim { "" } else { "no usable GPU here: " }
+        );
+        // The profiled program (and only it) inherits these.
+        std::env::set_var("LD_LIBRARY_PATH", &sim.0);
+        std::env::set_var("GPUPROF_CUPTI_LIB", sim.0.join("libcupti.so.13"));
+        Some(sim)
+    };
+    // Checked (and made) before anything runs; `record` accepts it empty.
+    let (out, _) = session_dirs::make_out_dir(args.output.as_deref())?;
+    let mut command = vec![workload.into_os_string()];
+    command.extend(args.workload_args.iter().cloned());
+    let code = record::record(&record::RecordArgs::new(Some(out.clone()), command))?;
+    if code != ExitCode::SUCCESS {
+        eprintln!("gpuprof: demo: the workload failed; no roofline or trace written");
+        return Ok(code);
+    }
+    roofline_cmd::run(&roofline_cmd::Args::new(out.clone()))?;
+    report::trace(&report::TraceArgs::new(out.clone()))?;
+    eprintln!(
+        "gpuprof: demo: everything is in {}: gpuprof report {} [--format csv|json]",
+        out.display(),
+        out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
