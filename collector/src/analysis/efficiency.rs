@@ -43,8 +43,7 @@
 //!
 //! NVTX ranges cover kernels as in [`super::nvtx`] (start/end ranges: kernels of the
 //! process starting inside; push/pop ranges: kernels launched on that thread inside),
-//! each kernel counting once per range name. ([`covered`] applies those rules per
-//! kernel record; `nvtx::range_stats` only returns totals.)
+//! each kernel counting once per range name (`nvtx::kernels_in_ranges`).
 //!
 //! Whatever cannot be computed is `None`, and [`Efficiency::missing`] says what is
 //! missing for which kernel.
@@ -56,7 +55,7 @@ use wire::{DeviceInfo, Record};
 
 use super::family::{classify, Family};
 use super::gemm::{join, GemmLaunch, GemmShape};
-use super::nvtx::{pair_ranges, RangeKind};
+use super::nvtx::{kernels_in_ranges, pair_ranges};
 use super::peaks::{peaks_for, Overrides, Peaks};
 use super::precision::{Math, Precision};
 use super::roofline::{evaluate, Inputs, Point};
@@ -909,59 +908,18 @@ fn rollup<'a>(name: &str, launches: impl Iterator<Item = &'a LaunchValues>) -> R
 /// (indices into `records`), by name.
 fn covered(records: &[(u32, Record)]) -> BTreeMap<String, HashSet<usize>> {
     let paired = pair_ranges(records);
-    let mut by_start: HashMap<u32, Vec<(u64, usize)>> = HashMap::new();
-    let mut by_correlation: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
-    let mut launches: HashMap<(u32, u64), Vec<(u64, u32)>> = HashMap::new();
-    for (i, (pid, r)) in records.iter().enumerate() {
-        match r {
-            Record::Kernel(k) => {
-                by_start.entry(*pid).or_default().push((k.start_ns, i));
-                by_correlation
-                    .entry((*pid, k.correlation_id))
-                    .or_default()
-                    .push(i);
-            }
-            Record::Launch(l) => launches
-                .entry((*pid, l.thread_id))
-                .or_default()
-                .push((l.start_ns, l.correlation_id)),
-            _ => {}
-        }
-    }
-    by_start.values_mut().for_each(|v| v.sort_unstable());
-    launches.values_mut().for_each(|v| v.sort_unstable());
     let mut out: BTreeMap<String, HashSet<usize>> = BTreeMap::new();
-    for r in &paired.ranges {
+    for (r, kernels) in paired
+        .ranges
+        .iter()
+        .zip(kernels_in_ranges(records, &paired))
+    {
         let name = if r.domain.is_empty() {
             r.name.clone()
         } else {
             format!("{}: {}", r.domain, r.name)
         };
-        let set = out.entry(name).or_default();
-        let Some(end) = r.end_ns else { continue };
-        match r.kind {
-            RangeKind::StartEnd => {
-                if let Some(ks) = by_start.get(&r.pid) {
-                    let from = ks.partition_point(|(s, _)| *s < r.start_ns);
-                    set.extend(
-                        ks[from..]
-                            .iter()
-                            .take_while(|(s, _)| *s < end)
-                            .map(|(_, i)| *i),
-                    );
-                }
-            }
-            RangeKind::PushPop => {
-                if let Some(ls) = launches.get(&(r.pid, r.thread_id)) {
-                    let from = ls.partition_point(|(s, _)| *s < r.start_ns);
-                    for (_, c) in ls[from..].iter().take_while(|(s, _)| *s < end) {
-                        if let Some(ks) = by_correlation.get(&(r.pid, *c)) {
-                            set.extend(ks.iter().copied());
-                        }
-                    }
-                }
-            }
-        }
+        out.entry(name).or_default().extend(kernels);
     }
     out
 }

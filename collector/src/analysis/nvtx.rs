@@ -129,21 +129,17 @@ pub fn pair_ranges(records: &[(u32, Record)]) -> Ranges {
     out
 }
 
-/// Totals per `(domain, name)` (see the module documentation for the rules).
-pub fn range_stats(records: &[(u32, Record)]) -> RangeTotals {
-    let paired = pair_ranges(records);
-
-    // Kernels: index -> duration; per process sorted by start; per (pid, correlation).
-    let mut durations: Vec<u64> = Vec::new();
+/// For each range of `paired`, in its order, the kernels it covers (see the module
+/// documentation for the rules): indices into `records`; none for a range still open.
+pub fn kernels_in_ranges(records: &[(u32, Record)], paired: &Ranges) -> Vec<Vec<usize>> {
+    // Kernels per process sorted by start, and per (pid, correlation id).
     let mut by_start: HashMap<u32, Vec<(u64, usize)>> = HashMap::new();
     let mut by_correlation: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
     // Launches per (pid, thread), sorted by entry time: (entry, correlation id).
     let mut launches: HashMap<(u32, u64), Vec<(u64, u32)>> = HashMap::new();
-    for (pid, record) in records {
+    for (i, (pid, record)) in records.iter().enumerate() {
         match record {
             Record::Kernel(k) => {
-                let i = durations.len();
-                durations.push(k.end_ns.saturating_sub(k.start_ns));
                 by_start.entry(*pid).or_default().push((k.start_ns, i));
                 by_correlation
                     .entry((*pid, k.correlation_id))
@@ -159,6 +155,48 @@ pub fn range_stats(records: &[(u32, Record)]) -> RangeTotals {
     }
     by_start.values_mut().for_each(|v| v.sort_unstable());
     launches.values_mut().for_each(|v| v.sort_unstable());
+    paired
+        .ranges
+        .iter()
+        .map(|r| {
+            let mut out = Vec::new();
+            let Some(end) = r.end_ns else { return out };
+            match r.kind {
+                RangeKind::StartEnd => {
+                    if let Some(ks) = by_start.get(&r.pid) {
+                        let from = ks.partition_point(|(s, _)| *s < r.start_ns);
+                        out.extend(
+                            ks[from..]
+                                .iter()
+                                .take_while(|(s, _)| *s < end)
+                                .map(|(_, i)| *i),
+                        );
+                    }
+                }
+                RangeKind::PushPop => {
+                    if let Some(ls) = launches.get(&(r.pid, r.thread_id)) {
+                        let from = ls.partition_point(|(s, _)| *s < r.start_ns);
+                        for (_, corr) in ls[from..].iter().take_while(|(s, _)| *s < end) {
+                            if let Some(ks) = by_correlation.get(&(r.pid, *corr)) {
+                                out.extend(ks.iter().copied());
+                            }
+                        }
+                    }
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+/// Totals per `(domain, name)` (see the module documentation for the rules).
+pub fn range_stats(records: &[(u32, Record)]) -> RangeTotals {
+    let paired = pair_ranges(records);
+    let covered = kernels_in_ranges(records, &paired);
+    let duration = |i: usize| match &records[i].1 {
+        Record::Kernel(k) => k.end_ns.saturating_sub(k.start_ns),
+        _ => 0,
+    };
 
     struct Acc {
         count: u64,
@@ -167,7 +205,7 @@ pub fn range_stats(records: &[(u32, Record)]) -> RangeTotals {
         kernels: HashSet<usize>,
     }
     let mut acc: BTreeMap<(String, String), Acc> = BTreeMap::new();
-    for r in &paired.ranges {
+    for (r, kernels) in paired.ranges.iter().zip(covered) {
         let a = acc
             .entry((r.domain.clone(), r.name.clone()))
             .or_insert(Acc {
@@ -182,31 +220,7 @@ pub fn range_stats(records: &[(u32, Record)]) -> RangeTotals {
         };
         a.count += 1;
         a.wall_ns += end.saturating_sub(r.start_ns);
-        match r.kind {
-            RangeKind::StartEnd => {
-                let Some(ks) = by_start.get(&r.pid) else {
-                    continue;
-                };
-                let from = ks.partition_point(|(s, _)| *s < r.start_ns);
-                a.kernels.extend(
-                    ks[from..]
-                        .iter()
-                        .take_while(|(s, _)| *s < end)
-                        .map(|(_, i)| *i),
-                );
-            }
-            RangeKind::PushPop => {
-                let Some(ls) = launches.get(&(r.pid, r.thread_id)) else {
-                    continue;
-                };
-                let from = ls.partition_point(|(s, _)| *s < r.start_ns);
-                for (_, corr) in ls[from..].iter().take_while(|(s, _)| *s < end) {
-                    if let Some(ks) = by_correlation.get(&(r.pid, *corr)) {
-                        a.kernels.extend(ks.iter().copied());
-                    }
-                }
-            }
-        }
+        a.kernels.extend(kernels);
     }
 
     let mut stats: Vec<RangeStats> = acc
@@ -218,7 +232,7 @@ pub fn range_stats(records: &[(u32, Record)]) -> RangeTotals {
             open: a.open,
             wall_ns: a.wall_ns,
             kernels: a.kernels.len() as u64,
-            gpu_ns: a.kernels.iter().map(|i| durations[*i]).sum(),
+            gpu_ns: a.kernels.iter().map(|i| duration(*i)).sum(),
         })
         .collect();
     // Stable sort: equal wall times keep the (domain, name) order of the BTreeMap.
