@@ -15,8 +15,11 @@
 //!   roofline weighs them: 2 × `ffma` + `fadd` + `fmul` (FP32), 2 × `dfma` + `dadd` +
 //!   `dmul` (FP64), 2 × `hfma` + `hadd` + `hmul` (FP16), 4 × `ffma2` + 2 × `fadd2` +
 //!   2 × `fmul2` (Blackwell's paired FP32), each `smsp__sass_thread_inst_executed_op_
-//!   *_pred_on.sum`. Counter groups rotate over launches, so each metric's mean per
-//!   launch that measured it is scaled to all the row's launches.
+//!   *_pred_on.sum`. Counter groups rotate over launches, so each metric's mean over
+//!   the launches that measured it is scaled to all launches of the same launch
+//!   configuration (grid, block): those run the same work. A row has hardware FLOPs
+//!   only when, for every launch configuration it ran with, every FLOP counter of the
+//!   plan was measured at least once; otherwise they would be a partial sum.
 //!
 //! The FLOPs used for AI, achieved FLOP/s and MFU are the model FLOPs when every launch
 //! of the row has a GEMM shape, else the hardware FLOPs; [`KernelRow::flops_source`]
@@ -24,9 +27,10 @@
 //! for model FLOPs, else the precision and pipe of the counter with the most FLOPs.
 //!
 //! **Bytes.** DRAM bytes = `dram__bytes_read.sum + dram__bytes_write.sum`. A launch
-//! without them is given the mean of the launches of the same kernel name, GPU and GEMM
-//! shape that measured them (of the kernel name and GPU when no launch of that shape
-//! did); [`KernelRow::bytes_launches`] says how many launches measured them.
+//! without them is given the mean of the launches of the same kernel name, GPU, launch
+//! configuration and GEMM shape that measured them; a row has bytes only when every
+//! launch has them, own or so given. [`KernelRow::bytes_launches`] says how many
+//! launches measured them.
 //!
 //! **Rollups** ([`Rollup`]: by family, NVTX range name, and the whole run) add the
 //! launches' FLOPs `F_i`, bytes `B_i` and GPU time `t_i` (ns), with `P_i` the peak
@@ -34,7 +38,7 @@
 //! - time-weighted MFU = `(Σ F_i / P_i) / Σ t_i`: the share of the rollup's GPU time
 //!   its FLOPs would take at peak, which is `total FLOPs / total time / peak` when one
 //!   peak applies. The numerator sums the launches whose FLOPs and peak are known; the
-//!   denominator is all the rollup's GPU time, so kernels without FLOPs count as 0 %;
+//!   denominator is all the rollup's GPU time, so launches without FLOPs count as 0 %;
 //! - time-weighted MBU = `(Σ B_i / W_i) / Σ t_i`, the same way;
 //! - AI = `Σ F_i / Σ B_i` over the launches with both; achieved = `Σ F_i / Σ t_i`.
 //!
@@ -288,6 +292,8 @@ struct Launch {
     /// Index in the session's records.
     record: usize,
     row: usize,
+    /// Grid and block.
+    config: Config,
     ns: u64,
     gemm: Option<GemmLaunch>,
     /// DRAM bytes measured on this launch.
@@ -304,16 +310,29 @@ struct RowAcc {
     model_flops: f64,
     /// math of the shapes -> model FLOPs (count for parts).
     shape_math: BTreeMap<Result<Math, String>, (f64, u64)>,
-    /// metric -> (launches, sum)
-    metrics: BTreeMap<String, (u64, f64)>,
     bytes_launches: u64,
-    bytes_sum: f64,
     /// The processes the launches ran in.
     pids: BTreeSet<u32>,
 }
 
-/// The key of a launch's bytes group: (row, shape).
-type BytesKey = (usize, Option<GemmShape>);
+/// A launch configuration: grid, block.
+type Config = ([i32; 3], [i32; 3]);
+
+/// The key of a launch's bytes group: (row, configuration, shape).
+type BytesKey = (usize, Config, Option<GemmShape>);
+
+/// The FLOP counters measured on the launches of one (row, configuration).
+#[derive(Default)]
+struct ConfigAcc {
+    calls: u64,
+    /// metric -> (launches, sum)
+    metrics: BTreeMap<String, (u64, f64)>,
+}
+
+/// "4x1x1".
+fn dims(d: [i32; 3]) -> String {
+    format!("{}x{}x{}", d[0], d[1], d[2])
+}
 
 /// The roofline analysis of a session. `overrides` is the user's peaks file (or
 /// empty).
@@ -414,6 +433,7 @@ pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficienc
     let mut row_keys: Vec<(&str, usize)> = Vec::new();
     let mut row_of: HashMap<(&str, usize), usize> = HashMap::new();
     let mut accs: Vec<RowAcc> = Vec::new();
+    let mut configs: BTreeMap<(usize, Config), ConfigAcc> = BTreeMap::new();
     let mut launches: Vec<Launch> = Vec::new();
     for (i, (pid, r)) in records.iter().enumerate() {
         let Record::Kernel(k) = r else { continue };
@@ -441,6 +461,9 @@ pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficienc
                 acc.gemm_parts += 1;
             }
         }
+        let config = (k.grid, k.block);
+        let cacc = configs.entry((row, config)).or_default();
+        cacc.calls += 1;
         let mut read = None;
         let mut write = None;
         if let Some(ms) = counters.get(&i) {
@@ -456,7 +479,7 @@ pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficienc
                     _ => {}
                 }
                 if flop_metric(name).is_some() {
-                    let e = acc.metrics.entry(name.clone()).or_default();
+                    let e = cacc.metrics.entry(name.clone()).or_default();
                     e.0 += 1;
                     e.1 += v;
                 }
@@ -466,26 +489,25 @@ pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficienc
             (None, None) => None,
             (r, w) => Some(r.unwrap_or(0.0) + w.unwrap_or(0.0)),
         };
-        if let Some(b) = bytes {
+        if bytes.is_some() {
             acc.bytes_launches += 1;
-            acc.bytes_sum += b;
         }
         launches.push(Launch {
             record: i,
             row,
+            config,
             ns,
             gemm,
             bytes,
         });
     }
 
-    // Bytes per launch: own, else the mean of its (row, shape) group, else of its row.
+    // Bytes per launch: own, else the mean of its (row, configuration, shape) group.
+    let bytes_key = |l: &Launch| (l.row, l.config, l.gemm.as_ref().map(|g| g.shape.clone()));
     let mut group_bytes: HashMap<BytesKey, (u64, f64)> = HashMap::new();
     for l in &launches {
         if let Some(b) = l.bytes {
-            let e = group_bytes
-                .entry((l.row, l.gemm.as_ref().map(|g| g.shape.clone())))
-                .or_default();
+            let e = group_bytes.entry(bytes_key(l)).or_default();
             e.0 += 1;
             e.1 += b;
         }
@@ -494,21 +516,56 @@ pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficienc
         .iter()
         .map(|l| {
             l.bytes.or_else(|| {
-                let key = (l.row, l.gemm.as_ref().map(|g| g.shape.clone()));
-                match group_bytes.get(&key) {
-                    Some((n, sum)) => Some(sum / *n as f64),
-                    None => {
-                        let acc = &accs[l.row];
-                        (acc.bytes_launches > 0).then(|| acc.bytes_sum / acc.bytes_launches as f64)
-                    }
-                }
+                group_bytes
+                    .get(&bytes_key(l))
+                    .map(|(n, sum)| sum / *n as f64)
             })
         })
         .collect();
-
-    let mut row_bytes = vec![0.0; accs.len()];
+    // (launches with bytes, launches, sum)
+    let mut row_bytes = vec![(0u64, 0u64, 0.0); accs.len()];
     for (l, b) in launches.iter().zip(&launch_bytes) {
-        row_bytes[l.row] += b.unwrap_or(0.0);
+        let r = &mut row_bytes[l.row];
+        r.1 += 1;
+        if let Some(b) = b {
+            r.0 += 1;
+            r.2 += b;
+        }
+    }
+
+    // Hardware FLOPs per launch of each (row, configuration), by math, when every FLOP
+    // counter the plan has was measured on that configuration.
+    let mut config_flops: HashMap<(usize, Config), BTreeMap<Option<Math>, f64>> = HashMap::new();
+    // Per row: configurations with FLOP counters but not all of them, with the ones
+    // never measured there.
+    let mut incomplete: HashMap<usize, Vec<(Config, Vec<String>)>> = HashMap::new();
+    for ((row, config), c) in &configs {
+        let wanted: BTreeSet<&str> = accs[*row]
+            .pids
+            .iter()
+            .filter_map(|pid| planned.get(pid))
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        let unmeasured: Vec<String> = wanted
+            .iter()
+            .filter(|m| !c.metrics.contains_key(**m))
+            .map(|m| m.to_string())
+            .collect();
+        if !unmeasured.is_empty() {
+            incomplete
+                .entry(*row)
+                .or_default()
+                .push((*config, unmeasured));
+            continue;
+        }
+        let mut by_math: BTreeMap<Option<Math>, f64> = BTreeMap::new();
+        for (metric, (n, sum)) in &c.metrics {
+            if let Some((w, math)) = flop_metric(metric) {
+                *by_math.entry(math).or_default() += w * sum / *n as f64;
+            }
+        }
+        config_flops.insert((*row, *config), by_math);
     }
 
     // Rows.
@@ -524,17 +581,30 @@ pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficienc
         };
         let mut missing = Vec::new();
 
-        // Hardware FLOPs: per metric mean x launches, by math.
+        // Hardware FLOPs: per configuration, per-launch FLOPs x its launches, by math;
+        // none when a configuration's FLOP counters are incomplete.
+        let row_configs: Vec<(&Config, &ConfigAcc)> = configs
+            .range((row, ([i32::MIN; 3], [i32::MIN; 3]))..=(row, ([i32::MAX; 3], [i32::MAX; 3])))
+            .map(|((_, c), a)| (c, a))
+            .collect();
+        let counted = row_configs.iter().any(|(_, a)| !a.metrics.is_empty());
         let mut hw_by_math: BTreeMap<Option<Math>, f64> = BTreeMap::new();
         let mut hw_launches = u64::MAX;
-        for (metric, (n, sum)) in &acc.metrics {
-            if let Some((w, math)) = flop_metric(metric) {
-                *hw_by_math.entry(math).or_default() += w * sum / *n as f64;
-                hw_launches = hw_launches.min(*n);
+        let mut hw_complete = counted;
+        for (config, a) in &row_configs {
+            match config_flops.get(&(row, **config)) {
+                Some(by_math) => {
+                    for (m, f) in by_math {
+                        *hw_by_math.entry(*m).or_default() += f * a.calls as f64;
+                    }
+                    for (n, _) in a.metrics.values() {
+                        hw_launches = hw_launches.min(*n);
+                    }
+                }
+                None => hw_complete = false,
             }
         }
-        let hw_flops =
-            (!hw_by_math.is_empty()).then(|| hw_by_math.values().sum::<f64>() * acc.calls as f64);
+        let hw_flops = hw_complete.then(|| hw_by_math.values().sum::<f64>());
         let hw_math = hw_by_math
             .iter()
             .filter(|(m, v)| m.is_some() && **v > 0.0)
@@ -577,34 +647,38 @@ pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficienc
                 "GEMM shape for only {} of {} launches, and no FLOP counters",
                 acc.gemm_launches, acc.calls
             )),
+            None if counted => {}
             None => missing.push("no GEMM shape and no FLOP counters".to_string()),
             Some(FlopSource::Hardware) if hw_math.is_none() && flops.unwrap_or(0.0) > 0.0 => {
                 missing.push("FLOP counters of unknown precision".to_string())
             }
             _ => {}
         }
-        if flops_source == Some(FlopSource::Hardware) {
-            // FLOP counters the plan has but no launch of this kernel measured (their
-            // pass group never came round): the hardware FLOPs leave them out.
-            let unmeasured: BTreeSet<&str> = acc
-                .pids
-                .iter()
-                .filter_map(|pid| planned.get(pid))
-                .flatten()
-                .map(String::as_str)
-                .filter(|m| !acc.metrics.contains_key(*m))
-                .collect();
-            if !unmeasured.is_empty() {
-                let list: Vec<&str> = unmeasured.into_iter().collect();
+        if counted && !hw_complete {
+            if let Some(list) = incomplete.get(&row) {
+                let (config, unmeasured) = &list[0];
                 missing.push(format!(
-                    "hw FLOPs without {} (never measured on this kernel)",
-                    list.join(", ")
+                    "no hw FLOPs: FLOP counters never measured on {} of its {} launch \
+                     configuration{} (grid {}, block {}: {}{})",
+                    list.len(),
+                    row_configs.len(),
+                    if row_configs.len() == 1 { "" } else { "s" },
+                    dims(config.0),
+                    dims(config.1),
+                    unmeasured.join(", "),
+                    if list.len() > 1 { "; and others" } else { "" }
                 ));
             }
         }
-        let bytes: Option<f64> = (acc.bytes_launches > 0).then_some(row_bytes[row]);
-        if bytes.is_none() {
+        let (with_bytes, all, sum) = row_bytes[row];
+        let bytes: Option<f64> = (with_bytes == all && all > 0).then_some(sum);
+        if acc.bytes_launches == 0 {
             missing.push("no DRAM counters".to_string());
+        } else if bytes.is_none() {
+            missing.push(format!(
+                "DRAM bytes for only {with_bytes} of {all} launches (no launch of the same \
+                 launch configuration and GEMM shape measured them)"
+            ));
         }
         let peaks = gpu_peaks.peaks.as_ref();
         let peak_flops = match (peaks, math) {
@@ -671,7 +745,9 @@ pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficienc
                     Some(FlopSource::Model),
                 ),
                 Some(FlopSource::Hardware) => (
-                    r.hw_flops.map(|f| f / r.calls as f64),
+                    config_flops
+                        .get(&(l.row, l.config))
+                        .map(|by_math| by_math.values().sum::<f64>()),
                     Some(FlopSource::Hardware),
                 ),
                 None => (None, None),

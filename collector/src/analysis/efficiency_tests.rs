@@ -383,7 +383,7 @@ fn graph_replays_count_each_call() {
 }
 
 #[test]
-fn hardware_flops_name_the_planned_counters_never_measured() {
+fn hardware_flops_need_every_planned_counter_of_each_launch_configuration() {
     let mut records = session();
     records.push((
         1,
@@ -410,18 +410,18 @@ fn hardware_flops_name_the_planned_counters_never_measured() {
     assert_eq!(
         about("flash_fwd_kernel"),
         vec![
-            "hw FLOPs without smsp__sass_thread_inst_executed_op_dfma_pred_on.sum, \
+            "no hw FLOPs: FLOP counters never measured on 1 of its 1 launch configuration \
+             (grid 1x1x1, block 128x1x1: smsp__sass_thread_inst_executed_op_dfma_pred_on.sum, \
              smsp__sass_thread_inst_executed_op_fadd_pred_on.sum, \
-             smsp__sass_thread_inst_executed_op_ffma_pred_on.sum (never measured on this \
-             kernel)"
+             smsp__sass_thread_inst_executed_op_ffma_pred_on.sum)"
         ]
     );
     assert_eq!(
         about("rms_norm_kernel"),
         vec![
-            "hw FLOPs without sm__ops_path_tensor_src_bf16_dst_fp32.sum, \
-             smsp__sass_thread_inst_executed_op_dfma_pred_on.sum (never measured on this \
-             kernel)"
+            "no hw FLOPs: FLOP counters never measured on 1 of its 1 launch configuration \
+             (grid 1x1x1, block 128x1x1: sm__ops_path_tensor_src_bf16_dst_fp32.sum, \
+             smsp__sass_thread_inst_executed_op_dfma_pred_on.sum)"
         ]
     );
     // Model FLOPs need no counters.
@@ -606,4 +606,75 @@ fn report_sections() {
     assert!(csv.contains(
         "\nrun,8,294000,137472507904.0,49470005000.0,292000,338225920.0,290000,552.7149217422485,"
     ));
+}
+
+/// Counters measured on some launch configurations of a kernel are scaled to the
+/// launches of those configurations only: another grid does other work.
+#[test]
+fn counters_scale_within_a_launch_configuration_only() {
+    let with_grid = |corr: u32, start: u64, grid: i32| {
+        let Record::Kernel(mut x) = k(RMS_NORM, corr, start, start + 10_000) else {
+            unreachable!()
+        };
+        x.grid = [grid, 1, 1];
+        Record::Kernel(x)
+    };
+    let plan = Record::CounterPlan(wire::CounterPlan {
+        device_id: 0,
+        chip: "GH100".into(),
+        mode: "kernel".into(),
+        groups: vec![vec![READ, WRITE, FFMA, FADD]],
+        policy: "every launch".into(),
+    });
+    let base: Vec<Record> = vec![
+        process(1, "./llm"),
+        Record::Device(device(H100, (9, 0), 132, 1_980_000)),
+        string(RMS_NORM, "rms_norm_kernel"),
+        string(READ, "dram__bytes_read.sum"),
+        string(WRITE, "dram__bytes_write.sum"),
+        string(FFMA, "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"),
+        string(FADD, "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum"),
+        plan,
+        // Grid 128: two launches, one measured.
+        with_grid(1, 0, 128),
+        counters(
+            1,
+            &[(READ, 1000.0), (WRITE, 500.0), (FFMA, 100.0), (FADD, 50.0)],
+        ),
+        with_grid(2, 100_000, 128),
+        // Grid 1: one launch, measured.
+        with_grid(3, 200_000, 1),
+        counters(3, &[(READ, 10.0), (WRITE, 5.0), (FFMA, 1.0), (FADD, 0.0)]),
+    ];
+    let records: Vec<(u32, Record)> = base.iter().cloned().map(|r| (1, r)).collect();
+    let e = efficiency(&records, &Overrides::default());
+    let r = row(&e, "rms_norm_kernel", H100);
+    // Per configuration: 2 x (1000 + 500) + 1 x (10 + 5) bytes; 2 x (2 x 100 + 50) +
+    // 1 x (2 x 1 + 0) FLOPs.
+    assert_eq!(r.bytes, Some(3015.0));
+    assert_eq!(r.hw_flops, Some(502.0));
+    assert_eq!(r.bytes_launches, 2);
+
+    // Without the grid-1 launch's counters, nothing stands in for them.
+    let mut records = records;
+    records.retain(|(_, r)| !matches!(r, Record::KernelCounters(c) if c.correlation_id == 3));
+    let e = efficiency(&records, &Overrides::default());
+    let r = row(&e, "rms_norm_kernel", H100);
+    assert_eq!((r.bytes, r.hw_flops), (None, None));
+    let about: Vec<&str> = e
+        .missing
+        .iter()
+        .filter(|m| m.kernel == "rms_norm_kernel")
+        .map(|m| m.what.as_str())
+        .collect();
+    assert_eq!(
+        about,
+        [
+            "no hw FLOPs: FLOP counters never measured on 1 of its 2 launch configurations \
+             (grid 1x1x1, block 128x1x1: smsp__sass_thread_inst_executed_op_fadd_pred_on.sum, \
+             smsp__sass_thread_inst_executed_op_ffma_pred_on.sum)",
+            "DRAM bytes for only 2 of 3 launches (no launch of the same launch configuration \
+             and GEMM shape measured them)"
+        ]
+    );
 }
