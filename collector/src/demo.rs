@@ -168,6 +168,12 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         std::env::set_var("GPUPROF_CUPTI_LIB", sim.0.join("libcupti.so.13"));
         Some(sim)
     };
+    // A short run: every measured launch gets every counter (CUPTI replays each
+    // measured kernel once per pass group), so every kernel's row is complete
+    // without waiting for the groups to rotate round. GPUPROF_REPLAY=none undoes it.
+    if std::env::var_os("GPUPROF_REPLAY").is_none() {
+        std::env::set_var("GPUPROF_REPLAY", "kernel");
+    }
     // Checked (and made) before anything runs; `record` accepts it empty.
     let (out, _) = session_dirs::make_out_dir(args.output.as_deref())?;
     let mut command = vec![workload.into_os_string()];

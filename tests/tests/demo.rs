@@ -41,9 +41,9 @@ fn demo_on_the_simulated_gpu_writes_report_roofline_and_trace() {
              cuBLAS, cuBLASLt), through the real injection path"
                 .to_string(),
             format!("gpuprof: session written to {d} (1 process, 65 kernels, 0 dropped); gpuprof report {d}"),
-            // With two decode steps, two kernels are not launched often enough for the
-            // DRAM counters' pass group to come round: they are listed, not drawn.
-            format!("gpuprof: roofline of NVIDIA H100 80GB HBM3 written to {d}/roofline.svg (6 of 8 kernels plotted)"),
+            // The demo asks for kernel replay, so even kernels launched twice have every
+            // counter and every kernel is drawn.
+            format!("gpuprof: roofline of NVIDIA H100 80GB HBM3 written to {d}/roofline.svg (8 of 8 kernels plotted)"),
             format!("gpuprof: the points: {d}/roofline.csv and {d}/roofline.json"),
         ]
     );

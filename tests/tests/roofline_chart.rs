@@ -45,6 +45,8 @@ fn the_chart_is_the_csv_drawn() {
         .env("LD_LIBRARY_PATH", sim_lib_dir())
         .env("GPUPROF_CUPTI_LIB", sim_cupti(13))
         .env("SIMCUPTI_VERSION", "13.4")
+        // Every counter on every measured launch: every kernel can be plotted.
+        .env("GPUPROF_REPLAY", "kernel")
         .output()
         .expect("run gpuprof record");
     assert!(
