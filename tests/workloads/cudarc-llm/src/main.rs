@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
 use cudarc::cublaslt::{CudaBlasLT, Matmul, MatmulConfig};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+    sys, CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
 use half::bf16;
@@ -31,6 +31,9 @@ struct Shape {
     vocab: usize,
     prompt: usize,
     decode_steps: usize,
+    /// Decode as serving engines run it: one step captured into a CUDA graph, the graph
+    /// replayed for every step.
+    graph_decode: bool,
 }
 
 impl Shape {
@@ -43,9 +46,14 @@ impl Shape {
             vocab: 32000,
             prompt: 128,
             decode_steps: 4,
+            graph_decode: false,
         };
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
+            if a == "--graph-decode" {
+                s.graph_decode = true;
+                continue;
+            }
             let v: usize = args
                 .next()
                 .with_context(|| format!("{a} needs a value"))?
@@ -62,7 +70,7 @@ impl Shape {
                 "--vocab" => s.vocab = v,
                 "--prompt" => s.prompt = v,
                 "--decode-steps" => s.decode_steps = v,
-                _ => bail!("unknown option {a} (options: --layers --hidden --ffn --heads --vocab --prompt --decode-steps)"),
+                _ => bail!("unknown option {a} (options: --layers --hidden --ffn --heads --vocab --prompt --decode-steps N, --graph-decode)"),
             }
         }
         if !s.hidden.is_multiple_of(s.heads) {
@@ -123,16 +131,30 @@ impl Model {
     }
 
     fn layer(&mut self, shape: &Shape, tokens: usize, prefill: bool) -> Result<()> {
+        let mut b = Buffers::new(&self.stream, shape, tokens)?;
+        self.layer_in(&mut b, shape, tokens, prefill)
+    }
+
+    /// One layer on preallocated activations (nothing is allocated unless `prefill`).
+    fn layer_in(
+        &mut self,
+        b: &mut Buffers,
+        shape: &Shape,
+        tokens: usize,
+        prefill: bool,
+    ) -> Result<()> {
         let h = shape.hidden;
         let s = self.stream.clone();
-        let x = s.alloc_zeros::<bf16>(h * tokens)?;
-        let mut qkv = s.alloc_zeros::<bf16>(3 * h * tokens)?;
-        let mut attn = s.alloc_zeros::<bf16>(h * tokens)?;
-        let mut gate_up = s.alloc_zeros::<bf16>(2 * shape.ffn * tokens)?;
-        let mut out = s.alloc_zeros::<bf16>(h * tokens)?;
+        let Buffers {
+            x,
+            qkv,
+            attn,
+            gate_up,
+            out,
+        } = b;
 
-        self.launch(kernels::RMS_NORM, tokens as u32, 256, &x, h * tokens)?;
-        gemm(&self.blas, &self.w_qkv, &x, &mut qkv, (3 * h, tokens, h))?;
+        self.launch(kernels::RMS_NORM, tokens as u32, 256, x, h * tokens)?;
+        gemm(&self.blas, &self.w_qkv, x, qkv, (3 * h, tokens, h))?;
         self.gemms += 1;
         let head_dim = h / shape.heads;
         if prefill {
@@ -158,14 +180,17 @@ impl Model {
             };
             // SAFETY: qkv holds 3*h*tokens >= heads*head_dim*tokens elements for A and B;
             // scores holds heads*tokens*tokens.
-            unsafe { self.blas.gemm_strided_batched(cfg, &qkv, &qkv, &mut scores) }
-                .context("attention scores")?;
+            unsafe {
+                self.blas
+                    .gemm_strided_batched(cfg, &*qkv, &*qkv, &mut scores)
+            }
+            .context("attention scores")?;
             self.gemms += 1;
             self.launch(
                 kernels::FLASH_PREFILL,
                 (tokens.div_ceil(128) * shape.heads) as u32,
                 128,
-                &attn,
+                attn,
                 h * tokens,
             )?;
         } else {
@@ -173,25 +198,25 @@ impl Model {
                 kernels::PAGED_ATTENTION,
                 (shape.heads * tokens) as u32,
                 128,
-                &attn,
+                attn,
                 h * tokens,
             )?;
         }
-        gemm(&self.blas, &self.w_o, &attn, &mut out, (h, tokens, h))?;
+        gemm(&self.blas, &self.w_o, attn, out, (h, tokens, h))?;
         self.gemms += 1;
         self.launch(
             kernels::ADD_RESIDUAL,
             (h * tokens).div_ceil(1024) as u32,
             1024,
-            &out,
+            out,
             h * tokens,
         )?;
-        self.launch(kernels::RMS_NORM, tokens as u32, 256, &out, h * tokens)?;
+        self.launch(kernels::RMS_NORM, tokens as u32, 256, out, h * tokens)?;
         gemm(
             &self.blas,
             &self.w_gate_up,
-            &out,
-            &mut gate_up,
+            out,
+            gate_up,
             (2 * shape.ffn, tokens, h),
         )?;
         self.gemms += 1;
@@ -199,14 +224,14 @@ impl Model {
             kernels::SILU_AND_MUL,
             (shape.ffn * tokens).div_ceil(1024) as u32,
             1024,
-            &gate_up,
+            gate_up,
             shape.ffn * tokens,
         )?;
         gemm(
             &self.blas,
             &self.w_down,
-            &gate_up,
-            &mut attn,
+            gate_up,
+            attn,
             (h, tokens, shape.ffn),
         )?;
         self.gemms += 1;
@@ -214,7 +239,7 @@ impl Model {
             kernels::ADD_RESIDUAL,
             (h * tokens).div_ceil(1024) as u32,
             1024,
-            &attn,
+            attn,
             h * tokens,
         )?;
         Ok(())
@@ -222,8 +247,13 @@ impl Model {
 
     /// Logits[vocab x tokens] = W_lm[vocab x hidden] * X, through cuBLASLt.
     fn lm_head(&mut self, shape: &Shape, tokens: usize) -> Result<()> {
-        let x = self.stream.alloc_zeros::<bf16>(shape.hidden * tokens)?;
-        let mut logits = self.stream.alloc_zeros::<bf16>(shape.vocab * tokens)?;
+        let mut b = LmBuffers::new(&self.stream, shape, tokens)?;
+        self.lm_head_in(&mut b, shape, tokens)
+    }
+
+    /// The LM head on preallocated activations.
+    fn lm_head_in(&mut self, b: &mut LmBuffers, shape: &Shape, tokens: usize) -> Result<()> {
+        let (x, logits) = (&b.x, &mut b.logits);
         let cfg = MatmulConfig {
             transa: false,
             transb: false,
@@ -243,13 +273,47 @@ impl Model {
             batch_size: None,
         };
         // SAFETY: w_lm has vocab*hidden, x hidden*tokens, logits vocab*tokens elements.
-        unsafe {
-            self.blas_lt
-                .matmul(cfg, &self.w_lm, &x, &mut logits, None, None)
-        }
-        .context("LM head matmul")?;
+        unsafe { self.blas_lt.matmul(cfg, &self.w_lm, x, logits, None, None) }
+            .context("LM head matmul")?;
         self.gemms += 1;
         Ok(())
+    }
+}
+
+/// A layer's activations.
+struct Buffers {
+    x: CudaSlice<bf16>,
+    qkv: CudaSlice<bf16>,
+    attn: CudaSlice<bf16>,
+    gate_up: CudaSlice<bf16>,
+    out: CudaSlice<bf16>,
+}
+
+impl Buffers {
+    fn new(s: &Arc<CudaStream>, shape: &Shape, tokens: usize) -> Result<Buffers> {
+        let h = shape.hidden;
+        Ok(Buffers {
+            x: s.alloc_zeros::<bf16>(h * tokens)?,
+            qkv: s.alloc_zeros::<bf16>(3 * h * tokens)?,
+            attn: s.alloc_zeros::<bf16>(h * tokens)?,
+            gate_up: s.alloc_zeros::<bf16>(2 * shape.ffn * tokens)?,
+            out: s.alloc_zeros::<bf16>(h * tokens)?,
+        })
+    }
+}
+
+/// The LM head's input and output.
+struct LmBuffers {
+    x: CudaSlice<bf16>,
+    logits: CudaSlice<bf16>,
+}
+
+impl LmBuffers {
+    fn new(s: &Arc<CudaStream>, shape: &Shape, tokens: usize) -> Result<LmBuffers> {
+        Ok(LmBuffers {
+            x: s.alloc_zeros::<bf16>(shape.hidden * tokens)?,
+            logits: s.alloc_zeros::<bf16>(shape.vocab * tokens)?,
+        })
     }
 }
 
@@ -284,7 +348,18 @@ fn main() -> Result<()> {
         bail!("libnvToolsExt.so not found on the loader path (NVTX ranges need it)");
     }
     let ctx = CudaContext::new(0).context("creating a context on device 0")?;
-    let stream = ctx.default_stream();
+    if shape.graph_decode {
+        // SAFETY: one stream does all the work, so cudarc's cross-stream event tracking
+        // (event records and waits around every use of a buffer) has nothing to order;
+        // without it a capture holds only the kernels and copies.
+        unsafe { ctx.disable_event_tracking() };
+    }
+    // The legacy default stream cannot be captured into a graph.
+    let stream = if shape.graph_decode {
+        ctx.new_stream().context("creating a stream")?
+    } else {
+        ctx.default_stream()
+    };
 
     // The round trip a real program relies on.
     let pattern: Vec<u32> = (0..4096u32).map(|i| i.wrapping_mul(2654435761)).collect();
@@ -328,17 +403,48 @@ fn main() -> Result<()> {
         }
         model.lm_head(&shape, 1)?;
     }
-    for _ in 0..shape.decode_steps {
-        let _decode = cudarc::nvtx::scoped_range("decode");
+    if shape.graph_decode {
+        // One decode step captured (nothing runs), then replayed once per step.
+        // Activations are allocated before the capture, as graph-based engines do.
+        let mut act = Buffers::new(&stream, &shape, 1)?;
+        let mut lm = LmBuffers::new(&stream, &shape, 1)?;
+        stream
+            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
+            .context("beginning the decode step's capture")?;
         for _ in 0..shape.layers {
-            model.layer(&shape, 1, false)?;
+            model.layer_in(&mut act, &shape, 1, false)?;
         }
-        model.lm_head(&shape, 1)?;
+        model.lm_head_in(&mut lm, &shape, 1)?;
+        let graph = stream
+            .end_capture(sys::CUgraphInstantiate_flags(0))
+            .context("capturing the decode step")?
+            .context("the capture made no graph")?;
+        for _ in 0..shape.decode_steps {
+            let _decode = cudarc::nvtx::scoped_range("decode");
+            graph.launch().context("replaying the decode step")?;
+        }
+    } else {
+        for _ in 0..shape.decode_steps {
+            let _decode = cudarc::nvtx::scoped_range("decode");
+            for _ in 0..shape.layers {
+                model.layer(&shape, 1, false)?;
+            }
+            model.lm_head(&shape, 1)?;
+        }
     }
     stream.synchronize()?;
     println!(
-        "cudarc-llm: ok: {} layers, prompt {}, {} decode steps: {} kernel launches, {} GEMMs",
-        shape.layers, shape.prompt, shape.decode_steps, model.launches, model.gemms
+        "cudarc-llm: ok: {} layers, prompt {}, {} decode steps{}: {} kernel launches, {} GEMMs",
+        shape.layers,
+        shape.prompt,
+        shape.decode_steps,
+        if shape.graph_decode {
+            " (one CUDA graph, replayed)"
+        } else {
+            ""
+        },
+        model.launches,
+        model.gemms
     );
     Ok(())
 }
