@@ -201,8 +201,13 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
     if s.counters.any() {
         counters_table(&mut out, s, kernels);
     }
-    if let Some(e) = roofline.filter(|e| e.any()) {
-        roofline_table(&mut out, e, s.kernel_ns, top);
+    match roofline {
+        Some(e) if e.any() => roofline_table(&mut out, e, s.kernel_ns, top),
+        Some(_) if s.kernel_count > 0 => out.push_str(
+            "\nRoofline\n  (no FLOPs: no cuBLAS GEMM shapes and no FLOP counters in this session; \
+             see GPUPROF_GEMM and GPUPROF_COUNTERS)\n",
+        ),
+        _ => {}
     }
 
     out.push_str("\nMemory copies and sets\n");

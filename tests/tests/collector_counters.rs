@@ -260,8 +260,10 @@ fn table_counter_section_is_exact_and_the_rest_unchanged() {
     let plain = report("counters-table-plain", false, &[]);
     assert!(!plain.contains("Counters"), "{plain}");
     assert_eq!(without(&with, TABLE_COUNTERS), plain);
-    // Placed after the kernel table.
-    assert!(with.contains(&format!("rmsnorm_kernel\n{TABLE_COUNTERS}\nMemory copies")));
+    // Placed after the kernel table, before the roofline (none here: no FLOPs).
+    assert!(with.contains(&format!(
+        "rmsnorm_kernel\n{TABLE_COUNTERS}\nRoofline\n  (no FLOPs"
+    )));
 }
 
 #[test]
@@ -416,6 +418,9 @@ Counter samples by kernel (by overlap time: .sum split, others time-weighted mea
   idle: 1 window without kernels; 0.100 of 0.300 µs sampled without kernels
     dram__bytes_read.sum                              2 (sum)
     sm__throughput.avg.pct_of_peak_sustained_elapsed  1 (mean)
+
+Roofline
+  (no FLOPs: no cuBLAS GEMM shapes and no FLOP counters in this session; see GPUPROF_GEMM and GPUPROF_COUNTERS)
 
 Memory copies and sets
 ";

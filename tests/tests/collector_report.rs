@@ -202,6 +202,9 @@ Kernels by GPU time (5 kernels, 8.000 µs)
    75.00     6.000      3    2.000   1.000   3.000  64x1x1  256x1x1  gemm(float*, float*, int)
    25.00     2.000      2    1.000   0.500   1.500  1x1x1   256x1x1  rmsnorm_kernel
 
+Roofline
+  (no FLOPs: no cuBLAS GEMM shapes and no FLOP counters in this session; see GPUPROF_GEMM and GPUPROF_COUNTERS)
+
 Memory copies and sets
   kind    count    bytes  total µs
   HtoD        1  1048576     1.000
