@@ -1,0 +1,1903 @@
+//! The report's roofline sections end to end on the simulated CUDA stack: real programs
+//! profiled (`gpuprof record`, which injects with `CUDA_INJECTION64_PATH`, and
+//! `LD_PRELOAD` alone), then `gpuprof report --format json`. Every expected number is
+//! computed here from the simulated GPU's cost model (`sim_core`, the same model that
+//! timed and counted each kernel), the GEMM shapes the programs are known to call, and
+//! the H100 SXM datasheet peaks, with the formulas of
+//! collector/src/analysis/{roofline,efficiency}.rs's documentation.
+//!
+//! Counters run with `GPUPROF_REPLAY=kernel` and `GPUPROF_COUNTER_LAUNCHES=0`: every
+//! directly launched kernel then carries every metric of the GH100 default set, so a
+//! kernel's DRAM bytes and hardware FLOPs are the cost model's values for exactly its
+//! own launches, with no rotation of pass groups to model. Kernels replayed from a CUDA
+//! graph are never measured (documented), which is what the graph tests rely on.
+//!
+//! Floats are compared exactly: each expected value is computed with the same
+//! operations in the same order as the documented formula (sums of integer-valued
+//! counters and FLOPs are exact in f64 whatever the order), then printed and parsed
+//! like the report's JSON (see [`norm`]). The exceptions, compared to a relative 1e-12,
+//! are hardware FLOPs scaled from per-metric means and the rollups' hardware FLOPs and
+//! what derives from them, whose per-launch terms the report may add in another
+//! grouping. `*_pct` fields are the fractions as percentages rounded to two decimals,
+//! as the report writes them.
+//!
+//! `peaks_file_source_lists_its_keys_in_file_order` fails until the peaks file's keys
+//! are listed in file order, as peaks.rs documents.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use gpuprof_tests::{
+    artifact, compile_c, cudarc_gemms, gpuprof_command, run_injected, sim_cupti, sim_lib_dir,
+    Finished, Injection, Scratch, TimedChild,
+};
+use serde_json::{json, Map, Value};
+use sim_core::{CostModel, GemmShape, Launch as SimLaunch};
+use wire::session::{SessionReader, SessionWriter};
+use wire::{Kernel, Record};
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// The simulated device's name, and its datasheet peaks (peak_table.rs, H100 SXM5).
+const H100: &str = "NVIDIA H100 80GB HBM3";
+const H100_SOURCE: &str = "NVIDIA H100 Tensor Core GPU datasheet, SXM5: BF16 dense 989.4 \
+     TFLOP/s, FP8 1978.8, TF32 494.7, FP64 tensor 67, FP32 67, FP64 34 TFLOP/s, 3.35 TB/s";
+
+// library_types.h / cublas_api.h values.
+const R_32F: u32 = 0;
+const R_16F: u32 = 2;
+const R_16BF: u32 = 14;
+const COMPUTE_16F: u32 = 64;
+const COMPUTE_32F: u32 = 68;
+const COMPUTE_32F_FAST_TF32: u32 = 77;
+
+const LINKED_STDOUT: &str = "ok: 6 GEMMs, a graph of 3 GEMMs replayed 100 times\n";
+const CUDARC_STDOUT: &str =
+    "cudarc-llm: ok: 2 layers, prompt 128, 4 decode steps: 60 kernel launches, 47 GEMMs\n";
+
+/// Counters on every direct launch, every metric (see the module documentation).
+const ALL_COUNTERS: &[(&str, &str)] = &[
+    ("GPUPROF_REPLAY", "kernel"),
+    ("GPUPROF_COUNTER_LAUNCHES", "0"),
+];
+
+// ---------------------------------------------------------------------------------
+// Peaks
+
+/// The ceilings the expectations use, FLOP/s and bytes/s.
+#[derive(Debug, Clone, Copy)]
+struct Ceilings {
+    bf16: f64,
+    fp16: f64,
+    tf32: f64,
+    fp32: f64,
+    dram: f64,
+}
+
+/// peak_table.rs's H100 SXM5 entry, converted as `from_tera` does (exact integers).
+const H100_PEAKS: Ceilings = Ceilings {
+    bf16: 989.4e12,
+    fp16: 989.4e12,
+    tf32: 494.7e12,
+    fp32: 67e12,
+    dram: 3.35e12,
+};
+
+/// A precision and pipe, ordered as the report orders them (precision widest first,
+/// then tensor before CUDA cores).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Math {
+    Fp64Tensor,
+    Fp64Cuda,
+    Fp32Cuda,
+    Tf32Tensor,
+    Fp16Tensor,
+    Fp16Cuda,
+    Bf16Tensor,
+    Fp8Tensor,
+}
+
+impl Math {
+    fn precision(self) -> &'static str {
+        match self {
+            Math::Fp64Tensor | Math::Fp64Cuda => "FP64",
+            Math::Fp32Cuda => "FP32",
+            Math::Tf32Tensor => "TF32",
+            Math::Fp16Tensor | Math::Fp16Cuda => "FP16",
+            Math::Bf16Tensor => "BF16",
+            Math::Fp8Tensor => "FP8",
+        }
+    }
+
+    fn pipe(self) -> &'static str {
+        match self {
+            Math::Fp64Cuda | Math::Fp32Cuda | Math::Fp16Cuda => "CUDA cores",
+            _ => "tensor",
+        }
+    }
+
+    fn peak(self, c: &Ceilings) -> Option<f64> {
+        match self {
+            Math::Bf16Tensor => Some(c.bf16),
+            Math::Fp16Tensor => Some(c.fp16),
+            Math::Tf32Tensor => Some(c.tf32),
+            Math::Fp32Cuda => Some(c.fp32),
+            _ => None,
+        }
+    }
+}
+
+/// FLOPs per count and math of the FLOP counters of the GH100 default set (tensor-pipe
+/// operations count 1, FMAs 2, adds and multiplies 1).
+fn flop_weight(metric: &str) -> Option<(f64, Math)> {
+    Some(match metric {
+        "sm__ops_path_tensor_src_bf16_dst_fp32.sum" => (1.0, Math::Bf16Tensor),
+        "sm__ops_path_tensor_op_hgmma_src_fp16.sum"
+        | "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32.sum"
+        | "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp16.sum" => (1.0, Math::Fp16Tensor),
+        "sm__ops_path_tensor_src_fp8.sum" => (1.0, Math::Fp8Tensor),
+        "sm__ops_path_tensor_src_tf32_dst_fp32.sum" => (1.0, Math::Tf32Tensor),
+        "sm__ops_path_tensor_src_fp64.sum" => (1.0, Math::Fp64Tensor),
+        "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum" => (2.0, Math::Fp32Cuda),
+        "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum"
+        | "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum" => (1.0, Math::Fp32Cuda),
+        "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum" => (2.0, Math::Fp16Cuda),
+        "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum"
+        | "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum" => (1.0, Math::Fp16Cuda),
+        "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum" => (2.0, Math::Fp64Cuda),
+        "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum"
+        | "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum" => (1.0, Math::Fp64Cuda),
+        _ => return None,
+    })
+}
+
+// ---------------------------------------------------------------------------------
+// GEMM shapes
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Shape {
+    m: u64,
+    n: u64,
+    k: u64,
+    batch: u64,
+    /// `cudaDataType_t` of A, B, C and D (the programs use one type per call).
+    dtype: u32,
+    compute: u32,
+}
+
+const fn bf16(m: u64, n: u64, k: u64, batch: u64) -> Shape {
+    Shape {
+        m,
+        n,
+        k,
+        batch,
+        dtype: R_16BF,
+        compute: COMPUTE_32F,
+    }
+}
+
+impl Shape {
+    /// 2·M·N·K·batch.
+    fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64 * self.batch as f64
+    }
+
+    fn elem_bytes(&self) -> u32 {
+        if self.dtype == R_32F {
+            4
+        } else {
+            2
+        }
+    }
+
+    fn math(&self) -> Math {
+        match (self.dtype, self.compute) {
+            (R_32F, COMPUTE_32F_FAST_TF32) => Math::Tf32Tensor,
+            (R_32F, _) => Math::Fp32Cuda,
+            (R_16F, _) => Math::Fp16Tensor,
+            _ => Math::Bf16Tensor,
+        }
+    }
+
+    fn type_name(&self) -> &'static str {
+        match self.dtype {
+            R_32F => "fp32",
+            R_16F => "fp16",
+            _ => "bf16",
+        }
+    }
+
+    fn compute_name(&self) -> &'static str {
+        match self.compute {
+            COMPUTE_16F => "fp16",
+            COMPUTE_32F_FAST_TF32 => "fp32 fast tf32",
+            _ => "fp32",
+        }
+    }
+
+    fn label(&self) -> String {
+        let t = self.type_name();
+        format!(
+            "{}x{}x{} x{} {t}·{t}->{t} ({})",
+            self.m,
+            self.n,
+            self.k,
+            self.batch,
+            self.compute_name()
+        )
+    }
+}
+
+/// The GEMMs of tests/c/gemm_linked.c, in call order: six direct ones, then the three
+/// captured into the graph that is replayed 100 times.
+const LINKED_DIRECT: [Shape; 6] = [
+    bf16(4096, 4096, 4096, 1),
+    bf16(128, 256, 64, 32),
+    Shape {
+        m: 1000,
+        n: 500,
+        k: 300,
+        batch: 1,
+        dtype: R_32F,
+        compute: COMPUTE_32F,
+    },
+    // FP32 data with the handle in TF32 math mode.
+    Shape {
+        m: 256,
+        n: 256,
+        k: 256,
+        batch: 1,
+        dtype: R_32F,
+        compute: COMPUTE_32F_FAST_TF32,
+    },
+    Shape {
+        m: 512,
+        n: 512,
+        k: 512,
+        batch: 1,
+        dtype: R_16F,
+        compute: COMPUTE_16F,
+    },
+    bf16(2048, 512, 1024, 4),
+];
+const LINKED_GRAPH: [Shape; 3] = [
+    bf16(3072, 8, 1024, 1),
+    bf16(1024, 8, 1024, 1),
+    bf16(2048, 512, 1024, 4),
+];
+
+// ---------------------------------------------------------------------------------
+// Running and reading sessions
+
+fn clean(cmd: &mut Command) {
+    for (k, _) in std::env::vars() {
+        if k.starts_with("GPUPROF_")
+            || k.starts_with("CUDA_")
+            || k.starts_with("SIM")
+            || k.starts_with("NVTX_")
+            || k == "LD_LIBRARY_PATH"
+            || k == "LD_PRELOAD"
+        {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("RUST_BACKTRACE", "0");
+}
+
+fn linked_client() -> PathBuf {
+    let lib_dir = format!("-L{}", sim_lib_dir().display());
+    compile_c(
+        "gemm_linked.c",
+        "gemm_linked",
+        &[
+            "-Wl,--no-as-needed",
+            &lib_dir,
+            "-lcublas",
+            "-lcublasLt",
+            "-lcuda",
+        ],
+    )
+}
+
+/// `gpuprof record -o <scratch>/out -- program` on the simulated H100 with CUPTI 13.4
+/// and `env`; checks the program's output and returns the output directory.
+fn record(scratch: &Scratch, program: &Path, stdout: &str, env: &[(&str, &str)]) -> PathBuf {
+    let out = scratch.join("out");
+    let mut cmd = gpuprof_command();
+    clean(&mut cmd);
+    cmd.arg("record")
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(program)
+        .env("LD_LIBRARY_PATH", sim_lib_dir())
+        .env("GPUPROF_CUPTI_LIB", sim_cupti(13))
+        .env("SIMCUPTI_VERSION", "13.4");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let o = TimedChild::spawn(cmd, LIMIT).wait();
+    assert!(o.status.success(), "gpuprof record: {o:?}");
+    assert!(
+        o.stdout.starts_with(stdout),
+        "the program's output comes first: {}",
+        o.stdout
+    );
+    out
+}
+
+/// `program` with only `LD_PRELOAD=libgpuprof.so` (no collector: the ring it leaves is
+/// read back), its records written as a session file the way the collector writes one.
+fn preloaded(
+    scratch: &Scratch,
+    ring_scratch: &str,
+    program: &Path,
+    stdout: &str,
+    env: &[(&str, &str)],
+) -> PathBuf {
+    let (out, records) = run_injected(program, Injection::Preload, ring_scratch, "13.4", env);
+    assert_eq!(out.stdout, stdout);
+    let pid = records
+        .iter()
+        .find_map(|r| match r {
+            Record::Process(p) => Some(p.pid),
+            _ => None,
+        })
+        .expect("a process record");
+    let dir = scratch.join("preload");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut w = SessionWriter::create(&dir.join("session.gpuprof")).unwrap();
+    for chunk in records.chunks(1000) {
+        w.append(pid, &wire::encode_batch(chunk).unwrap()).unwrap();
+    }
+    w.sync().unwrap();
+    dir
+}
+
+/// Every record of the session in `dir`, with its pid.
+fn session_records(dir: &Path) -> Vec<(u32, Record)> {
+    let mut r = SessionReader::open(&dir.join("session.gpuprof")).expect("session file");
+    let mut out = Vec::new();
+    while let Some(frame) = r.next_frame().expect("undamaged session") {
+        out.extend(frame.records.into_iter().map(|x| (frame.pid, x)));
+    }
+    out
+}
+
+fn report_run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Finished {
+    let mut cmd = gpuprof_command();
+    clean(&mut cmd);
+    cmd.args(["report", "--format", "json"]).args(args).arg(dir);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    TimedChild::spawn(cmd, LIMIT).wait()
+}
+
+/// `gpuprof report --format json [args] dir`.
+fn report(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Value {
+    let o = report_run(dir, args, env);
+    assert!(o.status.success(), "gpuprof report: {o:?}");
+    serde_json::from_str(&o.stdout).expect("report JSON")
+}
+
+// ---------------------------------------------------------------------------------
+// The expected values
+
+/// A launch configuration: grid, block.
+type Config = ([i32; 3], [i32; 3]);
+
+/// One kernel launch as the cost model prices it.
+#[derive(Debug, Clone)]
+struct Priced {
+    mangled: String,
+    /// Grid and block.
+    config: Config,
+    ns: u64,
+    shape: Option<Shape>,
+    /// Every metric of the plan, when this launch was measured.
+    counters: Option<BTreeMap<String, f64>>,
+}
+
+impl Priced {
+    fn bytes(&self) -> Option<f64> {
+        let c = self.counters.as_ref()?;
+        Some(c["dram__bytes_read.sum"] + c["dram__bytes_write.sum"])
+    }
+
+    /// Its own hardware FLOPs, by math.
+    fn hw_by_math(&self) -> Option<BTreeMap<Math, f64>> {
+        let mut out = BTreeMap::new();
+        for (name, v) in self.counters.as_ref()? {
+            if let Some((w, math)) = flop_weight(name) {
+                *out.entry(math).or_insert(0.0) += w * v;
+            }
+        }
+        Some(out)
+    }
+
+    fn hw_flops(&self) -> Option<f64> {
+        self.hw_by_math().map(|m| m.values().sum())
+    }
+}
+
+/// The metrics of the plan under `GPUPROF_REPLAY=kernel`: the GH100 default groups.
+fn plan_metrics() -> Vec<&'static str> {
+    let mut all: Vec<&str> = Vec::new();
+    for m in cupti::metrics::default_groups("GH100")
+        .expect("GH100 has a default set")
+        .iter()
+        .flat_map(|g| g.iter())
+    {
+        if !all.contains(m) {
+            all.push(m);
+        }
+    }
+    all
+}
+
+/// Prices every kernel record of `records` (in record order) with the cost model:
+/// `shape_of` gives the GEMM shape of each (by its index among the kernels in start
+/// order), `measured` whether it carries counters. Checks each recorded duration is the
+/// model's.
+fn price(
+    records: &[(u32, Record)],
+    shape_of: impl Fn(usize, &Kernel) -> Option<Shape>,
+    measured: impl Fn(&Kernel) -> bool,
+) -> Vec<Priced> {
+    let names: BTreeMap<u32, String> = records
+        .iter()
+        .filter_map(|(_, r)| match r {
+            Record::String(s) => Some((s.id, s.text.clone())),
+            _ => None,
+        })
+        .collect();
+    let kernels: Vec<&Kernel> = records
+        .iter()
+        .filter_map(|(_, r)| match r {
+            Record::Kernel(k) => Some(k),
+            _ => None,
+        })
+        .collect();
+    let mut by_start: Vec<usize> = (0..kernels.len()).collect();
+    by_start.sort_by_key(|&i| kernels[i].start_ns);
+    let mut order = vec![0; kernels.len()];
+    for (pos, &i) in by_start.iter().enumerate() {
+        order[i] = pos;
+    }
+    let model = CostModel::builtin();
+    let metrics = plan_metrics();
+    kernels
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let mangled = names[&k.name].clone();
+            let shape = shape_of(order[i], k);
+            let cost = model
+                .cost(&SimLaunch {
+                    name: mangled.clone(),
+                    grid: k.grid.map(|g| g as u32),
+                    block: k.block.map(|b| b as u32),
+                    shared_mem: k.dynamic_shared_memory as u32,
+                    registers: u32::from(k.registers_per_thread),
+                    gemm: shape.map(|s| GemmShape {
+                        m: s.m,
+                        n: s.n,
+                        k: s.k,
+                        batch: s.batch,
+                        elem_bytes: s.elem_bytes(),
+                    }),
+                })
+                .expect("costed");
+            assert_eq!(
+                k.end_ns - k.start_ns,
+                cost.duration_ns,
+                "{mangled}: the recorded duration is the cost model's"
+            );
+            let counters = measured(k).then(|| {
+                metrics
+                    .iter()
+                    .map(|m| (m.to_string(), cost.counters.get(*m).copied().unwrap_or(0.0)))
+                    .collect()
+            });
+            Priced {
+                mangled,
+                config: (k.grid, k.block),
+                ns: cost.duration_ns,
+                shape,
+                counters,
+            }
+        })
+        .collect()
+}
+
+/// `v` printed and parsed back, as the report's JSON is: serde_json prints floats
+/// exactly (shortest round-trip form) but its parser may round the last bit
+/// differently, so equal values compare equal only after the same trip.
+fn norm(v: Value) -> Value {
+    serde_json::from_str(&v.to_string()).expect("JSON")
+}
+
+fn num(v: impl Into<Value>) -> Value {
+    norm(v.into())
+}
+
+fn pct(f: Option<f64>) -> Value {
+    norm(json!(f.map(|f| (f * 10_000.0).round() / 100.0)))
+}
+
+/// The roofline formulas (roofline.rs) on one kernel, shape or group of launches.
+fn point(
+    flops: Option<f64>,
+    bytes: Option<f64>,
+    ns: u64,
+    peak: Option<f64>,
+    bw: Option<f64>,
+) -> Map<String, Value> {
+    let t = (ns > 0).then_some(ns as f64);
+    let intensity = flops
+        .zip(bytes)
+        .filter(|(_, b)| *b > 0.0)
+        .map(|(f, b)| f / b);
+    let achieved = flops.zip(t).map(|(f, t)| f * 1e9 / t);
+    let mfu = achieved.zip(peak).map(|(a, p)| a / p);
+    let mbu = bytes.zip(t).zip(bw).map(|((b, t), w)| b * 1e9 / t / w);
+    let ridge = peak.zip(bw).map(|(p, w)| p / w);
+    let unbounded = matches!((flops, bytes), (Some(f), Some(b)) if b == 0.0 && f > 0.0);
+    let bound = match intensity.zip(ridge) {
+        Some((ai, r)) if ai < r => Some("memory"),
+        Some(_) => Some("compute"),
+        None if unbounded => Some("compute"),
+        None => None,
+    };
+    let attainable = match intensity.zip(peak).zip(bw) {
+        Some(((ai, p), w)) => Some(p.min(ai * w)),
+        None if unbounded => peak,
+        None => None,
+    };
+    let efficiency = achieved
+        .zip(attainable)
+        .and_then(|(a, t)| (t > 0.0).then(|| a / t));
+    let mut m = Map::new();
+    m.insert("intensity".into(), num(intensity));
+    m.insert("achieved_flops_per_s".into(), num(achieved));
+    m.insert("mfu_pct".into(), pct(mfu));
+    m.insert("mbu_pct".into(), pct(mbu));
+    m.insert("ridge".into(), num(ridge));
+    m.insert("bound".into(), json!(bound));
+    m.insert("attainable_flops_per_s".into(), num(attainable));
+    m.insert("roofline_efficiency_pct".into(), pct(efficiency));
+    m
+}
+
+/// The bytes of each launch: its own, else the mean of the measured launches of its
+/// kernel, launch configuration and shape; `None` when neither exists.
+fn launch_bytes(launches: &[Priced]) -> Vec<Option<f64>> {
+    let key = |l: &'_ Priced| -> (String, Config, Option<Shape>) {
+        (l.mangled.clone(), l.config, l.shape)
+    };
+    let mut groups: BTreeMap<(String, Config, Option<Shape>), (u64, f64)> = BTreeMap::new();
+    for l in launches {
+        if let Some(b) = l.bytes() {
+            let e = groups.entry(key(l)).or_default();
+            e.0 += 1;
+            e.1 += b;
+        }
+    }
+    launches
+        .iter()
+        .map(|l| {
+            l.bytes()
+                .or_else(|| groups.get(&key(l)).map(|(n, s)| s / *n as f64))
+        })
+        .collect()
+}
+
+/// The family of the kernels the workloads run that have no GEMM shape.
+fn family(name: &str) -> &'static str {
+    match name {
+        "rms_norm_kernel" => "reduction",
+        "add_residual_kernel" | "silu_and_mul_kernel" => "elementwise",
+        "paged_attention_v1_kernel" | "flash_fwd_kernel" => "attention",
+        other => panic!("no family known for {other}"),
+    }
+}
+
+/// A kernel row as the report must show it, and what its missing list must say.
+struct ExpectedRow {
+    row: Map<String, Value>,
+    hw_flops: Option<f64>,
+    gpu_ns: u64,
+    missing: Vec<String>,
+}
+
+/// One row per kernel name, by GPU time (longest first; ties by mangled name).
+///
+/// Hardware FLOPs: per launch configuration (grid, block), each FLOP counter's mean
+/// over the launches that measured it, times the configuration's launches, summed; none
+/// when a configuration was never measured. DRAM bytes: the sum over the launches, each
+/// its own or the mean of its kernel, configuration and shape; none unless every launch
+/// has them.
+fn expected_rows(launches: &[Priced], c: &Ceilings) -> Vec<ExpectedRow> {
+    let own_or_same = launch_bytes(launches);
+    let mut by_name: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, l) in launches.iter().enumerate() {
+        by_name.entry(&l.mangled).or_default().push(i);
+    }
+    let mut rows: Vec<ExpectedRow> = by_name
+        .into_iter()
+        .map(|(name, ls)| {
+            let calls = ls.len() as u64;
+            let gpu_ns: u64 = ls.iter().map(|&i| launches[i].ns).sum();
+            let shapes: Vec<Shape> = ls.iter().filter_map(|&i| launches[i].shape).collect();
+            let gemm = !shapes.is_empty();
+            assert!(!gemm || shapes.len() == ls.len(), "{name}: mixed rows");
+            let model_flops: Option<f64> =
+                gemm.then(|| shapes.iter().map(Shape::flops).sum::<f64>());
+            let mut configs: BTreeMap<Config, Vec<&Priced>> = BTreeMap::new();
+            for &i in &ls {
+                configs
+                    .entry(launches[i].config)
+                    .or_default()
+                    .push(&launches[i]);
+            }
+            let mut by_math: BTreeMap<Math, f64> = BTreeMap::new();
+            let mut complete = true;
+            let mut counted = false;
+            let mut fewest = u64::MAX;
+            let mut unmeasured: Vec<Config> = Vec::new();
+            for (config, cl) in &configs {
+                let measured: Vec<&&Priced> = cl.iter().filter(|l| l.counters.is_some()).collect();
+                if measured.is_empty() {
+                    complete = false;
+                    unmeasured.push(*config);
+                    continue;
+                }
+                counted = true;
+                fewest = fewest.min(measured.len() as u64);
+                let mut per_launch: BTreeMap<Math, f64> = BTreeMap::new();
+                for m in measured[0].counters.as_ref().unwrap().keys() {
+                    if let Some((w, math)) = flop_weight(m) {
+                        let sum: f64 = measured
+                            .iter()
+                            .map(|l| l.counters.as_ref().unwrap()[m])
+                            .sum();
+                        *per_launch.entry(math).or_insert(0.0) += w * sum / measured.len() as f64;
+                    }
+                }
+                for (m, f) in per_launch {
+                    *by_math.entry(m).or_insert(0.0) += f * cl.len() as f64;
+                }
+            }
+            let hw_flops = (counted && complete).then(|| by_math.values().sum::<f64>());
+            let hw_math = by_math
+                .iter()
+                .filter(|(_, v)| **v > 0.0)
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(m, _)| *m);
+            let (source, math, flops) = if gemm {
+                // One precision per kernel in these programs.
+                let math = shapes[0].math();
+                assert!(shapes.iter().all(|s| s.math() == math));
+                (Some("model"), Some(math), model_flops)
+            } else if hw_flops.is_some() {
+                (Some("hw"), hw_math, hw_flops)
+            } else {
+                (None, None, None)
+            };
+            let bytes_launches = ls
+                .iter()
+                .filter(|&&i| launches[i].counters.is_some())
+                .count() as u64;
+            let with_bytes = ls.iter().filter(|&&i| own_or_same[i].is_some()).count() as u64;
+            let bytes: Option<f64> =
+                (with_bytes == calls).then(|| ls.iter().map(|&i| own_or_same[i].unwrap()).sum());
+            let peak = math.and_then(|m| m.peak(c));
+            let mut missing = Vec::new();
+            if source.is_none() && !counted {
+                missing.push("no GEMM shape and no FLOP counters".to_string());
+            }
+            if counted && !complete {
+                let mut flop_metrics: Vec<&str> = plan_metrics()
+                    .into_iter()
+                    .filter(|m| flop_weight(m).is_some())
+                    .collect();
+                flop_metrics.sort_unstable();
+                let dims = |d: [i32; 3]| format!("{}x{}x{}", d[0], d[1], d[2]);
+                let (grid, block) = unmeasured[0];
+                missing.push(format!(
+                    "no hw FLOPs: FLOP counters never measured on {} of its {} launch \
+                     configuration{} (grid {}, block {}: {}{})",
+                    unmeasured.len(),
+                    configs.len(),
+                    if configs.len() == 1 { "" } else { "s" },
+                    dims(grid),
+                    dims(block),
+                    flop_metrics.join(", "),
+                    if unmeasured.len() > 1 {
+                        "; and others"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            if bytes_launches == 0 {
+                missing.push("no DRAM counters".to_string());
+            } else if bytes.is_none() {
+                missing.push(format!(
+                    "DRAM bytes for only {with_bytes} of {calls} launches (no launch of the \
+                     same launch configuration and GEMM shape measured them)"
+                ));
+            }
+            let mut p = point(flops, bytes, gpu_ns, peak, Some(c.dram));
+            if flops == Some(0.0) && p["mfu_pct"].is_null() && gpu_ns > 0 {
+                p.insert("mfu_pct".into(), json!(0.0));
+            }
+            let mut row = Map::new();
+            row.insert("mangled".into(), json!(name));
+            row.insert("gpu".into(), json!(H100));
+            row.insert(
+                "family".into(),
+                json!(if gemm { "GEMM" } else { family(name) }),
+            );
+            row.insert("precision".into(), json!(math.map(Math::precision)));
+            row.insert("pipe".into(), json!(math.map(Math::pipe)));
+            row.insert("calls".into(), json!(calls));
+            row.insert("gpu_ns".into(), json!(gpu_ns));
+            row.insert("gemm_launches".into(), json!(shapes.len() as u64));
+            row.insert("gemm_part_launches".into(), json!(0u64));
+            row.insert("model_flops".into(), num(model_flops));
+            row.insert(
+                "hw_flops_launches".into(),
+                json!(if hw_flops.is_some() { fewest } else { 0 }),
+            );
+            row.insert("flops_source".into(), json!(source));
+            row.insert("bytes".into(), num(bytes));
+            row.insert("bytes_launches".into(), json!(bytes_launches));
+            row.insert("peak_flops_per_s".into(), num(peak));
+            row.insert("dram_bytes_per_s".into(), num(c.dram));
+            row.extend(p);
+            ExpectedRow {
+                row,
+                hw_flops,
+                gpu_ns,
+                missing,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.gpu_ns
+            .cmp(&a.gpu_ns)
+            .then_with(|| a.row["mangled"].as_str().cmp(&b.row["mangled"].as_str()))
+    });
+    rows
+}
+
+/// The missing list: the kernel rows' entries in row order (kernels named as the report
+/// shows them), then "no DRAM counters" for each shape no launch measured.
+fn expected_missing(r: &Value, rows: &[ExpectedRow], shapes: &[Value]) -> Value {
+    let shown = |mangled: &Value| -> Value {
+        r["roofline"]["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| &k["mangled"] == mangled)
+            .map(|k| k["name"].clone())
+            .unwrap_or(Value::Null)
+    };
+    let mut want: Vec<Value> = Vec::new();
+    for row in rows {
+        for w in &row.missing {
+            want.push(json!({"kernel": shown(&row.row["mangled"]), "gpu": H100, "what": w}));
+        }
+    }
+    for s in shapes.iter().filter(|s| s["bytes"].is_null()) {
+        want.push(json!({
+            "kernel": format!("GEMM {}", s["shape"].as_str().unwrap()),
+            "gpu": H100,
+            "what": "no DRAM counters for this GEMM shape",
+        }));
+    }
+    json!(want)
+}
+
+fn close(got: f64, want: f64) -> bool {
+    got == want || ((got - want) / want).abs() <= 1e-12
+}
+
+fn assert_close(got: &Value, want: Option<f64>, what: &str) {
+    match (got.as_f64(), want) {
+        (Some(g), Some(w)) => assert!(close(g, w), "{what}: got {g}, want {w}"),
+        (None, None) => assert!(got.is_null(), "{what}: {got}"),
+        (g, w) => panic!("{what}: got {g:?}, want {w:?}"),
+    }
+}
+
+/// Asserts the report's kernel rows are `want`, field by field: every field exactly but
+/// `hw_flops` (relative 1e-12: a mean scaled back up), `name` (demangled; checked equal
+/// to the mangled name for plain C names).
+fn assert_rows(report: &Value, want: &[ExpectedRow]) {
+    let got = report["roofline"]["kernels"]
+        .as_array()
+        .expect("roofline kernels");
+    let got_names: Vec<&str> = got
+        .iter()
+        .map(|r| r["mangled"].as_str().unwrap_or("?"))
+        .collect();
+    let want_names: Vec<&str> = want
+        .iter()
+        .map(|w| w.row["mangled"].as_str().unwrap())
+        .collect();
+    assert_eq!(got_names, want_names, "kernel rows, by GPU time");
+    for (g, w) in got.iter().zip(want) {
+        let name = w.row["mangled"].as_str().unwrap();
+        let g = g.as_object().expect("row object");
+        assert_close(&g["hw_flops"], w.hw_flops, &format!("{name}: hw_flops"));
+        if !name.starts_with("_Z") {
+            assert_eq!(g["name"], json!(name));
+        }
+        let mut keys: Vec<&String> = g
+            .keys()
+            .filter(|k| *k != "hw_flops" && *k != "name")
+            .collect();
+        keys.sort();
+        let mut want_keys: Vec<&String> = w.row.keys().collect();
+        want_keys.sort();
+        assert_eq!(keys, want_keys, "{name}: fields");
+        for k in keys {
+            assert_eq!(g[k], w.row[k], "{name}: {k}");
+        }
+    }
+}
+
+/// What one launch adds to a rollup: its FLOPs (a GEMM's model FLOPs, else its own
+/// hardware FLOPs), their peak, its bytes and its GPU time.
+struct RollupLaunch {
+    ns: u64,
+    flops: Option<f64>,
+    model: bool,
+    peak: Option<f64>,
+    bytes: Option<f64>,
+}
+
+fn rollup_launches(launches: &[Priced], c: &Ceilings) -> Vec<RollupLaunch> {
+    let bytes = launch_bytes(launches);
+    launches
+        .iter()
+        .zip(bytes)
+        .map(|(l, b)| match l.shape {
+            Some(s) => RollupLaunch {
+                ns: l.ns,
+                flops: Some(s.flops()),
+                model: true,
+                peak: s.math().peak(c),
+                bytes: b,
+            },
+            None => {
+                let by_math = l.hw_by_math();
+                // The peak of the math with the most FLOPs on this kernel.
+                let math = by_math.as_ref().and_then(|m| {
+                    m.iter()
+                        .filter(|(_, v)| **v > 0.0)
+                        .max_by(|a, b| a.1.total_cmp(b.1))
+                        .map(|(m, _)| *m)
+                });
+                RollupLaunch {
+                    ns: l.ns,
+                    flops: l.hw_flops(),
+                    model: false,
+                    peak: math.and_then(|m| m.peak(c)),
+                    bytes: b,
+                }
+            }
+        })
+        .collect()
+}
+
+/// efficiency.rs's rollup: MFU = (Σ F_i / P_i) / Σ t_i, MBU = (Σ B_i / W) / Σ t_i,
+/// AI = Σ F_i / Σ B_i, achieved = Σ F_i / Σ t_i.
+struct ExpectedRollup {
+    launches: u64,
+    gpu_ns: u64,
+    model_flops: f64,
+    hw_flops: f64,
+    flops_ns: u64,
+    bytes: f64,
+    bytes_ns: u64,
+    intensity: Option<f64>,
+    achieved: Option<f64>,
+    mfu: Option<f64>,
+    mbu: Option<f64>,
+}
+
+fn expected_rollup<'a>(ls: impl Iterator<Item = &'a RollupLaunch>, c: &Ceilings) -> ExpectedRollup {
+    let mut r = ExpectedRollup {
+        launches: 0,
+        gpu_ns: 0,
+        model_flops: 0.0,
+        hw_flops: 0.0,
+        flops_ns: 0,
+        bytes: 0.0,
+        bytes_ns: 0,
+        intensity: None,
+        achieved: None,
+        mfu: None,
+        mbu: None,
+    };
+    let (mut flops, mut at_peak, mut at_bw, mut ai_f, mut ai_b) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    let (mut any_f, mut any_p, mut any_b) = (false, false, false);
+    for l in ls {
+        r.launches += 1;
+        r.gpu_ns += l.ns;
+        if let Some(f) = l.flops {
+            any_f = true;
+            flops += f;
+            r.flops_ns += l.ns;
+            if l.model {
+                r.model_flops += f;
+            } else {
+                r.hw_flops += f;
+            }
+            match l.peak {
+                Some(p) => {
+                    any_p = true;
+                    at_peak += f / p;
+                }
+                None if f == 0.0 => any_p = true,
+                None => {}
+            }
+            if let Some(b) = l.bytes {
+                ai_f += f;
+                ai_b += b;
+            }
+        }
+        if let Some(b) = l.bytes {
+            r.bytes += b;
+            r.bytes_ns += l.ns;
+            any_b = true;
+            at_bw += b / c.dram;
+        }
+    }
+    let ns = r.gpu_ns as f64;
+    r.achieved = any_f.then(|| flops * 1e9 / ns);
+    r.mfu = any_p.then(|| at_peak * 1e9 / ns);
+    r.mbu = any_b.then(|| at_bw * 1e9 / ns);
+    r.intensity = (ai_b > 0.0).then(|| ai_f / ai_b);
+    r
+}
+
+/// Asserts a rollup row: counts, times and model FLOPs exactly; hardware FLOPs, AI and
+/// achieved FLOP/s to 1e-12 (a sum of per-launch terms in another grouping); MFU and MBU
+/// as rounded percentages; byte fields only when `with_bytes`.
+fn assert_rollup(got: &Value, want: &ExpectedRollup, with_bytes: bool, what: &str) {
+    assert_eq!(got["launches"], json!(want.launches), "{what}: launches");
+    assert_eq!(got["gpu_ns"], json!(want.gpu_ns), "{what}: gpu_ns");
+    assert_eq!(got["flops_ns"], json!(want.flops_ns), "{what}: flops_ns");
+    assert_eq!(
+        got["model_flops"],
+        num(want.model_flops),
+        "{what}: model_flops"
+    );
+    assert_close(
+        &got["hw_flops"],
+        Some(want.hw_flops),
+        &format!("{what}: hw"),
+    );
+    assert_close(
+        &got["achieved_flops_per_s"],
+        want.achieved,
+        &format!("{what}: achieved"),
+    );
+    assert_eq!(got["mfu_pct"], pct(want.mfu), "{what}: mfu_pct");
+    if with_bytes {
+        assert_eq!(got["bytes"], num(want.bytes), "{what}: bytes");
+        assert_eq!(got["bytes_ns"], json!(want.bytes_ns), "{what}: bytes_ns");
+        assert_close(
+            &got["intensity"],
+            want.intensity,
+            &format!("{what}: intensity"),
+        );
+        assert_eq!(got["mbu_pct"], pct(want.mbu), "{what}: mbu_pct");
+    }
+}
+
+/// The shape rows: per shape, its launches' time, model FLOPs and bytes (null when no
+/// launch of the shape measured them), by GPU time.
+fn expected_shapes(launches: &[Priced], c: &Ceilings, report: &Value) -> Vec<Value> {
+    // Kernels are listed by their demangled names, as the kernel rows show them.
+    let shown: BTreeMap<&str, &str> = report["roofline"]["kernels"]
+        .as_array()
+        .expect("roofline kernels")
+        .iter()
+        .map(|k| (k["mangled"].as_str().unwrap(), k["name"].as_str().unwrap()))
+        .collect();
+    let bytes = launch_bytes(launches);
+    let mut by_shape: BTreeMap<Shape, Vec<usize>> = BTreeMap::new();
+    for (i, l) in launches.iter().enumerate() {
+        if let Some(s) = l.shape {
+            by_shape.entry(s).or_default().push(i);
+        }
+    }
+    let mut rows: Vec<(u64, Shape, Value)> = by_shape
+        .into_iter()
+        .map(|(s, ls)| {
+            let gpu_ns: u64 = ls.iter().map(|&i| launches[i].ns).sum();
+            let model_flops: f64 = ls.iter().map(|_| s.flops()).sum();
+            let bytes_launches = ls
+                .iter()
+                .filter(|&&i| launches[i].counters.is_some())
+                .count() as u64;
+            let b: Option<f64> = ls
+                .iter()
+                .map(|&i| bytes[i])
+                .sum::<Option<f64>>()
+                .filter(|_| bytes_launches > 0);
+            let math = s.math();
+            let mut kernels: Vec<&str> = ls
+                .iter()
+                .map(|&i| shown[launches[i].mangled.as_str()])
+                .collect();
+            kernels.sort();
+            kernels.dedup();
+            let t = s.type_name();
+            let mut row = json!({
+                "shape": s.label(),
+                "gpu": H100,
+                "m": s.m,
+                "n": s.n,
+                "k": s.k,
+                "batch": s.batch,
+                "a_type": t,
+                "b_type": t,
+                "c_type": t,
+                "d_type": t,
+                "compute_type": s.compute_name(),
+                "precision": math.precision(),
+                "pipe": math.pipe(),
+                "calls": ls.len() as u64,
+                "launches": ls.len() as u64,
+                "gpu_ns": gpu_ns,
+                "model_flops": model_flops,
+                "bytes": b,
+                "bytes_launches": bytes_launches,
+                "peak_flops_per_s": math.peak(c),
+                "dram_bytes_per_s": c.dram,
+                "kernels": kernels,
+            });
+            let p = point(Some(model_flops), b, gpu_ns, math.peak(c), Some(c.dram));
+            row.as_object_mut().unwrap().extend(p);
+            (gpu_ns, s, norm(row))
+        })
+        .collect();
+    rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    rows.into_iter().map(|(_, _, v)| v).collect()
+}
+
+// ---------------------------------------------------------------------------------
+// 1. The linked cuBLAS client, both injection modes
+
+/// The linked client's launches priced: kernels in start order are the six direct
+/// GEMMs, then the graph's three per replay; only direct ones are measured.
+fn price_linked(records: &[(u32, Record)]) -> Vec<Priced> {
+    let direct = |k: &Kernel| k.graph_node_id == 0;
+    let launches = price(
+        records,
+        |i, k| {
+            Some(if direct(k) {
+                LINKED_DIRECT[i]
+            } else {
+                LINKED_GRAPH[(i - LINKED_DIRECT.len()) % 3]
+            })
+        },
+        direct,
+    );
+    assert_eq!(launches.len(), 6 + 300);
+    launches
+}
+
+fn check_linked(dir: &Path) {
+    let records = session_records(dir);
+    let launches = price_linked(&records);
+    let r = report(dir, &[], &[]);
+    let rows = expected_rows(&launches, &H100_PEAKS);
+    assert_rows(&r, &rows);
+
+    // The three graph GEMMs run on the BF16 T,N kernel, 100 calls each, plus the two
+    // direct BF16 T,N GEMMs: 302 calls, each with its captured call's shape.
+    let tn = &rows[0].row;
+    assert_eq!(tn["calls"], json!(302));
+    assert_eq!(tn["gemm_launches"], json!(302));
+    let shapes = r["roofline"]["shapes"].as_array().expect("shapes");
+    assert_eq!(shapes, &expected_shapes(&launches, &H100_PEAKS, &r));
+    let replayed: Vec<(u64, u64, u64, u64, u64)> = shapes
+        .iter()
+        .filter(|s| s["calls"].as_u64() >= Some(100))
+        .map(|s| {
+            let n = |k: &str| s[k].as_u64().unwrap();
+            (n("m"), n("n"), n("k"), n("batch"), n("calls"))
+        })
+        .collect();
+    assert_eq!(
+        replayed,
+        [
+            (2048, 512, 1024, 4, 101),
+            (3072, 8, 1024, 1, 100),
+            (1024, 8, 1024, 1, 100)
+        ]
+    );
+
+    // The BF16 T,N kernel has bytes for its two direct launches and, from the direct
+    // launch of the same configuration and shape, for the 100 replays of the cuBLASLt
+    // GEMM; the graph's other 200 launches have none. Those two shapes lack DRAM bytes.
+    assert_eq!(
+        r["roofline"]["missing"],
+        expected_missing(&r, &rows, &expected_shapes(&launches, &H100_PEAKS, &r))
+    );
+    let tn_missing: Vec<&str> = r["roofline"]["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["kernel"] == tn["mangled"])
+        .map(|m| m["what"].as_str().unwrap())
+        .collect();
+    assert_eq!(tn_missing.len(), 2, "{tn_missing:?}");
+    assert!(
+        tn_missing[0].starts_with(
+            "no hw FLOPs: FLOP counters never measured on 2 of its 4 launch configurations \
+             (grid 8x1x1, block 384x1x1: "
+        ),
+        "{}",
+        tn_missing[0]
+    );
+    assert_eq!(
+        tn_missing[1],
+        "DRAM bytes for only 102 of 302 launches (no launch of the same launch \
+         configuration and GEMM shape measured them)"
+    );
+    let shape_missing: Vec<&Value> = r["roofline"]["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["kernel"].as_str().unwrap().starts_with("GEMM "))
+        .collect();
+    let want: Vec<Value> = ["3072x8x1024", "1024x8x1024"]
+        .iter()
+        .map(|s| {
+            json!({
+                "kernel": format!("GEMM {s} x1 bf16·bf16->bf16 (fp32)"),
+                "gpu": H100,
+                "what": "no DRAM counters for this GEMM shape",
+            })
+        })
+        .collect();
+    assert_eq!(shape_missing, want.iter().collect::<Vec<_>>());
+
+    // Everything is a GEMM: one family, and the run. Launches without bytes add
+    // nothing to the bytes and MBU's numerator, and their time to its denominator.
+    let ls = rollup_launches(&launches, &H100_PEAKS);
+    let want = expected_rollup(ls.iter(), &H100_PEAKS);
+    let families = r["roofline"]["families"].as_array().unwrap();
+    assert_eq!(families.len(), 1);
+    assert_eq!(families[0]["name"], "GEMM");
+    assert_rollup(&families[0], &want, true, "GEMM family");
+    assert_eq!(r["roofline"]["run"]["name"], "run");
+    assert_rollup(&r["roofline"]["run"], &want, true, "run");
+    assert_eq!(r["roofline"]["ranges"], json!([]));
+    assert_eq!(r["roofline"]["gemm_unjoined"], json!(0));
+    assert_eq!(r["roofline"]["gemm_statuses"], json!([]));
+
+    // The datasheet's peaks for the simulated H100.
+    let peaks = &r["roofline"]["peaks"];
+    assert_eq!(peaks.as_array().map(Vec::len), Some(1));
+    assert_eq!(peaks[0]["gpu"], H100);
+    assert_eq!(peaks[0]["source"], H100_SOURCE);
+    assert_eq!(peaks[0]["error"], Value::Null);
+    for (k, v) in [
+        ("bf16_tensor_flops_per_s", 989.4e12),
+        ("fp16_tensor_flops_per_s", 989.4e12),
+        ("tf32_tensor_flops_per_s", 494.7e12),
+        ("fp8_tensor_flops_per_s", 1978.8e12),
+        ("int8_tensor_flops_per_s", 1978.8e12),
+        ("fp64_tensor_flops_per_s", 67e12),
+        ("fp32_cuda_flops_per_s", 67e12),
+        ("fp64_cuda_flops_per_s", 34e12),
+        ("dram_bytes_per_s", 3.35e12),
+    ] {
+        assert_eq!(peaks[0][k], num(v), "{k}");
+    }
+
+    check_square_gemm_by_hand(&r);
+}
+
+/// The 4096³ BF16 GEMM, worked out by hand from the cost model's rule for
+/// `sm90_xmma_gemm_*` (tensor cores at 700 TFLOP/s, DRAM at 3000 B/ns, A and B read and
+/// C written once, 2 bytes per element) and the H100 SXM peaks.
+fn check_square_gemm_by_hand(r: &Value) {
+    let s = r["roofline"]["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["m"] == 4096)
+        .expect("the 4096³ shape");
+    // 2·4096³ = 137,438,953,472 FLOPs; 3·4096²·2 = 100,663,296 bytes;
+    // max(137438953472 / 700000, 100663296 / 3000, 2000) = 196,341.36 -> 196,341 ns.
+    assert_eq!(s["model_flops"], num(137_438_953_472.0));
+    assert_eq!(s["bytes"], num(100_663_296.0));
+    assert_eq!(s["gpu_ns"], json!(196_341));
+    // 137438953472 · 1e9 / 196341 FLOP/s, 70.75 % of 989.4 TFLOP/s.
+    assert_eq!(s["achieved_flops_per_s"], num(700_001_290_978_450.8));
+    assert_eq!(s["mfu_pct"], num(70.75));
+    // 100663296 · 1e9 / 196341 B/s = 512.7 GB/s, 15.30 % of 3.35 TB/s.
+    assert_eq!(s["mbu_pct"], json!(15.3));
+    // AI = 2·4096 / 6 = 1365.33 FLOP/byte, above the ridge 989.4 / 3.35 = 295.34.
+    assert_eq!(s["intensity"], num(8192.0 / 6.0));
+    assert_eq!(s["ridge"], num(989.4e12 / 3.35e12));
+    assert_eq!(s["bound"], "compute");
+    assert_eq!(s["attainable_flops_per_s"], num(989.4e12));
+    assert_eq!(s["roofline_efficiency_pct"], num(70.75));
+    assert_eq!(
+        (&s["precision"], &s["pipe"], &s["compute_type"]),
+        (&json!("BF16"), &json!("tensor"), &json!("fp32"))
+    );
+}
+
+#[test]
+fn linked_client_roofline_is_exact_under_record() {
+    let scratch = Scratch::new("roofline-linked-record");
+    let out = record(&scratch, &linked_client(), LINKED_STDOUT, ALL_COUNTERS);
+    check_linked(&out);
+}
+
+#[test]
+fn linked_client_roofline_is_exact_under_ld_preload() {
+    let scratch = Scratch::new("roofline-linked-preload");
+    let dir = preloaded(
+        &scratch,
+        "roofline-linked-preload-ring",
+        &linked_client(),
+        LINKED_STDOUT,
+        ALL_COUNTERS,
+    );
+    check_linked(&dir);
+}
+
+/// The BF16 T,N kernel runs the two direct GEMMs (measured) and the graph's three
+/// shapes, two of which no launch measured. Those 200 launches' DRAM bytes are
+/// unknown: taking them from the measured launches of other shapes (a 4096³ GEMM's
+/// 100 MB for a 3072x8x1024 one) is a made-up number, and gives an MBU no GPU can
+/// reach. The cost model never moves more than 3000 B/ns, so any honest MBU here is at
+/// most 3000 / 3350 = 89.6 %; and the missing list must say the kernel lacks bytes.
+#[test]
+fn graph_kernels_of_unmeasured_shapes_get_no_bytes_from_other_shapes() {
+    let scratch = Scratch::new("roofline-linked-graph-bytes");
+    let out = record(&scratch, &linked_client(), LINKED_STDOUT, ALL_COUNTERS);
+    let r = report(&out, &[], &[]);
+    let tn = &r["roofline"]["kernels"][0];
+    assert_eq!(tn["calls"], json!(302));
+    assert_eq!(tn["bytes_launches"], json!(2));
+    let max_mbu = 3000.0e9 / 3.35e12 * 100.0;
+    for (what, v) in [
+        ("kernel row", &tn["mbu_pct"]),
+        ("GEMM family", &r["roofline"]["families"][0]["mbu_pct"]),
+        ("run", &r["roofline"]["run"]["mbu_pct"]),
+    ] {
+        if let Some(mbu) = v.as_f64() {
+            assert!(
+                mbu <= max_mbu,
+                "{what}: MBU {mbu} % from extrapolated bytes"
+            );
+        }
+    }
+    let named = r["roofline"]["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["kernel"] == tn["name"]);
+    assert!(
+        named,
+        "the missing list names the kernel whose launches lack DRAM bytes: {}",
+        r["roofline"]["missing"]
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// 2. The cudarc workload: prefill and decode
+
+fn price_cudarc(records: &[(u32, Record)], measured: bool) -> Vec<Priced> {
+    let gemms = cudarc_gemms();
+    let launches = price(
+        records,
+        |i, _| gemms[i].map(|(m, n, k, b)| bf16(m, n, k, b)),
+        |_| measured,
+    );
+    assert_eq!(launches.len(), 107);
+    launches
+}
+
+/// The record index order equals start order for this single-stream program: the
+/// first 23 kernels are the prefill range's, the other 84 the decode range's.
+fn ranges_of(launches: &[Priced]) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+    assert_eq!(launches.len(), 23 + 84);
+    (0..23, 23..107)
+}
+
+fn cudarc_session(scratch: &Scratch, env: &[(&str, &str)]) -> (PathBuf, Vec<Priced>) {
+    let out = record(scratch, &artifact("cudarc-llm"), CUDARC_STDOUT, env);
+    let records = session_records(&out);
+    // Start order is record order here (one stream).
+    let starts: Vec<u64> = records
+        .iter()
+        .filter_map(|(_, r)| match r {
+            Record::Kernel(k) => Some(k.start_ns),
+            _ => None,
+        })
+        .collect();
+    let sorted = {
+        let mut s = starts.clone();
+        s.sort_unstable();
+        s
+    };
+    assert_eq!(starts, sorted, "kernel records in start order");
+    let measured = !env.contains(&("GPUPROF_COUNTERS", "off"));
+    let launches = price_cudarc(&records, measured);
+    (out, launches)
+}
+
+fn range<'a>(r: &'a Value, name: &str) -> &'a Value {
+    r["roofline"]["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == name)
+        .unwrap_or_else(|| panic!("no range {name}: {}", r["roofline"]["ranges"]))
+}
+
+fn check_cudarc_rows_and_rollups(r: &Value, launches: &[Priced], c: &Ceilings) {
+    assert_rows(r, &expected_rows(launches, c));
+    assert_eq!(
+        r["roofline"]["shapes"].as_array().unwrap(),
+        &expected_shapes(launches, c, r)
+    );
+    let ls = rollup_launches(launches, c);
+    assert_rollup(
+        &r["roofline"]["run"],
+        &expected_rollup(ls.iter(), c),
+        true,
+        "run",
+    );
+    // Families in report order, each over its launches.
+    let fam_of = |l: &Priced| {
+        if l.shape.is_some() {
+            "GEMM"
+        } else {
+            family(&l.mangled)
+        }
+    };
+    let families = r["roofline"]["families"].as_array().unwrap();
+    let names: Vec<&str> = families
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["GEMM", "attention", "elementwise", "reduction"]);
+    for f in families {
+        let name = f["name"].as_str().unwrap();
+        let want = expected_rollup(
+            launches
+                .iter()
+                .zip(&ls)
+                .filter(|(l, _)| fam_of(l) == name)
+                .map(|(_, x)| x),
+            c,
+        );
+        assert_rollup(f, &want, true, name);
+    }
+}
+
+#[test]
+fn cudarc_kernel_rows_shapes_families_and_run_are_exact() {
+    let scratch = Scratch::new("roofline-cudarc");
+    let (out, launches) = cudarc_session(&scratch, ALL_COUNTERS);
+    let r = report(&out, &[], &[]);
+    check_cudarc_rows_and_rollups(&r, &launches, &H100_PEAKS);
+    assert_eq!(r["roofline"]["missing"], json!([]));
+}
+
+/// Prefill and decode: launches, GPU time, model FLOPs, DRAM bytes and MBU are the
+/// sums over exactly the kernels in each range.
+#[test]
+fn cudarc_prefill_and_decode_rollups_separate() {
+    let scratch = Scratch::new("roofline-cudarc-ranges");
+    let (out, launches) = cudarc_session(&scratch, ALL_COUNTERS);
+    let r = report(&out, &[], &[]);
+    let ls = rollup_launches(&launches, &H100_PEAKS);
+    let (prefill, decode) = ranges_of(&launches);
+    let names: Vec<&str> = r["roofline"]["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    // By GPU time, longest first.
+    assert_eq!(names, ["decode", "prefill"]);
+    for (name, span, n) in [("prefill", prefill, 23), ("decode", decode, 84)] {
+        let want = expected_rollup(ls[span.clone()].iter(), &H100_PEAKS);
+        let got = range(&r, name);
+        assert_eq!(got["launches"], json!(n));
+        assert_eq!(got["launches"], json!(want.launches), "{name}");
+        assert_eq!(got["gpu_ns"], json!(want.gpu_ns), "{name}: gpu_ns");
+        assert_eq!(got["flops_ns"], json!(want.flops_ns), "{name}: flops_ns");
+        assert_eq!(
+            got["model_flops"],
+            num(want.model_flops),
+            "{name}: model_flops"
+        );
+        assert_eq!(got["bytes"], num(want.bytes), "{name}: bytes");
+        assert_eq!(got["bytes_ns"], json!(want.bytes_ns), "{name}: bytes_ns");
+        assert_eq!(got["mbu_pct"], pct(want.mbu), "{name}: mbu_pct");
+    }
+    // The whole run is prefill + decode.
+    let run = &r["roofline"]["run"];
+    let p = range(&r, "prefill");
+    let d = range(&r, "decode");
+    for k in ["launches", "gpu_ns"] {
+        assert_eq!(
+            run[k].as_u64(),
+            Some(p[k].as_u64().unwrap() + d[k].as_u64().unwrap()),
+            "{k}"
+        );
+    }
+}
+
+/// Each launch in a range brings its own hardware FLOPs: a prefill `rms_norm_kernel`
+/// over 128 tokens does 128 times the work of a decode one over 1, and the counters of
+/// every launch say so. Crediting each launch with its kernel's mean instead moves
+/// FLOPs from prefill to decode.
+#[test]
+fn cudarc_range_rollups_credit_each_launch_its_own_hw_flops() {
+    let scratch = Scratch::new("roofline-cudarc-range-hw");
+    let (out, launches) = cudarc_session(&scratch, ALL_COUNTERS);
+    let r = report(&out, &[], &[]);
+    let ls = rollup_launches(&launches, &H100_PEAKS);
+    let (prefill, decode) = ranges_of(&launches);
+    for (name, span) in [("prefill", prefill), ("decode", decode)] {
+        let want = expected_rollup(ls[span].iter(), &H100_PEAKS);
+        assert_rollup(range(&r, name), &want, true, name);
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// 3. Peaks files
+
+const OVERRIDE: &str = "[[gpu]]\nname = \"NVIDIA H100 80GB HBM3\"\nbf16 = 500\ndram_tb_s = 2\n";
+
+/// H100 with BF16 at 500 TFLOP/s and DRAM at 2 TB/s.
+const OVERRIDDEN: Ceilings = Ceilings {
+    bf16: 500e12,
+    dram: 2e12,
+    ..H100_PEAKS
+};
+
+#[test]
+fn a_peaks_file_overrides_bf16_and_dram_exactly() {
+    let scratch = Scratch::new("roofline-peaks");
+    let (out, launches) = cudarc_session(&scratch, ALL_COUNTERS);
+    let file = scratch.join("peaks.toml");
+    std::fs::write(&file, OVERRIDE).unwrap();
+    let path = file.to_str().unwrap();
+
+    let by_flag = report(&out, &["--peaks", path], &[]);
+    check_cudarc_rows_and_rollups(&by_flag, &launches, &OVERRIDDEN);
+    let p = &by_flag["roofline"]["peaks"][0];
+    assert_eq!(
+        p["source"],
+        json!(format!(
+            "{H100_SOURCE}; overridden by peaks file {path}: bf16, dram_tb_s"
+        ))
+    );
+    assert_eq!(p["bf16_tensor_flops_per_s"], num(500e12));
+    assert_eq!(p["dram_bytes_per_s"], num(2e12));
+    // Keys not given keep the table's values.
+    assert_eq!(p["fp16_tensor_flops_per_s"], num(989.4e12));
+    assert_eq!(p["tf32_tensor_flops_per_s"], num(494.7e12));
+    assert_eq!(p["fp32_cuda_flops_per_s"], num(67e12));
+
+    // $GPUPROF_PEAKS: the same report.
+    let by_env = report(&out, &[], &[("GPUPROF_PEAKS", path)]);
+    assert_eq!(by_env, by_flag);
+    // And without either, the datasheet's.
+    let plain = report(&out, &[], &[]);
+    assert_ne!(plain, by_flag);
+    check_cudarc_rows_and_rollups(&plain, &launches, &H100_PEAKS);
+}
+
+#[test]
+fn bad_peaks_files_fail_with_the_file_and_key_and_no_report() {
+    let scratch = Scratch::new("roofline-bad-peaks");
+    // Any session will do: the peaks file is read first.
+    let dir = scratch.join("session");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut w = SessionWriter::create(&dir.join("session.gpuprof")).unwrap();
+    let none: [Record; 0] = [];
+    w.append(1, &wire::encode_batch(&none).unwrap()).unwrap();
+    w.sync().unwrap();
+    let cases: [(&str, &str, String); 5] = [
+        (
+            "syntax.toml",
+            "[[gpu]]\nname = \"NVIDIA H100 80GB HBM3\"\nbf16 = = 3\n",
+            ", line 3: ".to_string(),
+        ),
+        (
+            "unknown.toml",
+            "[[gpu]]\nname = \"NVIDIA H100 80GB HBM3\"\nbf61 = 3\n",
+            ", line 3, [[gpu]] entry 1 (\"NVIDIA H100 80GB HBM3\"), key `bf61`: unknown key \
+             (known: name, bf16, fp16, tf32, fp8, int8, fp4, fp64_tensor, fp32, fp64, \
+             dram_tb_s, source)"
+                .to_string(),
+        ),
+        (
+            "negative.toml",
+            "[[gpu]]\nname = \"NVIDIA H100 80GB HBM3\"\n\ndram_tb_s = -3.35\n",
+            ", line 4, [[gpu]] entry 1 (\"NVIDIA H100 80GB HBM3\"), key `dram_tb_s`: must be \
+             a positive finite number, got -3.35"
+                .to_string(),
+        ),
+        (
+            "noname.toml",
+            "[[gpu]]\nname = \"NVIDIA H100 80GB HBM3\"\n[[gpu]]\nbf16 = 900\n",
+            ", line 3, [[gpu]] entry 2, key `name`: missing: every entry names its GPU \
+             (the CUDA device name)"
+                .to_string(),
+        ),
+        (
+            "top.toml",
+            "gpus = 1\n",
+            ", line 1, key `gpus`: unknown key (the file holds [[gpu]] entries only)".to_string(),
+        ),
+    ];
+    for (name, text, tail) in &cases {
+        let file = scratch.join(name);
+        std::fs::write(&file, text).unwrap();
+        let path = file.to_str().unwrap();
+        for (args, env) in [
+            (vec!["--peaks", path], vec![]),
+            (vec![], vec![("GPUPROF_PEAKS", path)]),
+        ] {
+            let o = report_run(&dir, &args, &env);
+            assert_eq!(o.status.code(), Some(2), "{name}: {o:?}");
+            assert_eq!(o.stdout, "", "{name}: no report");
+            let head = format!("gpuprof: error: peaks file {path}{tail}");
+            assert!(
+                o.stderr.starts_with(&head) && o.stderr.ends_with('\n'),
+                "{name}: {:?}\nwant it to start with {head:?}",
+                o.stderr
+            );
+            assert_eq!(
+                o.stderr.lines().count(),
+                1,
+                "{name}: one line: {}",
+                o.stderr
+            );
+        }
+    }
+    // A file that cannot be read names it too.
+    let gone = scratch.join("absent.toml");
+    let o = report_run(&dir, &["--peaks", gone.to_str().unwrap()], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.stdout, "");
+    assert!(
+        o.stderr.starts_with(&format!(
+            "gpuprof: error: cannot read peaks file {}: ",
+            gone.display()
+        )),
+        "{}",
+        o.stderr
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// 4. Missing data
+
+/// Counters off: GEMM rows keep their model FLOPs, achieved FLOP/s and MFU, and have no
+/// DRAM bytes, AI or MBU; the other kernels have nothing to place; the missing list
+/// says what is missing for each kernel and each GEMM shape.
+#[test]
+fn counters_off_leaves_bytes_null_and_names_each_kernel() {
+    let scratch = Scratch::new("roofline-counters-off");
+    let (out, launches) = cudarc_session(&scratch, &[("GPUPROF_COUNTERS", "off")]);
+    let r = report(&out, &[], &[]);
+    assert!(r.get("counters").is_none(), "no counter section");
+    let rows = expected_rows(&launches, &H100_PEAKS);
+    assert_rows(&r, &rows);
+    for k in r["roofline"]["kernels"].as_array().unwrap() {
+        for f in ["bytes", "intensity", "mbu_pct", "bound", "hw_flops"] {
+            assert!(k[f].is_null(), "{}: {f} = {}", k["mangled"], k[f]);
+        }
+        let gemm = k["family"] == "GEMM";
+        assert_eq!(k["model_flops"].is_number(), gemm, "{}", k["mangled"]);
+        assert_eq!(k["mfu_pct"].is_number(), gemm, "{}", k["mangled"]);
+        assert_eq!(k["achieved_flops_per_s"].is_number(), gemm);
+    }
+    assert_eq!(
+        r["roofline"]["missing"],
+        expected_missing(&r, &rows, &expected_shapes(&launches, &H100_PEAKS, &r))
+    );
+    // The ranges keep model FLOPs and MFU (kernels without FLOPs count as 0 %), and
+    // have no bytes.
+    let ls = rollup_launches(&launches, &H100_PEAKS);
+    let (prefill, decode) = ranges_of(&launches);
+    for (name, span) in [("prefill", prefill), ("decode", decode)] {
+        let want = expected_rollup(ls[span].iter(), &H100_PEAKS);
+        let got = range(&r, name);
+        assert_rollup(got, &want, true, name);
+        assert_eq!(
+            (&got["bytes"], &got["mbu_pct"]),
+            (&json!(0.0), &Value::Null)
+        );
+    }
+}
+
+/// Neither GEMM shapes nor counters: nothing gives FLOPs; the JSON has no roofline and
+/// the table says why in one line.
+#[test]
+fn no_shapes_and_no_counters_means_no_roofline_sections() {
+    let scratch = Scratch::new("roofline-nothing");
+    let (out, _) = cudarc_session(
+        &scratch,
+        &[("GPUPROF_COUNTERS", "off"), ("GPUPROF_GEMM", "off")],
+    );
+    let r = report(&out, &[], &[]);
+    assert!(r.get("roofline").is_none(), "{}", r["roofline"]);
+    assert_eq!(r["kernel_count"], json!(107));
+    let mut cmd = gpuprof_command();
+    clean(&mut cmd);
+    cmd.arg("report").arg(&out);
+    let table = TimedChild::spawn(cmd, LIMIT).wait();
+    assert!(table.status.success());
+    assert!(
+        table.stdout.contains(
+            "\nRoofline\n  (no FLOPs: no cuBLAS GEMM shapes and no FLOP counters in this \
+             session; see GPUPROF_GEMM and GPUPROF_COUNTERS)\n\nMemory copies and sets\n"
+        ),
+        "{}",
+        table.stdout
+    );
+}
+
+/// A GPU the table does not know, with every attribute the derivation needs: peaks are
+/// SMs x clock x the sm_90 per-SM rates, DRAM bandwidth memory clock x 2 x bus width /
+/// 8, and MFU and MBU follow them exactly.
+#[test]
+fn unknown_gpu_gets_peaks_derived_from_its_attributes() {
+    let scratch = Scratch::new("roofline-derived");
+    let name = "Simulated Hopper 100SM";
+    let mut env = ALL_COUNTERS.to_vec();
+    env.extend([
+        ("SIMCUDA_DEVICE_NAME", name),
+        ("SIMCUDA_SM_COUNT", "100"),
+        ("SIMCUDA_CLOCK_KHZ", "1500000"),
+        ("SIMCUDA_MEM_CLOCK_KHZ", "2000000"),
+        ("SIMCUDA_BUS_WIDTH", "4096"),
+    ]);
+    let out = record(&scratch, &linked_client(), LINKED_STDOUT, &env);
+    let launches = price_linked(&session_records(&out));
+    let r = report(&out, &[], &[]);
+    // sm_90: 2048 BF16 tensor FMAs, 128 FP32 lanes per SM per clock; FMA = 2 FLOPs.
+    let fma = |per_sm: f64| per_sm * 2.0 * 100.0 * (1_500_000.0 * 1000.0);
+    let bf16 = fma(2048.0);
+    let derived = Ceilings {
+        bf16,
+        fp16: bf16,
+        tf32: bf16 / 2.0,
+        fp32: fma(128.0),
+        dram: 2_000_000.0 * 1000.0 * 2.0 * 4096.0 / 8.0,
+    };
+    assert_eq!(derived.bf16, 614.4e12);
+    assert_eq!(derived.dram, 2.048e12);
+    let p = &r["roofline"]["peaks"][0];
+    assert_eq!(p["gpu"], name);
+    assert_eq!(p["error"], Value::Null);
+    assert_eq!(
+        p["source"],
+        "derived from 100 SMs x 1500 MHz (sm_90 rates: 2048 BF16 tensor FMA, 128 FP32 and 64 \
+         FP64 lanes per SM per clock) and 2000 MHz memory x 2 x 4096-bit bus"
+    );
+    for (k, v) in [
+        ("bf16_tensor_flops_per_s", bf16),
+        ("fp16_tensor_flops_per_s", bf16),
+        ("tf32_tensor_flops_per_s", bf16 / 2.0),
+        ("fp8_tensor_flops_per_s", bf16 * 2.0),
+        ("int8_tensor_flops_per_s", bf16 * 2.0),
+        ("fp64_tensor_flops_per_s", fma(128.0)),
+        ("fp32_cuda_flops_per_s", fma(128.0)),
+        ("fp64_cuda_flops_per_s", fma(64.0)),
+        ("dram_bytes_per_s", derived.dram),
+    ] {
+        assert_eq!(p[k], num(v), "{k}");
+    }
+    let mut rows = expected_rows(&launches, &derived);
+    for row in &mut rows {
+        row.row.insert("gpu".into(), json!(name));
+    }
+    assert_rows(&r, &rows);
+}
+
+/// A GPU the table does not know, of an architecture without per-SM rates (sm_87):
+/// no peaks, and the report says why, for which GPU, on every kernel; FLOPs and
+/// FLOP/s stay, MFU and MBU are null. A peaks file naming the GPU then supplies them.
+#[test]
+fn unknown_gpu_without_rates_names_what_is_missing() {
+    let scratch = Scratch::new("roofline-no-peaks");
+    let name = "Simulated Orin";
+    let env = [
+        ("GPUPROF_COUNTERS", "off"),
+        ("SIMCUDA_DEVICE_NAME", name),
+        ("SIMCUDA_CC", "8.7"),
+    ];
+    let out = record(&scratch, &linked_client(), LINKED_STDOUT, &env);
+    let r = report(&out, &[], &[]);
+    let why = format!(
+        "no peaks for GPU \"{name}\" (device 0): not in the table of known GPUs, and cannot \
+         derive them without the per-SM rates of architecture sm_87 (known: sm_80, sm_86, \
+         sm_89, sm_90, sm_100); give them in a peaks file (--peaks)"
+    );
+    let p = &r["roofline"]["peaks"][0];
+    assert_eq!((&p["gpu"], &p["error"]), (&json!(name), &json!(why)));
+    assert_eq!(p["source"], Value::Null);
+    let kernels = r["roofline"]["kernels"].as_array().unwrap();
+    assert!(!kernels.is_empty());
+    for k in kernels {
+        assert!(k["model_flops"].as_f64().unwrap() > 0.0);
+        assert!(k["achieved_flops_per_s"].as_f64().unwrap() > 0.0);
+        for f in ["mfu_pct", "mbu_pct", "peak_flops_per_s", "dram_bytes_per_s"] {
+            assert!(k[f].is_null(), "{}: {f}", k["name"]);
+        }
+        let said: Vec<&str> = r["roofline"]["missing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["kernel"] == k["name"])
+            .map(|m| m["what"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            said,
+            [
+                "no DRAM counters".to_string(),
+                format!("no peaks for {name}")
+            ],
+            "{}",
+            k["name"]
+        );
+    }
+    assert!(r["roofline"]["run"]["mfu_pct"].is_null());
+
+    // A peaks file entry alone gives that GPU peaks.
+    let file = scratch.join("orin.toml");
+    std::fs::write(
+        &file,
+        format!("[[gpu]]\nname = \"{name}\"\nbf16 = 100\nfp16 = 100\ntf32 = 50\nfp32 = 10\ndram_tb_s = 0.2\n"),
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let r = report(&out, &["--peaks", path], &[]);
+    let p = &r["roofline"]["peaks"][0];
+    assert_eq!(p["error"], Value::Null);
+    let source = p["source"].as_str().unwrap();
+    assert!(
+        source.starts_with(&format!("peaks file {path}: ")),
+        "{source}"
+    );
+    let records = session_records(&out);
+    let launches = price(
+        &records,
+        |i, k| {
+            Some(if k.graph_node_id == 0 {
+                LINKED_DIRECT[i]
+            } else {
+                LINKED_GRAPH[(i - LINKED_DIRECT.len()) % 3]
+            })
+        },
+        |_| false,
+    );
+    let c = Ceilings {
+        bf16: 100e12,
+        fp16: 100e12,
+        tf32: 50e12,
+        fp32: 10e12,
+        dram: 0.2e12,
+    };
+    let mut rows = expected_rows(&launches, &c);
+    for row in &mut rows {
+        row.row.insert("gpu".into(), json!(name));
+    }
+    assert_rows(&r, &rows);
+}
+
+/// The peaks source line lists the keys a peaks file gave in file order (peaks.rs:
+/// `Override::keys`, "The keys given, in file order").
+#[test]
+fn peaks_file_source_lists_its_keys_in_file_order() {
+    let scratch = Scratch::new("roofline-key-order");
+    let dir = scratch.join("session");
+    std::fs::create_dir_all(&dir).unwrap();
+    let name = "Simulated Orin";
+    let records = vec![
+        Record::String(wire::InternedString {
+            id: 1,
+            text: "gemm_kernel".into(),
+        }),
+        Record::String(wire::InternedString {
+            id: 2,
+            text: "cublasGemmEx".into(),
+        }),
+        Record::Device(wire::DeviceInfo {
+            id: 0,
+            name: name.into(),
+            compute_capability: (8, 7),
+            sm_count: 16,
+            core_clock_khz: 1_300_000,
+            memory_clock_khz: 3_200_000,
+            memory_bus_width_bits: 256,
+            global_memory_bytes: 32 << 30,
+            l2_cache_bytes: 4 << 20,
+            uuid: [0; 16],
+        }),
+        Record::Kernel(Kernel {
+            device_id: 0,
+            context_id: 1,
+            stream_id: 7,
+            correlation_id: 5,
+            start_ns: 1_000,
+            end_ns: 3_000,
+            name: 1,
+            grid: [1, 1, 1],
+            block: [128, 1, 1],
+            registers_per_thread: 40,
+            static_shared_memory: 0,
+            dynamic_shared_memory: 0,
+            graph_id: 0,
+            graph_node_id: 0,
+        }),
+        Record::Gemm(wire::Gemm {
+            correlation_id: 5,
+            call: 1,
+            launch_index: 0,
+            api: 2,
+            m: 64,
+            n: 64,
+            k: 64,
+            batch: 1,
+            trans_a: 0,
+            trans_b: 0,
+            a_type: R_16BF,
+            b_type: R_16BF,
+            c_type: R_16BF,
+            d_type: R_16BF,
+            compute_type: COMPUTE_32F,
+        }),
+    ];
+    let mut w = SessionWriter::create(&dir.join("session.gpuprof")).unwrap();
+    w.append(4242, &wire::encode_batch(&records).unwrap())
+        .unwrap();
+    w.sync().unwrap();
+    let file = scratch.join("orin.toml");
+    std::fs::write(
+        &file,
+        format!("[[gpu]]\nname = \"{name}\"\nbf16 = 100\nfp16 = 100\ntf32 = 50\nfp32 = 10\ndram_tb_s = 0.2\n"),
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let r = report(&dir, &["--peaks", path], &[]);
+    let p = &r["roofline"]["peaks"][0];
+    assert_eq!(p["error"], Value::Null);
+    assert_eq!(p["bf16_tensor_flops_per_s"], num(100e12));
+    // 2·64³ FLOPs in 2 µs at 100 TFLOP/s.
+    assert_eq!(r["roofline"]["kernels"][0]["mfu_pct"], num(0.26));
+    assert_eq!(
+        p["source"],
+        json!(format!(
+            "peaks file {path}: bf16, fp16, tf32, fp32, dram_tb_s"
+        ))
+    );
+}
