@@ -147,6 +147,32 @@ fn describe(info: &libc::dl_phdr_info, first: bool) -> Option<Object> {
     })
 }
 
+/// A reference on a loaded object, so it cannot be unloaded while held
+/// (`dlopen(RTLD_NOLOAD)`, released with `dlclose`).
+pub struct Pinned(*mut c_void);
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: a handle dlopen returned, released once.
+            unsafe { libc::dlclose(self.0) };
+        }
+    }
+}
+
+/// Pins `o` while it is still loaded; `None` when it is gone (or cannot be named).
+/// The main program is never unloaded and needs no reference.
+pub fn pin(o: &Object) -> Option<Pinned> {
+    if o.path.as_os_str() == "/proc/self/exe" {
+        return Some(Pinned(std::ptr::null_mut()));
+    }
+    let name = std::ffi::CString::new(o.path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: a C string; RTLD_NOLOAD loads nothing, it only takes a reference on an
+    // object already loaded under that name.
+    let h = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+    (!h.is_null()).then_some(Pinned(h))
+}
+
 /// The object containing runtime address `addr`.
 pub fn object_of(objects: &[Object], addr: usize) -> Option<&Object> {
     objects.iter().find(|o| o.contains(addr))

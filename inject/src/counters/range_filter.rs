@@ -88,7 +88,11 @@ pub fn admits() -> bool {
     if NAME.get().is_none() {
         return true;
     }
-    OPEN_STARTED.load(Ordering::Acquire) > 0 || STACK.with(|s| s.borrow().contains(&true))
+    OPEN_STARTED.load(Ordering::Acquire) > 0
+        // A thread being torn down has no open push range we could still see.
+        || STACK
+            .try_with(|s| s.borrow().contains(&true))
+            .unwrap_or(false)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -258,9 +262,11 @@ pub fn on_nvtx(cbid: u32, d: &CUpti_NvtxData) {
     }
     // SAFETY: CUPTI passed `d` for NVTX callback `cbid`.
     match unsafe { event(cbid, d) } {
-        Event::Push(m) => STACK.with(|s| s.borrow_mut().push(m)),
+        Event::Push(m) => {
+            let _ = STACK.try_with(|s| s.borrow_mut().push(m));
+        }
         Event::Pop => {
-            STACK.with(|s| s.borrow_mut().pop());
+            let _ = STACK.try_with(|s| s.borrow_mut().pop());
         }
         Event::Start(m, id) => started(m, id),
         Event::End(id) => ended(id),

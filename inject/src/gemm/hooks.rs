@@ -354,6 +354,10 @@ pub fn patch_loaded() -> Result<(), String> {
     }
     let dlsym_entry = super::dlsym::entry_address();
     for (o, s) in &scans {
+        // Unloaded since it was listed: its slots are gone with it.
+        let Some(_pinned) = loaded::pin(o) else {
+            continue;
+        };
         for slot in &s.slots {
             let (real, hook) = if slot.symbol == dlsym_index {
                 match dlsym_entry {
