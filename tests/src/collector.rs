@@ -6,19 +6,43 @@ use std::process::Command;
 
 use crate::artifacts::{artifact, target_profile_dir};
 
-/// `gpuprof` with no `GPUPROF_*`, `CUDA_*`, `SIM*` or `LD_LIBRARY_PATH` from the test's
-/// environment (cargo puts the simulated libraries on the loader path for tests).
-pub fn gpuprof_command() -> Command {
-    let mut cmd = Command::new(artifact("gpuprof"));
+/// Removes everything of the test's environment that would reach the profiler, the
+/// simulated stack or a program's choice of libraries: `GPUPROF_*`, `CUDA_*`, `SIM*`,
+/// `NVTX_*`, `LD_LIBRARY_PATH` (cargo puts the simulated libraries on the loader path
+/// for tests), `LD_PRELOAD`, `VIRTUAL_ENV`, `CONDA_PREFIX`; and quiets backtraces.
+pub fn clean_env(cmd: &mut Command) {
     for (k, _) in std::env::vars() {
         if k.starts_with("GPUPROF_")
             || k.starts_with("CUDA_")
             || k.starts_with("SIM")
+            || k.starts_with("NVTX_")
             || k == "LD_LIBRARY_PATH"
+            || k == "LD_PRELOAD"
+            || k == "VIRTUAL_ENV"
+            || k == "CONDA_PREFIX"
         {
             cmd.env_remove(k);
         }
     }
+    cmd.env("RUST_BACKTRACE", "0");
+}
+
+/// `gpuprof` with a clean environment ([`clean_env`]).
+pub fn gpuprof_command() -> Command {
+    let mut cmd = Command::new(artifact("gpuprof"));
+    clean_env(&mut cmd);
+    cmd
+}
+
+/// `gpuprof record` (arguments to follow: `-o DIR -- CMD`) with the program on the
+/// simulated stack, CUPTI impersonating `release`.
+pub fn record_on_sim(release: &str) -> Command {
+    let mut cmd = gpuprof_command();
+    let major = if release.starts_with("12.") { 12 } else { 13 };
+    cmd.arg("record")
+        .env("LD_LIBRARY_PATH", crate::sim_lib_dir())
+        .env("GPUPROF_CUPTI_LIB", crate::sim_cupti(major))
+        .env("SIMCUPTI_VERSION", release);
     cmd
 }
 

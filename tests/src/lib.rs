@@ -16,7 +16,7 @@ mod sim_env;
 mod timed;
 
 pub use artifacts::{artifact, compile_c, stub_libcuda, target_profile_dir};
-pub use collector::{gpuprof_command, Scratch};
+pub use collector::{clean_env, gpuprof_command, record_on_sim, Scratch};
 pub use injected::{
     cudarc_gemms, kernels_in_order, plans, ring_files, run_cudarc_injected, run_injected, statuses,
     strings, Injection, CUDARC_LLM_STDOUT, RUN_LIMIT,

@@ -26,12 +26,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use gpuprof_tests::{
-    artifact, compile_c, cudarc_gemms, gpuprof_command, run_injected, sim_cupti, sim_lib_dir,
-    Finished, Injection, Scratch, TimedChild,
+    artifact, clean_env, compile_c, cudarc_gemms, gpuprof_command, run_injected, sim_cupti,
+    sim_lib_dir, Finished, Injection, Scratch, TimedChild,
 };
 use serde_json::{json, Map, Value};
 use sim_core::{CostModel, GemmShape, Launch as SimLaunch};
@@ -271,21 +270,6 @@ const LINKED_GRAPH: [Shape; 3] = [
 // ---------------------------------------------------------------------------------
 // Running and reading sessions
 
-fn clean(cmd: &mut Command) {
-    for (k, _) in std::env::vars() {
-        if k.starts_with("GPUPROF_")
-            || k.starts_with("CUDA_")
-            || k.starts_with("SIM")
-            || k.starts_with("NVTX_")
-            || k == "LD_LIBRARY_PATH"
-            || k == "LD_PRELOAD"
-        {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("RUST_BACKTRACE", "0");
-}
-
 fn linked_client() -> PathBuf {
     let lib_dir = format!("-L{}", sim_lib_dir().display());
     compile_c(
@@ -306,7 +290,7 @@ fn linked_client() -> PathBuf {
 fn record(scratch: &Scratch, program: &Path, stdout: &str, env: &[(&str, &str)]) -> PathBuf {
     let out = scratch.join("out");
     let mut cmd = gpuprof_command();
-    clean(&mut cmd);
+    clean_env(&mut cmd);
     cmd.arg("record")
         .arg("-o")
         .arg(&out)
@@ -368,7 +352,7 @@ fn session_records(dir: &Path) -> Vec<(u32, Record)> {
 
 fn report_run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Finished {
     let mut cmd = gpuprof_command();
-    clean(&mut cmd);
+    clean_env(&mut cmd);
     cmd.args(["report", "--format", "json"]).args(args).arg(dir);
     for (k, v) in env {
         cmd.env(k, v);
@@ -1651,7 +1635,7 @@ fn no_shapes_and_no_counters_means_no_roofline_sections() {
     assert!(r.get("roofline").is_none(), "{}", r["roofline"]);
     assert_eq!(r["kernel_count"], json!(107));
     let mut cmd = gpuprof_command();
-    clean(&mut cmd);
+    clean_env(&mut cmd);
     cmd.arg("report").arg(&out);
     let table = TimedChild::spawn(cmd, LIMIT).wait();
     assert!(table.status.success());

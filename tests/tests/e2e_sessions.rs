@@ -17,8 +17,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use gpuprof_tests::{
-    artifact, compile_c, cudarc_llm_calls, gpuprof_command, kernel_calls, manifest_release,
-    sim_cupti, sim_lib_dir, venv_python, Scratch, TimedChild,
+    artifact, clean_env, compile_c, cudarc_llm_calls, gpuprof_command, kernel_calls,
+    manifest_release, record_on_sim, sim_cupti, sim_lib_dir, venv_python, Scratch, TimedChild,
 };
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -31,25 +31,6 @@ fn workload(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("workloads/python")
         .join(name)
-}
-
-/// Removes everything of the test's environment that would reach the profiler or the
-/// simulated stack.
-fn clean(cmd: &mut Command) {
-    for (k, _) in std::env::vars() {
-        if k.starts_with("GPUPROF_")
-            || k.starts_with("CUDA_")
-            || k.starts_with("SIM")
-            || k.starts_with("NVTX_")
-            || k == "LD_LIBRARY_PATH"
-            || k == "LD_PRELOAD"
-            || k == "VIRTUAL_ENV"
-            || k == "CONDA_PREFIX"
-        {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("RUST_BACKTRACE", "0");
 }
 
 fn major(release: &str) -> u32 {
@@ -236,17 +217,8 @@ fn shm_dirs_of(pid: u32) -> Vec<PathBuf> {
 
 /// `gpuprof record [ARGS] -o OUT -- CMD` on the simulated stack with CUPTI `release`.
 fn record(out: &Path, release: &str, args: &[&str], cmd: &[&std::ffi::OsStr]) -> Command {
-    let mut c = gpuprof_command();
-    clean(&mut c);
-    c.arg("record")
-        .args(args)
-        .arg("-o")
-        .arg(out)
-        .arg("--")
-        .args(cmd)
-        .env("LD_LIBRARY_PATH", sim_lib_dir())
-        .env("GPUPROF_CUPTI_LIB", sim_cupti(major(release)))
-        .env("SIMCUPTI_VERSION", release);
+    let mut c = record_on_sim(release);
+    c.args(args).arg("-o").arg(out).arg("--").args(cmd);
     c
 }
 
@@ -260,7 +232,7 @@ fn session_line(out: &Path, processes: usize, kernels: u64, dropped: u64) -> Str
 
 fn report_json(out: &Path) -> serde_json::Value {
     let mut cmd = gpuprof_command();
-    clean(&mut cmd);
+    clean_env(&mut cmd);
     cmd.args(["report", "--format", "json"]).arg(out);
     let o = TimedChild::spawn(cmd, LIMIT).wait();
     assert!(o.status.success(), "gpuprof report: {}", o.stderr);
@@ -269,7 +241,7 @@ fn report_json(out: &Path) -> serde_json::Value {
 
 fn trace_json(out: &Path, file: &Path) -> serde_json::Value {
     let mut cmd = gpuprof_command();
-    clean(&mut cmd);
+    clean_env(&mut cmd);
     cmd.arg("trace").arg(out).arg("-o").arg(file);
     let o = TimedChild::spawn(cmd, LIMIT).wait();
     assert!(o.status.success(), "gpuprof trace: {}", o.stderr);
@@ -316,7 +288,7 @@ fn env_only(
     cwd: &Path,
 ) -> Command {
     let mut cmd = Command::new(program);
-    clean(&mut cmd);
+    clean_env(&mut cmd);
     cmd.args(args)
         .current_dir(cwd)
         .env("LD_LIBRARY_PATH", lib_dir)
@@ -784,7 +756,7 @@ fn no_cupti_found() {
         let client = artifact("cudarc-llm");
         let script = format!("'{}'{script_tail}", client.display());
         let mut cmd = gpuprof_command();
-        clean(&mut cmd);
+        clean_env(&mut cmd);
         cmd.arg("record")
             .arg("-o")
             .arg(&out)

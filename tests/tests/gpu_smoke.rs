@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use gpuprof_tests::{
-    artifact, gpuprof_command, sim_cupti, sim_lib_dir, Finished, Scratch, TimedChild, RUN_LIMIT,
+    artifact, gpuprof_command, record_on_sim, Finished, Scratch, TimedChild, RUN_LIMIT,
 };
 
 /// The cudarc client's summary with its default shape.
@@ -30,18 +30,13 @@ fn sim_report() -> &'static Value {
     REPORT.get_or_init(|| {
         let scratch = Scratch::new("gpu-smoke-record");
         let session = scratch.join("session");
-        let mut cmd = gpuprof_command();
-        cmd.arg("record")
-            .arg("-o")
+        let mut cmd = record_on_sim("13.4");
+        cmd.arg("-o")
             .arg(&session)
             .arg("--")
             .arg(artifact("cudarc-llm"))
-            .env("LD_LIBRARY_PATH", sim_lib_dir())
-            .env("GPUPROF_CUPTI_LIB", sim_cupti(13))
-            .env("SIMCUPTI_VERSION", "13.4")
             .env("GPUPROF_REPLAY", "kernel")
-            .env("GPUPROF_COUNTER_LAUNCHES", "0")
-            .env("RUST_BACKTRACE", "0");
+            .env("GPUPROF_COUNTER_LAUNCHES", "0");
         let rec = TimedChild::spawn(cmd, RUN_LIMIT).wait();
         assert_eq!(rec.status.code(), Some(0), "{}", rec.stderr);
         assert!(

@@ -6,22 +6,18 @@
 
 use std::collections::BTreeMap;
 
-use gpuprof_tests::{artifact, gpuprof_command, sim_cupti, sim_lib_dir, Scratch};
+use gpuprof_tests::{artifact, gpuprof_command, record_on_sim, Scratch};
 use serde_json::Value;
 
 /// (shape label) -> (calls, launches, model FLOPs) of the run's GEMM-shape rollup.
 fn shapes(scratch: &Scratch, name: &str, args: &[&str]) -> BTreeMap<String, (u64, u64, f64)> {
     let session = scratch.join(name);
-    let out = gpuprof_command()
-        .arg("record")
+    let out = record_on_sim("13.4")
         .arg("-o")
         .arg(&session)
         .arg("--")
         .arg(artifact("cudarc-llm"))
         .args(args)
-        .env("LD_LIBRARY_PATH", sim_lib_dir())
-        .env("GPUPROF_CUPTI_LIB", sim_cupti(13))
-        .env("SIMCUPTI_VERSION", "13.4")
         .env("GPUPROF_COUNTERS", "off")
         .output()
         .expect("run gpuprof record");

@@ -7,7 +7,7 @@ use gpuprof_collector::analysis::peaks;
 use gpuprof_collector::roofline_svg::{
     family_rgb, layout, render_svg, Ceiling, Chart, ChartPoint, POINT_OPACITY,
 };
-use gpuprof_tests::{artifact, gpuprof_command, sim_cupti, sim_lib_dir, Scratch};
+use gpuprof_tests::{artifact, gpuprof_command, record_on_sim, Scratch};
 
 const GPU: &str = "NVIDIA H100 80GB HBM3";
 
@@ -36,15 +36,11 @@ fn fields(line: &str) -> Vec<String> {
 fn the_chart_is_the_csv_drawn() {
     let scratch = Scratch::new("roofline-chart");
     let session = scratch.join("session");
-    let out = gpuprof_command()
-        .arg("record")
+    let out = record_on_sim("13.4")
         .arg("-o")
         .arg(&session)
         .arg("--")
         .arg(artifact("cudarc-llm"))
-        .env("LD_LIBRARY_PATH", sim_lib_dir())
-        .env("GPUPROF_CUPTI_LIB", sim_cupti(13))
-        .env("SIMCUPTI_VERSION", "13.4")
         // Every counter on every measured launch: every kernel can be plotted.
         .env("GPUPROF_REPLAY", "kernel")
         .output()
