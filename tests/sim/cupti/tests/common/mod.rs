@@ -9,78 +9,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const FETCH: &str = "python3 scripts/nvidia-wheels.py fetch";
+pub use gpuprof_tests::{artifact, nvtx_library, target_profile_dir};
 
-/// `target/<profile>/`, from the running test binary (`target/<profile>/deps/..`).
-pub fn target_profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("test binary under target/<profile>/deps")
-        .to_path_buf()
-}
-
-/// A build product of the workspace. Panics with what to run when it is missing.
-pub fn artifact(name: &str) -> PathBuf {
-    let p = target_profile_dir().join(name);
-    assert!(
-        p.is_file(),
-        "{} is missing: build the workspace first (cargo build --workspace)",
-        p.display()
-    );
-    p
-}
-
-fn nvidia_dir() -> PathBuf {
-    match std::env::var_os("GPUPROF_NVIDIA_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../target/nvidia"),
-    }
-}
-
-fn read(file: &str) -> String {
-    let p = nvidia_dir().join(file);
-    std::fs::read_to_string(&p)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}; run {FETCH}", p.display()))
-}
-
-/// The quoted strings of the JSON array that follows `key` in `text` from `from`.
-fn string_array(text: &str, from: usize, key: &str) -> Vec<String> {
-    let at = from + text[from..].find(key).expect("key in manifest");
-    let open = at + text[at..].find('[').expect("array");
-    let close = open + text[open..].find(']').expect("array end");
-    text[open + 1..close]
-        .split(',')
-        .map(|s| s.trim().trim_matches('"').to_string())
-        .filter(|s| !s.is_empty())
-        .collect()
-}
-
-/// The `-I` directories of CUPTI release `release` ("12.9") from `manifest.json`.
+/// The `-I` directories of CUPTI release `release` ("12.9") from the wheel manifest.
 pub fn include_dirs(release: &str) -> Vec<PathBuf> {
-    let text = read("manifest.json");
-    let at = text
-        .find(&format!("\"release\": \"{release}\""))
-        .unwrap_or_else(|| panic!("release {release} is not in the manifest; run {FETCH}"));
-    let dirs: Vec<PathBuf> = string_array(&text, at, "\"include_dirs\"")
-        .into_iter()
-        .map(PathBuf::from)
-        .collect();
-    for d in &dirs {
-        assert!(d.is_dir(), "{} is missing; run {FETCH}", d.display());
-    }
-    dirs
-}
-
-/// NVIDIA's `libnvtx3interop.so.1` (from `extras.json`).
-pub fn nvtx_library() -> PathBuf {
-    let text = read("extras.json");
-    let key = "\"libnvtx3interop\": \"";
-    let at = text.find(key).expect("libnvtx3interop in extras.json") + key.len();
-    let end = at + text[at..].find('"').expect("string end");
-    let p = PathBuf::from(&text[at..end]);
-    assert!(p.is_file(), "{} is missing; run {FETCH}", p.display());
-    p
+    gpuprof_tests::manifest_release(release)
+        .include_dirs
+        .clone()
 }
 
 /// NVIDIA's NVTX include directory (holding `nvtx3/`), beside the library's `lib/`.
