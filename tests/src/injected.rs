@@ -112,6 +112,23 @@ pub fn run_injected(
     (out, records)
 }
 
+/// `tests/c/gemm_linked.c` built against the simulated cuBLAS, cuBLASLt and driver:
+/// a client whose GEMM calls go through its PLT, as PyTorch's do.
+pub fn gemm_linked_client() -> PathBuf {
+    let lib_dir = format!("-L{}", sim_lib_dir().display());
+    crate::compile_c(
+        "gemm_linked.c",
+        "gemm_linked",
+        &[
+            "-Wl,--no-as-needed",
+            &lib_dir,
+            "-lcublas",
+            "-lcublasLt",
+            "-lcuda",
+        ],
+    )
+}
+
 pub fn ring_files(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
         .expect("read session dir")

@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use gpuprof_tests::{
-    artifact, clean_env, compile_c, cudarc_gemms, gpuprof_command, run_injected, sim_cupti,
-    sim_lib_dir, Finished, Injection, Scratch, TimedChild,
+    artifact, clean_env, cudarc_gemms, gemm_linked_client, gpuprof_command, run_injected,
+    sim_cupti, sim_lib_dir, Finished, Injection, Scratch, TimedChild,
 };
 use serde_json::{json, Map, Value};
 use sim_core::{CostModel, GemmShape, Launch as SimLaunch};
@@ -269,21 +269,6 @@ const LINKED_GRAPH: [Shape; 3] = [
 
 // ---------------------------------------------------------------------------------
 // Running and reading sessions
-
-fn linked_client() -> PathBuf {
-    let lib_dir = format!("-L{}", sim_lib_dir().display());
-    compile_c(
-        "gemm_linked.c",
-        "gemm_linked",
-        &[
-            "-Wl,--no-as-needed",
-            &lib_dir,
-            "-lcublas",
-            "-lcublasLt",
-            "-lcuda",
-        ],
-    )
-}
 
 /// `gpuprof record -o <scratch>/out -- program` on the simulated H100 with CUPTI 13.4
 /// and `env`; checks the program's output and returns the output directory.
@@ -1230,7 +1215,7 @@ fn check_square_gemm_by_hand(r: &Value) {
 #[test]
 fn linked_client_roofline_is_exact_under_record() {
     let scratch = Scratch::new("roofline-linked-record");
-    let out = record(&scratch, &linked_client(), LINKED_STDOUT, ALL_COUNTERS);
+    let out = record(&scratch, &gemm_linked_client(), LINKED_STDOUT, ALL_COUNTERS);
     check_linked(&out);
 }
 
@@ -1240,7 +1225,7 @@ fn linked_client_roofline_is_exact_under_ld_preload() {
     let dir = preloaded(
         &scratch,
         "roofline-linked-preload-ring",
-        &linked_client(),
+        &gemm_linked_client(),
         LINKED_STDOUT,
         ALL_COUNTERS,
     );
@@ -1256,7 +1241,7 @@ fn linked_client_roofline_is_exact_under_ld_preload() {
 #[test]
 fn graph_kernels_of_unmeasured_shapes_get_no_bytes_from_other_shapes() {
     let scratch = Scratch::new("roofline-linked-graph-bytes");
-    let out = record(&scratch, &linked_client(), LINKED_STDOUT, ALL_COUNTERS);
+    let out = record(&scratch, &gemm_linked_client(), LINKED_STDOUT, ALL_COUNTERS);
     let r = report(&out, &[], &[]);
     let tn = &r["roofline"]["kernels"][0];
     assert_eq!(tn["calls"], json!(302));
@@ -1664,7 +1649,7 @@ fn unknown_gpu_gets_peaks_derived_from_its_attributes() {
         ("SIMCUDA_MEM_CLOCK_KHZ", "2000000"),
         ("SIMCUDA_BUS_WIDTH", "4096"),
     ]);
-    let out = record(&scratch, &linked_client(), LINKED_STDOUT, &env);
+    let out = record(&scratch, &gemm_linked_client(), LINKED_STDOUT, &env);
     let launches = price_linked(&session_records(&out));
     let r = report(&out, &[], &[]);
     // sm_90: 2048 BF16 tensor FMAs, 128 FP32 lanes per SM per clock; FMA = 2 FLOPs.
@@ -1719,7 +1704,7 @@ fn unknown_gpu_without_rates_names_what_is_missing() {
         ("SIMCUDA_DEVICE_NAME", name),
         ("SIMCUDA_CC", "8.7"),
     ];
-    let out = record(&scratch, &linked_client(), LINKED_STDOUT, &env);
+    let out = record(&scratch, &gemm_linked_client(), LINKED_STDOUT, &env);
     let r = report(&out, &[], &[]);
     let why = format!(
         "no peaks for GPU \"{name}\" (device 0): not in the table of known GPUs, and cannot \

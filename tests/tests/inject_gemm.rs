@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use gpuprof_tests::{
-    compile_c, cudarc_gemms, kernels_in_order, run_cudarc_injected, run_injected, sim_lib_dir,
-    strings, Injection,
+    cudarc_gemms, gemm_linked_client, kernels_in_order, run_cudarc_injected, run_injected, strings,
+    Injection,
 };
 use wire::{Gemm, Record};
 
@@ -100,23 +100,8 @@ fn cudarc_workload_every_gemm_shape_is_exact() {
     assert_eq!(by_corr.len(), 47, "no GEMM record without its kernel");
 }
 
-fn linked_client() -> std::path::PathBuf {
-    let lib_dir = format!("-L{}", sim_lib_dir().display());
-    compile_c(
-        "gemm_linked.c",
-        "gemm_linked",
-        &[
-            "-Wl,--no-as-needed",
-            &lib_dir,
-            "-lcublas",
-            "-lcublasLt",
-            "-lcuda",
-        ],
-    )
-}
-
 fn linked_client_in(how: Injection, scratch: &str) {
-    let (out, records) = run_injected(&linked_client(), how, scratch, "13.4", &[]);
+    let (out, records) = run_injected(&gemm_linked_client(), how, scratch, "13.4", &[]);
     assert_eq!(
         out.stdout,
         "ok: 6 GEMMs, a graph of 3 GEMMs replayed 100 times\n"
