@@ -12,6 +12,7 @@
 //! read-only again; the store itself is one aligned atomic word, so a thread calling
 //! through the slot at that moment gets the old or the new target, both valid.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -83,11 +84,15 @@ pub fn scan(obj: &Object, wanted: &[&str]) -> Result<Scan, String> {
         ));
     }
     let mut out = Scan::default();
-    let index = |name: &[u8]| {
-        // Versioned names ("dlsym@GLIBC_2.34") are not in the dynamic string table;
-        // the bare name is.
-        wanted.iter().position(|w| w.as_bytes() == name)
-    };
+    // Large libraries hold a hundred thousand dynamic symbols: one hash look-up each.
+    // Versioned names ("dlsym@GLIBC_2.34") are not in the dynamic string table; the
+    // bare name is.
+    let positions: HashMap<&[u8], usize> = wanted
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.as_bytes(), i))
+        .collect();
+    let index = |name: &[u8]| positions.get(name).copied();
     for sym in elf.dynamic_symbols() {
         if !sym.is_definition() || sym.kind() != SymbolKind::Text || sym.address() == 0 {
             continue;
