@@ -1,0 +1,541 @@
+//! The roofline sections of the report (`analysis::efficiency`): the table's
+//! `Roofline ...`, `Peaks` and `Roofline values missing`, the JSON `roofline` object
+//! and the CSV `roofline_*` and `peaks` sections, with their number formats.
+
+use std::fmt::Write;
+
+use serde_json::{json, Value};
+
+use super::{csv_cell, grid, micros, pct, plural, value};
+use crate::analysis::efficiency::{Efficiency, KernelRow, Rollup, ShapeRow};
+use crate::analysis::roofline::Point;
+
+/// A large number with an SI prefix and two decimals ("137.44G"); below 1000 at most
+/// three decimals.
+pub fn si(v: f64) -> String {
+    const PREFIXES: [&str; 6] = ["k", "M", "G", "T", "P", "E"];
+    if !v.is_finite() || v.abs() < 1000.0 {
+        return value(v);
+    }
+    let mut x = v;
+    let mut i = 0;
+    while x.abs() >= 1000.0 && i < PREFIXES.len() {
+        x /= 1000.0;
+        i += 1;
+    }
+    format!("{x:.2}{}", PREFIXES[i - 1])
+}
+
+/// Arithmetic intensity, FLOP/byte: two decimals, four below 1.
+fn intensity(v: f64) -> String {
+    if v.abs() < 1.0 {
+        format!("{v:.4}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn or_dash(v: Option<String>) -> String {
+    v.unwrap_or_else(|| "-".to_string())
+}
+
+/// A fraction as a percentage with one decimal.
+fn pct_of(f: Option<f64>) -> String {
+    or_dash(f.map(|f| format!("{:.1}", f * 100.0)))
+}
+
+/// A fraction as a percentage rounded to two decimals, for CSV and JSON.
+fn pct_value(f: Option<f64>) -> Value {
+    json!(f.map(|f| (f * 10_000.0).round() / 100.0))
+}
+
+fn shown_rows<T>(rows: &[T], top: Option<usize>) -> &[T] {
+    match top {
+        Some(n) if n > 0 && n < rows.len() => &rows[..n],
+        _ => rows,
+    }
+}
+
+/// The point's columns for tables: AI, FLOP/s, MFU %, MBU %, bound, roofline %.
+fn point_cells(p: &Point) -> Vec<String> {
+    vec![
+        or_dash(p.intensity.map(intensity)),
+        or_dash(p.achieved.map(si)),
+        pct_of(p.mfu),
+        pct_of(p.mbu),
+        or_dash(p.bound.map(|b| b.name().to_string())),
+        pct_of(p.efficiency),
+    ]
+}
+
+/// The point's fields for CSV and JSON.
+fn point_json(p: &Point, row: &mut Value) {
+    row["intensity"] = json!(p.intensity);
+    row["achieved_flops_per_s"] = json!(p.achieved);
+    row["mfu_pct"] = pct_value(p.mfu);
+    row["mbu_pct"] = pct_value(p.mbu);
+    row["ridge"] = json!(p.ridge);
+    row["bound"] = json!(p.bound.map(|b| b.name()));
+    row["attainable_flops_per_s"] = json!(p.attainable);
+    row["roofline_efficiency_pct"] = pct_value(p.efficiency);
+}
+
+fn rollup_cells(r: &Rollup, kernel_ns: u64) -> Vec<String> {
+    vec![
+        r.launches.to_string(),
+        micros(r.gpu_ns),
+        pct(r.gpu_ns, kernel_ns),
+        si(r.model_flops),
+        si(r.hw_flops),
+        si(r.bytes),
+        or_dash(r.intensity.map(intensity)),
+        or_dash(r.achieved.map(si)),
+        pct_of(r.mfu),
+        pct_of(r.mbu),
+        r.name.clone(),
+    ]
+}
+
+const ROLLUP_HEADERS: [&str; 10] = [
+    "launches",
+    "GPU µs",
+    "time %",
+    "model FLOPs",
+    "hw FLOPs",
+    "DRAM bytes",
+    "AI",
+    "FLOP/s",
+    "MFU %",
+    "MBU %",
+];
+
+fn rollup_grid(out: &mut String, title: &str, rows: &[Rollup], kernel_ns: u64) {
+    let mut headers: Vec<&str> = ROLLUP_HEADERS.to_vec();
+    headers.push(title);
+    let right: Vec<bool> = (0..11).map(|i| i < 10).collect();
+    let cells: Vec<Vec<String>> = rows.iter().map(|r| rollup_cells(r, kernel_ns)).collect();
+    grid(out, &headers, &right, &cells);
+}
+
+/// The table's roofline sections: per kernel, per GEMM shape, per family, per NVTX
+/// range, the run, the peaks used and what is missing.
+pub(super) fn roofline_table(out: &mut String, e: &Efficiency, kernel_ns: u64, top: Option<usize>) {
+    let many_gpus = e.gpus.len() > 1;
+    let label = |name: &str, gpu: &str| {
+        if many_gpus {
+            format!("{name} [{gpu}]")
+        } else {
+            name.to_string()
+        }
+    };
+    out.push_str(
+        "\nRoofline by kernel (FLOPs: model = GEMM shapes, hw = counters; AI in FLOP/byte)\n",
+    );
+    let kernels = shown_rows(&e.kernels, top);
+    let rows: Vec<Vec<String>> = kernels
+        .iter()
+        .map(|k: &KernelRow| {
+            let mut row = vec![
+                micros(k.gpu_ns),
+                k.calls.to_string(),
+                or_dash(k.model_flops.map(si)),
+                or_dash(k.hw_flops.map(si)),
+                or_dash(k.flops_source.map(|f| f.name().to_string())),
+                or_dash(k.bytes.map(si)),
+            ];
+            row.extend(point_cells(&k.point));
+            row.push(k.family.name().to_string());
+            row.push(or_dash(k.math.map(|m| m.to_string())));
+            row.push(label(&k.name, &k.gpu));
+            row
+        })
+        .collect();
+    grid(
+        out,
+        &[
+            "GPU µs",
+            "calls",
+            "model FLOPs",
+            "hw FLOPs",
+            "used",
+            "DRAM bytes",
+            "AI",
+            "FLOP/s",
+            "MFU %",
+            "MBU %",
+            "bound",
+            "roofline %",
+            "family",
+            "math",
+            "name",
+        ],
+        &[
+            true, true, true, true, false, true, true, true, true, true, false, true, false, false,
+            false,
+        ],
+        &rows,
+    );
+    if kernels.len() < e.kernels.len() {
+        let _ = writeln!(
+            out,
+            "  ... {} more kernels (--top 0 shows all)",
+            e.kernels.len() - kernels.len()
+        );
+    }
+
+    if !e.shapes.is_empty() {
+        out.push_str("\nRoofline by GEMM shape (M x N x K x batch, A·B->D types, compute type)\n");
+        let rows: Vec<Vec<String>> = e
+            .shapes
+            .iter()
+            .map(|s: &ShapeRow| {
+                let mut row = vec![
+                    s.calls.to_string(),
+                    s.launches.to_string(),
+                    micros(s.gpu_ns),
+                    si(s.model_flops),
+                    or_dash(s.bytes.map(si)),
+                ];
+                row.extend(point_cells(&s.point));
+                row.push(or_dash(s.math.map(|m| m.to_string())));
+                row.push(label(&s.label, &s.gpu));
+                row
+            })
+            .collect();
+        grid(
+            out,
+            &[
+                "calls",
+                "launches",
+                "GPU µs",
+                "model FLOPs",
+                "DRAM bytes",
+                "AI",
+                "FLOP/s",
+                "MFU %",
+                "MBU %",
+                "bound",
+                "roofline %",
+                "math",
+                "shape",
+            ],
+            &[
+                true, true, true, true, true, true, true, true, true, false, true, false, false,
+            ],
+            &rows,
+        );
+    }
+
+    out.push_str(
+        "\nRoofline by kernel family (MFU, MBU: time-weighted, (Σ FLOPs / peak) / Σ time)\n",
+    );
+    rollup_grid(out, "family", &e.families, kernel_ns);
+    if !e.ranges.is_empty() {
+        out.push_str("\nRoofline by NVTX range\n");
+        rollup_grid(out, "range", &e.ranges, kernel_ns);
+    }
+    out.push_str("\nRoofline of the run\n");
+    rollup_grid(out, "", std::slice::from_ref(&e.run), kernel_ns);
+
+    out.push_str("\nPeaks (dense)\n");
+    for g in &e.gpus {
+        let devices: Vec<String> = g
+            .devices
+            .iter()
+            .map(|(pid, d)| format!("pid {pid} device {d}"))
+            .collect();
+        let _ = writeln!(out, "  {} ({})", g.gpu, devices.join(", "));
+        match (&g.peaks, &g.error) {
+            (Some(p), _) => {
+                let ceilings: Vec<String> = p
+                    .ceilings()
+                    .iter()
+                    .map(|(m, v)| format!("{m} {}", value(v / 1e12)))
+                    .collect();
+                let _ = writeln!(out, "    TFLOP/s: {}", ceilings.join(", "));
+                let _ = writeln!(
+                    out,
+                    "    DRAM: {}",
+                    match p.bandwidth() {
+                        Some(bw) => format!("{} TB/s", value(bw / 1e12)),
+                        None => "unknown".to_string(),
+                    }
+                );
+                let _ = writeln!(out, "    source: {}", p.source);
+            }
+            (None, Some(err)) => {
+                let _ = writeln!(out, "    {err}");
+            }
+            (None, None) => {}
+        }
+    }
+
+    for (pid, message) in &e.gemm_statuses {
+        let _ = writeln!(out, "  pid {pid}: GEMM shapes unavailable: {message}");
+    }
+    if e.gemm_unjoined > 0 {
+        let _ = writeln!(
+            out,
+            "  {} not joined to a kernel",
+            plural(e.gemm_unjoined, "GEMM record", "GEMM records")
+        );
+    }
+
+    if !e.missing.is_empty() {
+        out.push_str("\nRoofline values missing\n");
+        for m in &e.missing {
+            let _ = writeln!(out, "  {}: {}", label(&m.kernel, &m.gpu), m.what);
+        }
+    }
+}
+
+fn rollup_json(r: &Rollup) -> Value {
+    json!({
+        "name": r.name,
+        "launches": r.launches,
+        "gpu_ns": r.gpu_ns,
+        "model_flops": r.model_flops,
+        "hw_flops": r.hw_flops,
+        "flops_ns": r.flops_ns,
+        "bytes": r.bytes,
+        "bytes_ns": r.bytes_ns,
+        "intensity": r.intensity,
+        "achieved_flops_per_s": r.achieved,
+        "mfu_pct": pct_value(r.mfu),
+        "mbu_pct": pct_value(r.mbu),
+    })
+}
+
+/// The `roofline` object: `kernels` (the shown ones), `shapes`, `families`, `ranges`,
+/// `run`, `peaks`, `missing`, `gemm_statuses`, `gemm_unjoined`. FLOPs, bytes and
+/// FLOP/s are plain numbers; `*_pct` are percentages rounded to two decimals; `null`
+/// where a value could not be computed (see `missing`).
+pub(super) fn roofline_json(e: &Efficiency, top: Option<usize>) -> Value {
+    let kernels: Vec<Value> = shown_rows(&e.kernels, top)
+        .iter()
+        .map(|k| {
+            let mut row = json!({
+                "name": k.name,
+                "mangled": k.mangled,
+                "gpu": k.gpu,
+                "family": k.family.name(),
+                "precision": k.math.map(|m| m.precision.name()),
+                "pipe": k.math.map(|m| m.pipe.name()),
+                "calls": k.calls,
+                "gpu_ns": k.gpu_ns,
+                "gemm_launches": k.gemm_launches,
+                "gemm_part_launches": k.gemm_part_launches,
+                "model_flops": k.model_flops,
+                "hw_flops": k.hw_flops,
+                "hw_flops_launches": k.hw_flops_launches,
+                "flops_source": k.flops_source.map(|f| f.name()),
+                "bytes": k.bytes,
+                "bytes_launches": k.bytes_launches,
+                "peak_flops_per_s": k.peak_flops,
+                "dram_bytes_per_s": k.bandwidth,
+            });
+            point_json(&k.point, &mut row);
+            row
+        })
+        .collect();
+    let shapes: Vec<Value> = e
+        .shapes
+        .iter()
+        .map(|s| {
+            use crate::analysis::precision::{compute_type_name, data_type_name};
+            let mut row = json!({
+                "shape": s.label,
+                "gpu": s.gpu,
+                "m": s.shape.m,
+                "n": s.shape.n,
+                "k": s.shape.k,
+                "batch": s.shape.batch,
+                "a_type": data_type_name(s.shape.a_type),
+                "b_type": data_type_name(s.shape.b_type),
+                "c_type": data_type_name(s.shape.c_type),
+                "d_type": data_type_name(s.shape.d_type),
+                "compute_type": compute_type_name(s.shape.compute_type),
+                "precision": s.math.map(|m| m.precision.name()),
+                "pipe": s.math.map(|m| m.pipe.name()),
+                "calls": s.calls,
+                "launches": s.launches,
+                "gpu_ns": s.gpu_ns,
+                "model_flops": s.model_flops,
+                "bytes": s.bytes,
+                "bytes_launches": s.bytes_launches,
+                "peak_flops_per_s": s.peak_flops,
+                "dram_bytes_per_s": s.bandwidth,
+                "kernels": s.kernels,
+            });
+            point_json(&s.point, &mut row);
+            row
+        })
+        .collect();
+    let peaks: Vec<Value> = e
+        .gpus
+        .iter()
+        .map(|g| {
+            let mut row = json!({
+                "gpu": g.gpu,
+                "devices": g.devices.iter().map(|(pid, d)| json!({"pid": pid, "device_id": d})).collect::<Vec<_>>(),
+                "source": g.peaks.as_ref().map(|p| p.source.clone()),
+                "error": g.error,
+                "dram_bytes_per_s": g.peaks.as_ref().and_then(|p| p.bandwidth()),
+            });
+            for (m, v) in g.peaks.as_ref().map(|p| p.ceilings()).unwrap_or_default() {
+                let pipe = match m.pipe {
+                    crate::analysis::precision::Pipe::Tensor => "tensor",
+                    crate::analysis::precision::Pipe::Cuda => "cuda",
+                };
+                row[format!("{}_{pipe}_flops_per_s", m.precision.name().to_lowercase())] =
+                    json!(v);
+            }
+            row
+        })
+        .collect();
+    json!({
+        "kernels": kernels,
+        "shapes": shapes,
+        "families": e.families.iter().map(rollup_json).collect::<Vec<_>>(),
+        "ranges": e.ranges.iter().map(rollup_json).collect::<Vec<_>>(),
+        "run": rollup_json(&e.run),
+        "peaks": peaks,
+        "missing": e.missing,
+        "gemm_statuses": e.gemm_statuses.iter().map(|(pid, m)| json!({"pid": pid, "message": m})).collect::<Vec<_>>(),
+        "gemm_unjoined": e.gemm_unjoined,
+    })
+}
+
+const ROOFLINE_KERNEL_COLUMNS: [&str; 26] = [
+    "name",
+    "mangled",
+    "gpu",
+    "family",
+    "precision",
+    "pipe",
+    "calls",
+    "gpu_ns",
+    "gemm_launches",
+    "gemm_part_launches",
+    "model_flops",
+    "hw_flops",
+    "hw_flops_launches",
+    "flops_source",
+    "bytes",
+    "bytes_launches",
+    "intensity",
+    "achieved_flops_per_s",
+    "mfu_pct",
+    "mbu_pct",
+    "ridge",
+    "bound",
+    "attainable_flops_per_s",
+    "roofline_efficiency_pct",
+    "peak_flops_per_s",
+    "dram_bytes_per_s",
+];
+const ROOFLINE_SHAPE_COLUMNS: [&str; 28] = [
+    "shape",
+    "gpu",
+    "m",
+    "n",
+    "k",
+    "batch",
+    "a_type",
+    "b_type",
+    "c_type",
+    "d_type",
+    "compute_type",
+    "precision",
+    "pipe",
+    "calls",
+    "launches",
+    "gpu_ns",
+    "model_flops",
+    "bytes",
+    "bytes_launches",
+    "intensity",
+    "achieved_flops_per_s",
+    "mfu_pct",
+    "mbu_pct",
+    "ridge",
+    "bound",
+    "attainable_flops_per_s",
+    "roofline_efficiency_pct",
+    "peak_flops_per_s",
+];
+const ROLLUP_COLUMNS: [&str; 12] = [
+    "name",
+    "launches",
+    "gpu_ns",
+    "model_flops",
+    "hw_flops",
+    "flops_ns",
+    "bytes",
+    "bytes_ns",
+    "intensity",
+    "achieved_flops_per_s",
+    "mfu_pct",
+    "mbu_pct",
+];
+const PEAK_COLUMNS: [&str; 14] = [
+    "gpu",
+    "devices",
+    "bf16_tensor_flops_per_s",
+    "fp16_tensor_flops_per_s",
+    "tf32_tensor_flops_per_s",
+    "fp8_tensor_flops_per_s",
+    "int8_tensor_flops_per_s",
+    "fp4_tensor_flops_per_s",
+    "fp64_tensor_flops_per_s",
+    "fp32_cuda_flops_per_s",
+    "fp64_cuda_flops_per_s",
+    "dram_bytes_per_s",
+    "source",
+    "error",
+];
+
+/// The CSV roofline sections from the JSON `roofline` object.
+pub(super) fn roofline_csv(out: &mut String, r: &Value) {
+    let rows = |key: &str| r[key].as_array().cloned().unwrap_or_default();
+    let peaks: Vec<Value> = rows("peaks")
+        .into_iter()
+        .map(|mut p| {
+            let devices: Vec<String> = p["devices"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|d| format!("{}:{}", d["pid"], d["device_id"]))
+                .collect();
+            p["devices"] = json!(devices.join(" "));
+            p
+        })
+        .collect();
+    let sections: [(&str, &[&str], Vec<Value>); 7] = [
+        (
+            "roofline_kernels",
+            &ROOFLINE_KERNEL_COLUMNS,
+            rows("kernels"),
+        ),
+        ("roofline_shapes", &ROOFLINE_SHAPE_COLUMNS, rows("shapes")),
+        ("roofline_families", &ROLLUP_COLUMNS, rows("families")),
+        ("roofline_ranges", &ROLLUP_COLUMNS, rows("ranges")),
+        ("roofline_run", &ROLLUP_COLUMNS, vec![r["run"].clone()]),
+        ("peaks", &PEAK_COLUMNS, peaks),
+        (
+            "roofline_missing",
+            &["kernel", "gpu", "what"],
+            rows("missing"),
+        ),
+    ];
+    for (name, columns, rows) in sections {
+        let _ = writeln!(out, "\n# {name}");
+        out.push_str(&columns.join(","));
+        out.push('\n');
+        for row in rows {
+            let cells: Vec<String> = columns.iter().map(|c| csv_cell(&row[*c])).collect();
+            out.push_str(&cells.join(","));
+            out.push('\n');
+        }
+    }
+}
