@@ -7,12 +7,12 @@
 //!
 //! - [`summary`]: per-process facts, kernel and copy aggregation, drops, processes
 //!   whose stream did not end;
-//! - [`counters`]: counter plans and statuses, kernel counters merged per kernel,
+//! - [`counters`](mod@counters): counter plans and statuses, kernel counters merged per kernel,
 //!   sampling windows per metric;
 //! - [`sampled`]: sampling windows attributed to kernels by overlap time;
 //! - [`nvtx`]: NVTX range pairing and the GPU time attributed to each range;
 //! - [`trace`]: the Chrome trace event / Perfetto JSON view;
-//! - [`precision`], [`peaks`], [`roofline`], [`family`], [`gemm`], [`efficiency`]: the
+//! - [`precision`], [`peaks`], [`roofline`], [`family`], [`gemm`], [`efficiency`](mod@efficiency): the
 //!   roofline analysis: GEMM shapes joined to kernels, per-GPU peaks, and per kernel,
 //!   GEMM shape, family, NVTX range and run: FLOPs, bytes, AI, MFU, MBU, bound.
 
@@ -24,6 +24,7 @@ pub mod nvtx;
 mod peak_table;
 pub mod peaks;
 pub mod precision;
+pub mod rollup;
 pub mod roofline;
 pub mod sampled;
 pub mod summary;
