@@ -2,7 +2,7 @@
 //!
 //! Two ways in, one start-up:
 //! - `CUDA_INJECTION64_PATH=libgpuprof.so`: the CUDA driver loads us during `cuInit` and
-//!   calls [`InitializeInjection`].
+//!   calls `InitializeInjection`.
 //! - `LD_PRELOAD=libgpuprof.so`: our ELF constructor runs before `main`. It does not
 //!   load CUPTI into a process that may never use CUDA; it points
 //!   `CUDA_INJECTION64_PATH` at this library, so the driver calls

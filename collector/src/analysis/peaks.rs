@@ -1,7 +1,7 @@
 //! Peak FLOP/s and DRAM bandwidth of a GPU: the ceilings of its roofline.
 //!
 //! Where a GPU's peaks come from, first match wins:
-//! 1. the table of known GPUs ([`super::peak_table`]), by the exact CUDA device name
+//! 1. the table of known GPUs (`peak_table`), by the exact CUDA device name
 //!    (`cuDeviceGetName`, e.g. "NVIDIA H100 80GB HBM3"), each entry naming the NVIDIA
 //!    datasheet its dense (no sparsity) figures come from;
 //! 2. otherwise figures derived from the device record: SM count x core clock x the
