@@ -114,6 +114,13 @@ pub fn install(opts: &Options) {
     }
     dlsym::init();
     ON.store(true, Ordering::Release);
+    if dlsym::entry_address().is_none() {
+        let message = "GEMMs of cuBLAS reached through dlsym (cudarc, Python bindings) are \
+                       not recorded on this architecture; calls through a program's PLT are"
+            .to_string();
+        warn!("{message}");
+        handoff::send(Record::GemmStatus(GemmStatus { message }));
+    }
     rescan();
 }
 
@@ -128,16 +135,7 @@ pub fn rescan() {
         return;
     }
     *seen = generation;
-    if let Err(e) = hooks::patch_loaded() {
-        fail(e);
-    }
-}
-
-fn fail(message: String) {
-    if ON.swap(false, Ordering::AcqRel) {
-        warn!("GEMM shapes are off: {message}; tracing continues");
-        handoff::send(Record::GemmStatus(GemmStatus { message }));
-    }
+    hooks::patch_loaded();
 }
 
 fn api_id(api: usize) -> Option<u32> {

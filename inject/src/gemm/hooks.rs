@@ -325,7 +325,7 @@ fn skipped(o: &loaded::Object) -> bool {
 
 /// Points every loaded object's GOT slots for the hooked functions and for `dlsym`
 /// at our hooks. Objects that cannot be read or checked are left alone (debug log).
-pub fn patch_loaded() -> Result<(), String> {
+pub fn patch_loaded() {
     let started = std::time::Instant::now();
     let objects = loaded::objects();
     let mut patched = 0usize;
@@ -393,5 +393,4 @@ pub fn patch_loaded() -> Result<(), String> {
         objects.len(),
         started.elapsed().as_secs_f64() * 1e3
     );
-    Ok(())
 }
