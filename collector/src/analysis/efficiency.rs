@@ -51,7 +51,7 @@ use super::peaks::{peaks_for, Overrides, Peaks};
 use super::precision::{Math, Precision};
 use super::rollup::{rollups, LaunchValues};
 use super::roofline::{evaluate, Inputs, Point};
-use super::{demangle, lookup, strings};
+use super::{demangle, dims, lookup, strings};
 
 pub use super::rollup::Rollup;
 
@@ -294,11 +294,6 @@ struct ConfigAcc {
     calls: u64,
     /// metric -> (launches, sum)
     metrics: BTreeMap<String, (u64, f64)>,
-}
-
-/// "4x1x1".
-fn dims(d: [i32; 3]) -> String {
-    format!("{}x{}x{}", d[0], d[1], d[2])
 }
 
 /// The roofline analysis of a session. `overrides` is the user's peaks file (or

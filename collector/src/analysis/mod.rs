@@ -82,6 +82,11 @@ pub fn demangle(name: &str) -> String {
         .unwrap_or_else(|| name.to_string())
 }
 
+/// A grid or block as "4x1x1".
+pub fn dims(d: [i32; 3]) -> String {
+    format!("{}x{}x{}", d[0], d[1], d[2])
+}
+
 /// `part` as a percentage of `whole`, rounded to two decimals; 0 when `whole` is 0.
 pub fn percent(part: u64, whole: u64) -> f64 {
     if whole == 0 {

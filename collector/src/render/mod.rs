@@ -40,7 +40,7 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use crate::analysis::efficiency::Efficiency;
-use crate::analysis::{percent, KernelStats, Summary};
+use crate::analysis::{dims, percent, KernelStats, Summary};
 use counters::{
     counters_json, counters_table, KERNEL_COUNTER_COLUMNS, PLAN_COLUMNS, SAMPLED_COLUMNS,
     SAMPLE_COLUMNS,
@@ -60,10 +60,6 @@ fn mean_ns(total: u64, count: u64) -> u64 {
     } else {
         ((total as u128 + count as u128 / 2) / count as u128) as u64
     }
-}
-
-fn dims(d: [i32; 3]) -> String {
-    format!("{}x{}x{}", d[0], d[1], d[2])
 }
 
 fn pct(part: u64, whole: u64) -> String {
