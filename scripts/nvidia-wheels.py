@@ -98,6 +98,11 @@ EXTRAS = {
     "nvtx_include": ("nvidia-nvtx-cu12", "12.9.79",
                      "fec150986817f2b4e7eed72ed059f2dcb9ba3856b9a96134e448eac946a6952f",
                      "nvidia/nvtx/include"),
+    # CUPTI of CUDA 12.9 GA (API 27; 12.9 Update 1 is API 28): the tests check it
+    # answers 27 and ships the same headers as the 12.9 release above.
+    "cupti_12_9_ga": ("nvidia-cuda-cupti-cu12", "12.9.19",
+                      "300a5087166edc80693ce4291b44dbd03cbf3bbabfeee3456bfb79b355456ad1",
+                      "nvidia/cuda_cupti"),
 }
 
 

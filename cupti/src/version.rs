@@ -21,7 +21,7 @@ impl ApiVersion {
         } else {
             RELEASES
                 .iter()
-                .find(|r| r.api_version == self.0)
+                .find(|r| r.api_version == canonical(self.0))
                 .and_then(|r| parse_name(r.name))
         }
     }
@@ -38,6 +38,19 @@ fn parse_name(name: &str) -> Option<(u32, u32)> {
     Some((a.parse().ok()?, b.parse().ok()?))
 }
 
+/// CUDA 12 API numbers that share another number's headers: `cupti_version.h`
+/// gives 27 to CUDA 12.9 and 28 to 12.9 Update 1, whose headers are identical
+/// (the 12.9.19 and 12.9.79 wheels; `tests/tests/nvidia_libraries.rs` compares them
+/// and asks the real 12.9.19 library).
+const SAME_HEADERS: &[(u32, u32)] = &[(27, 28)];
+
+fn canonical(api: u32) -> u32 {
+    SAME_HEADERS
+        .iter()
+        .find(|(alias, _)| *alias == api)
+        .map_or(api, |(_, to)| *to)
+}
+
 /// The release whose record layouts apply to a library answering `api`, if any.
 pub fn release_for_api_version(api: ApiVersion) -> Option<&'static Release> {
     if api.0 >= 100_000 {
@@ -46,7 +59,7 @@ pub fn release_for_api_version(api: ApiVersion) -> Option<&'static Release> {
             .iter()
             .find(|r| r.api_version >= 100_000 && parse_name(r.name) == Some(mm))
     } else {
-        RELEASES.iter().find(|r| r.api_version == api.0)
+        RELEASES.iter().find(|r| r.api_version == canonical(api.0))
     }
 }
 
@@ -61,7 +74,7 @@ pub fn release_name_of(api: ApiVersion) -> String {
             api.0
         )
     } else {
-        match RELEASES.iter().find(|r| r.api_version == api.0) {
+        match RELEASES.iter().find(|r| r.api_version == canonical(api.0)) {
             Some(r) => format!("{} (API {})", r.name, api.0),
             None => format!("API {}", api.0),
         }
@@ -71,6 +84,17 @@ pub fn release_name_of(api: ApiVersion) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cuda_12_9_ga_uses_the_12_9_layouts() {
+        assert_eq!(
+            release_for_api_version(ApiVersion(27)).map(|r| r.name),
+            Some("12.9")
+        );
+        assert_eq!(ApiVersion(27).major_minor(), Some((12, 9)));
+        assert_eq!(release_name_of(ApiVersion(27)), "12.9 (API 27)");
+        assert_eq!(release_for_api_version(ApiVersion(25)), None);
+    }
 
     #[test]
     fn cuda12_maps_by_exact_api_number() {
