@@ -16,7 +16,7 @@ use cupti_sys::{
 };
 use wire::Record;
 
-use crate::cupti_api::{self, BufferCallbacks};
+use cupti::activity::BufferCallbacks;
 use crate::decode::Decoded;
 use crate::handoff::{self, Claims, CONTEXTS, DEVICES, UNKNOWN_KINDS};
 use crate::lifecycle::{self, State};
@@ -150,7 +150,7 @@ unsafe fn decode_buffer(t: &tracer::Tracer, buffer: *mut u8, valid: usize) {
     };
     loop {
         // SAFETY: the caller's contract; `rec` is null or the previous record.
-        match unsafe { cupti_api::next_record(t.cupti, &t.subscriber, buffer, valid, rec) } {
+        match unsafe { cupti::activity::next_record(t.cupti, &t.subscriber, buffer, valid, rec) } {
             Ok(Some(r)) => rec = r,
             Ok(None) => break,
             Err(e) => {

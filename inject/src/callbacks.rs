@@ -23,7 +23,9 @@ use wire::{ContextInfo, Launch, Record};
 use crate::handoff::{self, CONTEXTS, DEVICES};
 use crate::lifecycle::{self, State};
 use crate::log::warn;
-use crate::{counters, cupti_api, device, gemm, tracer};
+use cupti::callback;
+
+use crate::{counters, device, gemm, tracer};
 
 /// The driver-API calls that launch GPU work whose kernels we attribute.
 pub const LAUNCH_CBIDS: &[u32] = &[
@@ -131,9 +133,9 @@ fn on_api(cbid: u32, d: &CUpti_CallbackData) {
     let measurable = counters::measurable(cbid);
     if d.callbackSite == CUPTI_API_ENTER && measurable {
         // Before the timestamp: starting a counter range is not the launch's time.
-        counters::on_launch_enter(t.cupti, cbid, d);
+        counters::on_launch_enter(cbid, d);
     }
-    let now = cupti_api::timestamp(t.cupti);
+    let now = callback::timestamp(t.cupti);
     if d.callbackSite == CUPTI_API_ENTER {
         gemm::on_launch_enter(d.correlationId, !measurable);
         if !slot.is_null() {
@@ -157,14 +159,15 @@ fn on_api(cbid: u32, d: &CUpti_CallbackData) {
             end_ns: now,
         }));
         if measurable {
-            counters::on_launch_exit(t.cupti, d);
+            counters::on_launch_exit(d);
         }
     }
 }
 
 fn on_context_created(r: &CUpti_ResourceData) {
     let Some(t) = tracer::get() else { return };
-    let (context_id, device_id) = match cupti_api::context_ids(t.cupti, r.context) {
+    // SAFETY: the context CUPTI passed to the context-created resource callback.
+    let (context_id, device_id) = match unsafe { callback::context_ids(t.cupti, r.context) } {
         Ok(ids) => ids,
         Err(e) => {
             crate::log::debug!("a context was created but CUPTI cannot name it: {e}");

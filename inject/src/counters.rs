@@ -3,37 +3,49 @@
 //! ([`sampling`]); then nothing below runs.
 //!
 //! **Plan** (context created, once per device): the chip name
-//! (`cuptiDeviceGetChipName`), its pass groups (the default set of
-//! [`cupti::metrics::default_groups`], or `GPUPROF_METRICS` as one group), and one config
-//! image per group from CUPTI's own Profiler Host API (`cuptiProfilerHostInitialize`
-//! with the chip, `ConfigAddMetrics`, `GetConfigImage`); each group must be one pass
-//! (`cuptiProfilerHostGetNumOfPasses`). The plan is sent as `Record::CounterPlan`. Each
-//! context gets a range profiler object (`cuptiRangeProfilerEnable`) and a counter data
-//! image per group, sized for one range.
+//! (`cuptiDeviceGetChipName`) and [`cupti::plan::plan`]: the chip's default pass groups
+//! (or `GPUPROF_METRICS` as one group), each one config image from CUPTI's own
+//! Profiler Host API with all of the group's metrics added in one call, each one pass.
+//! The plan is sent as `Record::CounterPlan`. Each context gets a range profiler
+//! object (`cuptiRangeProfilerEnable`) and a counter data image per group, sized for
+//! one range.
 //!
-//! **Collection** (launch callbacks, on the launching thread). A kernel key is (name,
-//! grid, block); [`policy::Policy`] says which launches of a key are measured and
-//! rotates successive measured launches through the groups. At API enter of a
-//! measured launch: `SetConfig` (auto range: one range per kernel; user replay: this
-//! process begins and ends the pass, so no kernel is ever replayed; one range per
-//! pass) and `Start`; at API exit: `Stop`, `DecodeData`, and when the pass holds
-//! exactly that kernel's range, `cuptiProfilerHostEvaluateToGpuValues` into
-//! `Record::KernelCounters` (the launch's correlation id, the group). A measured kernel
-//! is serialised with the GPU's other work while the range is open; the launch policy
-//! bounds how many are. Unmeasured launches cost one map look-up.
+//! **Collection.** A kernel key is (name, grid, block); [`policy::Policy`] says which
+//! launches of a key are measured and rotates successive measured launches through
+//! the groups. At API enter of a measured launch (application thread): `SetConfig`
+//! (auto range: one range per kernel; user replay: this process begins and ends the
+//! pass, so no kernel is ever replayed; one range per pass) and `Start`; at API exit:
+//! `Stop`. Decoding (`DecodeData`, which waits for the pass's kernel to finish on the
+//! GPU, then `GetCounterDataInfo` and `cuptiProfilerHostEvaluateToGpuValues` into
+//! `Record::KernelCounters`) runs on the internal thread `gpuprof-counters`, never on
+//! the application's thread: a measured kernel may wait for work the application
+//! issues after the launch returns (`cuStreamWaitValue32` on a value the host writes
+//! later, producer/consumer kernels on two streams, NCCL group launches), and
+//! decoding on the launching thread would then wait forever.
 //!
-//! One measurement at a time per context: a launch on a context already being
-//! measured by another thread is not measured (never waited for). A pass holding no
-//! range (the launch failed) or more than one (another kernel of the context ran in
-//! it) gives no record. CUDA graph launches are not measured (their kernels are not
-//! one range).
+//! The launching thread waits for the decode at most [`DECODE_WAIT`]: in the common
+//! case the kernel finishes well within it, the measurement is over when the launch
+//! returns, and which launches are measured depends only on the policy. A kernel
+//! still running after [`DECODE_WAIT`] may be waiting for the application's later
+//! work: the launch returns, the pass is decoded whenever the kernel ends, and its
+//! key (name, grid, block) is not measured again, so the application waits at most
+//! once per such kernel and never forever. The context stays busy until its pass is
+//! decoded: launches on it meanwhile are not measured (never waited for).
+//!
+//! Not measured: a launch on a context already being measured, CUDA graph launches
+//! (their kernels are not one range), and launches under stream capture
+//! (`cuStreamIsCapturing` says the stream is capturing, or cannot say): they create
+//! graph nodes instead of running, and starting a range there could invalidate the
+//! application's capture. A pass holding no range (the launch failed) or more than
+//! one gives no record.
 //!
 //! **Kernel replay** (`GPUPROF_REPLAY=kernel`): the plan is one group holding every
 //! metric of the set, however many passes it needs; `SetConfig` asks for kernel
 //! replay, so CUPTI runs each measured kernel once per pass inside its launch call
 //! (saving and restoring the memory it writes) and every metric comes from every
-//! measured launch. It costs a launch that many kernel runs; the launch policy still
-//! bounds how many launches pay it.
+//! measured launch. It costs a launch that many kernel runs, and runs the kernel to
+//! completion inside the launch call: a kernel that waits for later host work cannot
+//! be measured this way. The launch policy bounds how many launches pay it.
 //!
 //! **Failure**: a chip without a default set, or any CUPTI error in planning or
 //! collection, gives one `gpuprof:` warning naming the call and the error, a
@@ -41,19 +53,23 @@
 
 use core::ffi::{c_void, CStr};
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
 
+use crossbeam_channel::{Receiver, Sender};
+use cupti::plan::{self, Mode};
+use cupti::profiler::{self as api, HostConfig, RangeProfiler, Replay};
 use cupti::Cupti;
 use cupti_sys::CUpti_driver_api_trace_cbid_enum as cbid;
-use cupti_sys::{CUcontext, CUpti_CallbackData};
+use cupti_sys::{CUcontext, CUpti_CallbackData, CUstream};
 use wire::{CounterPlan, CounterStatus, KernelCounters, MetricValue, Record};
 
 use crate::handoff;
 use crate::log::{debug, warn};
-use crate::options::{CounterMode, Options, Replay};
-use crate::profiler_api::{self as api, HostConfig, MetricNames, RangeProfiler};
+use crate::options::{CounterMode, Options, Replay as ReplayOption};
 
+pub mod capture;
 pub mod policy;
 pub mod range_filter;
 pub mod sampling;
@@ -65,7 +81,7 @@ struct Settings {
     metrics: Option<Vec<String>>,
     /// `GPUPROF_REPLAY=kernel`: one multi-pass group, CUPTI replaying each measured
     /// kernel once per pass.
-    kernel_replay: bool,
+    replay: Replay,
 }
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
@@ -104,14 +120,44 @@ struct Ctx {
     uid: u32,
     plan: Arc<Plan>,
     rp: RangeProfiler,
-    /// A launch on this context is being measured (the holder owns `images`).
+    /// A launch on this context is being measured or decoded (the holder owns
+    /// `images`).
     busy: AtomicBool,
     images: Mutex<Vec<Vec<u8>>>,
 }
 
+/// A stopped pass waiting to be decoded on the counters thread.
+struct Stopped {
+    ctx: Arc<Ctx>,
+    group: u32,
+    correlation_id: u32,
+    /// Told when the pass is decoded.
+    done: Sender<()>,
+}
+
+/// How long the launching thread waits for its measured kernel's pass to be decoded.
+pub const DECODE_WAIT: Duration = Duration::from_millis(250);
+
+/// A measurement this thread started at launch enter.
+struct Started {
+    ctx: Arc<Ctx>,
+    group: u32,
+    name: String,
+    grid: [u32; 3],
+    block: [u32; 3],
+}
+
+/// The counters thread's queue. At most one pass per context is in flight, so the
+/// bound is only reached with more than [`QUEUE`] contexts measuring at once; a pass
+/// that does not fit is dropped (its context released, no record).
+const QUEUE: usize = 256;
+static DECODER: OnceLock<Sender<Stopped>> = OnceLock::new();
+/// Passes stopped and not yet decoded.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
 thread_local! {
-    /// The measurement this thread started at launch enter: (context, group).
-    static PENDING: RefCell<Option<(Arc<Ctx>, u32)>> = const { RefCell::new(None) };
+    /// The measurement this thread started at launch enter.
+    static PENDING: RefCell<Option<Started>> = const { RefCell::new(None) };
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -138,7 +184,11 @@ pub fn configure(opts: &Options) {
     if SETTINGS
         .set(Settings {
             metrics: opts.metrics.clone(),
-            kernel_replay: opts.replay == Replay::Kernel,
+            replay: if opts.replay == ReplayOption::Kernel {
+                Replay::Kernel
+            } else {
+                Replay::User
+            },
         })
         .is_err()
     {
@@ -158,7 +208,7 @@ pub fn fail(message: String) {
 
 /// Context created (resource callback): plans the device's groups if this is its
 /// first context, and enables the range profiler on the context.
-pub fn on_context_created(c: &Cupti, ctx: CUcontext, context_id: u32, device_id: u32) {
+pub fn on_context_created(c: &'static Cupti, ctx: CUcontext, context_id: u32, device_id: u32) {
     sampling::on_context_created(c, device_id);
     if !ON.load(Ordering::Acquire) {
         return;
@@ -168,11 +218,13 @@ pub fn on_context_created(c: &Cupti, ctx: CUcontext, context_id: u32, device_id:
     }
 }
 
-fn add_context(c: &Cupti, ctx: CUcontext, uid: u32, device_id: u32) -> Result<(), String> {
+fn add_context(c: &'static Cupti, ctx: CUcontext, uid: u32, device_id: u32) -> Result<(), String> {
     let plan = {
         let mut setup = lock(&SETUP);
         if !setup.initialized {
-            api::profiler_initialize(c).map_err(|e| e.to_string())?;
+            cupti::preload_perf_libraries(c.path());
+            api::profiler_initialize(c.fns()).map_err(|e| e.to_string())?;
+            start_decoder()?;
             setup.initialized = true;
         }
         match setup.plans.iter().find(|(d, _)| *d == device_id) {
@@ -184,10 +236,12 @@ fn add_context(c: &Cupti, ctx: CUcontext, uid: u32, device_id: u32) -> Result<()
             }
         }
     };
-    let rp = api::range_enable(c, ctx).map_err(|e| e.to_string())?;
+    let rp = RangeProfiler::enable(c.fns(), ctx).map_err(|e| e.to_string())?;
     let mut images = Vec::with_capacity(plan.groups.len());
     for g in &plan.groups {
-        let size = api::counter_data_size(c, rp, &g.host.metrics, 1).map_err(|e| e.to_string())?;
+        let size = rp
+            .counter_data_size(g.host.metrics(), 1)
+            .map_err(|e| e.to_string())?;
         images.push(vec![0u8; size]);
     }
     CONTEXTS
@@ -204,54 +258,20 @@ fn add_context(c: &Cupti, ctx: CUcontext, uid: u32, device_id: u32) -> Result<()
 }
 
 /// The device's groups as config images, sent as `Record::CounterPlan`.
-fn make_plan(c: &Cupti, device_id: u32) -> Result<Plan, String> {
-    let chip = api::chip_name(c, device_id).map_err(|e| e.to_string())?;
-    let chosen: Vec<Vec<&str>> = match SETTINGS.get().and_then(|s| s.metrics.as_ref()) {
-        Some(m) => vec![m.iter().map(String::as_str).collect()],
-        None => cupti::metrics::default_groups(&chip)
-            .ok_or_else(|| {
-                format!(
-                    "gpuprof has no default metric set for chip {chip} (GPU {device_id}); \
-                     set GPUPROF_METRICS to choose metrics"
-                )
-            })?
-            .iter()
-            .map(|g| g.to_vec())
-            .collect(),
+fn make_plan(c: &'static Cupti, device_id: u32) -> Result<Plan, String> {
+    let chip = api::chip_name(c.fns(), device_id).map_err(|e| e.to_string())?;
+    let settings = SETTINGS.get().ok_or("counters are not configured")?;
+    let mode = match settings.replay {
+        Replay::Kernel => Mode::KernelReplay,
+        Replay::User => Mode::UserReplay,
     };
-    let kernel_replay = SETTINGS.get().is_some_and(|s| s.kernel_replay);
-    let chosen = if kernel_replay {
-        // Every metric of every group in one config; CUPTI replays per pass.
-        let mut all: Vec<&str> = Vec::new();
-        for name in chosen.into_iter().flatten() {
-            if !all.contains(&name) {
-                all.push(name);
-            }
-        }
-        vec![all]
-    } else {
-        chosen
-    };
-    let mut groups = Vec::with_capacity(chosen.len());
-    let mut replay_passes = 0;
-    for (i, names) in chosen.iter().enumerate() {
-        let metrics = MetricNames::new(names).ok_or("a metric name holds a NUL byte")?;
-        let mut host = HostConfig::new(c, &chip, metrics).map_err(|e| match e.metric {
-            Some(m) => format!("CUPTI does not accept metric {m} on {chip} ({})", e.error),
-            None => e.error.to_string(),
-        })?;
-        let passes = host.passes(c).map_err(|e| e.to_string())?;
-        if kernel_replay {
-            replay_passes = passes;
-        } else if passes != 1 {
-            return Err(format!(
-                "metric group {i} ({}) needs {passes} passes on {chip}; \
-                 each group must fit in one pass",
-                names.join(", ")
-            ));
-        }
-        let mut ids = Vec::with_capacity(names.len());
-        for name in host.metrics.names() {
+    let planned = plan::plan(c.fns(), &chip, mode, settings.metrics.as_deref())
+        .map_err(|e| e.describe(&format!("{chip} (GPU {device_id})")))?;
+    let replay_passes = planned.total_passes();
+    let mut groups = Vec::with_capacity(planned.groups.len());
+    for host in planned.groups {
+        let mut ids = Vec::with_capacity(host.metrics().len());
+        for name in host.metrics().names() {
             // SAFETY: a NUL-terminated string we own.
             let id = unsafe { handoff::intern(name.as_ptr()) }
                 .ok_or("the record channel is full; the plan could not be sent")?;
@@ -266,7 +286,7 @@ fn make_plan(c: &Cupti, device_id: u32) -> Result<Plan, String> {
     if let Some(r) = range_filter::name() {
         policy.push_str(&format!("; only launches inside NVTX range {r:?}"));
     }
-    if kernel_replay {
+    if mode == Mode::KernelReplay {
         policy.push_str(&format!(
             "; kernel replay: every metric on each measured launch, \
              {replay_passes} pass{} (the kernel runs once per pass)",
@@ -283,63 +303,78 @@ fn make_plan(c: &Cupti, device_id: u32) -> Result<Plan, String> {
     Ok(Plan { groups })
 }
 
-/// Grid and block of a kernel launch from its `cu*_params`; `None` for other calls
-/// (graph launches).
+/// What the policy and the capture check need of a kernel launch.
+struct Launch {
+    grid: [u32; 3],
+    block: [u32; 3],
+    stream: CUstream,
+    /// A `_ptsz` launch: a null stream is the per-thread default stream.
+    per_thread: bool,
+}
+
+/// Grid, block and stream of a kernel launch from its `cu*_params`; `None` for other
+/// calls (graph launches).
 ///
 /// # Safety
 /// `params` is null or the params struct CUPTI passes for `cbid`.
-unsafe fn launch_dims(cbid: u32, params: *const c_void) -> Option<([u32; 3], [u32; 3])> {
-    macro_rules! dims {
-        ($t:ty) => {{
+unsafe fn launch_of(cbid: u32, params: *const c_void) -> Option<Launch> {
+    macro_rules! plain {
+        ($t:ty, $per_thread:expr) => {{
             // SAFETY: CUPTI passes this struct for this callback id (the caller's
             // contract); it is valid during the callback.
             let p = unsafe { &*(params as *const $t) };
-            Some((
-                [p.gridDimX, p.gridDimY, p.gridDimZ],
-                [p.blockDimX, p.blockDimY, p.blockDimZ],
-            ))
+            Some(Launch {
+                grid: [p.gridDimX, p.gridDimY, p.gridDimZ],
+                block: [p.blockDimX, p.blockDimY, p.blockDimZ],
+                stream: p.hStream,
+                per_thread: $per_thread,
+            })
         }};
     }
     if params.is_null() {
         return None;
     }
     match cbid {
-        cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel => dims!(cupti_sys::cuLaunchKernel_params),
+        cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel => {
+            plain!(cupti_sys::cuLaunchKernel_params, false)
+        }
         cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz => {
-            dims!(cupti_sys::cuLaunchKernel_ptsz_params)
+            plain!(cupti_sys::cuLaunchKernel_ptsz_params, true)
         }
         cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel => {
-            dims!(cupti_sys::cuLaunchCooperativeKernel_params)
+            plain!(cupti_sys::cuLaunchCooperativeKernel_params, false)
         }
         cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz => {
-            dims!(cupti_sys::cuLaunchCooperativeKernel_ptsz_params)
+            plain!(cupti_sys::cuLaunchCooperativeKernel_ptsz_params, true)
         }
         cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx
         | cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz => {
             // The _ptsz variant has the same layout (config, f, kernelParams, extra).
-            // SAFETY: as in dims!.
+            // SAFETY: as in plain!.
             let p = unsafe { &*(params as *const cupti_sys::cuLaunchKernelEx_params) };
             if p.config.is_null() {
                 return None;
             }
             // SAFETY: the application's launch config, valid during the call.
             let cfg = unsafe { &*p.config };
-            Some((
-                [cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ],
-                [cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ],
-            ))
+            Some(Launch {
+                grid: [cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ],
+                block: [cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ],
+                stream: cfg.hStream,
+                per_thread: cbid == cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+            })
         }
         _ => None,
     }
 }
 
 /// Launch API enter: starts a range if the policy measures this launch.
-pub fn on_launch_enter(c: &Cupti, cbid: u32, d: &CUpti_CallbackData) {
+pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData) {
     if !ON.load(Ordering::Acquire) || d.symbolName.is_null() {
         return;
     }
     // SAFETY: functionParams is the params struct CUPTI passes for `cbid`.
-    let Some((grid, block)) = (unsafe { launch_dims(cbid, d.functionParams) }) else {
+    let Some(launch) = (unsafe { launch_of(cbid, d.functionParams) }) else {
         return;
     };
     if !range_filter::admits() {
@@ -359,17 +394,29 @@ pub fn on_launch_enter(c: &Cupti, cbid: u32, d: &CUpti_CallbackData) {
     {
         return;
     }
+    if !capture::certainly_not_capturing(launch.stream, launch.per_thread) {
+        ctx.busy.store(false, Ordering::Release);
+        return;
+    }
     // SAFETY: CUPTI's symbol name is a NUL-terminated string valid during the callback.
     let name = unsafe { CStr::from_ptr(d.symbolName) }.to_string_lossy();
-    let group = lock(&POLICY)
-        .as_mut()
-        .and_then(|p| p.decide(&name, grid, block, ctx.plan.groups.len()));
+    let group = lock(&POLICY).as_mut().and_then(|p| {
+        p.decide(&name, launch.grid, launch.block, ctx.plan.groups.len())
+    });
     let Some(group) = group else {
         ctx.busy.store(false, Ordering::Release);
         return;
     };
-    match begin(c, &ctx, group) {
-        Ok(()) => PENDING.with(|p| *p.borrow_mut() = Some((ctx, group))),
+    match begin(&ctx, group) {
+        Ok(()) => PENDING.with(|p| {
+            *p.borrow_mut() = Some(Started {
+                ctx,
+                group,
+                name: name.into_owned(),
+                grid: launch.grid,
+                block: launch.block,
+            })
+        }),
         Err(e) => {
             ctx.busy.store(false, Ordering::Release);
             fail(e.to_string());
@@ -377,58 +424,138 @@ pub fn on_launch_enter(c: &Cupti, cbid: u32, d: &CUpti_CallbackData) {
     }
 }
 
-fn begin(c: &Cupti, ctx: &Ctx, group: u32) -> Result<(), api::CallError> {
+fn begin(ctx: &Ctx, group: u32) -> Result<(), api::CallError> {
     let g = &ctx.plan.groups[group as usize];
     let mut images = lock(&ctx.images);
     let image = &mut images[group as usize];
     // The image is laid out for the shape of the last GetCounterDataSize on the object.
-    api::counter_data_size(c, ctx.rp, &g.host.metrics, 1)?;
-    api::counter_data_initialize(c, ctx.rp, image)?;
-    let kernel_replay = SETTINGS.get().is_some_and(|s| s.kernel_replay);
-    // SAFETY: the image lives in `ctx` (kept alive by PENDING until the pass is
-    // decoded) and is never resized, so it stays valid and unmoved.
-    unsafe { api::set_config(c, ctx.rp, &g.host.config, image, kernel_replay) }?;
-    api::start(c, ctx.rp)
+    ctx.rp.counter_data_size(g.host.metrics(), 1)?;
+    ctx.rp.initialize_image(image)?;
+    let replay = SETTINGS.get().map_or(Replay::User, |s| s.replay);
+    // SAFETY: the image lives in `ctx` (kept alive by PENDING, then by the decoder's
+    // queue entry, until the pass is decoded) and is never resized, so it stays
+    // valid and unmoved.
+    unsafe { ctx.rp.set_config(g.host.config(), image, replay) }?;
+    ctx.rp.start()
 }
 
-/// Launch API exit: ends the range this thread started, if any, and sends its values.
-pub fn on_launch_exit(c: &Cupti, d: &CUpti_CallbackData) {
-    let Some((ctx, group)) = PENDING.with(|p| p.borrow_mut().take()) else {
+/// Launch API exit: stops the range this thread started, if any, hands the pass to
+/// the counters thread and waits at most [`DECODE_WAIT`] for it to be decoded.
+pub fn on_launch_exit(d: &CUpti_CallbackData) {
+    let Some(started) = PENDING.with(|p| p.borrow_mut().take()) else {
         return;
     };
-    let r = finish(c, &ctx, group, d.correlationId);
-    ctx.busy.store(false, Ordering::Release);
-    if let Err(e) = r {
-        fail(e);
-    }
-}
-
-fn finish(c: &Cupti, ctx: &Ctx, group: u32, correlation_id: u32) -> Result<(), String> {
-    let all_passes = api::stop(c, ctx.rp).map_err(|e| e.to_string())?;
-    let dropped = api::decode(c, ctx.rp).map_err(|e| e.to_string())?;
+    let Started {
+        ctx,
+        group,
+        name,
+        grid,
+        block,
+    } = started;
+    let all_passes = match ctx.rp.stop() {
+        Ok(all) => all,
+        Err(e) => {
+            ctx.busy.store(false, Ordering::Release);
+            return fail(e.to_string());
+        }
+    };
     if !all_passes {
-        return Err(format!(
+        ctx.busy.store(false, Ordering::Release);
+        return fail(format!(
             "metric group {group} needs more than one pass \
              (cuptiRangeProfilerStop: isAllPassSubmitted = 0)"
         ));
     }
-    let g = &ctx.plan.groups[group as usize];
+    let (done, decoded) = crossbeam_channel::bounded(1);
+    let stopped = Stopped {
+        ctx,
+        group,
+        correlation_id: d.correlationId,
+        done,
+    };
+    IN_FLIGHT.fetch_add(1, Ordering::AcqRel);
+    let Some(queue) = DECODER.get() else {
+        // Unreachable: the counters thread starts before any context is measured.
+        stopped.ctx.busy.store(false, Ordering::Release);
+        IN_FLIGHT.fetch_sub(1, Ordering::AcqRel);
+        return;
+    };
+    match queue.try_send(stopped) {
+        Ok(()) => {
+            if decoded.recv_timeout(DECODE_WAIT).is_err() {
+                if let Some(p) = lock(&POLICY).as_mut() {
+                    p.exclude(&name, grid, block);
+                }
+                debug!(
+                    "launch {}: {name} {grid:?} {block:?} had not finished {} ms after \
+                     its launch (it may wait for work issued later); it is decoded when \
+                     it ends, and its launches are not measured again",
+                    d.correlationId,
+                    DECODE_WAIT.as_millis()
+                );
+            }
+        }
+        Err(e) => {
+            let s = e.into_inner();
+            s.ctx.busy.store(false, Ordering::Release);
+            IN_FLIGHT.fetch_sub(1, Ordering::AcqRel);
+            debug!(
+                "launch {}: the counters queue is full; not decoded",
+                s.correlation_id
+            );
+        }
+    }
+}
+
+fn start_decoder() -> Result<(), String> {
+    let (tx, rx) = crossbeam_channel::bounded(QUEUE);
+    std::thread::Builder::new()
+        .name("gpuprof-counters".into())
+        .spawn(move || decoder_thread(rx))
+        .map_err(|e| format!("cannot start the counters thread: {e}"))?;
+    let _ = DECODER.set(tx);
+    Ok(())
+}
+
+fn decoder_thread(rx: Receiver<Stopped>) {
+    crate::callbacks::mark_internal();
+    for s in rx {
+        crate::entry::guarded("the counters thread", (), || {
+            if ON.load(Ordering::Acquire) {
+                if let Err(e) = decode(&s) {
+                    fail(e);
+                }
+            }
+        });
+        s.ctx.busy.store(false, Ordering::Release);
+        IN_FLIGHT.fetch_sub(1, Ordering::AcqRel);
+        let _ = s.done.try_send(());
+    }
+}
+
+/// Decodes a stopped pass (waiting for its kernel on the GPU) and sends its values.
+fn decode(s: &Stopped) -> Result<(), String> {
+    let ctx = &s.ctx;
+    let dropped = ctx.rp.decode().map_err(|e| e.to_string())?;
+    let g = &ctx.plan.groups[s.group as usize];
     let images = lock(&ctx.images);
-    let image = &images[group as usize];
-    let ranges = api::ranges(c, image).map_err(|e| e.to_string())?;
+    let image = &images[s.group as usize];
+    let fns = ctx.rp.fns();
+    let ranges = api::ranges(fns, image).map_err(|e| e.to_string())?;
     if ranges != 1 || dropped != 0 {
         debug!(
-            "launch {correlation_id}: {ranges} ranges, {dropped} dropped in its pass; no counters"
+            "launch {}: {ranges} ranges, {dropped} dropped in its pass; no counters",
+            s.correlation_id
         );
         return Ok(());
     }
     let mut values = vec![0.0; g.ids.len()];
     g.host
-        .evaluate(c, image, 0, &mut values)
+        .evaluate(image, 0, &mut values)
         .map_err(|e| e.to_string())?;
     handoff::send(Record::KernelCounters(KernelCounters {
-        correlation_id,
-        group,
+        correlation_id: s.correlation_id,
+        group: s.group,
         metrics: g
             .ids
             .iter()
@@ -437,6 +564,23 @@ fn finish(c: &Cupti, ctx: &Ctx, group: u32, correlation_id: u32) -> Result<(), S
             .collect(),
     }));
     Ok(())
+}
+
+/// Process exit: waits until every stopped pass is decoded, at most until
+/// `deadline`. A pass whose kernel never finishes (it waits for work that will not
+/// come) is left, with one warning: its launch gets no counters.
+pub fn finish(deadline: Instant) {
+    while IN_FLIGHT.load(Ordering::Acquire) > 0 {
+        if Instant::now() >= deadline {
+            warn!(
+                "{} kernel counter measurement(s) were still waiting for the GPU at exit; \
+                 those launches have no counters",
+                IN_FLIGHT.load(Ordering::Acquire)
+            );
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// Whether `cbid` is a launch whose kernel can be measured (not a graph launch).

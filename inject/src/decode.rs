@@ -197,7 +197,7 @@ macro_rules! release {
                         // SAFETY: as above, a device record.
                         let d: l::Device = unsafe { read(rec) };
                         // SAFETY: CUPTI's device name is a NUL-terminated string it owns.
-                        let name = unsafe { crate::cupti_api::c_string(d.name) };
+                        let name = unsafe { cupti::callback::c_string(d.name) };
                         let name = name.unwrap_or_default();
                         Record::Device(DeviceInfo {
                             id: d.id,
@@ -290,7 +290,7 @@ mod tests {
         let mut seen = Vec::new();
         let mut intern = |p: *const c_char| {
             // SAFETY: the test passes a valid C string.
-            seen.push(unsafe { crate::cupti_api::c_string(p) });
+            seen.push(unsafe { cupti::callback::c_string(p) });
             Some(5)
         };
         // SAFETY: the bytes hold a 13.4 kernel record whose name is valid.

@@ -1,8 +1,13 @@
 //! Process exit and fork.
 //!
-//! Exit (`atexit`, once, in the process that started profiling): the last PM
-//! samples (`counters::sampling::finish`), CUPTI's forced flush, then the writer drains, writes `End` and the ring's finished flag while we
-//! wait at most `GPUPROF_EXIT_TIMEOUT_MS`; a ring whose collector is gone is deleted.
+//! Exit (`atexit`, once, in the process that started profiling): PM sampling
+//! stopped and its last samples sent (`counters::sampling::stop`), kernel counter
+//! passes still being decoded waited for (`counters::finish`, at most a quarter of
+//! `GPUPROF_EXIT_TIMEOUT_MS`), CUPTI's forced flush, then PM sampling disabled
+//! (`counters::sampling::disable`: only after the flush, as disabling can finalize
+//! CUPTI and lose undelivered activity buffers), then the writer drains, writes
+//! `End` and the ring's finished flag while we wait at most
+//! `GPUPROF_EXIT_TIMEOUT_MS`; a ring whose collector is gone is deleted.
 //!
 //! Fork: the child disables profiling (no CUPTI call, no ring: both belong to the
 //! parent). A child that execs starts over through the environment
@@ -16,11 +21,12 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
+use cupti::activity;
 use cupti_sys::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED;
 
 use crate::log::{debug, warn};
 use crate::writer::Finish;
-use crate::{cupti_api, lifecycle, tracer};
+use crate::{lifecycle, tracer};
 
 struct AtExit {
     pid: u32,
@@ -81,10 +87,14 @@ fn on_exit() {
     let started = Instant::now();
     if lifecycle::state() == lifecycle::State::Running {
         if let Some(t) = tracer::get() {
-            crate::counters::sampling::finish(t.cupti);
-            if let Err(e) = cupti_api::flush_all(t.cupti, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) {
+            crate::counters::sampling::stop();
+            crate::counters::finish(started + a.timeout / 4);
+            if let Err(e) = activity::flush_all(t.cupti, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) {
                 debug!("cuptiActivityFlushAll at exit: {e}");
             }
+            // Only after the flush: disabling PM sampling can finalize CUPTI and lose
+            // activity buffers not yet delivered.
+            crate::counters::sampling::disable();
         }
     }
     // From here callbacks and late buffers are ignored: the stream is closing.

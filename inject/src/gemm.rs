@@ -192,8 +192,15 @@ pub fn on_launch_exit() {
     LAUNCH.with(|l| l.set(0));
 }
 
+/// The id of a node of the `CUpti_GraphData` CUPTI passed to the running
+/// graph-node callback (null: none).
 fn node_id(c: &Cupti, node: cupti_sys::CUgraphNode) -> Option<u64> {
-    crate::cupti_api::graph_node_id(c, node)
+    if node.is_null() {
+        return None;
+    }
+    // SAFETY: a node handle from the callback's `CUpti_GraphData`, valid during the
+    // callback this runs in.
+    unsafe { cupti::callback::graph_node_id(c, node) }
         .ok()
         .filter(|&id| id != 0)
 }

@@ -14,7 +14,6 @@
 mod activity;
 mod callbacks;
 mod counters;
-mod cupti_api;
 mod decode;
 mod device;
 mod entry;
@@ -27,7 +26,6 @@ mod loaded;
 mod log;
 mod options;
 mod preload;
-mod profiler_api;
 mod session;
 mod tracer;
 mod writer;

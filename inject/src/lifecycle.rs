@@ -10,7 +10,7 @@ use cupti::Cupti;
 
 use crate::log::{debug, info, warn};
 use crate::options::Options;
-use crate::{cupti_api, exit, handoff, session, tracer, writer};
+use crate::{exit, handoff, session, tracer, writer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -127,7 +127,7 @@ fn trace(cupti: &'static Cupti, opts: &Options) -> Result<(), String> {
     tracer::start(cupti, opts)?;
     let unsubscribe = |e: String| {
         if let Some(t) = tracer::get() {
-            let _ = cupti_api::unsubscribe(t.cupti, &t.subscriber);
+            let _ = cupti::callback::unsubscribe(t.cupti, &t.subscriber);
         }
         e
     };

@@ -14,7 +14,7 @@ use cupti_sys::CUpti_CallbackIdResource::{
 
 use crate::activity;
 use crate::callbacks::{self, LAUNCH_CBIDS};
-use crate::cupti_api::{self, Subscriber};
+use cupti::callback::{self, Subscriber};
 use crate::decode::{self, Layouts};
 use crate::log::{debug, warn};
 use crate::options::Options;
@@ -58,7 +58,7 @@ pub fn start(cupti: &'static Cupti, opts: &Options) -> Result<(), String> {
         .ok_or_else(|| format!("no activity record decoder for CUPTI {release}"))?;
     check_sizes(cupti, layouts)?;
     activity::make_pool(opts.cupti_buffer_size, opts.cupti_buffers)?;
-    let subscriber = cupti_api::subscribe(cupti, Some(callbacks::on_callback), SUBSCRIBER_NAME)
+    let subscriber = callback::subscribe(cupti, Some(callbacks::on_callback), SUBSCRIBER_NAME)
         .map_err(|e| {
             if e.code.0 == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED {
                 format!(
@@ -79,7 +79,7 @@ pub fn start(cupti: &'static Cupti, opts: &Options) -> Result<(), String> {
     });
     let result = enable(tracer);
     if result.is_err() {
-        if let Err(e) = cupti_api::unsubscribe(cupti, &tracer.subscriber) {
+        if let Err(e) = callback::unsubscribe(cupti, &tracer.subscriber) {
             debug!("cuptiUnsubscribe: {e}");
         }
     }
@@ -88,7 +88,7 @@ pub fn start(cupti: &'static Cupti, opts: &Options) -> Result<(), String> {
 
 fn enable(t: &Tracer) -> Result<(), String> {
     let (c, s) = (t.cupti, &t.subscriber);
-    cupti_api::enable_callback(
+    callback::enable_callback(
         c,
         s,
         CUPTI_CB_DOMAIN_RESOURCE,
@@ -101,12 +101,12 @@ fn enable(t: &Tracer) -> Result<(), String> {
         CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
         CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
     ] {
-        if let Err(e) = cupti_api::enable_callback(c, s, CUPTI_CB_DOMAIN_RESOURCE, cbid) {
+        if let Err(e) = callback::enable_callback(c, s, CUPTI_CB_DOMAIN_RESOURCE, cbid) {
             warn!("cannot enable CUPTI's graph-node callback {cbid} ({e}); GEMM shapes of kernels in CUDA graphs will be missing");
         }
     }
     for (i, cbid) in LAUNCH_CBIDS.iter().enumerate() {
-        if let Err(e) = cupti_api::enable_callback(c, s, CUPTI_CB_DOMAIN_DRIVER_API, *cbid) {
+        if let Err(e) = callback::enable_callback(c, s, CUPTI_CB_DOMAIN_DRIVER_API, *cbid) {
             if i == 0 {
                 return Err(format!(
                     "cannot enable CUPTI's cuLaunchKernel callback: {e}"
@@ -120,14 +120,14 @@ fn enable(t: &Tracer) -> Result<(), String> {
     }
     // Without system thread ids, NVTX push/pop ranges could not be matched with the
     // launches made inside them; tracing still works, so this is not fatal.
-    if let Err(e) = cupti_api::use_system_thread_ids(c) {
+    if let Err(e) = cupti::activity::use_system_thread_ids(c, s) {
         warn!("cannot make CUPTI report system thread ids ({e}); NVTX ranges will show no kernels");
     }
-    cupti_api::register_buffer_callbacks(c, s, &activity::callbacks())
+    cupti::activity::register_buffer_callbacks(c, s, &activity::callbacks())
         .map_err(|e| format!("cannot register CUPTI activity buffers: {e}"))?;
     let mut refused = Vec::new();
     for (i, (kind, name)) in KINDS.iter().enumerate() {
-        if let Err(e) = cupti_api::activity_enable(c, s, *kind) {
+        if let Err(e) = cupti::activity::activity_enable(c, s, *kind) {
             if i == 0 {
                 return Err(format!("CUPTI refused kernel activity records: {e}"));
             }
@@ -147,7 +147,7 @@ fn enable(t: &Tracer) -> Result<(), String> {
 /// the release's layout we decode with, or the layout is wrong and tracing stays off.
 fn check_sizes(c: &Cupti, l: &dyn Layouts) -> Result<(), String> {
     for (kind, name) in KINDS {
-        let (Some(theirs), Some(ours)) = (cupti_api::struct_size(c, *kind), l.size_of(*kind))
+        let (Some(theirs), Some(ours)) = (cupti::activity::struct_size(c, *kind), l.size_of(*kind))
         else {
             continue;
         };

@@ -20,7 +20,7 @@ use wire::{DropSource, Dropped, End, ProcessInfo, Record};
 use crate::handoff::{CHANNEL_DROPPED, PRODUCED};
 use crate::lifecycle;
 use crate::log::{debug, warn};
-use crate::{cupti_api, session, tracer};
+use crate::{session, tracer};
 
 /// Records per frame at most.
 const BATCH: usize = 4096;
@@ -143,7 +143,7 @@ impl Writer {
                 // returns a buffer only when it is full). Our buffer callback only
                 // try_sends, so calling from this thread cannot deadlock.
                 if let Some(t) = tracer::get() {
-                    if let Err(e) = cupti_api::flush_all(t.cupti, CUPTI_ACTIVITY_FLAG_NONE) {
+                    if let Err(e) = cupti::activity::flush_all(t.cupti, CUPTI_ACTIVITY_FLAG_NONE) {
                         debug!("periodic cuptiActivityFlushAll: {e}");
                     }
                 }
@@ -165,7 +165,7 @@ impl Writer {
     /// Learns new losses (CUPTI's count resets on every call) and adds them to the header.
     fn poll_losses(&mut self) {
         if let Some(t) = tracer::get() {
-            match cupti_api::take_dropped(t.cupti, &t.subscriber) {
+            match cupti::activity::take_dropped(t.cupti, &t.subscriber) {
                 Ok(n) => {
                     self.lost[0] += n;
                     PRODUCED.fetch_add(n, Ordering::Relaxed);

@@ -28,14 +28,15 @@ const STDOUT: &str =
 /// Kernels the cudarc client launches (inject_counters.rs, e2e_sessions.rs).
 const KERNELS: usize = 107;
 
-/// Reason for the chip without a default set (inject/src/counters.rs, `make_plan`).
+/// Reason for the chip without a default set (cupti/src/plan.rs, `PlanError`).
 const NO_DEFAULT_GA102: &str = "gpuprof has no default metric set for chip GA102 (GPU 0); \
                                 set GPUPROF_METRICS to choose metrics";
-/// Reason for a metric CUPTI refuses (counters.rs `make_plan`, profiler_api.rs
-/// `CallError`; the simulated CUPTI answers `CUPTI_ERROR_INVALID_METRIC_NAME` = 17).
+/// Reason for a metric CUPTI refuses (cupti/src/plan.rs `PlanError`, profiler.rs
+/// `CallError`; CUPTI answers a refused metric with `CUPTI_ERROR_INVALID_PARAMETER` = 1,
+/// found by adding the metrics one by one on a scratch host object).
 const REFUSED_METRIC: &str = "CUPTI does not accept metric not_a_real_metric.sum on GH100 \
-                              (cuptiProfilerHostConfigAddMetrics failed: \
-                              CUPTI_ERROR_INVALID_METRIC_NAME (17))";
+                              (GPU 0): cuptiProfilerHostConfigAddMetrics failed: \
+                              CUPTI_ERROR_INVALID_PARAMETER (1)";
 /// Reason when another tool holds the counters: `CUPTI_ERROR_HARDWARE_BUSY` (26, "The
 /// performance monitoring hardware is in use by other client", cupti_result.h), which
 /// `cupti::CuptiError` does not name, so it is shown by number.

@@ -89,7 +89,12 @@ fn sampling_sums_equal_the_kernels_totals() {
             ps[0].mode.as_str(),
             ps[0].policy.as_str()
         ),
-        (0, "GH100", "sampling", "every 100 µs, GPU-wide")
+        (
+            0,
+            "GH100",
+            "sampling",
+            "every 100 µs (GPU time trigger), GPU-wide"
+        )
     );
     let groups: Vec<Vec<&str>> = ps[0]
         .groups

@@ -60,7 +60,25 @@ pub struct DefaultSet {
     pub chips: &'static [&'static str],
     /// Group 0 holds DRAM read/write bytes and BF16 tensor ops (AI and MFU).
     pub groups: &'static [DefaultGroup],
+    /// What PM sampling collects (`GPUPROF_COUNTERS=sampling`): only metrics the
+    /// Profiler Host API accepts for `CUPTI_PROFILER_TYPE_PM_SAMPLING` on the chip,
+    /// together one pass.
+    pub sampling: DefaultGroup,
 }
+
+/// The PM sampling set. NVIDIA's Host API (12.9 and 13.1) refuses every
+/// `sm__ops_path_tensor_*`, `lts__t_sectors_lookup_*` and `smsp__sass_*` metric for
+/// PM sampling on GA100, AD102, GH100 and GB100, and accepts these on all four, in
+/// one pass (`tests/tests/profiler_host_real.rs`). Tensor-pipe activity stands in
+/// for tensor ops: a utilisation, not a FLOP count.
+const SAMPLING: DefaultGroup = &[
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "sm__cycles_active.avg",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+    "gpu__time_duration.sum",
+];
 
 const FP_INST: [&str; 9] = [
     "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
@@ -198,27 +216,36 @@ pub static DEFAULT_SETS: &[DefaultSet] = &[
         architecture: Architecture::Ampere,
         chips: &["GA100"],
         groups: AMPERE,
+        sampling: SAMPLING,
     },
     DefaultSet {
         architecture: Architecture::Ada,
         chips: &["AD102"],
         groups: ADA,
+        sampling: SAMPLING,
     },
     DefaultSet {
         architecture: Architecture::Hopper,
         chips: &["GH100"],
         groups: HOPPER,
+        sampling: SAMPLING,
     },
     DefaultSet {
         architecture: Architecture::Blackwell,
         chips: &["GB100"],
         groups: BLACKWELL,
+        sampling: SAMPLING,
     },
 ];
 
 /// The default set checked on `chip`, if there is one.
 pub fn default_set_for(chip: &str) -> Option<&'static DefaultSet> {
     DEFAULT_SETS.iter().find(|s| s.chips.contains(&chip))
+}
+
+/// The PM sampling set of `chip`, if it has a default set.
+pub fn sampling_metrics(chip: &str) -> Option<DefaultGroup> {
+    default_set_for(chip).map(|s| s.sampling)
 }
 
 /// The default groups of `chip`, if it has a default set.

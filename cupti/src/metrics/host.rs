@@ -29,17 +29,7 @@ use cupti_sys::{
 
 use super::MetricError;
 
-/// `NVPA_STRUCT_SIZE(type, lastField)` of the NVIDIA headers: the offset of the last
-/// field plus its size (no tail padding), which is what the library checks
-/// `structSize` against.
-macro_rules! struct_size {
-    ($t:ty, $last:ident) => {{
-        const fn field_size<T, F>(_: fn(&T) -> &F) -> usize {
-            core::mem::size_of::<F>()
-        }
-        core::mem::offset_of!($t, $last) + field_size(|s: &$t| &s.$last)
-    }};
-}
+use crate::struct_size;
 
 /// Calls an NVPW function of the table by name: `nvpw!(host, NVPW_Foo, &mut params)`.
 /// Expands to a call of the unsafe [`Host::call`].

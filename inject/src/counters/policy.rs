@@ -20,6 +20,8 @@ type Dims = ([u32; 3], [u32; 3]);
 struct Seen {
     launches: u64,
     measured: u64,
+    /// Never measured again ([`Policy::exclude`]).
+    excluded: bool,
 }
 
 /// The launch policy and what it has seen.
@@ -70,12 +72,22 @@ impl Policy {
         let seen = self.keys.get_mut(&dims)?.get_mut(name)?;
         let index = seen.launches;
         seen.launches += 1;
-        if index % self.every != 0 || (self.launches != 0 && seen.measured >= self.launches) {
+        if seen.excluded
+            || index % self.every != 0
+            || (self.launches != 0 && seen.measured >= self.launches)
+        {
             return None;
         }
         let group = seen.measured % groups as u64;
         seen.measured += 1;
         Some(group as u32)
+    }
+
+    /// Launches of (`name`, `grid`, `block`) are not measured again.
+    pub fn exclude(&mut self, name: &str, grid: [u32; 3], block: [u32; 3]) {
+        if let Some(seen) = self.keys.get_mut(&(grid, block)).and_then(|m| m.get_mut(name)) {
+            seen.excluded = true;
+        }
     }
 
     /// The policy in words, for the report.
@@ -116,6 +128,17 @@ mod tests {
 
     const G: [u32; 3] = [4, 1, 1];
     const B: [u32; 3] = [128, 1, 1];
+
+    #[test]
+    fn an_excluded_key_is_not_measured_again() {
+        let mut p = Policy::new(0, 1);
+        assert_eq!(p.decide("k", G, B, 2), Some(0));
+        assert_eq!(p.decide("other", G, B, 2), Some(0));
+        p.exclude("k", G, B);
+        assert_eq!(p.decide("k", G, B, 2), None);
+        assert_eq!(p.decide("k", G, B, 2), None);
+        assert_eq!(p.decide("other", G, B, 2), Some(1));
+    }
 
     fn run(p: &mut Policy, name: &str, n: usize, groups: usize) -> Vec<Option<u32>> {
         (0..n).map(|_| p.decide(name, G, B, groups)).collect()

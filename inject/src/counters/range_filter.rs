@@ -23,7 +23,7 @@ use cupti_sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_NVTX;
 use cupti_sys::CUpti_nvtx_api_trace_cbid as cb;
 use cupti_sys::{nvtxEventAttributes_t, wchar_t, CUpti_NvtxData};
 
-use crate::cupti_api::{self, Subscriber};
+use cupti::callback::{self, Subscriber};
 
 /// The range name, when filtering.
 static NAME: OnceLock<String> = OnceLock::new();
@@ -75,7 +75,7 @@ pub fn enable(c: &Cupti, s: &Subscriber) -> Result<(), String> {
         return Ok(());
     }
     for &id in CBIDS {
-        cupti_api::enable_callback(c, s, CUPTI_CB_DOMAIN_NVTX, id).map_err(|e| {
+        callback::enable_callback(c, s, CUPTI_CB_DOMAIN_NVTX, id).map_err(|e| {
             format!("cannot follow NVTX ranges for GPUPROF_COUNTER_RANGE (callback {id}: {e})")
         })?;
     }

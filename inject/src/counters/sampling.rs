@@ -1,19 +1,24 @@
 //! GPU-wide counter samples with CUPTI's PM sampling (`GPUPROF_COUNTERS=sampling`).
 //!
-//! **Start** (first context on a device): the chip's group 0 metrics
-//! ([`cupti::metrics::default_groups`], or `GPUPROF_METRICS`) as one PM sampling
-//! config image (Profiler Host API, `CUPTI_PROFILER_TYPE_PM_SAMPLING`, one pass),
-//! `cuptiPmSamplingEnable` on the device, `SetConfig` (GPU time trigger every
-//! `GPUPROF_SAMPLE_INTERVAL_US`, a 64 MiB hardware buffer), a counter data image
+//! **Start** (first context on a device): the chip's PM sampling set
+//! ([`cupti::metrics::sampling_metrics`]: only metrics the Profiler Host API accepts
+//! for PM sampling; or `GPUPROF_METRICS`) as one config image
+//! ([`cupti::plan::plan`], `CUPTI_PROFILER_TYPE_PM_SAMPLING`, one pass),
+//! `cuptiPmSamplingEnable` on the device, `SetConfig` (the trigger the chip supports,
+//! [`Trigger::for_chip`]: GPU time, or SYSCLK cycles on GA100 and Turing, every
+//! `GPUPROF_SAMPLE_INTERVAL_US`; a 64 MiB hardware buffer), a counter data image
 //! for [`MAX_SAMPLES`] samples, and `Start`. The plan goes out as a `CounterPlan`
 //! with mode `sampling`.
 //!
 //! **Collection**: the thread `gpuprof-sampler` (internal, like the writer) every
-//! [`PERIOD`], and the exit path once more after `Stop`, decode the hardware buffer
+//! [`PERIOD`], and the exit path once more after `Stop` ([`stop`]), decode the
+//! hardware buffer
 //! into the image (`DecodeData`), read each completed sample (`GetCounterDataInfo`,
 //! `CounterDataGetSampleInfo` for its window, `cuptiProfilerHostEvaluateToGpuValues`)
 //! into a `Record::CounterSample`, and re-initialise the image, until the buffer is
-//! empty. Kernels get no `KernelCounters` in this mode.
+//! empty. Kernels get no `KernelCounters` in this mode. PM sampling is disabled only
+//! after the exit path's final activity flush ([`disable`]): disabling the sampler
+//! can finalize CUPTI and lose activity buffers not yet delivered.
 //!
 //! **Failure**: any CUPTI error gives one `gpuprof:` warning naming the call, a
 //! `Record::CounterStatus`, sampling stopped (as far as CUPTI lets us) and counters
@@ -23,13 +28,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use cupti::plan::{self, Mode};
+use cupti::pm_sampling::{self as pm, PmSampler, Trigger};
+use cupti::profiler::{self as api, HostConfig};
 use cupti::Cupti;
 use wire::{CounterPlan, CounterSample, CounterStatus, MetricValue, Record};
 
 use crate::handoff;
 use crate::log::{debug, warn};
 use crate::options::Options;
-use crate::profiler_api::{self as api, HostConfig, MetricNames, PmSampler};
 
 /// Samples one counter data image holds.
 const MAX_SAMPLES: u32 = 2048;
@@ -46,7 +53,7 @@ struct Settings {
 }
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
-/// Sampling is on (set by [`configure`], cleared for good by [`fail`] or [`finish`]).
+/// Sampling is on (set by [`configure`], cleared for good by [`fail`] or [`stop`]).
 static ON: AtomicBool = AtomicBool::new(false);
 
 /// One device being sampled.
@@ -93,20 +100,20 @@ pub fn configure(opts: &Options) {
 
 /// Turns sampling off for the rest of the run: one warning, one `CounterStatus`,
 /// every device's sampling stopped and disabled (errors ignored).
-fn fail(c: &Cupti, st: &mut State, message: String) {
+fn fail(st: &mut State, message: String) {
     if ON.swap(false, Ordering::AcqRel) {
         warn!("hardware counters are off: {message}; tracing continues");
         handoff::send(Record::CounterStatus(CounterStatus { message }));
     }
     for d in st.devices.drain(..) {
-        let _ = api::pm_stop(c, d.sampler);
-        let _ = api::pm_disable(c, d.sampler);
+        let _ = d.sampler.stop();
+        // Dropping the sampler disables PM sampling on the device.
     }
 }
 
 /// Context created: starts sampling on its device if this is the device's first
 /// context.
-pub fn on_context_created(c: &Cupti, device_id: u32) {
+pub fn on_context_created(c: &'static Cupti, device_id: u32) {
     if !ON.load(Ordering::Acquire) {
         return;
     }
@@ -116,64 +123,43 @@ pub fn on_context_created(c: &Cupti, device_id: u32) {
     }
     st.seen.push(device_id);
     if let Err(e) = add_device(c, &mut st, device_id) {
-        fail(c, &mut st, e);
+        fail(&mut st, e);
     }
 }
 
-fn add_device(c: &Cupti, st: &mut State, device_id: u32) -> Result<(), String> {
+fn add_device(c: &'static Cupti, st: &mut State, device_id: u32) -> Result<(), String> {
     let settings = SETTINGS.get().ok_or("sampling is not configured")?;
+    let fns = c.fns();
     if !st.initialized {
-        api::profiler_initialize(c).map_err(|e| e.to_string())?;
+        cupti::preload_perf_libraries(c.path());
+        api::profiler_initialize(fns).map_err(|e| e.to_string())?;
         st.initialized = true;
     }
-    let chip = api::chip_name(c, device_id).map_err(|e| e.to_string())?;
-    let names: Vec<&str> = match &settings.metrics {
-        Some(m) => m.iter().map(String::as_str).collect(),
-        None => cupti::metrics::default_groups(&chip)
-            .and_then(|g| g.first())
-            .ok_or_else(|| {
-                format!(
-                    "gpuprof has no default metric set for chip {chip} (GPU {device_id}); \
-                     set GPUPROF_METRICS to choose metrics"
-                )
-            })?
-            .to_vec(),
-    };
-    let metrics = MetricNames::new(&names).ok_or("a metric name holds a NUL byte")?;
-    let mut host = HostConfig::for_sampling(c, &chip, metrics).map_err(|e| match e.metric {
-        Some(m) => format!("CUPTI does not accept metric {m} on {chip} ({})", e.error),
-        None => e.error.to_string(),
-    })?;
-    let passes = host.passes(c).map_err(|e| e.to_string())?;
-    if passes != 1 {
-        return Err(format!(
-            "the sampled metrics ({}) need {passes} passes on {chip}; \
-             PM sampling takes one pass",
-            names.join(", ")
-        ));
-    }
-    let mut ids = Vec::with_capacity(names.len());
-    for name in host.metrics.names() {
+    let chip = api::chip_name(fns, device_id).map_err(|e| e.to_string())?;
+    let mut planned = plan::plan(fns, &chip, Mode::Sampling, settings.metrics.as_deref())
+        .map_err(|e| e.describe(&format!("{chip} (GPU {device_id})")))?;
+    let host = planned.groups.remove(0);
+    let mut ids = Vec::with_capacity(host.metrics().len());
+    for name in host.metrics().names() {
         // SAFETY: a NUL-terminated string we own.
         let id = unsafe { handoff::intern(name.as_ptr()) }
             .ok_or("the record channel is full; the plan could not be sent")?;
         ids.push(id);
     }
-    let sampler = api::pm_enable(c, device_id).map_err(|e| e.to_string())?;
-    let started = start(c, sampler, &host, settings.interval_us);
-    let image = match started {
-        Ok(image) => image,
-        Err(e) => {
-            let _ = api::pm_disable(c, sampler);
-            return Err(e.to_string());
-        }
-    };
+    let trigger = Trigger::for_chip(&chip);
+    let sampler = PmSampler::enable(fns, device_id).map_err(|e| e.to_string())?;
+    // On error the sampler is dropped, which disables PM sampling again.
+    let image = start(&sampler, &host, trigger, settings.interval_us).map_err(|e| e.to_string())?;
     handoff::send(Record::CounterPlan(CounterPlan {
         device_id,
         chip,
         mode: "sampling".to_string(),
         groups: vec![ids.clone()],
-        policy: format!("every {} µs, GPU-wide", settings.interval_us),
+        policy: format!(
+            "every {} µs ({} trigger), GPU-wide",
+            settings.interval_us,
+            trigger.describe()
+        ),
     }));
     st.devices.push(Device {
         device_id,
@@ -194,22 +180,21 @@ fn add_device(c: &Cupti, st: &mut State, device_id: u32) -> Result<(), String> {
 
 /// Image, `SetConfig` and `Start` of an enabled sampler; returns the image.
 fn start(
-    c: &Cupti,
-    s: PmSampler,
+    s: &PmSampler,
     host: &HostConfig,
+    trigger: Trigger,
     interval_us: u64,
 ) -> Result<Vec<u8>, api::CallError> {
-    let size = api::pm_counter_data_size(c, s, &host.metrics, MAX_SAMPLES)?;
+    let size = s.counter_data_size(host.metrics(), MAX_SAMPLES)?;
     let mut image = vec![0u8; size];
-    api::pm_counter_data_initialize(c, s, &mut image)?;
-    api::pm_set_config(
-        c,
-        s,
-        &host.config,
+    s.initialize_image(&mut image)?;
+    s.set_config(
+        host.config(),
+        trigger,
         interval_us.saturating_mul(1000),
         HW_BUFFER_BYTES,
     )?;
-    api::pm_start(c, s)?;
+    s.start()?;
     Ok(image)
 }
 
@@ -220,40 +205,38 @@ fn sampler_thread() {
         if !ON.load(Ordering::Acquire) {
             return;
         }
-        let Some(t) = crate::tracer::get() else {
-            continue;
-        };
         crate::entry::guarded("the sampler thread", (), || {
             let mut st = lock();
-            // `finish` may have run while we waited for the lock.
+            // `stop` may have run while we waited for the lock.
             if !ON.load(Ordering::Acquire) {
                 return;
             }
-            if let Err(e) = drain_all(t.cupti, &mut st) {
-                fail(t.cupti, &mut st, e);
+            if let Err(e) = drain_all(&mut st) {
+                fail(&mut st, e);
             }
         });
     }
 }
 
-fn drain_all(c: &Cupti, st: &mut State) -> Result<(), String> {
+fn drain_all(st: &mut State) -> Result<(), String> {
     for d in &mut st.devices {
-        drain(c, d).map_err(|e| e.to_string())?;
+        drain(d).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
 
 /// Decodes what the hardware buffer holds, one image at a time, into
 /// `CounterSample` records.
-fn drain(c: &Cupti, d: &mut Device) -> Result<(), api::CallError> {
+fn drain(d: &mut Device) -> Result<(), api::CallError> {
     let mut values = vec![0.0; d.ids.len()];
+    let fns = d.sampler.fns();
     for _ in 0..MAX_ROUNDS {
-        api::pm_counter_data_initialize(c, d.sampler, &mut d.image)?;
-        let more = api::pm_decode(c, d.sampler, &mut d.image)?;
-        let n = api::pm_completed_samples(c, &d.image)?;
+        d.sampler.initialize_image(&mut d.image)?;
+        let more = d.sampler.decode(&mut d.image)?;
+        let n = pm::completed_samples(fns, &d.image)?;
         for i in 0..n {
-            let (start_ns, end_ns) = api::pm_sample_times(c, d.sampler, &d.image, i)?;
-            d.host.evaluate(c, &d.image, i, &mut values)?;
+            let (start_ns, end_ns) = d.sampler.sample_times(&d.image, i)?;
+            d.host.evaluate(&d.image, i, &mut values)?;
             handoff::send(Record::CounterSample(CounterSample {
                 device_id: d.device_id,
                 start_ns,
@@ -277,26 +260,28 @@ fn drain(c: &Cupti, d: &mut Device) -> Result<(), api::CallError> {
     Ok(())
 }
 
-/// Process exit, before the final flush: stops sampling, sends the last samples and
-/// disables PM sampling on every device.
-pub fn finish(c: &Cupti) {
+/// Process exit, before the final activity flush: stops sampling and sends the last
+/// samples. Sampling stays enabled until [`disable`].
+pub fn stop() {
     let mut st = lock();
     if !ON.load(Ordering::Acquire) {
         return;
     }
     let r = (|| {
         for d in &mut st.devices {
-            api::pm_stop(c, d.sampler).map_err(|e| e.to_string())?;
-            drain(c, d).map_err(|e| e.to_string())?;
-            api::pm_disable(c, d.sampler).map_err(|e| e.to_string())?;
+            d.sampler.stop().map_err(|e| e.to_string())?;
+            drain(d).map_err(|e| e.to_string())?;
         }
         Ok::<(), String>(())
     })();
     match r {
-        Ok(()) => {
-            st.devices.clear();
-            ON.store(false, Ordering::Release);
-        }
-        Err(e) => fail(c, &mut st, e),
+        Ok(()) => ON.store(false, Ordering::Release),
+        Err(e) => fail(&mut st, e),
     }
+}
+
+/// Process exit, after the final activity flush: disables PM sampling on every
+/// device (dropping each sampler).
+pub fn disable() {
+    lock().devices.clear();
 }

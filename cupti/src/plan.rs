@@ -1,0 +1,199 @@
+//! Counter plans: which metrics, in which config images, for a chip and a mode.
+//! The one implementation both counter modes of the injected library use, and that
+//! `gpuprof metrics --cupti` and the tests against NVIDIA's libraries run offline.
+//!
+//! - Per-kernel counters, user replay: the chip's default pass groups
+//!   ([`crate::metrics::default_groups`]) or the user's metrics as one group; each
+//!   group one config image that must be exactly one pass.
+//! - Per-kernel counters, kernel replay: every metric of the set in one config image,
+//!   however many passes it needs (CUPTI replays the kernel per pass).
+//! - PM sampling: the chip's sampling set ([`crate::metrics::sampling_metrics`]),
+//!   metrics the Host API accepts for `CUPTI_PROFILER_TYPE_PM_SAMPLING`, or the
+//!   user's; one config image of one pass.
+
+use cupti_sys::CuptiFns;
+
+use crate::profiler::{CallError, HostConfig, MetricNames, ProfilerType};
+
+/// Why a plan could not be made.
+#[derive(Debug, Clone)]
+pub enum PlanError {
+    /// The chip has no default set and no metrics were given.
+    NoDefaults,
+    /// A metric name holds a NUL byte.
+    BadName,
+    /// CUPTI refused this metric (found by adding the group's metrics one by one
+    /// on a scratch host object), with the error of the group's call.
+    Refused {
+        metric: String,
+        sampling: bool,
+        error: CallError,
+    },
+    /// A call failed (for a refused group whose culprit could not be found: the
+    /// AddMetrics call itself).
+    Call(CallError),
+    /// A group needs more than one pass where one is required.
+    Passes {
+        group: usize,
+        metrics: Vec<String>,
+        passes: usize,
+        sampling: bool,
+    },
+}
+
+impl PlanError {
+    /// The error in words; `on` names the chip (and the GPU, where known).
+    pub fn describe(&self, on: &str) -> String {
+        match self {
+            PlanError::NoDefaults => format!(
+                "gpuprof has no default metric set for chip {on}; \
+                 set GPUPROF_METRICS to choose metrics"
+            ),
+            PlanError::BadName => "a metric name holds a NUL byte".to_string(),
+            PlanError::Refused {
+                metric,
+                sampling,
+                error,
+            } => format!(
+                "CUPTI does not accept metric {metric} on {on}{}: {error}",
+                if *sampling { " for PM sampling" } else { "" }
+            ),
+            PlanError::Call(e) => format!("{e} (chip {on})"),
+            PlanError::Passes {
+                metrics,
+                passes,
+                sampling: true,
+                ..
+            } => format!(
+                "the sampled metrics ({}) need {passes} passes on {on}; \
+                 PM sampling takes one pass",
+                metrics.join(", ")
+            ),
+            PlanError::Passes {
+                group,
+                metrics,
+                passes,
+                sampling: false,
+            } => format!(
+                "metric group {group} ({}) needs {passes} passes on {on}; \
+                 each group must fit in one pass",
+                metrics.join(", ")
+            ),
+        }
+    }
+}
+
+/// What the plan is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Range profiler, pass groups rotated across launches.
+    UserReplay,
+    /// Range profiler, every metric on each measured launch.
+    KernelReplay,
+    /// PM sampling.
+    Sampling,
+}
+
+impl Mode {
+    fn profiler_type(self) -> ProfilerType {
+        match self {
+            Mode::UserReplay | Mode::KernelReplay => ProfilerType::RangeProfiler,
+            Mode::Sampling => ProfilerType::PmSampling,
+        }
+    }
+}
+
+/// A chip's config images for one mode.
+pub struct Plan {
+    pub chip: String,
+    pub mode: Mode,
+    /// One host config per group, in group order.
+    pub groups: Vec<HostConfig>,
+}
+
+impl Plan {
+    /// Passes of every group together.
+    pub fn total_passes(&self) -> usize {
+        self.groups.iter().map(HostConfig::passes).sum()
+    }
+}
+
+/// The metric groups `mode` would use on `chip`: `metrics` as one group when given,
+/// else the chip's defaults.
+pub fn groups_for(
+    chip: &str,
+    mode: Mode,
+    metrics: Option<&[String]>,
+) -> Result<Vec<Vec<String>>, PlanError> {
+    let owned = |g: &[&str]| g.iter().map(|m| m.to_string()).collect::<Vec<_>>();
+    let groups: Vec<Vec<String>> = match (metrics, mode) {
+        (Some(m), _) => vec![m.to_vec()],
+        (None, Mode::Sampling) => vec![owned(
+            crate::metrics::sampling_metrics(chip).ok_or(PlanError::NoDefaults)?,
+        )],
+        (None, _) => crate::metrics::default_groups(chip)
+            .ok_or(PlanError::NoDefaults)?
+            .iter()
+            .map(|g| owned(g))
+            .collect(),
+    };
+    Ok(match mode {
+        Mode::KernelReplay => {
+            let mut all: Vec<String> = Vec::new();
+            for name in groups.into_iter().flatten() {
+                if !all.contains(&name) {
+                    all.push(name);
+                }
+            }
+            vec![all]
+        }
+        _ => groups,
+    })
+}
+
+/// One group's config image on `chip` (all its metrics in one AddMetrics call).
+pub fn plan_group(
+    fns: &'static CuptiFns,
+    chip: &str,
+    mode: Mode,
+    names: &[String],
+) -> Result<HostConfig, PlanError> {
+    let metrics = MetricNames::new(names).ok_or(PlanError::BadName)?;
+    HostConfig::new(fns, chip, mode.profiler_type(), metrics).map_err(|e| match e.metric {
+        Some(metric) => PlanError::Refused {
+            metric,
+            sampling: mode == Mode::Sampling,
+            error: e.error,
+        },
+        None => PlanError::Call(e.error),
+    })
+}
+
+/// Every group of `mode` on `chip` as a config image, each checked: one pass, except
+/// in kernel replay.
+pub fn plan(
+    fns: &'static CuptiFns,
+    chip: &str,
+    mode: Mode,
+    metrics: Option<&[String]>,
+) -> Result<Plan, PlanError> {
+    let mut groups = Vec::new();
+    for (i, names) in groups_for(chip, mode, metrics)?.iter().enumerate() {
+        let host = plan_group(fns, chip, mode, names)?;
+        let passes = host.passes();
+        if passes != 1 && mode != Mode::KernelReplay {
+            return Err(PlanError::Passes {
+                group: i,
+                metrics: names.clone(),
+                passes,
+                sampling: mode == Mode::Sampling,
+            });
+        }
+        groups.push(host);
+    }
+    Ok(Plan {
+        chip: chip.to_string(),
+        mode,
+        groups,
+    })
+}
