@@ -1,12 +1,20 @@
 //! `gpuprof metrics`: metric groups and their passes per chip, computed offline with
-//! NVIDIA's `libnvperf_host.so` (no GPU needed).
+//! NVIDIA's `libnvperf_host.so` (no GPU needed), or with `--cupti LIB` through that
+//! CUPTI's own Profiler Host API and the planner the injected library runs
+//! ([`cupti::plan`]), so a user checks a metric set against their own CUPTI before
+//! a run. The CUPTI path runs in a child process: NVIDIA's 13.2 library crashes in
+//! `cuptiProfilerHostInitialize` without a driver.
 
-use std::process::ExitCode;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use cupti::metrics::{default_set_for, Host, PassGroup, DEFAULT_SETS};
-use serde::Serialize;
+use cupti::plan::Mode;
+use serde::{Deserialize, Serialize};
 
 /// The environment variable holding a metric list, used when `--metrics` is absent.
 pub const METRICS_ENV: &str = "GPUPROF_METRICS";
@@ -16,6 +24,18 @@ pub enum Format {
     Table,
     Json,
 }
+
+/// How the range profiler replays a measured kernel (`GPUPROF_REPLAY`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReplayArg {
+    /// Pass groups rotated across launches, each one pass (the default).
+    User,
+    /// Every metric in one config; CUPTI replays the kernel once per pass.
+    Kernel,
+}
+
+/// How long the child planning through a CUPTI library may take.
+const CHILD_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -31,27 +51,54 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// List the chips the library knows (and which have a default metric set).
-    #[arg(long, conflicts_with_all = ["chip", "metrics"])]
+    #[arg(long, conflicts_with_all = ["chip", "metrics", "cupti"])]
     list_chips: bool,
+    /// Plan through this libcupti's own Profiler Host API, exactly as the profiler
+    /// does in your program: the chip's default groups (or the metrics given, as one
+    /// group, like $GPUPROF_METRICS), each config image checked for one pass. Works
+    /// offline with CUPTI 12.6 to 13.1; 13.2 and later need a CUDA driver.
+    #[arg(long, value_name = "LIB")]
+    cupti: Option<PathBuf>,
+    /// With --cupti: plan PM sampling (GPUPROF_COUNTERS=sampling) instead of
+    /// per-kernel counters.
+    #[arg(long, requires = "cupti")]
+    sampling: bool,
+    /// With --cupti: the replay mode (GPUPROF_REPLAY); `kernel` puts every metric in
+    /// one config and reports its passes.
+    #[arg(long, value_enum, requires = "cupti", conflicts_with = "sampling")]
+    replay: Option<ReplayArg>,
+    /// Internal: plan in this process (the child of --cupti).
+    #[arg(long, hide = true)]
+    in_child: bool,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct GroupOut {
     index: usize,
     metrics: Vec<String>,
-    raw_counters: usize,
+    /// Raw counters (libnvperf_host only; CUPTI's Host API does not say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw_counters: Option<usize>,
     passes: usize,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct PlanOut {
     chip: String,
-    architecture: Option<&'static str>,
+    architecture: Option<String>,
     /// "default" or "user".
-    source: &'static str,
+    source: String,
+    /// The library that planned: libnvperf_host.so, or the libcupti given.
     library: String,
+    /// With --cupti: "kernel" (user replay), "kernel-replay" or "sampling".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mode: Option<String>,
     groups: Vec<GroupOut>,
     total_passes: usize,
+    /// With --cupti --sampling: default metrics this CUPTI refused for PM sampling
+    /// (replaced by their alternative or left out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    refused: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -61,6 +108,20 @@ struct ChipOut {
 }
 
 pub fn run(args: &Args) -> Result<ExitCode> {
+    if let Some(lib) = &args.cupti {
+        let out = if args.in_child {
+            let out = plan_with_cupti(args, lib)?;
+            println!("{}", serde_json::to_string(&out)?);
+            return Ok(ExitCode::SUCCESS);
+        } else {
+            plan_in_child(lib)?
+        };
+        match args.format {
+            Format::Json => println!("{}", serde_json::to_string_pretty(&out)?),
+            Format::Table => print!("{}", render_table(&out)),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let host = Host::discover()?;
     if args.list_chips {
         let chips: Vec<ChipOut> = host
@@ -87,11 +148,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let Some(chip) = args.chip.as_deref() else {
         bail!("--chip is required (see --list-chips)");
     };
-    let user = args.metrics.clone().or_else(|| {
-        std::env::var(METRICS_ENV)
-            .ok()
-            .filter(|v| !v.trim().is_empty())
-    });
+    let user = user_metrics(args);
     let (source, groups) = match &user {
         Some(list) => {
             let metrics: Vec<&str> = list
@@ -129,15 +186,17 @@ fn plan_out(chip: &str, source: &'static str, host: &Host, groups: Vec<PassGroup
     let total_passes = groups.iter().map(|g| g.passes).sum();
     PlanOut {
         chip: chip.to_string(),
-        architecture: default_set_for(chip).map(|s| s.architecture.name()),
-        source,
+        architecture: architecture(chip),
+        source: source.to_string(),
         library: host.path().display().to_string(),
+        mode: None,
+        refused: Vec::new(),
         groups: groups
             .into_iter()
             .enumerate()
             .map(|(index, g)| GroupOut {
                 index,
-                raw_counters: g.raw_counters.len(),
+                raw_counters: Some(g.raw_counters.len()),
                 passes: g.passes,
                 metrics: g.metrics,
             })
@@ -146,32 +205,175 @@ fn plan_out(chip: &str, source: &'static str, host: &Host, groups: Vec<PassGroup
     }
 }
 
+fn architecture(chip: &str) -> Option<String> {
+    default_set_for(chip).map(|s| s.architecture.name().to_string())
+}
+
+/// The metric list of --metrics or $GPUPROF_METRICS, if any.
+fn user_metrics(args: &Args) -> Option<String> {
+    args.metrics.clone().or_else(|| {
+        std::env::var(METRICS_ENV)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+    })
+}
+
+/// In the child: plans through `lib`'s Profiler Host API with [`cupti::plan::plan`].
+fn plan_with_cupti(args: &Args, lib: &std::path::Path) -> Result<PlanOut> {
+    let Some(chip) = args.chip.as_deref() else {
+        bail!("--chip is required with --cupti");
+    };
+    let mode = if args.sampling {
+        Mode::Sampling
+    } else if args.replay == Some(ReplayArg::Kernel) {
+        Mode::KernelReplay
+    } else {
+        Mode::UserReplay
+    };
+    let user: Option<Vec<String>> = user_metrics(args).map(|list| {
+        list.split(',')
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .map(str::to_string)
+            .collect()
+    });
+    if user.as_ref().is_some_and(Vec::is_empty) {
+        bail!("no metrics given");
+    }
+    let fns = cupti::open_host_api(lib.as_os_str()).map_err(anyhow::Error::msg)?;
+    let plan = cupti::plan::plan(fns, chip, mode, user.as_deref()).map_err(|e| {
+        let mut msg = e.describe(chip);
+        if matches!(e, cupti::plan::PlanError::NoDefaults) {
+            let with: Vec<&str> = DEFAULT_SETS.iter().flat_map(|s| s.chips).copied().collect();
+            msg = format!("{msg} (there are default sets for {})", with.join(", "));
+        }
+        anyhow::anyhow!("{msg}")
+    })?;
+    let total_passes = plan.total_passes();
+    Ok(PlanOut {
+        chip: chip.to_string(),
+        architecture: architecture(chip),
+        source: if user.is_some() { "user" } else { "default" }.to_string(),
+        library: lib.display().to_string(),
+        mode: Some(
+            match mode {
+                Mode::UserReplay => "kernel",
+                Mode::KernelReplay => "kernel-replay",
+                Mode::Sampling => "sampling",
+            }
+            .to_string(),
+        ),
+        refused: plan.refused.clone(),
+        groups: plan
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(index, g)| GroupOut {
+                index,
+                metrics: g.metrics().to_strings(),
+                raw_counters: None,
+                passes: g.passes(),
+            })
+            .collect(),
+        total_passes,
+    })
+}
+
+/// Runs this command again with `--in-child` and reads its plan: a library that
+/// crashes without a driver (NVIDIA's 13.2) takes down the child, not gpuprof.
+fn plan_in_child(lib: &std::path::Path) -> Result<PlanOut> {
+    let exe = std::env::current_exe().context("cannot find gpuprof itself")?;
+    let mut child = Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .arg("--in-child")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot start the planning process")?;
+    let mut out = child.stdout.take().context("no stdout")?;
+    let mut err = child.stderr.take().context("no stderr")?;
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break s;
+        }
+        if start.elapsed() > CHILD_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "{} did not finish planning in {} s",
+                lib.display(),
+                CHILD_TIMEOUT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let stdout = reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    if status.success() {
+        return serde_json::from_str(stdout.trim())
+            .with_context(|| format!("the planning process printed {stdout:?}"));
+    }
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(sig) = status.signal() {
+        bail!(
+            "{} crashed (signal {sig}) while planning; its Profiler Host API needs a CUDA \
+             driver from CUPTI 13.2 on (use a CUPTI 12.6-13.1 library offline)",
+            lib.display()
+        );
+    }
+    let msg = stderr
+        .lines()
+        .map(|l| l.strip_prefix("gpuprof: error: ").or_else(|| l.strip_prefix("gpuprof: ")).unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("; ");
+    bail!("{msg}")
+}
+
 fn render_table(p: &PlanOut) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let arch = p
         .architecture
+        .as_ref()
         .map(|a| format!(" ({a})"))
         .unwrap_or_default();
-    let what = if p.source == "default" {
-        "default metric set"
-    } else {
-        "metrics given"
+    let what = match (p.source.as_str(), p.mode.as_deref()) {
+        ("default", Some("sampling")) => "default PM sampling set",
+        ("default", _) => "default metric set",
+        _ => "metrics given",
     };
-    let _ = writeln!(s, "chip {}{arch}, {what}; library {}", p.chip, p.library);
+    let mode = match p.mode.as_deref() {
+        Some("kernel") => ", per-kernel counters (user replay)",
+        Some("kernel-replay") => ", per-kernel counters (kernel replay)",
+        _ => "",
+    };
+    let _ = writeln!(
+        s,
+        "chip {}{arch}, {what}{mode}; library {}",
+        p.chip, p.library
+    );
     let _ = writeln!(
         s,
         "{:<6} {:>6} {:>12}  metrics",
         "group", "passes", "raw counters"
     );
     for g in &p.groups {
+        let raw = g.raw_counters.map_or("-".to_string(), |n| n.to_string());
         for (i, m) in g.metrics.iter().enumerate() {
             if i == 0 {
-                let _ = writeln!(
-                    s,
-                    "{:<6} {:>6} {:>12}  {m}",
-                    g.index, g.passes, g.raw_counters
-                );
+                let _ = writeln!(s, "{:<6} {:>6} {:>12}  {m}", g.index, g.passes, raw);
             } else {
                 let _ = writeln!(s, "{:<6} {:>6} {:>12}  {m}", "", "", "");
             }
@@ -183,12 +385,24 @@ fn render_table(p: &PlanOut) -> String {
         .filter(|g| g.passes > 1)
         .map(|g| format!("group {} ({} passes)", g.index, g.passes))
         .collect();
+    let tail = match p.mode.as_deref() {
+        Some("sampling") => "PM sampling takes one pass",
+        Some("kernel-replay") => "each measured kernel runs once per pass",
+        _ => "launches of the same kernel rotate through the groups",
+    };
     let _ = writeln!(
         s,
-        "{} groups, {} passes in total; launches of the same kernel rotate through the groups",
+        "{} groups, {} passes in total; {tail}",
         p.groups.len(),
         p.total_passes
     );
+    if !p.refused.is_empty() {
+        let _ = writeln!(
+            s,
+            "not accepted for PM sampling by this CUPTI (replaced or left out): {}",
+            p.refused.join(", ")
+        );
+    }
     if !multi.is_empty() {
         let _ = writeln!(
             s,

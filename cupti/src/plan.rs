@@ -32,6 +32,8 @@ pub enum PlanError {
     /// A call failed (for a refused group whose culprit could not be found: the
     /// AddMetrics call itself).
     Call(CallError),
+    /// CUPTI accepted none of the default PM sampling metrics.
+    NothingAccepted { refused: Vec<String> },
     /// A group needs more than one pass where one is required.
     Passes {
         group: usize,
@@ -59,6 +61,10 @@ impl PlanError {
                 if *sampling { " for PM sampling" } else { "" }
             ),
             PlanError::Call(e) => format!("{e} (chip {on})"),
+            PlanError::NothingAccepted { refused } => format!(
+                "this CUPTI accepts none of the PM sampling metrics on {on} ({})",
+                refused.join(", ")
+            ),
             PlanError::Passes {
                 metrics,
                 passes,
@@ -109,6 +115,9 @@ pub struct Plan {
     pub mode: Mode,
     /// One host config per group, in group order.
     pub groups: Vec<HostConfig>,
+    /// Default PM sampling metrics this CUPTI refused, replaced by their
+    /// alternative or left out.
+    pub refused: Vec<String>,
 }
 
 impl Plan {
@@ -128,9 +137,11 @@ pub fn groups_for(
     let owned = |g: &[&str]| g.iter().map(|m| m.to_string()).collect::<Vec<_>>();
     let groups: Vec<Vec<String>> = match (metrics, mode) {
         (Some(m), _) => vec![m.to_vec()],
-        (None, Mode::Sampling) => vec![owned(
-            crate::metrics::sampling_metrics(chip).ok_or(PlanError::NoDefaults)?,
-        )],
+        (None, Mode::Sampling) => vec![crate::metrics::sampling_metrics(chip)
+            .ok_or(PlanError::NoDefaults)?
+            .iter()
+            .flat_map(|slot| slot[0].iter().map(|m| m.to_string()))
+            .collect()],
         (None, _) => crate::metrics::default_groups(chip)
             .ok_or(PlanError::NoDefaults)?
             .iter()
@@ -170,30 +181,90 @@ pub fn plan_group(
 }
 
 /// Every group of `mode` on `chip` as a config image, each checked: one pass, except
-/// in kernel replay.
+/// in kernel replay. The default PM sampling set takes, per slot, the first
+/// alternative this CUPTI accepts (a slot none of whose alternatives is accepted is
+/// left out); the metrics refused are in [`Plan::refused`].
 pub fn plan(
     fns: &'static CuptiFns,
     chip: &str,
     mode: Mode,
     metrics: Option<&[String]>,
 ) -> Result<Plan, PlanError> {
+    if mode == Mode::Sampling && metrics.is_none() {
+        return plan_default_sampling(fns, chip);
+    }
     let mut groups = Vec::new();
     for (i, names) in groups_for(chip, mode, metrics)?.iter().enumerate() {
         let host = plan_group(fns, chip, mode, names)?;
-        let passes = host.passes();
-        if passes != 1 && mode != Mode::KernelReplay {
-            return Err(PlanError::Passes {
-                group: i,
-                metrics: names.clone(),
-                passes,
-                sampling: mode == Mode::Sampling,
-            });
-        }
+        check_passes(&host, i, names, mode)?;
         groups.push(host);
     }
     Ok(Plan {
         chip: chip.to_string(),
         mode,
         groups,
+        refused: Vec::new(),
     })
+}
+
+fn check_passes(
+    host: &HostConfig,
+    group: usize,
+    names: &[String],
+    mode: Mode,
+) -> Result<(), PlanError> {
+    let passes = host.passes();
+    if passes != 1 && mode != Mode::KernelReplay {
+        return Err(PlanError::Passes {
+            group,
+            metrics: names.to_vec(),
+            passes,
+            sampling: mode == Mode::Sampling,
+        });
+    }
+    Ok(())
+}
+
+fn plan_default_sampling(fns: &'static CuptiFns, chip: &str) -> Result<Plan, PlanError> {
+    let slots = crate::metrics::sampling_metrics(chip).ok_or(PlanError::NoDefaults)?;
+    // The alternative chosen per slot (past the end: the slot is left out).
+    let mut choice = vec![0usize; slots.len()];
+    let mut refused = Vec::new();
+    loop {
+        let names: Vec<String> = slots
+            .iter()
+            .zip(&choice)
+            .filter_map(|(slot, &c)| slot.get(c))
+            .flat_map(|alt| alt.iter().map(|m| m.to_string()))
+            .collect();
+        if names.is_empty() {
+            return Err(PlanError::NothingAccepted { refused });
+        }
+        match plan_group(fns, chip, Mode::Sampling, &names) {
+            Ok(host) => {
+                check_passes(&host, 0, &names, Mode::Sampling)?;
+                return Ok(Plan {
+                    chip: chip.to_string(),
+                    mode: Mode::Sampling,
+                    groups: vec![host],
+                    refused,
+                });
+            }
+            Err(PlanError::Refused { metric, error, .. }) => {
+                let slot = slots.iter().zip(&choice).position(|(slot, &c)| {
+                    slot.get(c)
+                        .is_some_and(|alt| alt.contains(&metric.as_str()))
+                });
+                match slot {
+                    Some(i) => {
+                        choice[i] += 1;
+                        refused.push(metric);
+                    }
+                    // CUPTI named no metric of ours: give up with its error.
+                    None => return Err(PlanError::Call(error)),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }

@@ -47,10 +47,9 @@ impl Trigger {
     pub fn interval(self, interval_ns: u64) -> u64 {
         match self {
             Trigger::GpuTime => interval_ns,
-            Trigger::SysClk => {
-                (u128::from(interval_ns) * u128::from(NOMINAL_SYSCLK_HZ) / 1_000_000_000)
-                    .clamp(1, u128::from(u64::MAX)) as u64
-            }
+            Trigger::SysClk => (u128::from(interval_ns) * u128::from(NOMINAL_SYSCLK_HZ)
+                / 1_000_000_000)
+                .clamp(1, u128::from(u64::MAX)) as u64,
         }
     }
 

@@ -433,7 +433,11 @@ impl RangeProfiler {
         p.pRangeProfilerObject = self.object;
         p.counterDataSize = image.len();
         p.pCounterData = image.as_mut_ptr();
-        call!(self.fns, cuptiRangeProfilerCounterDataImageInitialize, &mut p)
+        call!(
+            self.fns,
+            cuptiRangeProfilerCounterDataImageInitialize,
+            &mut p
+        )
     }
 
     /// `cuptiRangeProfilerSetConfig`: auto range (one range per kernel), one range

@@ -62,22 +62,29 @@ pub struct DefaultSet {
     pub groups: &'static [DefaultGroup],
     /// What PM sampling collects (`GPUPROF_COUNTERS=sampling`): only metrics the
     /// Profiler Host API accepts for `CUPTI_PROFILER_TYPE_PM_SAMPLING` on the chip,
-    /// together one pass.
-    pub sampling: DefaultGroup,
+    /// together one pass; per slot, the first alternative the library accepts.
+    pub sampling: &'static [SamplingSlot],
 }
 
-/// The PM sampling set. NVIDIA's Host API (12.9 and 13.1) refuses every
-/// `sm__ops_path_tensor_*`, `lts__t_sectors_lookup_*` and `smsp__sass_*` metric for
-/// PM sampling on GA100, AD102, GH100 and GB100, and accepts these on all four, in
-/// one pass (`tests/tests/profiler_host_real.rs`). Tensor-pipe activity stands in
-/// for tensor ops: a utilisation, not a FLOP count.
-const SAMPLING: DefaultGroup = &[
-    "dram__bytes_read.sum",
-    "dram__bytes_write.sum",
-    "sm__cycles_active.avg",
-    "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-    "gpu__time_duration.sum",
+/// One slot of a PM sampling set: alternatives in order of preference, the first
+/// that CUPTI accepts is collected.
+pub type SamplingSlot = &'static [&'static [&'static str]];
+
+/// The PM sampling set. What NVIDIA's Host API accepts for PM sampling depends on
+/// the release (`tests/tests/profiler_host_real.rs` asks each one): every
+/// `sm__ops_path_tensor_*`, `lts__t_sectors_lookup_*` and `smsp__sass_*` metric is
+/// refused on GA100, AD102, GH100 and GB100 by 12.6-13.1; DRAM bytes are accepted
+/// from 12.9 on, while 12.6 and 12.8 accept only DRAM throughput. Tensor-pipe
+/// activity stands in for tensor ops: a utilisation, not a FLOP count.
+const SAMPLING: &[SamplingSlot] = &[
+    &[
+        &["dram__bytes_read.sum", "dram__bytes_write.sum"],
+        &["dram__throughput.avg.pct_of_peak_sustained_elapsed"],
+    ],
+    &[&["sm__cycles_active.avg"]],
+    &[&["sm__warps_active.avg.pct_of_peak_sustained_active"]],
+    &[&["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"]],
+    &[&["gpu__time_duration.sum"]],
 ];
 
 const FP_INST: [&str; 9] = [
@@ -244,7 +251,7 @@ pub fn default_set_for(chip: &str) -> Option<&'static DefaultSet> {
 }
 
 /// The PM sampling set of `chip`, if it has a default set.
-pub fn sampling_metrics(chip: &str) -> Option<DefaultGroup> {
+pub fn sampling_metrics(chip: &str) -> Option<&'static [SamplingSlot]> {
     default_set_for(chip).map(|s| s.sampling)
 }
 

@@ -24,7 +24,8 @@ mod host;
 use std::path::PathBuf;
 
 pub use defaults::{
-    default_groups, default_set_for, sampling_metrics, Architecture, DefaultGroup, DefaultSet, DEFAULT_SETS,
+    default_groups, default_set_for, sampling_metrics, Architecture, DefaultGroup, DefaultSet,
+    SamplingSlot, DEFAULT_SETS,
 };
 pub use host::{status_name, Host, MetricKind, NVPERF_HOST_ENV, NVPERF_HOST_FILE};
 

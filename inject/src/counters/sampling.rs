@@ -156,9 +156,10 @@ fn add_device(c: &'static Cupti, st: &mut State, device_id: u32) -> Result<(), S
         mode: "sampling".to_string(),
         groups: vec![ids.clone()],
         policy: format!(
-            "every {} µs ({} trigger), GPU-wide",
+            "every {} µs ({} trigger), GPU-wide{}",
             settings.interval_us,
-            trigger.describe()
+            trigger.describe(),
+            refused_note(&planned.refused)
         ),
     }));
     st.devices.push(Device {
@@ -176,6 +177,18 @@ fn add_device(c: &'static Cupti, st: &mut State, device_id: u32) -> Result<(), S
         st.thread = true;
     }
     Ok(())
+}
+
+/// The default metrics this CUPTI refused for PM sampling, for the plan's text.
+fn refused_note(refused: &[String]) -> String {
+    if refused.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; not accepted for PM sampling by this CUPTI: {}",
+            refused.join(", ")
+        )
+    }
 }
 
 /// Image, `SetConfig` and `Start` of an enabled sampler; returns the image.
