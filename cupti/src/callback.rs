@@ -17,6 +17,7 @@ use cupti_sys::{CUcontext, CUpti_CallbackFunc, CUpti_SubscriberHandle, CUpti_Sub
 
 use crate::error::CuptiError;
 use crate::library::Cupti;
+use crate::version::ApiVersion;
 
 type Result<T> = std::result::Result<T, CuptiError>;
 
@@ -55,6 +56,17 @@ pub(crate) fn at_least(c: &Cupti, v: u32) -> bool {
     c.api_version().0 >= v
 }
 
+/// The `structSize` of `CUpti_SubscriberParams` passed to a library answering
+/// `api`: 13.0 and 13.1 end at `oldSubscriberSize`, 13.2 adds
+/// `allowMultipleSubscribers` (which gpuprof sets there).
+pub fn subscriber_params_size(api: ApiVersion) -> usize {
+    if api.0 >= 130200 {
+        core::mem::size_of::<CUpti_SubscriberParams>()
+    } else {
+        SUBSCRIBER_PARAMS_SIZE_13_0
+    }
+}
+
 /// `cuptiSubscribe_v2` where the release has it (asking for multiple subscribers from
 /// 13.2), else `cuptiSubscribe`.
 pub fn subscribe(
@@ -69,11 +81,7 @@ pub fn subscribe(
             let multiple = at_least(c, 130200);
             let mut old = [0 as c_char; OLD_NAME_LEN];
             let params = CUpti_SubscriberParams {
-                structSize: if multiple {
-                    core::mem::size_of::<CUpti_SubscriberParams>()
-                } else {
-                    SUBSCRIBER_PARAMS_SIZE_13_0
-                },
+                structSize: subscriber_params_size(c.api_version()),
                 subscriberName: name.as_ptr(),
                 oldSubscriberName: old.as_mut_ptr(),
                 oldSubscriberSize: OLD_NAME_LEN,
