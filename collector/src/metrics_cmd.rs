@@ -335,7 +335,11 @@ fn plan_in_child(lib: &std::path::Path) -> Result<PlanOut> {
     }
     let msg = stderr
         .lines()
-        .map(|l| l.strip_prefix("gpuprof: error: ").or_else(|| l.strip_prefix("gpuprof: ")).unwrap_or(l))
+        .map(|l| {
+            l.strip_prefix("gpuprof: error: ")
+                .or_else(|| l.strip_prefix("gpuprof: "))
+                .unwrap_or(l)
+        })
         .collect::<Vec<_>>()
         .join("; ");
     bail!("{msg}")

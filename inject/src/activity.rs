@@ -16,12 +16,12 @@ use cupti_sys::{
 };
 use wire::Record;
 
-use cupti::activity::BufferCallbacks;
 use crate::decode::Decoded;
 use crate::handoff::{self, Claims, CONTEXTS, DEVICES, UNKNOWN_KINDS};
 use crate::lifecycle::{self, State};
 use crate::log::debug;
 use crate::tracer;
+use cupti::activity::BufferCallbacks;
 
 /// CUPTI requires activity buffers aligned to 8 bytes.
 const ALIGN: usize = 8;

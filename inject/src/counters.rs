@@ -400,9 +400,9 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData) {
     }
     // SAFETY: CUPTI's symbol name is a NUL-terminated string valid during the callback.
     let name = unsafe { CStr::from_ptr(d.symbolName) }.to_string_lossy();
-    let group = lock(&POLICY).as_mut().and_then(|p| {
-        p.decide(&name, launch.grid, launch.block, ctx.plan.groups.len())
-    });
+    let group = lock(&POLICY)
+        .as_mut()
+        .and_then(|p| p.decide(&name, launch.grid, launch.block, ctx.plan.groups.len()));
     let Some(group) = group else {
         ctx.busy.store(false, Ordering::Release);
         return;

@@ -14,10 +14,10 @@ use cupti_sys::CUpti_CallbackIdResource::{
 
 use crate::activity;
 use crate::callbacks::{self, LAUNCH_CBIDS};
-use cupti::callback::{self, Subscriber};
 use crate::decode::{self, Layouts};
 use crate::log::{debug, warn};
 use crate::options::Options;
+use cupti::callback::{self, Subscriber};
 
 /// What the callbacks use, set once tracing is on.
 pub struct Tracer {

@@ -26,12 +26,8 @@ fn is_capturing_fn() -> Option<IsCapturing> {
     static F: OnceLock<Option<IsCapturing>> = OnceLock::new();
     *F.get_or_init(|| {
         // SAFETY: RTLD_NOLOAD only finds an already-loaded library; no initialiser runs.
-        let lib = unsafe {
-            libc::dlopen(
-                c"libcuda.so.1".as_ptr(),
-                libc::RTLD_NOW | libc::RTLD_NOLOAD,
-            )
-        };
+        let lib =
+            unsafe { libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
         if lib.is_null() {
             return None;
         }

@@ -85,7 +85,11 @@ impl Policy {
 
     /// Launches of (`name`, `grid`, `block`) are not measured again.
     pub fn exclude(&mut self, name: &str, grid: [u32; 3], block: [u32; 3]) {
-        if let Some(seen) = self.keys.get_mut(&(grid, block)).and_then(|m| m.get_mut(name)) {
+        if let Some(seen) = self
+            .keys
+            .get_mut(&(grid, block))
+            .and_then(|m| m.get_mut(name))
+        {
             seen.excluded = true;
         }
     }
