@@ -22,7 +22,7 @@ pub use injected::{
     run_injected, statuses, strings, Injection, CUDARC_LLM_STDOUT, RUN_LIMIT,
 };
 pub use report::{cudarc_llm_calls, kernel_calls};
-pub use sim_env::{nvtx_library, sim_cupti, sim_lib_dir, venv_python};
+pub use sim_env::{nvidia_extra, nvtx_library, sim_cupti, sim_lib_dir, venv_python};
 pub use timed::{Finished, TimedChild};
 
 use std::path::{Path, PathBuf};

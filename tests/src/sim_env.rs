@@ -77,6 +77,12 @@ fn link(target: &Path, at: &Path) {
 
 /// NVIDIA's NVTX implementation from the pinned `nvidia-nvtx-cu12` wheel.
 pub fn nvtx_library() -> PathBuf {
+    nvidia_extra("libnvtx3interop")
+}
+
+/// An extra NVIDIA file or directory of `scripts/nvidia-wheels.py` (`EXTRAS`), by
+/// name, from `extras.json`.
+pub fn nvidia_extra(name: &str) -> PathBuf {
     let extras = crate::nvidia_dir().join("extras.json");
     let text = std::fs::read_to_string(&extras).unwrap_or_else(|e| {
         panic!(
@@ -86,11 +92,13 @@ pub fn nvtx_library() -> PathBuf {
         )
     });
     let v: serde_json::Value = serde_json::from_str(&text).expect("extras.json is JSON");
-    PathBuf::from(
-        v["libnvtx3interop"]
-            .as_str()
-            .expect("libnvtx3interop in extras.json"),
-    )
+    PathBuf::from(v[name].as_str().unwrap_or_else(|| {
+        panic!(
+            "{name} is not in {}; run {}",
+            extras.display(),
+            crate::FETCH_COMMAND
+        )
+    }))
 }
 
 /// The Python of `target/venv` (made by `scripts/python-env.sh`, which the test command
