@@ -25,7 +25,10 @@ fn cuda_12_9_ga_answers_27_and_uses_the_12_9_layouts() {
     for h in HEADERS {
         let a = std::fs::read(ga.join("include").join(h)).expect("12.9 GA header");
         let b = std::fs::read(u1.cupti_include.join(h)).expect("12.9 Update 1 header");
-        assert!(a == b, "{h} differs between CUPTI 12.9 GA and 12.9 Update 1");
+        assert!(
+            a == b,
+            "{h} differs between CUPTI 12.9 GA and 12.9 Update 1"
+        );
     }
     // The only test of this binary: one libcupti in the process, never unloaded.
     let path = ga.join("lib").join("libcupti.so.12");
@@ -41,5 +44,8 @@ fn cuda_12_9_ga_answers_27_and_uses_the_12_9_layouts() {
     assert_eq!((rc, v), (0, 27));
     let release = cupti::release_for_api_version(cupti::ApiVersion(v)).map(|r| r.name);
     assert_eq!(release, Some("12.9"));
-    assert_eq!(cupti::release_name_of(cupti::ApiVersion(v)), "12.9 (API 27)");
+    assert_eq!(
+        cupti::release_name_of(cupti::ApiVersion(v)),
+        "12.9 (API 27)"
+    );
 }
