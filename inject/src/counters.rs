@@ -394,10 +394,6 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData) {
     {
         return;
     }
-    if !capture::certainly_not_capturing(launch.stream, launch.per_thread) {
-        ctx.busy.store(false, Ordering::Release);
-        return;
-    }
     // SAFETY: CUPTI's symbol name is a NUL-terminated string valid during the callback.
     let name = unsafe { CStr::from_ptr(d.symbolName) }.to_string_lossy();
     let group = lock(&POLICY)
@@ -407,6 +403,14 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData) {
         ctx.busy.store(false, Ordering::Release);
         return;
     };
+    // Asked only of launches the policy measures: one driver call each.
+    if !capture::certainly_not_capturing(launch.stream, launch.per_thread) {
+        if let Some(p) = lock(&POLICY).as_mut() {
+            p.undo(&name, launch.grid, launch.block);
+        }
+        ctx.busy.store(false, Ordering::Release);
+        return;
+    }
     match begin(&ctx, group) {
         Ok(()) => PENDING.with(|p| {
             *p.borrow_mut() = Some(Started {

@@ -83,6 +83,15 @@ impl Policy {
         Some(group as u32)
     }
 
+    /// Takes back the last measurement [`Policy::decide`] gave (`name`, `grid`,
+    /// `block`): the launch could not be measured after all, and its group goes to
+    /// the key's next measured launch.
+    pub fn undo(&mut self, name: &str, grid: [u32; 3], block: [u32; 3]) {
+        if let Some(seen) = self.keys.get_mut(&(grid, block)).and_then(|m| m.get_mut(name)) {
+            seen.measured = seen.measured.saturating_sub(1);
+        }
+    }
+
     /// Launches of (`name`, `grid`, `block`) are not measured again.
     pub fn exclude(&mut self, name: &str, grid: [u32; 3], block: [u32; 3]) {
         if let Some(seen) = self
@@ -132,6 +141,16 @@ mod tests {
 
     const G: [u32; 3] = [4, 1, 1];
     const B: [u32; 3] = [128, 1, 1];
+
+    #[test]
+    fn an_undone_measurement_goes_to_the_next_launch() {
+        let mut p = Policy::new(2, 1);
+        assert_eq!(p.decide("k", G, B, 3), Some(0));
+        assert_eq!(p.decide("k", G, B, 3), Some(1));
+        p.undo("k", G, B);
+        assert_eq!(p.decide("k", G, B, 3), Some(1));
+        assert_eq!(p.decide("k", G, B, 3), None);
+    }
 
     #[test]
     fn an_excluded_key_is_not_measured_again() {
