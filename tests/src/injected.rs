@@ -61,8 +61,21 @@ pub fn run_injected(
     release: &str,
     env: &[(&str, &str)],
 ) -> (Finished, Vec<Record>) {
+    run_injected_with_args(program, &[], how, scratch, release, env)
+}
+
+/// [`run_injected`] with command-line arguments for `program`.
+pub fn run_injected_with_args(
+    program: &Path,
+    args: &[&str],
+    how: Injection,
+    scratch: &str,
+    release: &str,
+    env: &[(&str, &str)],
+) -> (Finished, Vec<Record>) {
     let dir = Scratch::new(scratch);
     let mut cmd = Command::new(program);
+    cmd.args(args);
     for (k, _) in std::env::vars() {
         if k.starts_with("GPUPROF_")
             || k.starts_with("CUDA_")
