@@ -87,7 +87,11 @@ impl Policy {
     /// `block`): the launch could not be measured after all, and its group goes to
     /// the key's next measured launch.
     pub fn undo(&mut self, name: &str, grid: [u32; 3], block: [u32; 3]) {
-        if let Some(seen) = self.keys.get_mut(&(grid, block)).and_then(|m| m.get_mut(name)) {
+        if let Some(seen) = self
+            .keys
+            .get_mut(&(grid, block))
+            .and_then(|m| m.get_mut(name))
+        {
             seen.measured = seen.measured.saturating_sub(1);
         }
     }
