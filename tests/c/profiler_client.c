@@ -490,6 +490,45 @@ int main(int argc, char **argv) {
     OK(p_cuptiProfilerHostGetNumOfPasses(&np));
     printf("passes %zu\n", np.numOfPasses);
 
+    /* What NVIDIA's library refuses, and how it counts passes. */
+    PARAMS(CUpti_Profiler_Host_Initialize_Params, big);
+    big.structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE + 8;
+    big.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+    big.pChipName = cn.pChipName;
+    printf("err host_init_larger_struct %d\n", p_cuptiProfilerHostInitialize(&big));
+    CUpti_Profiler_Host_Object *sep = host_init(cn.pChipName, CUPTI_PROFILER_TYPE_RANGE_PROFILER, &r);
+    OK(r);
+    for (int i = 0; i < 3; i++) {
+        PARAMS(CUpti_Profiler_Host_ConfigAddMetrics_Params, one);
+        one.pHostObject = sep;
+        one.ppMetricNames = &METRICS[i];
+        one.numMetrics = 1;
+        OK(p_cuptiProfilerHostConfigAddMetrics(&one));
+    }
+    PARAMS(CUpti_Profiler_Host_GetConfigImageSize_Params, sgs);
+    sgs.pHostObject = sep;
+    OK(p_cuptiProfilerHostGetConfigImageSize(&sgs));
+    uint8_t *sep_img = (uint8_t *)malloc(sgs.configImageSize);
+    PARAMS(CUpti_Profiler_Host_GetConfigImage_Params, sgi);
+    sgi.pHostObject = sep;
+    sgi.configImageSize = sgs.configImageSize;
+    sgi.pConfigImage = sep_img;
+    OK(p_cuptiProfilerHostGetConfigImage(&sgi));
+    PARAMS(CUpti_Profiler_Host_GetNumOfPasses_Params, snp);
+    snp.configImageSize = sgs.configImageSize;
+    snp.pConfigImage = sep_img;
+    OK(p_cuptiProfilerHostGetNumOfPasses(&snp));
+    printf("passes_three_calls %zu\n", snp.numOfPasses);
+    free(sep_img);
+    CUpti_Profiler_Host_Object *pm_probe = host_init(cn.pChipName, CUPTI_PROFILER_TYPE_PM_SAMPLING, &r);
+    OK(r);
+    const char *tensor[1] = {"sm__ops_path_tensor_src_bf16_dst_fp32.sum"};
+    PARAMS(CUpti_Profiler_Host_ConfigAddMetrics_Params, pma);
+    pma.pHostObject = pm_probe;
+    pma.ppMetricNames = tensor;
+    pma.numMetrics = 1;
+    printf("err pm_add_tensor_ops %d\n", p_cuptiProfilerHostConfigAddMetrics(&pma));
+
     range_profiler(ctx, host, cfg, cfg_size);
 
     CUpti_Profiler_Host_Object *pm_host = host_init(cn.pChipName, CUPTI_PROFILER_TYPE_PM_SAMPLING, &r);
@@ -502,6 +541,10 @@ int main(int argc, char **argv) {
     hd.pHostObject = host;
     OK(p_cuptiProfilerHostDeinitialize(&hd));
     hd.pHostObject = pm_host;
+    OK(p_cuptiProfilerHostDeinitialize(&hd));
+    hd.pHostObject = sep;
+    OK(p_cuptiProfilerHostDeinitialize(&hd));
+    hd.pHostObject = pm_probe;
     OK(p_cuptiProfilerHostDeinitialize(&hd));
     PARAMS(CUpti_Profiler_DeInitialize_Params, pd);
     OK(p_cuptiProfilerDeInitialize(&pd));

@@ -5,7 +5,10 @@
  * LD_LIBRARY_PATH so it finds libnvperf_host.so.
  *
  *   profiler_host_facts LIBCUPTI
+ *   profiler_host_facts LIBCUPTI pm CHIP METRIC...
  *
+ * The second form prints "pm METRIC RESULT" for each metric added alone to a PM
+ * sampling host object of CHIP. The first
  * prints "name value" lines:
  *   init_size          the release's CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE
  *   init_own           result of Initialize with that size
@@ -110,7 +113,7 @@ static size_t passes(CUpti_Profiler_Host_Object *host) {
 }
 
 int main(int argc, char **argv) {
-  CHECK(argc == 2);
+  CHECK(argc == 2 || (argc >= 4 && strcmp(argv[2], "pm") == 0));
   void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     fprintf(stderr, "profiler_host_facts: %s\n", dlerror());
@@ -125,6 +128,23 @@ int main(int argc, char **argv) {
 
   const size_t own = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE;
   CUpti_Profiler_Host_Object *host = NULL;
+  if (argc >= 4) {
+    for (int i = 4; i < argc; i++) {
+      /* A fresh host object per metric: a refused call leaves it unusable. */
+      unsigned char buf[sizeof(CUpti_Profiler_Host_Initialize_Params) + 64];
+      memset(buf, 0, sizeof buf);
+      CUpti_Profiler_Host_Initialize_Params *p =
+          (CUpti_Profiler_Host_Initialize_Params *)buf;
+      p->structSize = own;
+      p->profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING;
+      p->pChipName = argv[3];
+      CHECK(host_init(p) == CUPTI_SUCCESS);
+      const char *name = argv[i];
+      printf("pm %s %d\n", name, (int)add(p->pHostObject, &name, 1));
+      deinit(p->pHostObject);
+    }
+    return 0;
+  }
   printf("init_size %zu\n", own);
   printf("init_larger %d\n", (int)init(CUPTI_PROFILER_TYPE_RANGE_PROFILER, own + 8, &host));
   CUptiResult r = init(CUPTI_PROFILER_TYPE_RANGE_PROFILER, own, &host);

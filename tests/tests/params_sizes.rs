@@ -4,17 +4,63 @@
 //! Host Initialize size with `CUPTI_ERROR_INVALID_PARAMETER`).
 //!
 //! For each pinned release, a C program compiled against that release's headers
-//! prints the `<Struct>_STRUCT_SIZE` macro of every struct in
-//! `cupti::params::PROFILER_PARAMS`; the sizes gpuprof passes must not exceed them,
-//! and every struct must exist from 12.6 on (the first release with the Profiler Host,
-//! Range Profiler and PM Sampling APIs gpuprof calls).
+//! prints the `<Struct>_STRUCT_SIZE` macro of every profiling params struct; the
+//! sizes gpuprof passes (`cupti::params::PROFILER_PARAMS`) must not exceed them, and
+//! every struct gpuprof passes must exist from 12.6 on (the first release with the
+//! Profiler Host, Range Profiler and PM Sampling APIs gpuprof calls).
+//!
+//! The same answers are the simulated CUPTI's table of sizes per release
+//! (`tests/sim/cupti/src/struct_sizes.rs`, which refuses a larger `structSize` as the
+//! real library does): the test regenerates it and fails on any difference;
+//! `GPUPROF_BLESS=1` writes it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::path::Path;
 use std::process::Command;
+use std::sync::OnceLock;
 
 use cupti::params::PROFILER_PARAMS;
 use gpuprof_tests::{major_minor, manifest, NvidiaRelease};
+
+/// The headers whose `*_STRUCT_SIZE` macros the simulated CUPTI checks.
+const PROFILING_HEADERS: [&str; 5] = [
+    "cupti_target.h",
+    "cupti_profiler_target.h",
+    "cupti_profiler_host.h",
+    "cupti_range_profiler.h",
+    "cupti_pmsampling.h",
+];
+
+/// The structs with a `*_STRUCT_SIZE` macro in `r`'s profiling headers, and
+/// `CUpti_SubscriberParams` where `cupti_callbacks.h` has it.
+fn struct_names(r: &NvidiaRelease) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut scan = |file: &Path, only: Option<&str>| {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            return;
+        };
+        for line in text.lines() {
+            let Some(rest) = line.trim_start().strip_prefix("#define ") else {
+                continue;
+            };
+            let macro_name = rest.split_whitespace().next().unwrap_or("");
+            if let Some(name) = macro_name.strip_suffix("_STRUCT_SIZE") {
+                if only.is_none_or(|o| o == name) && !name.is_empty() {
+                    names.insert(name.to_string());
+                }
+            }
+        }
+    };
+    for h in PROFILING_HEADERS {
+        scan(&r.cupti_include.join(h), None);
+    }
+    scan(
+        &r.cupti_include.join("cupti_callbacks.h"),
+        Some("CUpti_SubscriberParams"),
+    );
+    names
+}
 
 /// The release's `*_STRUCT_SIZE` for each struct of `names` its headers define.
 fn header_sizes(r: &NvidiaRelease, names: &[&str]) -> BTreeMap<String, usize> {
@@ -64,13 +110,43 @@ fn header_sizes(r: &NvidiaRelease, names: &[&str]) -> BTreeMap<String, usize> {
         .collect()
 }
 
+/// Every struct name of every release's headers, and per release (manifest order)
+/// the sizes its headers give, computed once per process.
+fn all_sizes() -> &'static (Vec<String>, Vec<BTreeMap<String, usize>>) {
+    static SIZES: OnceLock<(Vec<String>, Vec<BTreeMap<String, usize>>)> = OnceLock::new();
+    SIZES.get_or_init(|| {
+        let releases = manifest();
+        let mut all: BTreeSet<String> = BTreeSet::new();
+        for r in releases {
+            all.extend(struct_names(r));
+        }
+        let names: Vec<String> = all.into_iter().collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let sizes = std::thread::scope(|s| {
+            let jobs: Vec<_> = releases
+                .iter()
+                .map(|r| {
+                    let refs = &refs;
+                    s.spawn(move || header_sizes(r, refs))
+                })
+                .collect();
+            jobs.into_iter().map(|j| j.join().expect("sizes")).collect()
+        });
+        (names, sizes)
+    })
+}
+
 #[test]
 fn params_structs_fit_every_release() {
-    let mut names: Vec<&str> = PROFILER_PARAMS.iter().map(|(n, _)| *n).collect();
-    names.push("CUpti_SubscriberParams");
+    let (names, sizes) = all_sizes();
+    for (n, _) in PROFILER_PARAMS {
+        assert!(
+            names.iter().any(|x| x == n),
+            "{n} is in no release's headers"
+        );
+    }
     let mut report = String::new();
-    for r in manifest() {
-        let theirs = header_sizes(r, &names);
+    for (r, theirs) in manifest().iter().zip(sizes) {
         for (name, ours) in PROFILER_PARAMS {
             match theirs.get(*name) {
                 Some(&t) if *ours > t => {
@@ -103,4 +179,65 @@ fn params_structs_fit_every_release() {
         }
     }
     assert!(report.is_empty(), "{report}");
+}
+
+/// The simulated CUPTI's table, as generated from every pinned release's headers.
+fn sim_table() -> String {
+    let releases = manifest();
+    let (names, sizes) = all_sizes();
+    let mut t = String::from(
+        "//! Generated by `GPUPROF_BLESS=1 cargo test -p gpuprof-tests --test params_sizes`\n\
+         //! from each pinned release's headers (`cupti_target.h`, `cupti_profiler_target.h`,\n\
+         //! `cupti_profiler_host.h`, `cupti_range_profiler.h`, `cupti_pmsampling.h`,\n\
+         //! `CUpti_SubscriberParams` of `cupti_callbacks.h`): the `*_STRUCT_SIZE` of every\n\
+         //! params struct per release, 0 where the release lacks the struct. Do not edit.\n\n",
+    );
+    let _ = writeln!(
+        t,
+        "/// The releases, in the column order of [`STRUCT_SIZES`]."
+    );
+    let _ = writeln!(t, "pub const RELEASES: [&str; {}] = [", releases.len());
+    for r in releases {
+        let _ = writeln!(t, "    \"{}\",", r.release);
+    }
+    t.push_str("];\n\n");
+    let _ = writeln!(
+        t,
+        "/// (struct, its `*_STRUCT_SIZE` in each release of [`RELEASES`])."
+    );
+    let _ = writeln!(
+        t,
+        "pub const STRUCT_SIZES: [(&str, [u16; {}]); {}] = [",
+        releases.len(),
+        names.len()
+    );
+    for n in names.iter() {
+        let row: Vec<String> = sizes
+            .iter()
+            .map(|m| m.get(n).copied().unwrap_or(0).to_string())
+            .collect();
+        let _ = writeln!(
+            t,
+            "    (\n        \"{n}\",\n        [{}],\n    ),",
+            row.join(", ")
+        );
+    }
+    t.push_str("];\n");
+    t
+}
+
+#[test]
+fn sim_struct_sizes_are_the_headers() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("sim/cupti/src/struct_sizes.rs");
+    let want = sim_table();
+    if std::env::var_os("GPUPROF_BLESS").is_some() {
+        std::fs::write(&path, &want).expect("write the table");
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        have == want,
+        "{} differs from what the headers say; regenerate it with \
+         GPUPROF_BLESS=1 cargo test -p gpuprof-tests --test params_sizes",
+        path.display()
+    );
 }

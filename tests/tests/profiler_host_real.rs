@@ -277,6 +277,55 @@ fn host_api_facts_on_every_offline_release() {
     }
 }
 
+// The simulated CUPTI's PM sampling acceptance, a table per metric with the first
+// release accepting it (pure data; the sim refuses every other metric).
+#[path = "../sim/cupti/src/pm_metrics.rs"]
+mod pm_metrics;
+
+/// The simulated CUPTI accepts for PM sampling exactly what NVIDIA's library of the
+/// same release accepts, for every metric of the cost model, on every chip.
+#[test]
+fn sim_pm_sampling_acceptance_is_the_real_librarys() {
+    let names = sim_core::CostModel::builtin().counter_names();
+    assert!(names.len() > 20, "{names:?}");
+    for release in OFFLINE {
+        let r = manifest_release(release);
+        let exe = facts_program(r);
+        let (major, minor) = gpuprof_tests::major_minor(release);
+        for chip in CHIPS {
+            if !knows(release, chip) {
+                continue;
+            }
+            let out = Command::new(&exe)
+                .arg(&r.libcupti)
+                .args(["pm", chip])
+                .args(&names)
+                .env("LD_LIBRARY_PATH", &r.lib_dir)
+                .output()
+                .expect("run profiler_host_facts");
+            assert!(out.status.success(), "{release} {chip}: {out:?}");
+            let real: Vec<String> = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| {
+                    l.strip_suffix(" 0")?
+                        .strip_prefix("pm ")
+                        .map(str::to_string)
+                })
+                .collect();
+            let sim: Vec<String> = names
+                .iter()
+                .filter(|n| {
+                    pm_metrics::PM_SAMPLING_METRICS
+                        .iter()
+                        .any(|(m, first)| m == n && (major, minor) >= *first)
+                })
+                .cloned()
+                .collect();
+            assert_eq!(sim, real, "CUPTI {release} on {chip}");
+        }
+    }
+}
+
 /// The size gpuprof passes for Host Initialize is what every offline release takes.
 #[test]
 fn gpuprof_passes_the_48_byte_host_initialize() {

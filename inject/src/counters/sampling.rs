@@ -72,6 +72,8 @@ struct State {
     /// Devices whose first context has been seen (sampled or not).
     seen: Vec<u32>,
     devices: Vec<Device>,
+    /// Enabled samplers that could not start, disabled with the others at exit.
+    parked: Vec<PmSampler>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -79,6 +81,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     thread: false,
     seen: Vec::new(),
     devices: Vec::new(),
+    parked: Vec::new(),
 });
 
 fn lock() -> std::sync::MutexGuard<'static, State> {
@@ -99,15 +102,16 @@ pub fn configure(opts: &Options) {
 }
 
 /// Turns sampling off for the rest of the run: one warning, one `CounterStatus`,
-/// every device's sampling stopped and disabled (errors ignored).
+/// every device's sampling stopped (errors ignored). The samplers stay enabled until
+/// [`disable`] at exit, after the final activity flush: disabling can finalize CUPTI
+/// and lose activity buffers not yet delivered.
 fn fail(st: &mut State, message: String) {
     if ON.swap(false, Ordering::AcqRel) {
         warn!("hardware counters are off: {message}; tracing continues");
         handoff::send(Record::CounterStatus(CounterStatus { message }));
     }
-    for d in st.devices.drain(..) {
+    for d in &st.devices {
         let _ = d.sampler.stop();
-        // Dropping the sampler disables PM sampling on the device.
     }
 }
 
@@ -148,8 +152,14 @@ fn add_device(c: &'static Cupti, st: &mut State, device_id: u32) -> Result<(), S
     }
     let trigger = Trigger::for_chip(&chip);
     let sampler = PmSampler::enable(fns, device_id).map_err(|e| e.to_string())?;
-    // On error the sampler is dropped, which disables PM sampling again.
-    let image = start(&sampler, &host, trigger, settings.interval_us).map_err(|e| e.to_string())?;
+    let image = match start(&sampler, &host, trigger, settings.interval_us) {
+        Ok(image) => image,
+        Err(e) => {
+            // Disabled at exit, after the final flush (see `disable`).
+            st.parked.push(sampler);
+            return Err(e.to_string());
+        }
+    };
     handoff::send(Record::CounterPlan(CounterPlan {
         device_id,
         chip,
@@ -296,5 +306,7 @@ pub fn stop() {
 /// Process exit, after the final activity flush: disables PM sampling on every
 /// device (dropping each sampler).
 pub fn disable() {
-    lock().devices.clear();
+    let mut st = lock();
+    st.devices.clear();
+    st.parked.clear();
 }

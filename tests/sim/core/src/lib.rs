@@ -307,6 +307,18 @@ struct FileRule {
 }
 
 impl CostModel {
+    /// Every counter name some rule (or the defaults) prices, sorted.
+    pub fn counter_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .rules
+            .iter()
+            .flat_map(|r| r.counters.iter().map(|(n, _)| n.clone()))
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// Parses and validates a model; `origin` (usually the file name) prefixes every error.
     pub fn from_toml_str(text: &str, origin: &str) -> Result<Self, ModelError> {
         let file: FileModel = toml::from_str(text).map_err(|e| {

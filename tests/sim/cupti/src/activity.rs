@@ -260,6 +260,25 @@ pub fn flush_all(forced: bool) {
     crate::worker::wait_delivered(crate::worker::last_submitted());
 }
 
+/// Loses the records CUPTI holds that no completed buffer has delivered yet: each
+/// client's current buffer goes back to it empty (`validSize` 0, so the memory is
+/// returned), its records gone without a drop count. What disabling PM sampling does
+/// to activity buffers not flushed before it (it can finalize CUPTI); the sim does
+/// it on every last `cuptiPmSamplingDisable` (strict, unchecked without a GPU).
+pub fn lose_undelivered() {
+    for c in clients() {
+        let Some((_, complete)) = *lock(&c.callbacks) else {
+            continue;
+        };
+        let taken = lock(&c.buffers).current.take();
+        if let Some(mut b) = taken {
+            b.used = 0;
+            b.records = 0;
+            crate::buffers::hand_back(b, complete);
+        }
+    }
+}
+
 /// Drops every client (cuptiFinalize, tests).
 pub fn reset() {
     lock(&CLIENTS).clear();

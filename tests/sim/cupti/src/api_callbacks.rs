@@ -50,7 +50,8 @@ pub unsafe extern "C" fn cuptiSubscribe(
 ///
 /// 13.0 and 13.1: one subscriber at a time (their params struct has no
 /// `allowMultipleSubscribers`). 13.2 on: `allowMultipleSubscribers` is read when
-/// `structSize` covers it.
+/// `structSize` covers it. A `structSize` larger than the release's
+/// `CUpti_SubscriberParams_STRUCT_SIZE` is `CUPTI_ERROR_INVALID_PARAMETER`.
 ///
 /// # Safety
 /// `subscriber` is null or writable; `params` is null or a valid params struct whose
@@ -73,7 +74,12 @@ pub unsafe extern "C" fn cuptiSubscribe_v2(
         }
         // SAFETY: null or valid per the caller.
         let p = unsafe { params.as_mut() };
-        if p.as_ref().is_some_and(|p| p.structSize == 0) {
+        // A size beyond the release's CUpti_SubscriberParams_STRUCT_SIZE is refused
+        // (strict, as for the profiling params structs).
+        let max = crate::profiling::release_struct_size("CUpti_SubscriberParams");
+        if p.as_ref()
+            .is_some_and(|p| p.structSize == 0 || max.is_some_and(|m| p.structSize > m))
+        {
             return CUPTI_ERROR_INVALID_PARAMETER;
         }
         if driver::get().is_none() {

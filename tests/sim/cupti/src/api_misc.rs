@@ -223,9 +223,16 @@ pub unsafe extern "C" fn cuptiGetGraphNodeId(node: CUgraphNode, id: *mut u64) ->
 }
 
 /// `cuptiSetThreadIdType(CUpti_ActivityThreadIdType)`: 0 pthread_self, 1 gettid.
+/// From 13.3, "This API is not supported when multiple subscribers are allowed"
+/// (cupti_activity.h; the attribute `CUPTI_ACTIVITY_ATTR_THREAD_ID_TYPE` through
+/// `cuptiActivitySetAttribute_v2` replaces it): then `CUPTI_ERROR_NOT_SUPPORTED`
+/// (the header's code for an unsupported call; strict, unchecked without a GPU).
 #[no_mangle]
 pub extern "C" fn cuptiSetThreadIdType(kind: u32) -> R {
     guard(|| {
+        if crate::release::current().at_least(13, 3) && subscribers::multiple_state() == 1 {
+            return CUPTI_ERROR_NOT_SUPPORTED;
+        }
         if kind > 1 {
             return CUPTI_ERROR_INVALID_PARAMETER;
         }

@@ -73,7 +73,9 @@ pub unsafe extern "C" fn cuptiPmSamplingEnable(p: *mut CUpti_PmSampling_Enable_P
     })
 }
 
-/// `cuptiPmSamplingDisable`.
+/// `cuptiPmSamplingDisable`. Disabling the last sampler can finalize CUPTI: activity
+/// records not yet delivered in a completed buffer are lost
+/// ([`crate::activity::lose_undelivered`]), so a client flushes first.
 ///
 /// # Safety
 /// `p` is null or a valid `CUpti_PmSampling_Disable_Params`.
@@ -84,8 +86,9 @@ pub unsafe extern "C" fn cuptiPmSamplingDisable(p: *mut CUpti_PmSampling_Disable
     })
 }
 
-/// `cuptiPmSamplingSetConfig`: config image (the sim's), `hardwareBufferSize` for at
-/// least one sample, `samplingInterval` > 0 in the trigger mode's unit. The time
+/// `cuptiPmSamplingSetConfig`: config image (the sim's) of one pass (more:
+/// `CUPTI_ERROR_NOT_SUPPORTED`), `hardwareBufferSize` for at least one sample,
+/// `samplingInterval` > 0 in the trigger mode's unit. The time
 /// trigger on Turing / GA100 ("not supported in Turing and GA100") and KEEP_LATEST on
 /// Turing are `CUPTI_ERROR_NOT_SUPPORTED`; other invalid values
 /// `CUPTI_ERROR_INVALID_PARAMETER`.
@@ -98,8 +101,14 @@ pub unsafe extern "C" fn cuptiPmSamplingSetConfig(p: *mut CUpti_PmSampling_SetCo
         let keep_latest = size >= 64 && p.hwBufferAppendMode == 1;
         flat(pm::with(p.pPmSamplingObject as usize, NOT_ENABLED, |o| {
             // SAFETY: the client's config image.
-            let metrics = unsafe { config_at(p.pConfig, p.configSize) }
+            let image = unsafe { config_at(p.pConfig, p.configSize) }
                 .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
+            // "CUPTI_ERROR_NOT_SUPPORTED for config image which require multiple
+            // passes for data collection" (cupti_pmsampling.h).
+            if image.passes > 1 {
+                return Err(CUPTI_ERROR_NOT_SUPPORTED);
+            }
+            let metrics = image.metrics;
             let slots = p.hardwareBufferSize / hw_record_bytes(metrics.len());
             if p.samplingInterval == 0 || slots == 0 || (size >= 64 && p.hwBufferAppendMode > 1) {
                 return Err(CUPTI_ERROR_INVALID_PARAMETER);

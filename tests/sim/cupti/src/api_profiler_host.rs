@@ -1,9 +1,9 @@
 //! Exports of `cupti_profiler_host.h` (CUDA 12.6 on) that the target side needs:
 //! host objects per chip, config images, pass counts, evaluation of counter data.
 //!
-//! The config image is the sim's own list of metric names
-//! ([`crate::profiling::encode_config`]); every config is one pass (a sim limitation,
-//! see [`crate::profiling`]). Evaluation reads the values the range profiler or PM
+//! The config image is the sim's own list of metric names and pass count
+//! ([`crate::profiling::encode_config`]): one pass per `ConfigAddMetrics` call, as the
+//! real library schedules them (see [`crate::profiling`]). Evaluation reads the values the range profiler or PM
 //! sampler decoded into the image: for a metric the cost model knows but the image
 //! does not hold (not in `Get*CounterDataSize`'s list, or not in the config), the
 //! value is NaN, as no counter was collected for it.
@@ -16,14 +16,20 @@ use cupti_sys::*;
 
 use crate::counter_data::{self, Image, KIND_RANGE};
 use crate::ffi::guard;
-use crate::profiling::{available, encode_config, known_metrics, with_params, CHIPS};
+use crate::profiling::{
+    available, encode_config, known_metrics, pm_sampling_accepts, with_params, CHIPS,
+};
 
 type R = CUptiResult::Type;
 
 struct Host {
     handle: usize,
     chip: String,
+    /// Created for `CUPTI_PROFILER_TYPE_PM_SAMPLING`.
+    pm_sampling: bool,
     metrics: Vec<String>,
+    /// `ConfigAddMetrics` calls that added metrics: each is its own pass group.
+    calls: usize,
 }
 
 static HOSTS: Mutex<Vec<Host>> = Mutex::new(Vec::new());
@@ -87,7 +93,9 @@ pub unsafe extern "C" fn cuptiProfilerHostInitialize(
         HOSTS.lock().unwrap_or_else(|e| e.into_inner()).push(Host {
             handle,
             chip: chip.to_string_lossy().into_owned(),
+            pm_sampling: p.profilerType == CUPTI_PROFILER_TYPE_PM_SAMPLING,
             metrics: Vec::new(),
+            calls: 0,
         });
         p.pHostObject = handle as *mut CUpti_Profiler_Host_Object;
         CUPTI_SUCCESS
@@ -144,8 +152,10 @@ pub unsafe extern "C" fn cuptiProfilerHostGetSupportedChips(
 }
 
 /// `cuptiProfilerHostConfigAddMetrics`: adds metrics (each once) to the host's
-/// config; a name the cost model does not know is `CUPTI_ERROR_INVALID_METRIC_NAME`
-/// and adds nothing.
+/// config, the call's metrics one pass group of their own. A name the cost model does
+/// not know, or (for a PM sampling host) one the release does not accept for PM
+/// sampling ([`crate::pm_metrics`]), is `CUPTI_ERROR_INVALID_PARAMETER`, NVIDIA's
+/// library's answer for both, and adds nothing.
 ///
 /// # Safety
 /// `p` is null or valid; `ppMetricNames` holds `numMetrics` C strings.
@@ -156,12 +166,17 @@ pub unsafe extern "C" fn cuptiProfilerHostConfigAddMetrics(
     run(p, 40, |p| {
         flat(with_host(p.pHostObject as usize, |h| {
             // SAFETY: the client's array.
-            let add = unsafe { known_metrics(p.ppMetricNames, p.numMetrics) }?;
+            let add = unsafe { known_metrics(p.ppMetricNames, p.numMetrics) }
+                .map_err(|_| CUPTI_ERROR_INVALID_PARAMETER)?;
+            if h.pm_sampling && !add.iter().all(|m| pm_sampling_accepts(m)) {
+                return Err(CUPTI_ERROR_INVALID_PARAMETER);
+            }
             for m in add {
                 if !h.metrics.contains(&m) {
                     h.metrics.push(m);
                 }
             }
+            h.calls += 1;
             Ok(())
         }))
     })
@@ -181,7 +196,7 @@ pub unsafe extern "C" fn cuptiProfilerHostGetConfigImageSize(
             if h.metrics.is_empty() {
                 return Err(CUPTI_ERROR_INVALID_PARAMETER);
             }
-            p.configImageSize = encode_config(&h.metrics).len();
+            p.configImageSize = encode_config(&h.metrics, h.calls).len();
             Ok(())
         }))
     })
@@ -198,7 +213,7 @@ pub unsafe extern "C" fn cuptiProfilerHostGetConfigImage(
 ) -> R {
     run(p, 40, |p| {
         flat(with_host(p.pHostObject as usize, |h| {
-            let img = encode_config(&h.metrics);
+            let img = encode_config(&h.metrics, h.calls);
             if h.metrics.is_empty() || p.pConfigImage.is_null() || p.configImageSize < img.len() {
                 return Err(CUPTI_ERROR_INVALID_PARAMETER);
             }
@@ -209,8 +224,9 @@ pub unsafe extern "C" fn cuptiProfilerHostGetConfigImage(
     })
 }
 
-/// `cuptiProfilerHostGetNumOfPasses`: 1 for every sim config image (sim limitation,
-/// [`crate::profiling`]); not a config image: `CUPTI_ERROR_INVALID_PARAMETER`.
+/// `cuptiProfilerHostGetNumOfPasses`: one pass per `ConfigAddMetrics` call that
+/// made the image ([`crate::profiling`]); not a config image:
+/// `CUPTI_ERROR_INVALID_PARAMETER`.
 ///
 /// # Safety
 /// `p` is null or valid; `pConfigImage` holds `configImageSize` bytes.
@@ -221,8 +237,8 @@ pub unsafe extern "C" fn cuptiProfilerHostGetNumOfPasses(
     run(p, 40, |p| {
         // SAFETY: the client's image.
         match unsafe { crate::profiling::config_at(p.pConfigImage, p.configImageSize) } {
-            Some(_) => {
-                p.numOfPasses = 1;
+            Some(c) => {
+                p.numOfPasses = c.passes;
                 CUPTI_SUCCESS
             }
             None => CUPTI_ERROR_INVALID_PARAMETER,

@@ -192,7 +192,7 @@ pub unsafe extern "C" fn cuptiRangeProfilerSetConfig(
             NOT_ENABLED,
             |o| {
                 // SAFETY: the client's config image of configSize bytes.
-                let metrics = unsafe { config_at(p.pConfig, p.configSize) }
+                let image = unsafe { config_at(p.pConfig, p.configSize) }
                     .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
                 // SAFETY: the client's counter data image.
                 let buf =
@@ -218,7 +218,9 @@ pub unsafe extern "C" fn cuptiRangeProfilerSetConfig(
                     return Err(CUPTI_ERROR_INVALID_PARAMETER);
                 }
                 o.set_config(Config {
-                    metrics,
+                    metrics: image.metrics,
+                    passes: image.passes,
+                    kernel_replay: p.replayMode == KERNEL,
                     image: p.pCounterDataImage as usize,
                     image_size: p.counterDataImageSize,
                     auto,
@@ -259,10 +261,10 @@ pub unsafe extern "C" fn cuptiRangeProfilerStart(p: *mut CUpti_RangeProfiler_Sta
 pub unsafe extern "C" fn cuptiRangeProfilerStop(p: *mut CUpti_RangeProfiler_Stop_Params) -> R {
     run(p, 41, |p, _| {
         match rp::with(p.pRangeProfilerObject as usize, NOT_ENABLED, |o| o.stop()) {
-            Ok((pass, level)) => {
+            Ok((pass, level, all)) => {
                 p.passIndex = pass;
                 p.targetNestingLevel = level;
-                p.isAllPassSubmitted = 1;
+                p.isAllPassSubmitted = u8::from(all);
                 CUPTI_SUCCESS
             }
             Err(e) => e,

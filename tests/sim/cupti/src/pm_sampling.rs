@@ -337,6 +337,11 @@ pub fn disable(handle: usize) -> Result<(), R> {
     if all.remove(i).running() {
         ACTIVE.fetch_sub(1, Ordering::AcqRel);
     }
+    let last = all.is_empty();
+    drop(all);
+    if last {
+        crate::activity::lose_undelivered();
+    }
     Ok(())
 }
 

@@ -11,11 +11,15 @@
 //! `CUPTI_ERROR_INVALID_METRIC_NAME` ("The metric name is invalid", cupti_result.h).
 //! A kernel whose rule lacks a counter reads 0 for it.
 //!
-//! **Passes (sim limitation).** Any set of known metrics is scheduled in one pass:
-//! `cuptiProfilerHostGetNumOfPasses` answers 1 for every config image. Real pass counts
-//! come from NVIDIA's host library (libnvperf_host), which the project tests separately
-//! against the real library; so kernel replay, user replay and multiple nesting levels
-//! never need a second pass here and no replay is visible.
+//! **Passes.** As NVIDIA's library does, every `cuptiProfilerHostConfigAddMetrics`
+//! call is its own pass group (the real 12.9 host API schedules three metrics added
+//! in three calls in 3 passes and the same three in one call in 1):
+//! `cuptiProfilerHostGetNumOfPasses` answers the number of calls that added metrics.
+//! One call is one pass here (sim limitation: the sim does not know which raw
+//! counters a metric needs; real pass counts per metric set come from NVIDIA's
+//! libraries in the project's offline tests). A user-replay range profiler pass of a
+//! multi-pass config is not the last (`isAllPassSubmitted` = 0); PM sampling refuses
+//! a multi-pass config.
 //!
 //! **Combining values** (a user range over several kernels, a PM sample window
 //! overlapping parts of kernels), by the metric name's rollup, see [`Combine`]:
@@ -38,11 +42,31 @@ pub fn available() -> bool {
     crate::release::current().at_least(12, 6)
 }
 
+/// The impersonated release's `*_STRUCT_SIZE` of the params struct named `name`
+/// (`None`: the release's headers lack it or the table does not list it).
+pub fn release_struct_size(name: &str) -> Option<usize> {
+    let release = crate::release::current().release.name;
+    let col = crate::struct_sizes::RELEASES
+        .iter()
+        .position(|r| *r == release)?;
+    crate::struct_sizes::STRUCT_SIZES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, sizes)| usize::from(sizes[col]))
+        .filter(|&s| s > 0)
+}
+
 /// Runs `f` on a copy of the caller's params struct `p` and copies it back.
 ///
 /// `structSize` (the first field of every profiling params struct) below `min_size`
 /// (the struct's size in the first release that has it) is
-/// `CUPTI_ERROR_INVALID_PARAMETER`, as is a null `p`. Only `min(structSize,
+/// `CUPTI_ERROR_INVALID_PARAMETER`, as is a null `p`. So is a `structSize` larger
+/// than the impersonated release's `*_STRUCT_SIZE` ([`crate::struct_sizes`],
+/// generated from each release's headers): NVIDIA's 12.9 library refuses the 13.2
+/// `CUpti_Profiler_Host_Initialize_Params` size (56) with
+/// `CUPTI_ERROR_INVALID_PARAMETER` and accepts its own (48). For the other structs
+/// the real answer to a larger size needs a GPU to ask; the sim refuses it the same
+/// way (strict). Only `min(structSize,
 /// size_of::<T>())` bytes are read and written, so clients built against older
 /// headers (smaller structs) are served, with the fields they lack zero; `f` gets the
 /// client's `structSize` to tell which fields exist.
@@ -61,6 +85,10 @@ pub unsafe fn with_params<T: Copy>(
     // SAFETY: non-null; every params struct starts with `size_t structSize`.
     let size = unsafe { (p as *const usize).read_unaligned() };
     if size < min_size {
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    let name = std::any::type_name::<T>().rsplit("::").next().unwrap_or("");
+    if release_struct_size(name).is_some_and(|max| size > max) {
         return CUPTI_ERROR_INVALID_PARAMETER;
     }
     let n = size.min(std::mem::size_of::<T>());
@@ -209,12 +237,21 @@ pub fn combine(name: &str) -> Combine {
     }
 }
 
-const CONFIG_MAGIC: &[u8; 8] = b"SIMCFG01";
+const CONFIG_MAGIC: &[u8; 8] = b"SIMCFG02";
 
-/// The sim's config image: magic, metric count (u32), then NUL-terminated names.
-/// Opaque to clients, as the real one is.
-pub fn encode_config(metrics: &[String]) -> Vec<u8> {
+/// What a config image holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigImage {
+    pub metrics: Vec<String>,
+    /// Passes the config needs: one per `cuptiProfilerHostConfigAddMetrics` call.
+    pub passes: usize,
+}
+
+/// The sim's config image: magic, passes (u32), metric count (u32), then
+/// NUL-terminated names. Opaque to clients, as the real one is.
+pub fn encode_config(metrics: &[String], passes: usize) -> Vec<u8> {
     let mut v = CONFIG_MAGIC.to_vec();
+    v.extend_from_slice(&(passes as u32).to_ne_bytes());
     v.extend_from_slice(&(metrics.len() as u32).to_ne_bytes());
     for m in metrics {
         v.extend_from_slice(m.as_bytes());
@@ -223,30 +260,43 @@ pub fn encode_config(metrics: &[String]) -> Vec<u8> {
     v
 }
 
-/// The metrics of a config image, `None` if it is not one.
-pub fn decode_config(image: &[u8]) -> Option<Vec<String>> {
+/// The config image in `image`, `None` if it is not one.
+pub fn decode_config(image: &[u8]) -> Option<ConfigImage> {
     let rest = image.strip_prefix(CONFIG_MAGIC)?;
-    let n = u32::from_ne_bytes(rest.get(..4)?.try_into().ok()?) as usize;
-    let mut body = &rest[4..];
-    let mut names = Vec::with_capacity(n);
+    let passes = u32::from_ne_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+    let n = u32::from_ne_bytes(rest.get(4..8)?.try_into().ok()?) as usize;
+    let mut body = &rest[8..];
+    let mut names = Vec::with_capacity(n.min(1024));
     for _ in 0..n {
         let end = body.iter().position(|b| *b == 0)?;
         names.push(String::from_utf8(body[..end].to_vec()).ok()?);
         body = &body[end + 1..];
     }
-    (n > 0).then_some(names)
+    (n > 0 && passes > 0).then_some(ConfigImage {
+        metrics: names,
+        passes,
+    })
 }
 
 /// The config image at (`ptr`, `size`), `None` if null or not one.
 ///
 /// # Safety
 /// `ptr` is null or valid for reading `size` bytes.
-pub unsafe fn config_at(ptr: *const u8, size: usize) -> Option<Vec<String>> {
+pub unsafe fn config_at(ptr: *const u8, size: usize) -> Option<ConfigImage> {
     if ptr.is_null() {
         return None;
     }
     // SAFETY: the caller's promise.
     decode_config(unsafe { std::slice::from_raw_parts(ptr, size) })
+}
+
+/// Whether the impersonated release's host API accepts `metric` for PM sampling
+/// ([`crate::pm_metrics`]).
+pub fn pm_sampling_accepts(metric: &str) -> bool {
+    let rel = crate::release::current();
+    crate::pm_metrics::PM_SAMPLING_METRICS
+        .iter()
+        .any(|(m, (major, minor))| *m == metric && rel.at_least(*major, *minor))
 }
 
 /// One executed kernel as the profilers see it.
@@ -343,8 +393,12 @@ mod tests {
             Combine::RatioElapsed
         );
         assert_eq!(combine("sm__warps_active.max"), Combine::Max);
-        let c = encode_config(&["a.sum".into(), "b.max".into()]);
-        assert_eq!(decode_config(&c).unwrap(), ["a.sum", "b.max"]);
+        let c = encode_config(&["a.sum".into(), "b.max".into()], 2);
+        let d = decode_config(&c).unwrap();
+        assert_eq!(
+            (d.metrics.as_slice(), d.passes),
+            (&["a.sum".to_string(), "b.max".to_string()][..], 2)
+        );
         assert!(decode_config(&c[..c.len() - 3]).is_none());
         let names = counter_names(sim_core::DEFAULT_MODEL_TOML);
         assert!(names.contains("dram__bytes_read.sum"));

@@ -99,6 +99,10 @@ impl Acc {
 #[derive(Debug)]
 pub struct Config {
     pub metrics: Vec<String>,
+    /// Passes of the config image (one per `ConfigAddMetrics` call).
+    pub passes: usize,
+    /// Kernel replay: CUPTI runs every pass inside the launch.
+    pub kernel_replay: bool,
     pub image: usize,
     pub image_size: usize,
     pub auto: bool,
@@ -204,9 +208,11 @@ impl Profiler {
         Ok(())
     }
 
-    /// Returns (passIndex, targetNestingLevel) for the next pass; the one pass is
-    /// always the last ("isAllPassSubmitted" = 1).
-    pub fn stop(&mut self) -> Result<(usize, usize), R> {
+    /// Returns (passIndex, targetNestingLevel, isAllPassSubmitted). Kernel replay
+    /// submits every pass inside the launch; user replay of a config of several
+    /// passes has submitted only the first (the sim runs one pass per Start/Stop
+    /// and never replays, so such a client is told the passes are not all done).
+    pub fn stop(&mut self) -> Result<(usize, usize, bool), R> {
         if !self.started {
             return Err(CUPTI_ERROR_INVALID_OPERATION);
         }
@@ -214,7 +220,11 @@ impl Profiler {
         self.stack.clear();
         ACTIVE.fetch_sub(1, Ordering::AcqRel);
         let level = self.config.as_ref().map_or(1, |c| c.min_level);
-        Ok((1, level))
+        let all = self
+            .config
+            .as_ref()
+            .is_none_or(|c| c.kernel_replay || c.passes <= 1);
+        Ok((1, level, all))
     }
 
     pub fn push(&mut self, name: String) -> Result<(), R> {
