@@ -111,9 +111,12 @@ fn header_sizes(r: &NvidiaRelease, names: &[&str]) -> BTreeMap<String, usize> {
 }
 
 /// Every struct name of every release's headers, and per release (manifest order)
-/// the sizes its headers give, computed once per process.
-fn all_sizes() -> &'static (Vec<String>, Vec<BTreeMap<String, usize>>) {
-    static SIZES: OnceLock<(Vec<String>, Vec<BTreeMap<String, usize>>)> = OnceLock::new();
+/// the sizes its headers give.
+type AllSizes = (Vec<String>, Vec<BTreeMap<String, usize>>);
+
+/// [`AllSizes`], computed once per process.
+fn all_sizes() -> &'static AllSizes {
+    static SIZES: OnceLock<AllSizes> = OnceLock::new();
     SIZES.get_or_init(|| {
         let releases = manifest();
         let mut all: BTreeSet<String> = BTreeSet::new();
