@@ -189,3 +189,51 @@ fn an_invalid_cost_model_fails_cuinit() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("simcuda: "), "{err}");
 }
+
+/// GPU work that waits for a value the host writes later (`cuStreamWaitValue32` /
+/// `cuStreamWriteValue32`, `tests/c/wait_value.c`): behind the wait, the kernel and a
+/// copy do not run (the stream is not ready, the copy's data has not landed) until
+/// the host's write on another stream; then they do.
+#[test]
+fn work_behind_a_wait_value_runs_after_the_host_writes_it() {
+    let model = cost_model("wait-value", MODEL);
+    let out = run("wait_value.c", "wait_value", &model);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}\n{out:?}");
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("write_ns "))
+        .collect();
+    // 600: CUDA_ERROR_NOT_READY.
+    assert_eq!(
+        lines,
+        [
+            "launched",
+            "query before write 600",
+            "data before write 0",
+            "query after sync 0",
+            "data after sync 42",
+            "done"
+        ]
+    );
+}
+
+/// Synchronising on the stream before writing the value it waits for waits forever,
+/// as on a GPU: the program is still waiting when killed.
+#[test]
+fn synchronising_before_the_write_waits_forever() {
+    let model = cost_model("wait-value-hang", MODEL);
+    let mut cmd = Command::new(compile_c("wait_value.c", "wait_value", &[]));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("CUDA_") || k.starts_with("SIMCUDA_") || k == "LD_PRELOAD" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.arg("sync-first")
+        .env("LD_LIBRARY_PATH", gpuprof_tests::sim_lib_dir())
+        .env("SIMCUDA_COST_MODEL", &model);
+    let mut child = gpuprof_tests::TimedChild::spawn(cmd, std::time::Duration::from_secs(60));
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(!child.exited(), "the program stopped waiting");
+    // Dropping the child kills it.
+}

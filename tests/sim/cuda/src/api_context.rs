@@ -491,14 +491,14 @@ pub unsafe extern "C" fn cuCtxGetDevice_v2(device: *mut CUdevice, ctx: CUcontext
 
 /// Waits in real time until all work of the context ends.
 fn synchronize(ctx: CUcontext) -> CUresult {
-    let ready = {
+    let h = {
         let d = registry::lock();
         match ctx_or_current(&d, ctx) {
-            Ok(h) => d.context_ready(h),
+            Ok(h) => h,
             Err(e) => return e,
         }
     };
-    clock::wait_until(ready);
+    clock::wait_for(|| registry::lock().context_ready(h));
     CUDA_SUCCESS
 }
 

@@ -64,7 +64,9 @@ pub extern "C" fn cuEventRecord(h_event: CUevent, h_stream: CUstream) -> CUresul
                 return Err(CUDA_ERROR_INVALID_HANDLE);
             }
             let s = d.stream(h_stream)?;
-            if d.streams[&s].capture.is_some() {
+            // Capture, and a stream waiting for a memory value (when the event will
+            // complete is unknown; sim limitation), are not supported.
+            if d.streams[&s].capture.is_some() || d.waits_on_blocked(s) {
                 return Err(CUDA_ERROR_NOT_SUPPORTED);
             }
             let t = d.stream_ready(s).max(clock::now_ns());

@@ -376,7 +376,8 @@ pub unsafe extern "C" fn cuGraphInstantiate_v2(
 }
 
 /// `CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)`. Launching into
-/// a capturing stream (a child-graph node) is not simulated (`CUDA_ERROR_NOT_SUPPORTED`).
+/// a capturing stream (a child-graph node), or into a stream waiting for a memory
+/// value, is not simulated (`CUDA_ERROR_NOT_SUPPORTED`).
 #[no_mangle]
 pub extern "C" fn cuGraphLaunch(h_exec: CUgraphExec, h_stream: CUstream) -> CUresult {
     let p = cupti_sys::cuGraphLaunch_params {
@@ -402,7 +403,8 @@ pub extern "C" fn cuGraphLaunch(h_exec: CUgraphExec, h_stream: CUstream) -> CUre
                     .collect::<Option<Vec<_>>>()
                     .ok_or(CUDA_ERROR_INVALID_VALUE)?;
                 let s = d.stream(h_stream)?;
-                if d.streams[&s].capture.is_some() {
+                // A graph launched behind a memory-value wait is not simulated.
+                if d.streams[&s].capture.is_some() || d.waits_on_blocked(s) {
                     return Err(CUDA_ERROR_NOT_SUPPORTED);
                 }
                 let mut ops = Vec::new();

@@ -36,6 +36,7 @@ unsafe fn create(ph: *mut CUstream, flags: c_uint, priority: c_int) -> Result<()
                 flags,
                 ready_ns: 0,
                 capture: None,
+                blocked: None,
             },
         );
         (ctx, h)
@@ -149,8 +150,12 @@ pub extern "C" fn cuStreamSynchronize(h_stream: CUstream) -> CUresult {
         p,
         {
             match ready(h_stream) {
-                Ok(t) => {
-                    clock::wait_until(t);
+                Ok(_) => {
+                    // Validated above; the handle stays valid while the client waits.
+                    clock::wait_for(|| {
+                        let d = registry::lock();
+                        d.stream(h_stream).map_or(0, |s| d.stream_ready(s))
+                    });
                     CUDA_SUCCESS
                 }
                 Err(e) => e,

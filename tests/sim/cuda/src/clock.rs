@@ -21,3 +21,18 @@ pub(crate) fn wait_until(t: u64) {
         std::thread::sleep(Duration::from_nanos(t - now));
     }
 }
+
+/// Blocks until the simulated instant `ready()` answers (asked under the driver lock
+/// by the closure) has passed. While it answers [`crate::registry::NEVER`] (work
+/// waiting for a memory value nobody wrote yet) it asks again every millisecond: the
+/// caller waits as long as a GPU would, forever if the value never comes.
+pub(crate) fn wait_for(ready: impl Fn() -> u64) {
+    loop {
+        let t = ready();
+        if t != crate::registry::NEVER {
+            wait_until(t);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

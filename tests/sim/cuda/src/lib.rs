@@ -41,3 +41,4 @@ mod api_memcpy;
 mod api_memory;
 mod api_module;
 mod api_stream;
+mod api_stream_memop;

@@ -18,6 +18,9 @@ use crate::trace::{self, OpRecord};
 /// What issuing produced, to report once the driver lock is released.
 pub(crate) enum Issued {
     Ran(OpRecord),
+    /// Queued behind a `cuStreamWaitValue32` whose value has not come: runs when it
+    /// does (`api_stream_memop`).
+    Deferred,
     Captured {
         ctx: usize,
         graph: usize,
@@ -32,6 +35,7 @@ impl Issued {
         match self {
             Issued::Ran(r) => r.op.end_ns,
             Issued::Captured { .. } => 0,
+            Issued::Deferred => crate::registry::NEVER,
         }
     }
 }
@@ -42,6 +46,7 @@ pub(crate) fn report(issued: Vec<Issued>) {
     for i in issued {
         match i {
             Issued::Ran(r) => ops.push(r),
+            Issued::Deferred => {}
             Issued::Captured {
                 ctx,
                 graph,
@@ -111,6 +116,15 @@ pub(crate) fn issue(d: &mut Driver, s: usize, op: OpSpec) -> Result<Issued, CUre
             node,
             node_type,
         });
+    }
+    if d.waits_on_blocked(s) {
+        if d.is_null_stream(s) {
+            // The legacy stream's implicit wait for a blocked stream is not modelled
+            // (sim limitation): refused rather than run early.
+            return Err(CUDA_ERROR_NOT_SUPPORTED);
+        }
+        crate::api_stream_memop::defer(d, s, op);
+        return Ok(Issued::Deferred);
     }
     run(d, s, &op, 0, 0).map(Issued::Ran)
 }

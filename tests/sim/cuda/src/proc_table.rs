@@ -8,7 +8,7 @@ use std::ffi::{c_int, c_void};
 use crate::{
     api_capture as cap, api_context as ctx, api_device as dev, api_event as ev, api_graph as gr,
     api_init as init, api_launch as la, api_memcpy as mc, api_memory as mem, api_module as md,
-    api_stream as st, errors, export_table, proc_address as pa,
+    api_stream as st, api_stream_memop as mo, errors, export_table, proc_address as pa,
 };
 
 /// One versioned entry point.
@@ -94,6 +94,10 @@ pub(crate) fn table() -> Vec<Entry> {
         e!("cuStreamDestroy", 4000, st::cuStreamDestroy_v2),
         e!("cuStreamSynchronize", 2000, st::cuStreamSynchronize),
         e!("cuStreamQuery", 2000, st::cuStreamQuery),
+        e!("cuStreamWaitValue32", 8000, mo::cuStreamWaitValue32),
+        e!("cuStreamWaitValue32", 11070, mo::cuStreamWaitValue32_v2),
+        e!("cuStreamWriteValue32", 8000, mo::cuStreamWriteValue32),
+        e!("cuStreamWriteValue32", 11070, mo::cuStreamWriteValue32_v2),
         e!("cuStreamWaitEvent", 3020, st::cuStreamWaitEvent),
         e!("cuStreamGetId", 12000, st::cuStreamGetId),
         e!("cuStreamGetCtx", 9020, st::cuStreamGetCtx),

@@ -34,6 +34,9 @@ pub(crate) struct Capture {
     pub(crate) last_node: Box<usize>,
 }
 
+/// The time of work that waits for a memory value nobody has written yet.
+pub(crate) const NEVER: u64 = u64::MAX;
+
 pub(crate) struct Stream {
     pub(crate) id: u64,
     pub(crate) ctx: usize,
@@ -41,6 +44,9 @@ pub(crate) struct Stream {
     /// When the work queued so far ends (simulated ns).
     pub(crate) ready_ns: u64,
     pub(crate) capture: Option<Capture>,
+    /// Waiting for a memory value (`cuStreamWaitValue32`), with the work issued
+    /// behind the wait (see `api_stream_memop`).
+    pub(crate) blocked: Option<crate::api_stream_memop::Blocked>,
 }
 
 pub(crate) struct Event {
@@ -245,6 +251,7 @@ impl Driver {
                 flags: 0,
                 ready_ns: 0,
                 capture: None,
+                blocked: None,
             },
         );
         let id = self.new_ctx_id();
@@ -337,20 +344,35 @@ impl Driver {
         (start, end)
     }
 
-    /// When the work queued on stream `s` ends. The legacy NULL stream also waits for
-    /// every blocking stream of its context.
+    /// When the work queued on stream `s` ends ([`NEVER`] while it waits for a memory
+    /// value). The legacy NULL stream also waits for every blocking stream of its
+    /// context.
     pub(crate) fn stream_ready(&self, s: usize) -> u64 {
         let st = &self.streams[&s];
+        let ready = |o: &Stream| {
+            if o.blocked.is_some() {
+                NEVER
+            } else {
+                o.ready_ns
+            }
+        };
         if self.is_null_stream(s) {
             self.streams
                 .values()
                 .filter(|o| o.ctx == st.ctx && o.flags & CU_STREAM_NON_BLOCKING == 0)
-                .map(|o| o.ready_ns)
+                .map(ready)
                 .max()
                 .unwrap_or(0)
         } else {
-            st.ready_ns
+            ready(st)
         }
+    }
+
+    /// Whether work issued to `s` now would wait behind a blocked stream: `s` itself
+    /// is blocked, or `s` is the legacy NULL stream and a blocking stream of its
+    /// context is.
+    pub(crate) fn waits_on_blocked(&self, s: usize) -> bool {
+        self.stream_ready(s) == NEVER
     }
 
     /// When all work of context `c` ends.
@@ -358,7 +380,13 @@ impl Driver {
         self.streams
             .values()
             .filter(|s| s.ctx == c)
-            .map(|s| s.ready_ns)
+            .map(|s| {
+                if s.blocked.is_some() {
+                    NEVER
+                } else {
+                    s.ready_ns
+                }
+            })
             .max()
             .unwrap_or(0)
     }

@@ -327,6 +327,21 @@ pub unsafe extern "C" fn cuptiRangeProfilerDecodeData(
     p: *mut CUpti_RangeProfiler_DecodeData_Params,
 ) -> R {
     run(p, 32, |p, _| {
+        // The pass's data is in the hardware once its kernels have run: wait for them
+        // in real time (forever if one never runs), outside the profilers' lock.
+        let handle = p.pRangeProfilerObject as usize;
+        loop {
+            match rp::pass_end(handle) {
+                Ok(Some(end)) => {
+                    while crate::driver::now_ns() < end {
+                        std::thread::sleep(std::time::Duration::from_micros(100));
+                    }
+                    break;
+                }
+                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(1)),
+                Err(_) => break,
+            }
+        }
         match rp::with(p.pRangeProfilerObject as usize, NOT_ENABLED, |o| o.decode()) {
             Ok(dropped) => {
                 p.numOfRangeDropped = dropped;

@@ -351,6 +351,7 @@ pub fn on_kernel(k: &Kernel) {
     for p in all.iter_mut().filter(|p| p.device == k.device_id) {
         if let Some(s) = p.session.as_mut().filter(|s| s.stop.is_none()) {
             s.kernels.push(Kernel {
+                correlation_id: k.correlation_id,
                 device_id: k.device_id,
                 context_id: k.context_id,
                 start: k.start,
@@ -367,6 +368,7 @@ mod tests {
 
     fn kernel(start: u64, end: u64, v: f64) -> Kernel {
         Kernel {
+            correlation_id: 0,
             device_id: 0,
             context_id: 1,
             start,

@@ -301,6 +301,8 @@ pub fn pm_sampling_accepts(metric: &str) -> bool {
 
 /// One executed kernel as the profilers see it.
 pub struct Kernel {
+    /// The launch call's correlation id.
+    pub correlation_id: u32,
     pub device_id: u32,
     pub context_id: u32,
     pub start: u64,
@@ -328,7 +330,9 @@ pub static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 
 /// From the tracer, for every executed kernel.
 pub fn on_kernel(op: &GpuOp) {
-    if ACTIVE.load(Ordering::Acquire) == 0 {
+    if ACTIVE.load(Ordering::Acquire) == 0
+        && crate::range_profiler::AWAITING.load(Ordering::Acquire) == 0
+    {
         return;
     }
     let mut counters = Vec::with_capacity(op.num_counters);
@@ -347,6 +351,7 @@ pub fn on_kernel(op: &GpuOp) {
         }
     }
     let k = Kernel {
+        correlation_id: op.correlation_id,
         device_id: op.device_id,
         context_id: op.context_id,
         start: op.start_ns,

@@ -19,6 +19,16 @@
 //! Ranges beyond `maxRangesPerPass` in a pass, and ranges that do not fit the counter
 //! data image at `cuptiRangeProfilerDecodeData`, are dropped and counted in
 //! `numOfRangeDropped` ("the counter data image will report dropped ranges").
+//!
+//! A kernel belongs to the pass its launch call was made in, also when it runs later
+//! (queued behind a `cuStreamWaitValue32` whose value is written after Stop): the
+//! launch is remembered at the call's exit ([`on_launch_exit`]) and the kernel joins
+//! the pass when it runs, with the range stack of its launch. DecodeData "Decode[s] the
+//! profiling data stored in the hardware" (cupti_range_profiler.h): the hardware has
+//! it once the pass's kernels have run, so `cuptiRangeProfilerDecodeData` waits, in
+//! real time, until every kernel launched in the pass has ended in simulated time
+//! ([`pass_end`]). A kernel that waits for work nobody issues makes it wait forever,
+//! as on a GPU.
 
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -125,11 +135,22 @@ pub struct Profiler {
     started: bool,
     stack: Vec<String>,
     pending: Vec<Range>,
+    /// Correlation ids of kernels collected in the current pass.
+    collected: Vec<u32>,
+    /// Launches made in the pass whose kernel has not run yet, with the range stack
+    /// at the launch.
+    awaiting: Vec<(u32, Vec<String>)>,
+    /// The latest end of a kernel collected in the pass.
+    last_end: u64,
     in_pass: usize,
     dropped: usize,
 }
 
 static PROFILERS: Mutex<Vec<Profiler>> = Mutex::new(Vec::new());
+
+/// Launches awaited by stopped passes, over all objects: kernels are looked at while
+/// any is (see [`crate::profiling::on_kernel`]).
+pub static AWAITING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 fn lock() -> std::sync::MutexGuard<'static, Vec<Profiler>> {
     PROFILERS.lock().unwrap_or_else(|e| e.into_inner())
@@ -165,6 +186,9 @@ pub fn enable(context_id: u32, chip: String) -> Result<usize, R> {
         started: false,
         stack: Vec::new(),
         pending: Vec::new(),
+        collected: Vec::new(),
+        awaiting: Vec::new(),
+        last_end: 0,
         in_pass: 0,
         dropped: 0,
     });
@@ -178,9 +202,11 @@ pub fn disable(handle: usize) -> Result<(), R> {
         .iter()
         .position(|p| p.handle == handle && handle != 0)
         .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
-    if all.remove(i).started {
+    let p = all.remove(i);
+    if p.started {
         ACTIVE.fetch_sub(1, Ordering::AcqRel);
     }
+    AWAITING.fetch_sub(p.awaiting.len(), Ordering::AcqRel);
     Ok(())
 }
 
@@ -204,6 +230,10 @@ impl Profiler {
         self.started = true;
         self.in_pass = 0;
         self.stack.clear();
+        self.collected.clear();
+        AWAITING.fetch_sub(self.awaiting.len(), Ordering::AcqRel);
+        self.awaiting.clear();
+        self.last_end = 0;
         ACTIVE.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
@@ -355,10 +385,47 @@ impl Profiler {
 /// From [`crate::profiling::on_kernel`]: collects `k` into started objects on its context.
 pub fn on_kernel(k: &Kernel) {
     let mut all = lock();
+    for p in all.iter_mut().filter(|p| p.context_id == k.context_id) {
+        if p.started {
+            p.kernel(k);
+            p.collected.push(k.correlation_id);
+            p.last_end = p.last_end.max(k.end);
+        } else if let Some(i) = p.awaiting.iter().position(|(c, _)| *c == k.correlation_id) {
+            // Launched in the pass, run after it was stopped: with its launch's stack.
+            let (_, stack) = p.awaiting.remove(i);
+            AWAITING.fetch_sub(1, Ordering::AcqRel);
+            let now = std::mem::replace(&mut p.stack, stack);
+            p.kernel(k);
+            p.stack = now;
+            p.last_end = p.last_end.max(k.end);
+        }
+    }
+}
+
+/// A kernel launch call on context `context_id` returns (before the client's exit
+/// callbacks): a kernel it launched into a started pass that has not run yet is
+/// awaited by that pass.
+pub fn on_launch_exit(context_id: u32, correlation_id: u32) {
+    let mut all = lock();
     for p in all
         .iter_mut()
-        .filter(|p| p.started && p.context_id == k.context_id)
+        .filter(|p| p.started && p.context_id == context_id)
     {
-        p.kernel(k);
+        if !p.collected.contains(&correlation_id) {
+            let stack = p.stack.clone();
+            p.awaiting.push((correlation_id, stack));
+            AWAITING.fetch_add(1, Ordering::AcqRel);
+        }
     }
+}
+
+/// When the stopped pass of object `handle` is over: `None` while a kernel launched
+/// in it has not run, else the simulated end of its last kernel.
+pub fn pass_end(handle: usize) -> Result<Option<u64>, R> {
+    let all = lock();
+    let p = all
+        .iter()
+        .find(|p| p.handle == handle && handle != 0)
+        .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
+    Ok(p.awaiting.is_empty().then_some(p.last_end))
 }

@@ -109,6 +109,20 @@ fn enter(call: &mut ApiCall) {
     FRAMES.with(|f| f.borrow_mut().push(frame));
 }
 
+/// Whether `cbid` launches one kernel (not a graph).
+fn is_kernel_launch(cbid: u32) -> bool {
+    use cupti_sys::CUpti_driver_api_trace_cbid_enum as c;
+    matches!(
+        cbid,
+        c::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel
+            | c::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz
+            | c::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx
+            | c::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz
+            | c::CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel
+            | c::CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz
+    )
+}
+
 fn exit(call: &mut ApiCall) {
     let end = crate::driver::now_ns();
     let frame = FRAMES.with(|f| {
@@ -125,6 +139,9 @@ fn exit(call: &mut ApiCall) {
         async_call: false,
         data: Vec::new(),
     });
+    if call.result == 0 && is_kernel_launch(call.cbid) {
+        crate::range_profiler::on_launch_exit(call.context_id, call.correlation_id);
+    }
     let mut targets = Vec::new();
     subscribers::targets(D::CUPTI_CB_DOMAIN_DRIVER_API, call.cbid, &mut targets);
     let mut result: c_int = call.result;

@@ -1,0 +1,98 @@
+//! A measured kernel that waits for a value the host writes after its launch
+//! (`tests/c/wait_value.c`: `cuStreamWaitValue32` on stream A, the kernel behind it,
+//! the host's `cuStreamWriteValue32` on stream B 20 ms later) under the injected
+//! profiler with per-kernel counters on. Decoding the kernel's pass waits for the
+//! kernel; were it done on the application's thread inside the launch callback, the
+//! host would never reach its write and the program would hang (the simulated CUPTI
+//! waits for the pass's kernels as the hardware does). The program must finish, and
+//! the kernel must still get its counters, equal to the cost model's.
+
+use gpuprof_tests::{
+    compile_c, kernels_in_order, plans, run_injected_with_args, statuses, strings, Injection,
+};
+use sim_core::{CostModel, Launch};
+use wire::Record;
+
+#[test]
+fn a_kernel_waiting_for_later_host_work_finishes_with_counters() {
+    let program = compile_c("wait_value.c", "wait_value", &[]);
+    let (out, records) = run_injected_with_args(
+        &program,
+        &[],
+        Injection::Driver,
+        "inject-wait-value",
+        "13.4",
+        &[],
+    );
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| !l.starts_with("write_ns "))
+            .copied()
+            .collect::<Vec<_>>(),
+        [
+            "launched",
+            "query before write 600",
+            "data before write 0",
+            "query after sync 0",
+            "data after sync 42",
+            "done"
+        ],
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr, "");
+    assert!(statuses(&records).is_empty(), "{:?}", statuses(&records));
+    let write_ns: u64 = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("write_ns "))
+        .expect("write_ns")
+        .parse()
+        .expect("a number");
+
+    let names = strings(&records);
+    let ks = kernels_in_order(&records);
+    assert_eq!(ks.len(), 1);
+    let k = ks[0];
+    assert_eq!(names[&k.name], "consume");
+    assert!(
+        k.start_ns >= write_ns,
+        "the kernel ran at {} before the host's write at {write_ns}",
+        k.start_ns
+    );
+
+    // Group 0 of GH100's default plan, measured on the kernel's launch.
+    let plan = plans(&records)[0];
+    let group0: Vec<&str> = plan.groups[0].iter().map(|id| names[id].as_str()).collect();
+    let counters: Vec<_> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::KernelCounters(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(counters.len(), 1, "{counters:?}");
+    let c = counters[0];
+    assert_eq!((c.correlation_id, c.group), (k.correlation_id, 0));
+    let cost = CostModel::builtin()
+        .cost(&Launch {
+            name: "consume".into(),
+            grid: [4, 1, 1],
+            block: [128, 1, 1],
+            shared_mem: 0,
+            registers: u32::from(k.registers_per_thread),
+            gemm: None,
+        })
+        .expect("costed");
+    let got: Vec<(&str, f64)> = c
+        .metrics
+        .iter()
+        .map(|m| (names[&m.name].as_str(), m.value))
+        .collect();
+    let want: Vec<(&str, f64)> = group0
+        .iter()
+        .map(|m| (*m, cost.counters.get(*m).copied().unwrap_or(0.0)))
+        .collect();
+    assert_eq!(got, want);
+}
