@@ -199,9 +199,11 @@ static void set_thread_gemm(const SimGemmShape *shape) {
     }
 }
 
+static int invalidate_captures(void *ctx) { (void)ctx; return 0; }
+
 static const SimDriverTable table = {sizeof(SimDriverTable), set_tracer, now_ns, context_id,
                                      context_device, stream_id, graph_id, graph_node_id,
-                                     set_thread_gemm};
+                                     set_thread_gemm, invalidate_captures};
 
 CUresult cuGetExportTable(const void **out, const unsigned char *id) {
     if (!out || !id) return CUDA_ERROR_INVALID_VALUE;

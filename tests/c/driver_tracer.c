@@ -130,6 +130,7 @@ typedef struct {
     unsigned (*graph_id)(CUgraph);
     uint64_t (*graph_node_id)(CUgraphNode);
     void (*set_thread_gemm)(const void *);
+    int (*invalidate_captures)(CUcontext);
 } DriverTable;
 
 static const DriverTable *T;

@@ -77,6 +77,7 @@ typedef struct {
     uint32_t (*graph_id)(void *graph);
     uint64_t (*graph_node_id)(void *node);
     void (*set_thread_gemm)(const SimGemmShape *shape);
+    int (*invalidate_captures)(void *ctx);
 } SimDriverTable;
 
 #endif

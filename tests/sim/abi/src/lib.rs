@@ -47,6 +47,10 @@ pub struct DriverTable {
     /// the calling thread implement. Used by the simulated cuBLAS so the cost model
     /// can price its kernels by shape.
     pub set_thread_gemm: unsafe extern "C" fn(shape: *const GemmShape),
+    /// Invalidates every stream capture in progress on context `ctx` (its
+    /// `cuStreamEndCapture` then fails with `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`);
+    /// returns how many.
+    pub invalidate_captures: unsafe extern "C" fn(ctx: CUcontext) -> c_int,
 }
 
 /// The shape of a GEMM as the cost model sees it.

@@ -61,6 +61,18 @@ extern "C" fn graph_node_id(node: CUgraphNode) -> u64 {
         .map_or(0, |n| n.id)
 }
 
+extern "C" fn invalidate_captures(ctx: CUcontext) -> c_int {
+    let mut d = registry::lock();
+    let mut n = 0;
+    for st in d.streams.values_mut().filter(|s| s.ctx == ctx as usize) {
+        if let Some(c) = st.capture.as_mut() {
+            c.invalidated = true;
+            n += 1;
+        }
+    }
+    n
+}
+
 /// # Safety
 /// `shape` is NULL or points to a valid `GemmShape`.
 unsafe extern "C" fn set_thread_gemm(shape: *const GemmShape) {
@@ -85,6 +97,7 @@ static TABLE: DriverTable = DriverTable {
     graph_id,
     graph_node_id,
     set_thread_gemm,
+    invalidate_captures,
 };
 
 /// `CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)`.

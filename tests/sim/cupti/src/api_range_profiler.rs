@@ -82,7 +82,7 @@ pub unsafe extern "C" fn cuptiRangeProfilerEnable(p: *mut CUpti_RangeProfiler_En
             return CUPTI_ERROR_HARDWARE_BUSY;
         }
         let chip = crate::api_profiler_target::chip_of(d, dev).unwrap_or_default();
-        match rp::enable(id, chip) {
+        match rp::enable(id, p.ctx as usize, chip) {
             Ok(h) => {
                 p.pRangeProfilerObject = h as *mut CUpti_RangeProfiler_Object;
                 CUPTI_SUCCESS
@@ -237,18 +237,31 @@ pub unsafe extern "C" fn cuptiRangeProfilerSetConfig(
     })
 }
 
-/// `cuptiRangeProfilerStart`.
+/// `cuptiRangeProfilerStart`. Starting a pass while a stream of the object's context
+/// is being captured into a graph invalidates that capture (its
+/// `cuStreamEndCapture` fails): whether NVIDIA's range profiler can start a pass
+/// inside a capture without breaking it cannot be asked without a GPU, so the sim
+/// assumes the worst for the application (strict).
 ///
 /// # Safety
 /// `p` is null or a valid `CUpti_RangeProfiler_Start_Params`.
 #[no_mangle]
 pub unsafe extern "C" fn cuptiRangeProfilerStart(p: *mut CUpti_RangeProfiler_Start_Params) -> R {
     run(p, 24, |p, _| {
-        flat(rp::with(
-            p.pRangeProfilerObject as usize,
-            NOT_ENABLED,
-            |o| o.start(),
-        ))
+        let r = rp::with(p.pRangeProfilerObject as usize, NOT_ENABLED, |o| {
+            o.start().map(|()| o.ctx)
+        });
+        match r {
+            Ok(ctx) => {
+                if let Some(d) = crate::driver::get() {
+                    // SAFETY: a table function; the handle is the context the object
+                    // was enabled on (an unknown handle matches no stream).
+                    unsafe { (d.table.invalidate_captures)(ctx as CUcontext) };
+                }
+                CUPTI_SUCCESS
+            }
+            Err(e) => e,
+        }
     })
 }
 

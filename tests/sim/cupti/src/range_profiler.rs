@@ -129,6 +129,8 @@ struct Range {
 pub struct Profiler {
     pub handle: usize,
     pub context_id: u32,
+    /// The context's handle (`CUcontext`).
+    pub ctx: usize,
     pub chip: String,
     pub shape: Option<Shape>,
     pub config: Option<Config>,
@@ -171,7 +173,7 @@ pub fn with<T>(
 
 /// A new object on context `context_id`; `CUPTI_ERROR_INVALID_OPERATION` if the
 /// context already has one.
-pub fn enable(context_id: u32, chip: String) -> Result<usize, R> {
+pub fn enable(context_id: u32, ctx: usize, chip: String) -> Result<usize, R> {
     let mut all = lock();
     if all.iter().any(|p| p.context_id == context_id) {
         return Err(CUPTI_ERROR_INVALID_OPERATION);
@@ -180,6 +182,7 @@ pub fn enable(context_id: u32, chip: String) -> Result<usize, R> {
     all.push(Profiler {
         handle,
         context_id,
+        ctx,
         chip,
         shape: None,
         config: None,

@@ -45,6 +45,9 @@ pub(super) unsafe extern "C" fn graph_node_id(_: cupti_sys::CUgraphNode) -> u64 
     0
 }
 pub(super) unsafe extern "C" fn set_thread_gemm(_: *const sim_abi::GemmShape) {}
+pub(super) unsafe extern "C" fn invalidate_captures(_: cupti_sys::CUcontext) -> std::ffi::c_int {
+    0
+}
 
 pub(super) fn serial() -> MutexGuard<'static, ()> {
     static M: Mutex<()> = Mutex::new(());
@@ -61,6 +64,7 @@ pub(super) fn serial() -> MutexGuard<'static, ()> {
             graph_id,
             graph_node_id,
             set_thread_gemm,
+            invalidate_captures,
         };
         let drv = crate::driver::Driver {
             table,
