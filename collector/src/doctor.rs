@@ -5,10 +5,9 @@
 //! without a driver (CUPTI 13.2 overflows its stack), which must not take doctor down.
 
 use std::ffi::{OsStr, OsString};
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use cupti::{Candidate, Inputs, Source};
@@ -149,50 +148,18 @@ fn probe(path: &OsStr) -> ExitCode {
 }
 
 fn probe_in_child(c: &Candidate) -> Result<String, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find gpuprof itself: {e}"))?;
-    let mut child = Command::new(exe)
-        .arg("doctor")
-        .arg("--probe")
-        .arg(&c.path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start probe: {e}"))?;
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if start.elapsed() > PROBE_TIMEOUT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "probe did not finish in {}s",
-                    PROBE_TIMEOUT.as_secs()
-                ));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(format!("waiting for probe: {e}")),
-        }
-    };
-    let mut out = String::new();
-    if let Some(mut so) = child.stdout.take() {
-        let _ = so.read_to_string(&mut out);
-    }
-    let line = out.lines().next().unwrap_or("").to_string();
+    let args: [&OsStr; 3] = ["doctor".as_ref(), "--probe".as_ref(), &c.path];
+    let o = crate::child::run_self(args, PROBE_TIMEOUT).map_err(|e| format!("probe {e}"))?;
+    let line = o.stdout.lines().next().unwrap_or("").to_string();
     if let Some(rest) = line.strip_prefix("ok ") {
         return Ok(rest.to_string());
     }
     if let Some(rest) = line.strip_prefix("rejected ") {
         return Err(rest.to_string());
     }
-    use std::os::unix::process::ExitStatusExt;
-    match status.signal() {
-        Some(sig) => Err(format!(
-            "the library crashed the probe process ({})",
-            signal_name(sig)
-        )),
-        None => Err(format!("probe failed ({status})")),
+    match o.signal() {
+        Some(sig) => Err(format!("the library crashed the probe process ({sig})")),
+        None => Err(format!("probe failed ({})", o.status)),
     }
 }
 
@@ -225,16 +192,4 @@ fn join_paths(v: &[PathBuf]) -> String {
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn signal_name(sig: i32) -> String {
-    match sig {
-        libc::SIGSEGV => "SIGSEGV".into(),
-        libc::SIGABRT => "SIGABRT".into(),
-        libc::SIGBUS => "SIGBUS".into(),
-        libc::SIGILL => "SIGILL".into(),
-        libc::SIGFPE => "SIGFPE".into(),
-        libc::SIGKILL => "SIGKILL".into(),
-        n => format!("signal {n}"),
-    }
 }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod child;
 mod demo;
 mod doctor;
 mod drain;

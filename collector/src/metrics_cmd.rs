@@ -5,10 +5,9 @@
 //! a run. The CUPTI path runs in a child process: NVIDIA's 13.2 library crashes in
 //! `cuptiProfilerHostInitialize` without a driver.
 
-use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
@@ -282,58 +281,24 @@ fn plan_with_cupti(args: &Args, lib: &std::path::Path) -> Result<PlanOut> {
 /// Runs this command again with `--in-child` and reads its plan: a library that
 /// crashes without a driver (NVIDIA's 13.2) takes down the child, not gpuprof.
 fn plan_in_child(lib: &std::path::Path) -> Result<PlanOut> {
-    let exe = std::env::current_exe().context("cannot find gpuprof itself")?;
-    let mut child = Command::new(exe)
-        .args(std::env::args_os().skip(1))
-        .arg("--in-child")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("cannot start the planning process")?;
-    let mut out = child.stdout.take().context("no stdout")?;
-    let mut err = child.stderr.take().context("no stderr")?;
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait()? {
-            break s;
-        }
-        if start.elapsed() > CHILD_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!(
-                "{} did not finish planning in {} s",
-                lib.display(),
-                CHILD_TIMEOUT.as_secs()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let stdout = reader.join().unwrap_or_default();
-    let stderr = err_reader.join().unwrap_or_default();
-    if status.success() {
-        return serde_json::from_str(stdout.trim())
-            .with_context(|| format!("the planning process printed {stdout:?}"));
+    let args = std::env::args_os()
+        .skip(1)
+        .chain(std::iter::once("--in-child".into()));
+    let o = crate::child::run_self(args, CHILD_TIMEOUT)
+        .map_err(|e| anyhow::anyhow!("planning with {}: {e}", lib.display()))?;
+    if o.status.success() {
+        return serde_json::from_str(o.stdout.trim())
+            .with_context(|| format!("the planning process printed {:?}", o.stdout));
     }
-    use std::os::unix::process::ExitStatusExt;
-    if let Some(sig) = status.signal() {
+    if let Some(sig) = o.signal() {
         bail!(
-            "{} crashed (signal {sig}) while planning; its Profiler Host API needs a CUDA \
+            "{} crashed ({sig}) while planning; its Profiler Host API needs a CUDA \
              driver from CUPTI 13.2 on (use a CUPTI 12.6-13.1 library offline)",
             lib.display()
         );
     }
-    let msg = stderr
+    let msg = o
+        .stderr
         .lines()
         .map(|l| {
             l.strip_prefix("gpuprof: error: ")

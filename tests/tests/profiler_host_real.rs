@@ -230,7 +230,7 @@ fn a_library_that_crashes_offline_is_reported() {
     assert_eq!(
         e,
         format!(
-            "gpuprof: error: {} crashed (signal 6) while planning; its Profiler Host API \
+            "gpuprof: error: {} crashed (SIGABRT) while planning; its Profiler Host API \
              needs a CUDA driver from CUPTI 13.2 on (use a CUPTI 12.6-13.1 library offline)",
             r.libcupti.display()
         )
