@@ -132,6 +132,71 @@ fn sampling_sums_equal_the_kernels_totals() {
     assert_eq!(sums[1], want[1], "{WRITE}: samples vs kernels");
 }
 
+/// The default PM sampling set of GH100: only metrics the host API accepts for PM
+/// sampling (the range profiler's group 0, with tensor ops and L2 lookups, is
+/// refused), one pass, the GPU-time trigger. On 12.9+ DRAM bytes are sampled; 12.8
+/// refuses them for PM sampling, and the plan says so and samples the rest (the
+/// simulated cost model has no DRAM throughput counter, the alternative).
+#[test]
+fn the_default_sampling_set_starts_and_sums_exactly() {
+    let rest = [
+        "sm__cycles_active.avg",
+        "sm__warps_active.avg.pct_of_peak_sustained_active",
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+        "gpu__time_duration.sum",
+    ];
+    for (release, dram, note) in [
+        ("13.4", &[READ, WRITE][..], ""),
+        (
+            "12.8",
+            &[][..],
+            "; not accepted for PM sampling by this CUPTI: dram__bytes_read.sum, \
+             dram__throughput.avg.pct_of_peak_sustained_elapsed",
+        ),
+    ] {
+        // Six metrics every 100 µs over a debug-build run on a shared machine: the
+        // exit's last decode gets time enough that no sample is cut off.
+        let (out, records) = run_sampling(
+            &format!("default-{release}"),
+            release,
+            &[
+                ("GPUPROF_COUNTERS", "sampling"),
+                ("GPUPROF_EXIT_TIMEOUT_MS", "20000"),
+            ],
+        );
+        assert_eq!(out.stderr, "", "{release}");
+        assert!(statuses(&records).is_empty(), "{:?}", statuses(&records));
+        let names = strings(&records);
+        let ps = plans(&records);
+        assert_eq!(ps.len(), 1, "{release}: {ps:?}");
+        assert_eq!(
+            ps[0].policy,
+            format!("every 100 µs (GPU time trigger), GPU-wide{note}"),
+            "{release}"
+        );
+        let want: Vec<&str> = dram.iter().chain(rest.iter()).copied().collect();
+        let got: Vec<&str> = ps[0].groups[0]
+            .iter()
+            .map(|id| names[id].as_str())
+            .collect();
+        assert_eq!(got, want, "{release}");
+        // Every sampled sum adds up to the kernels' totals.
+        let ss = samples(&records);
+        assert!(ss.len() > 1, "{release}: {} samples", ss.len());
+        let sums: Vec<&str> = want
+            .iter()
+            .copied()
+            .filter(|m| m.ends_with(".sum"))
+            .collect();
+        let totals = model_totals(&records, &sums);
+        for (m, total) in sums.iter().zip(totals) {
+            let i = want.iter().position(|w| w == m).expect("sampled");
+            let sampled: f64 = ss.iter().map(|s| s.metrics[i].value).sum();
+            assert_eq!(sampled, total, "{release}: {m}");
+        }
+    }
+}
+
 fn run_sampling(name: &str, release: &str, env: &[(&str, &str)]) -> (Finished, Vec<Record>) {
     run_cudarc_injected(&format!("sampling-{name}"), release, env)
 }
