@@ -83,13 +83,8 @@ static CUpti_Profiler_Host_Object *host_init(const char *chip, CUpti_ProfilerTyp
     return hi.pHostObject;
 }
 
-/* Builds the config image of METRICS on `host`; returns it (malloced) and its size. */
-static uint8_t *config_image(CUpti_Profiler_Host_Object *host, size_t *size) {
-    PARAMS(CUpti_Profiler_Host_ConfigAddMetrics_Params, am);
-    am.pHostObject = host;
-    am.ppMetricNames = METRICS;
-    am.numMetrics = NUM_METRICS;
-    OK(p_cuptiProfilerHostConfigAddMetrics(&am));
+/* The config image of the metrics added to `host` so far (malloced) and its size. */
+static uint8_t *image_of(CUpti_Profiler_Host_Object *host, size_t *size) {
     PARAMS(CUpti_Profiler_Host_GetConfigImageSize_Params, gs);
     gs.pHostObject = host;
     OK(p_cuptiProfilerHostGetConfigImageSize(&gs));
@@ -101,6 +96,17 @@ static uint8_t *config_image(CUpti_Profiler_Host_Object *host, size_t *size) {
     OK(p_cuptiProfilerHostGetConfigImage(&gi));
     *size = gs.configImageSize;
     return img;
+}
+
+/* Builds the config image of METRICS on `host` (one AddMetrics call); returns it
+ * (malloced) and its size. */
+static uint8_t *config_image(CUpti_Profiler_Host_Object *host, size_t *size) {
+    PARAMS(CUpti_Profiler_Host_ConfigAddMetrics_Params, am);
+    am.pHostObject = host;
+    am.ppMetricNames = METRICS;
+    am.numMetrics = NUM_METRICS;
+    OK(p_cuptiProfilerHostConfigAddMetrics(&am));
+    return image_of(host, size);
 }
 
 static void print_values(const char *what, CUpti_Profiler_Host_Object *host, uint8_t *image, size_t size,
@@ -505,17 +511,10 @@ int main(int argc, char **argv) {
         one.numMetrics = 1;
         OK(p_cuptiProfilerHostConfigAddMetrics(&one));
     }
-    PARAMS(CUpti_Profiler_Host_GetConfigImageSize_Params, sgs);
-    sgs.pHostObject = sep;
-    OK(p_cuptiProfilerHostGetConfigImageSize(&sgs));
-    uint8_t *sep_img = (uint8_t *)malloc(sgs.configImageSize);
-    PARAMS(CUpti_Profiler_Host_GetConfigImage_Params, sgi);
-    sgi.pHostObject = sep;
-    sgi.configImageSize = sgs.configImageSize;
-    sgi.pConfigImage = sep_img;
-    OK(p_cuptiProfilerHostGetConfigImage(&sgi));
+    size_t sep_size;
+    uint8_t *sep_img = image_of(sep, &sep_size);
     PARAMS(CUpti_Profiler_Host_GetNumOfPasses_Params, snp);
-    snp.configImageSize = sgs.configImageSize;
+    snp.configImageSize = sep_size;
     snp.pConfigImage = sep_img;
     OK(p_cuptiProfilerHostGetNumOfPasses(&snp));
     printf("passes_three_calls %zu\n", snp.numOfPasses);

@@ -18,6 +18,18 @@ pub const RUN_LIMIT: Duration = Duration::from_secs(120);
 pub const CUDARC_LLM_STDOUT: &str =
     "cudarc-llm: ok: 2 layers, prompt 128, 4 decode steps: 60 kernel launches, 47 GEMMs\n";
 
+/// What `tests/c/wait_value.c` prints, but for its `write_ns` line: the work behind
+/// the wait has not run before the host's write (600: `CUDA_ERROR_NOT_READY`, the
+/// copy's data not landed) and has after it.
+pub const WAIT_VALUE_STDOUT: [&str; 6] = [
+    "launched",
+    "query before write 600",
+    "data before write 0",
+    "query after sync 0",
+    "data after sync 42",
+    "done",
+];
+
 /// How the profiler gets into the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Injection {

@@ -9,6 +9,7 @@
 
 use gpuprof_tests::{
     compile_c, kernels_in_order, plans, run_injected_with_args, statuses, strings, Injection,
+    WAIT_VALUE_STDOUT,
 };
 use sim_core::{CostModel, Launch};
 use wire::Record;
@@ -31,14 +32,7 @@ fn a_kernel_waiting_for_later_host_work_finishes_with_counters() {
             .filter(|l| !l.starts_with("write_ns "))
             .copied()
             .collect::<Vec<_>>(),
-        [
-            "launched",
-            "query before write 600",
-            "data before write 0",
-            "query after sync 0",
-            "data after sync 42",
-            "done"
-        ],
+        WAIT_VALUE_STDOUT,
         "{}",
         out.stderr
     );
