@@ -22,6 +22,10 @@ pub struct Args {
     /// Probe one library and print the result (used by doctor itself).
     #[arg(long, hide = true, value_name = "PATH")]
     probe: Option<OsString>,
+    /// Plan each GPU's counters with one library and print the result (used by
+    /// doctor itself).
+    #[arg(long, hide = true, value_name = "PATH")]
+    counters: Option<OsString>,
 }
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
@@ -29,6 +33,9 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 pub fn run(args: &Args) -> Result<ExitCode> {
     if let Some(path) = &args.probe {
         return Ok(probe(path));
+    }
+    if let Some(path) = &args.counters {
+        return Ok(crate::doctor_counters::check(path));
     }
     println!("gpuprof {}", crate::version_line());
     let driver = cupti::driver_version(true);
@@ -117,6 +124,15 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             "GPUPROF_CUPTI_LIB names a library that cannot be used: profiling would stay off."
         );
         return Ok(ExitCode::from(1));
+    }
+    if let (Some(i), Ok(_)) = (chosen, &driver) {
+        println!(
+            "\nCounters with {}, planned as libgpuprof.so would:",
+            candidates[i].path.to_string_lossy()
+        );
+        for line in crate::doctor_counters::check_in_child(&candidates[i].path) {
+            println!("  {line}");
+        }
     }
     match chosen {
         Some(_) => Ok(ExitCode::SUCCESS),

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod child;
 mod demo;
 mod doctor;
+mod doctor_counters;
 mod drain;
 mod metrics_cmd;
 mod record;

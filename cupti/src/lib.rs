@@ -26,6 +26,6 @@ mod version;
 pub use discovery::{candidates, discover, Candidate, Inputs, Rejection, Source};
 pub use error::{CuptiError, LoadError};
 pub use host_library::{open_host_api, preload_perf_libraries};
-pub use library::{driver_loaded, driver_version, required_functions, Cupti};
+pub use library::{driver_init, driver_loaded, driver_version, required_functions, Cupti};
 pub use procmaps::mapped_files;
 pub use version::{release_for_api_version, release_name_of, ApiVersion};

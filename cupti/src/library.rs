@@ -268,3 +268,43 @@ pub fn driver_version(load_if_absent: bool) -> Result<(i32, PathBuf), String> {
         resolved_path(OsStr::new("libcuda.so.1"), *f as *const core::ffi::c_void),
     ))
 }
+
+/// `cuInit(0)` and `cuDeviceGetCount` of the driver already loaded in the process
+/// (by [`driver_version`]): the number of GPUs. For tools outside the application
+/// (`gpuprof doctor`); the injected library never initialises the driver itself.
+pub fn driver_init() -> Result<u32, String> {
+    // SAFETY: only finds the libcuda.so.1 this process already loaded.
+    let lib = unsafe {
+        libloading::os::unix::Library::open(
+            Some("libcuda.so.1"),
+            libloading::os::unix::RTLD_NOW | libc::RTLD_NOLOAD,
+        )
+    }
+    .map_err(|e| format!("libcuda.so.1 is not loaded: {e}"))?;
+    // SAFETY: cuInit and cuDeviceGetCount have these prototypes in every CUDA release.
+    let (init, count) = unsafe {
+        (
+            lib.get::<unsafe extern "C" fn(core::ffi::c_uint) -> core::ffi::c_int>(b"cuInit\0"),
+            lib.get::<unsafe extern "C" fn(*mut core::ffi::c_int) -> core::ffi::c_int>(
+                b"cuDeviceGetCount\0",
+            ),
+        )
+    };
+    let (init, count) = match (init, count) {
+        (Ok(i), Ok(c)) => (i, c),
+        _ => return Err("the CUDA driver lacks cuInit or cuDeviceGetCount".into()),
+    };
+    // SAFETY: plain call; 0 is the only documented flag value.
+    let rc = unsafe { init(0) };
+    if rc != 0 {
+        return Err(format!("cuInit failed (CUresult {rc})"));
+    }
+    let mut n: core::ffi::c_int = 0;
+    // SAFETY: `n` is valid for writing.
+    let rc = unsafe { count(&mut n) };
+    if rc != 0 {
+        return Err(format!("cuDeviceGetCount failed (CUresult {rc})"));
+    }
+    std::mem::forget(lib);
+    Ok(n.max(0) as u32)
+}

@@ -136,3 +136,69 @@ fn doctor_without_a_driver_says_so() {
         "{text}"
     );
 }
+
+/// With a driver and GPUs (the simulated H100, and an A100: SIMCUDA_CC=8.0), doctor
+/// plans each GPU's counters through the chosen CUPTI as libgpuprof.so would: the
+/// default pass groups and the PM sampling set, with the trigger the chip supports,
+/// or the reason counters would be off.
+#[test]
+fn doctor_plans_each_gpus_counters_with_the_chosen_cupti() {
+    let sim = gpuprof_tests::sim_lib_dir();
+    let cupti = gpuprof_tests::sim_cupti(13);
+    for (cc, want) in [
+        (
+            "9.0",
+            "  GPU 0 GH100: per-kernel counters ready (5 pass groups, one pass each); PM \
+             sampling ready (6 metrics, GPU time trigger)",
+        ),
+        // The simulated cost model prices H100 metrics only: GA100's default group 1
+        // names a metric the simulated CUPTI does not know, and doctor says which.
+        (
+            "8.0",
+            "  GPU 0 GA100: per-kernel counters would be off: CUPTI does not accept metric \
+             sm__ops_path_tensor_src_fp16_dst_fp32.sum on GA100 (GPU 0): \
+             cuptiProfilerHostConfigAddMetrics failed: CUPTI_ERROR_INVALID_PARAMETER (1); PM \
+             sampling ready (6 metrics, SYSCLK cycles trigger)",
+        ),
+    ] {
+        let out = doctor(
+            &[
+                ("LD_LIBRARY_PATH", sim.to_str().unwrap()),
+                ("GPUPROF_CUPTI_LIB", cupti.to_str().unwrap()),
+                ("SIMCUPTI_VERSION", "13.4"),
+                ("SIMCUDA_CC", cc),
+            ],
+            false,
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert_eq!(
+            line_with(&text, "Counters with "),
+            format!(
+                "Counters with {}, planned as libgpuprof.so would:",
+                cupti.display()
+            )
+        );
+        assert_eq!(line_with(&text, "  GPU 0 "), want, "{text}");
+    }
+}
+
+/// A driver that cannot be initialised (the stand-in libcuda.so.1 has no cuInit):
+/// the counters are not checked, and doctor says why.
+#[test]
+fn doctor_says_why_counters_were_not_checked() {
+    let cupti = &manifest_release("13.1").libcupti;
+    let out = doctor(
+        &[
+            ("GPUPROF_CUPTI_LIB", cupti.to_str().unwrap()),
+            ("STUB_CUDA_DRIVER_VERSION", "13020"),
+        ],
+        true,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert_eq!(
+        line_with(&text, "  not checked"),
+        "  not checked: the CUDA driver lacks cuInit or cuDeviceGetCount"
+    );
+}
