@@ -53,7 +53,7 @@ static const char *METRICS[3] = {"dram__bytes_read.sum",
                                   "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
                                   "dram__bytes_write.sum"};
 
-static CUptiResult init(CUpti_ProfilerType type, size_t size,
+static CUptiResult init(const char *chip, CUpti_ProfilerType type, size_t size,
                         CUpti_Profiler_Host_Object **host) {
   /* Room for a larger struct than this release's, zero-filled. */
   unsigned char buf[sizeof(CUpti_Profiler_Host_Initialize_Params) + 64];
@@ -62,7 +62,7 @@ static CUptiResult init(CUpti_ProfilerType type, size_t size,
       (CUpti_Profiler_Host_Initialize_Params *)buf;
   p->structSize = size;
   p->profilerType = type;
-  p->pChipName = "GH100";
+  p->pChipName = chip;
   CUptiResult r = host_init(p);
   *host = p->pHostObject;
   return r;
@@ -131,40 +131,33 @@ int main(int argc, char **argv) {
   if (argc >= 4) {
     for (int i = 4; i < argc; i++) {
       /* A fresh host object per metric: a refused call leaves it unusable. */
-      unsigned char buf[sizeof(CUpti_Profiler_Host_Initialize_Params) + 64];
-      memset(buf, 0, sizeof buf);
-      CUpti_Profiler_Host_Initialize_Params *p =
-          (CUpti_Profiler_Host_Initialize_Params *)buf;
-      p->structSize = own;
-      p->profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING;
-      p->pChipName = argv[3];
-      CHECK(host_init(p) == CUPTI_SUCCESS);
+      CHECK(init(argv[3], CUPTI_PROFILER_TYPE_PM_SAMPLING, own, &host) == CUPTI_SUCCESS);
       const char *name = argv[i];
-      printf("pm %s %d\n", name, (int)add(p->pHostObject, &name, 1));
-      deinit(p->pHostObject);
+      printf("pm %s %d\n", name, (int)add(host, &name, 1));
+      deinit(host);
     }
     return 0;
   }
   printf("init_size %zu\n", own);
-  printf("init_larger %d\n", (int)init(CUPTI_PROFILER_TYPE_RANGE_PROFILER, own + 8, &host));
-  CUptiResult r = init(CUPTI_PROFILER_TYPE_RANGE_PROFILER, own, &host);
+  printf("init_larger %d\n", (int)init("GH100", CUPTI_PROFILER_TYPE_RANGE_PROFILER, own + 8, &host));
+  CUptiResult r = init("GH100", CUPTI_PROFILER_TYPE_RANGE_PROFILER, own, &host);
   printf("init_own %d\n", (int)r);
   CHECK(r == CUPTI_SUCCESS);
   for (int i = 0; i < 3; i++) CHECK(add(host, &METRICS[i], 1) == CUPTI_SUCCESS);
   printf("passes_separate %zu\n", passes(host));
   deinit(host);
 
-  CHECK(init(CUPTI_PROFILER_TYPE_RANGE_PROFILER, own, &host) == CUPTI_SUCCESS);
+  CHECK(init("GH100", CUPTI_PROFILER_TYPE_RANGE_PROFILER, own, &host) == CUPTI_SUCCESS);
   CHECK(add(host, METRICS, 3) == CUPTI_SUCCESS);
   printf("passes_one_call %zu\n", passes(host));
   deinit(host);
 
   static const char *UNKNOWN[1] = {"not_a_real_metric.sum"};
-  CHECK(init(CUPTI_PROFILER_TYPE_RANGE_PROFILER, own, &host) == CUPTI_SUCCESS);
+  CHECK(init("GH100", CUPTI_PROFILER_TYPE_RANGE_PROFILER, own, &host) == CUPTI_SUCCESS);
   printf("refused_unknown %d\n", (int)add(host, UNKNOWN, 1));
   deinit(host);
 
-  CHECK(init(CUPTI_PROFILER_TYPE_PM_SAMPLING, own, &host) == CUPTI_SUCCESS);
+  CHECK(init("GH100", CUPTI_PROFILER_TYPE_PM_SAMPLING, own, &host) == CUPTI_SUCCESS);
   printf("refused_pm_tensor %d\n", (int)add(host, &METRICS[1], 1));
   deinit(host);
   return 0;
