@@ -8,7 +8,9 @@
 //! - `cupti_fns.rs`, `nvperf_host_fns.rs`: libloading function tables for the calls the
 //!   profiler makes, signatures taken verbatim from the headers.
 //! - `records/vXX_Y.rs`: per CUPTI release, the activity record layouts that release
-//!   writes (the newest variant of each record family in its `cupti_activity.h`).
+//!   writes (the newest variant of each record family in its `cupti_activity.h`), and
+//!   `PARAMS_STRUCT_SIZES`: the value of every `<Struct>_STRUCT_SIZE` macro of that
+//!   release's profiling headers ([`PARAMS_HEADERS`]) and of `CUpti_SubscriberParams`.
 //! - `records/mod.rs`: the list of releases, their API versions and record names.
 
 use std::collections::BTreeMap;
@@ -49,6 +51,17 @@ const RECORD_FAMILIES: &[&str] = &[
     "Name",
     "Overhead",
     "Synchronization",
+];
+
+/// The headers whose `<Struct>_STRUCT_SIZE` macros go into each release's
+/// `PARAMS_STRUCT_SIZES` (those the release has; the Profiler Host, Range Profiler
+/// and PM Sampling headers exist from 12.6).
+const PARAMS_HEADERS: &[&str] = &[
+    "cupti_target.h",
+    "cupti_profiler_target.h",
+    "cupti_profiler_host.h",
+    "cupti_range_profiler.h",
+    "cupti_pmsampling.h",
 ];
 
 /// CUPTI functions the profiler resolves (regexes over the exported names).
@@ -501,6 +514,7 @@ fn gen_records(rel: &Release, dir: &Path) -> Result<RecordIndex> {
         let _ = writeln!(out, "    pub type {fam} = super::{name};");
     }
     out.push_str("}\n");
+    out.push_str(&params_struct_sizes(rel)?);
     write(&dir.join(format!("{module}.rs")), &out)?;
     Ok(RecordIndex {
         module,
@@ -509,6 +523,85 @@ fn gen_records(rel: &Release, dir: &Path) -> Result<RecordIndex> {
         api_version,
         records,
     })
+}
+
+/// The `PARAMS_STRUCT_SIZES` table of `rel`: every `<Struct>_STRUCT_SIZE` macro of
+/// its [`PARAMS_HEADERS`] (and `CUpti_SubscriberParams_STRUCT_SIZE` of
+/// `cupti_callbacks.h`, 13.0 on), evaluated by clang against the release's own
+/// headers. Each macro is `CUPTI_PROFILER_STRUCT_SIZE(Struct, lastField)` (or
+/// `CUPTI_CALLBACK_STRUCT_SIZE`): the offset of the named last field plus its size,
+/// without tail padding.
+fn params_struct_sizes(rel: &Release) -> Result<String> {
+    let define = regex::Regex::new(r"(?m)^\s*#\s*define\s+(\w+)_STRUCT_SIZE\s")?;
+    let mut names = Vec::new();
+    let mut includes = String::new();
+    let mut scan = |header: &str, only: Option<&str>| -> Result<()> {
+        let path = rel.cupti_include.join(header);
+        if !path.exists() {
+            return Ok(());
+        }
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let _ = writeln!(includes, "#include <{header}>");
+        for c in define.captures_iter(&text) {
+            if only.is_none_or(|o| o == &c[1]) {
+                names.push(c[1].to_string());
+            }
+        }
+        Ok(())
+    };
+    for h in PARAMS_HEADERS {
+        scan(h, None)?;
+    }
+    scan("cupti_callbacks.h", Some("CUpti_SubscriberParams"))?;
+    names.sort();
+    names.dedup();
+    if names.is_empty() {
+        bail!(
+            "CUPTI {}: no *_STRUCT_SIZE macro in its headers",
+            rel.release
+        );
+    }
+    // An enum makes clang evaluate each macro; bindgen reports the values.
+    let mut header = format!("#include <stddef.h>\n#include <cupti.h>\n{includes}");
+    header.push_str("enum gpuprof_params_struct_size {\n");
+    for n in &names {
+        let _ = writeln!(header, "    gpuprof_size_{n} = {n}_STRUCT_SIZE,");
+    }
+    header.push_str("};\n");
+    // 12.x's cupti_profiler_host.h includes <string>.
+    let code = builder(rel, &header)
+        .clang_args(["-x", "c++"])
+        .allowlist_type("gpuprof_params_struct_size")
+        .generate()
+        .with_context(|| format!("bindgen (params struct sizes {})", rel.release))?
+        .to_string();
+    let value = regex::Regex::new(r"pub const gpuprof_size_(\w+): Type = (\d+);")?;
+    let sizes: BTreeMap<String, usize> = value
+        .captures_iter(&code)
+        .map(|c| Ok((c[1].to_string(), c[2].parse()?)))
+        .collect::<Result<_>>()?;
+    if sizes.len() != names.len() {
+        bail!(
+            "CUPTI {}: {} *_STRUCT_SIZE macros, {} values from clang",
+            rel.release,
+            names.len(),
+            sizes.len()
+        );
+    }
+    let mut s = String::from(
+        "\n/// `(struct, <struct>_STRUCT_SIZE)` for every params struct of this release's\n\
+         /// `cupti_target.h`, `cupti_profiler_target.h`, `cupti_profiler_host.h`,\n\
+         /// `cupti_range_profiler.h`, `cupti_pmsampling.h` (those it has) and\n\
+         /// `CUpti_SubscriberParams` (13.0 on), sorted by name: the offset of the last field\n\
+         /// the macro names plus that field's size, without tail padding.\n",
+    );
+    let _ = writeln!(s, "pub const PARAMS_STRUCT_SIZES: &[(&str, usize)] = &[");
+    for (n, v) in &sizes {
+        let _ = writeln!(s, "    (\"{n}\", {v}),");
+    }
+    s.push_str("];\n");
+    Ok(s)
 }
 
 fn records_index(index: &[RecordIndex]) -> String {
@@ -531,6 +624,9 @@ fn records_index(index: &[RecordIndex]) -> String {
          \x20   pub api_version: u32,\n\
          \x20   /// (family, struct name, size in bytes) of every decoded record.\n\
          \x20   pub records: &'static [(&'static str, &'static str, usize)],\n\
+         \x20   /// `(struct, <struct>_STRUCT_SIZE)` of the release's profiling params structs\n\
+         \x20   /// and `CUpti_SubscriberParams` (the module's `PARAMS_STRUCT_SIZES`).\n\
+         \x20   pub params_struct_sizes: &'static [(&'static str, usize)],\n\
          }\n\n\
          /// Every release with generated layouts, oldest first.\n\
          pub const RELEASES: &[Release] = &[\n",
@@ -548,7 +644,11 @@ fn records_index(index: &[RecordIndex]) -> String {
                 r.module
             );
         }
-        s.push_str("        ],\n    },\n");
+        let _ = writeln!(
+            s,
+            "        ],\n        params_struct_sizes: {}::PARAMS_STRUCT_SIZES,\n    }},",
+            r.module
+        );
     }
     s.push_str("];\n");
     s

@@ -24,6 +24,9 @@ pub struct Release {
     pub api_version: u32,
     /// (family, struct name, size in bytes) of every decoded record.
     pub records: &'static [(&'static str, &'static str, usize)],
+    /// `(struct, <struct>_STRUCT_SIZE)` of the release's profiling params structs
+    /// and `CUpti_SubscriberParams` (the module's `PARAMS_STRUCT_SIZES`).
+    pub params_struct_sizes: &'static [(&'static str, usize)],
 }
 
 /// Every release with generated layouts, oldest first.
@@ -48,6 +51,7 @@ pub const RELEASES: &[Release] = &[
             ("Overhead", "CUpti_ActivityOverhead3", core::mem::size_of::<v12_4::CUpti_ActivityOverhead3>()),
             ("Synchronization", "CUpti_ActivitySynchronization", core::mem::size_of::<v12_4::CUpti_ActivitySynchronization>()),
         ],
+        params_struct_sizes: v12_4::PARAMS_STRUCT_SIZES,
     },
     Release {
         name: "12.6",
@@ -69,6 +73,7 @@ pub const RELEASES: &[Release] = &[
             ("Overhead", "CUpti_ActivityOverhead3", core::mem::size_of::<v12_6::CUpti_ActivityOverhead3>()),
             ("Synchronization", "CUpti_ActivitySynchronization", core::mem::size_of::<v12_6::CUpti_ActivitySynchronization>()),
         ],
+        params_struct_sizes: v12_6::PARAMS_STRUCT_SIZES,
     },
     Release {
         name: "12.8",
@@ -90,6 +95,7 @@ pub const RELEASES: &[Release] = &[
             ("Overhead", "CUpti_ActivityOverhead3", core::mem::size_of::<v12_8::CUpti_ActivityOverhead3>()),
             ("Synchronization", "CUpti_ActivitySynchronization2", core::mem::size_of::<v12_8::CUpti_ActivitySynchronization2>()),
         ],
+        params_struct_sizes: v12_8::PARAMS_STRUCT_SIZES,
     },
     Release {
         name: "12.9",
@@ -111,6 +117,7 @@ pub const RELEASES: &[Release] = &[
             ("Overhead", "CUpti_ActivityOverhead3", core::mem::size_of::<v12_9::CUpti_ActivityOverhead3>()),
             ("Synchronization", "CUpti_ActivitySynchronization2", core::mem::size_of::<v12_9::CUpti_ActivitySynchronization2>()),
         ],
+        params_struct_sizes: v12_9::PARAMS_STRUCT_SIZES,
     },
     Release {
         name: "13.0",
@@ -132,6 +139,7 @@ pub const RELEASES: &[Release] = &[
             ("Overhead", "CUpti_ActivityOverhead3", core::mem::size_of::<v13_0::CUpti_ActivityOverhead3>()),
             ("Synchronization", "CUpti_ActivitySynchronization2", core::mem::size_of::<v13_0::CUpti_ActivitySynchronization2>()),
         ],
+        params_struct_sizes: v13_0::PARAMS_STRUCT_SIZES,
     },
     Release {
         name: "13.1",
@@ -153,6 +161,7 @@ pub const RELEASES: &[Release] = &[
             ("Overhead", "CUpti_ActivityOverhead3", core::mem::size_of::<v13_1::CUpti_ActivityOverhead3>()),
             ("Synchronization", "CUpti_ActivitySynchronization2", core::mem::size_of::<v13_1::CUpti_ActivitySynchronization2>()),
         ],
+        params_struct_sizes: v13_1::PARAMS_STRUCT_SIZES,
     },
     Release {
         name: "13.2",
@@ -174,6 +183,7 @@ pub const RELEASES: &[Release] = &[
             ("Overhead", "CUpti_ActivityOverhead3", core::mem::size_of::<v13_2::CUpti_ActivityOverhead3>()),
             ("Synchronization", "CUpti_ActivitySynchronization2", core::mem::size_of::<v13_2::CUpti_ActivitySynchronization2>()),
         ],
+        params_struct_sizes: v13_2::PARAMS_STRUCT_SIZES,
     },
     Release {
         name: "13.3",
@@ -195,6 +205,7 @@ pub const RELEASES: &[Release] = &[
             ("Overhead", "CUpti_ActivityOverhead3", core::mem::size_of::<v13_3::CUpti_ActivityOverhead3>()),
             ("Synchronization", "CUpti_ActivitySynchronization2", core::mem::size_of::<v13_3::CUpti_ActivitySynchronization2>()),
         ],
+        params_struct_sizes: v13_3::PARAMS_STRUCT_SIZES,
     },
     Release {
         name: "13.4",
@@ -216,6 +227,7 @@ pub const RELEASES: &[Release] = &[
             ("Overhead", "CUpti_ActivityOverhead3", core::mem::size_of::<v13_4::CUpti_ActivityOverhead3>()),
             ("Synchronization", "CUpti_ActivitySynchronization2", core::mem::size_of::<v13_4::CUpti_ActivitySynchronization2>()),
         ],
+        params_struct_sizes: v13_4::PARAMS_STRUCT_SIZES,
     },
     Release {
         name: "13.5",
@@ -237,5 +249,6 @@ pub const RELEASES: &[Release] = &[
             ("Overhead", "CUpti_ActivityOverhead3", core::mem::size_of::<v13_5::CUpti_ActivityOverhead3>()),
             ("Synchronization", "CUpti_ActivitySynchronization2", core::mem::size_of::<v13_5::CUpti_ActivitySynchronization2>()),
         ],
+        params_struct_sizes: v13_5::PARAMS_STRUCT_SIZES,
     },
 ];

@@ -2262,3 +2262,33 @@ pub mod layout {
     pub type Overhead = super::CUpti_ActivityOverhead3;
     pub type Synchronization = super::CUpti_ActivitySynchronization;
 }
+
+/// `(struct, <struct>_STRUCT_SIZE)` for every params struct of this release's
+/// `cupti_target.h`, `cupti_profiler_target.h`, `cupti_profiler_host.h`,
+/// `cupti_range_profiler.h`, `cupti_pmsampling.h` (those it has) and
+/// `CUpti_SubscriberParams` (13.0 on), sorted by name: the offset of the last field
+/// the macro names plus that field's size, without tail padding.
+pub const PARAMS_STRUCT_SIZES: &[(&str, usize)] = &[
+    ("CUpti_Device_GetChipName_Params", 32),
+    ("CUpti_Profiler_BeginPass_Params", 24),
+    ("CUpti_Profiler_BeginSession_Params", 96),
+    ("CUpti_Profiler_CounterDataImageOptions", 44),
+    ("CUpti_Profiler_CounterDataImage_CalculateScratchBufferSize_Params", 40),
+    ("CUpti_Profiler_CounterDataImage_CalculateSize_Params", 40),
+    ("CUpti_Profiler_CounterDataImage_InitializeScratchBuffer_Params", 48),
+    ("CUpti_Profiler_CounterDataImage_Initialize_Params", 48),
+    ("CUpti_Profiler_DeInitialize_Params", 16),
+    ("CUpti_Profiler_DeviceSupported_Params", 52),
+    ("CUpti_Profiler_DisableProfiling_Params", 24),
+    ("CUpti_Profiler_EnableProfiling_Params", 24),
+    ("CUpti_Profiler_EndPass_Params", 41),
+    ("CUpti_Profiler_EndSession_Params", 24),
+    ("CUpti_Profiler_FlushCounterData_Params", 40),
+    ("CUpti_Profiler_GetCounterAvailability_Params", 40),
+    ("CUpti_Profiler_Initialize_Params", 16),
+    ("CUpti_Profiler_IsPassCollected_Params", 42),
+    ("CUpti_Profiler_PopRange_Params", 24),
+    ("CUpti_Profiler_PushRange_Params", 40),
+    ("CUpti_Profiler_SetConfig_Params", 58),
+    ("CUpti_Profiler_UnsetConfig_Params", 24),
+];
