@@ -277,11 +277,6 @@ fn host_api_facts_on_every_offline_release() {
     }
 }
 
-// The simulated CUPTI's PM sampling acceptance, a table per metric with the first
-// release accepting it (pure data; the sim refuses every other metric).
-#[path = "../sim/cupti/src/pm_metrics.rs"]
-mod pm_metrics;
-
 /// The simulated CUPTI accepts for PM sampling exactly what NVIDIA's library of the
 /// same release accepts, for every metric of the cost model, on every chip.
 #[test]
@@ -314,11 +309,7 @@ fn sim_pm_sampling_acceptance_is_the_real_librarys() {
                 .collect();
             let sim: Vec<String> = names
                 .iter()
-                .filter(|n| {
-                    pm_metrics::PM_SAMPLING_METRICS
-                        .iter()
-                        .any(|(m, first)| m == n && (major, minor) >= *first)
-                })
+                .filter(|n| sim_core::pm_sampling_accepts(n, (major, minor)))
                 .cloned()
                 .collect();
             assert_eq!(sim, real, "CUPTI {release} on {chip}");

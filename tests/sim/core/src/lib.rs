@@ -39,7 +39,10 @@
 //! fail on division by zero or a non-finite result, reported by [`CostModel::cost`].
 
 pub mod expr;
+pub mod pm_metrics;
 pub mod transfer;
+
+pub use pm_metrics::{pm_sampling_accepts, PM_SAMPLING_METRICS};
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -154,7 +154,7 @@ pub unsafe extern "C" fn cuptiProfilerHostGetSupportedChips(
 /// `cuptiProfilerHostConfigAddMetrics`: adds metrics (each once) to the host's
 /// config, the call's metrics one pass group of their own. A name the cost model does
 /// not know, or (for a PM sampling host) one the release does not accept for PM
-/// sampling ([`crate::pm_metrics`]), is `CUPTI_ERROR_INVALID_PARAMETER`, NVIDIA's
+/// sampling ([`sim_core::pm_metrics`]), is `CUPTI_ERROR_INVALID_PARAMETER`, NVIDIA's
 /// library's answer for both, and adds nothing.
 ///
 /// # Safety

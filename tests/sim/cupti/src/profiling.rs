@@ -42,18 +42,22 @@ pub fn available() -> bool {
     crate::release::current().at_least(12, 6)
 }
 
-/// The impersonated release's `*_STRUCT_SIZE` of the params struct named `name`
-/// (`None`: the release's headers lack it or the table does not list it).
+/// The impersonated release's `<name>_STRUCT_SIZE`: the release's
+/// `PARAMS_STRUCT_SIZES`, which `scripts/regen-bindings.sh` evaluates from that
+/// release's own headers (`cupti_sys::records::vXX_Y`). `None`: the release's
+/// headers lack the struct.
 pub fn release_struct_size(name: &str) -> Option<usize> {
-    let release = crate::release::current().release.name;
-    let col = crate::struct_sizes::RELEASES
-        .iter()
-        .position(|r| *r == release)?;
-    crate::struct_sizes::STRUCT_SIZES
+    crate::release::current()
+        .release
+        .params_struct_sizes
         .iter()
         .find(|(n, _)| *n == name)
-        .map(|(_, sizes)| usize::from(sizes[col]))
-        .filter(|&s| s > 0)
+        .map(|&(_, size)| size)
+}
+
+/// The C name of the params struct `T` (bindgen keeps the headers' names).
+pub fn struct_name<T>() -> &'static str {
+    std::any::type_name::<T>().rsplit("::").next().unwrap_or("")
 }
 
 /// Runs `f` on a copy of the caller's params struct `p` and copies it back.
@@ -61,13 +65,14 @@ pub fn release_struct_size(name: &str) -> Option<usize> {
 /// `structSize` (the first field of every profiling params struct) below `min_size`
 /// (the struct's size in the first release that has it) is
 /// `CUPTI_ERROR_INVALID_PARAMETER`, as is a null `p`. So is a `structSize` larger
-/// than the impersonated release's `*_STRUCT_SIZE` ([`crate::struct_sizes`],
-/// generated from each release's headers): NVIDIA's 12.9 library refuses the 13.2
-/// `CUpti_Profiler_Host_Initialize_Params` size (56) with
-/// `CUPTI_ERROR_INVALID_PARAMETER` and accepts its own (48). For the other structs
-/// the real answer to a larger size needs a GPU to ask; the sim refuses it the same
-/// way (strict). Only `min(structSize,
-/// size_of::<T>())` bytes are read and written, so clients built against older
+/// than the impersonated release's `<T>_STRUCT_SIZE` ([`release_struct_size`], looked
+/// up by `T`'s name): NVIDIA's 12.6-13.1 libraries refuse the 13.2
+/// `CUpti_Profiler_Host_Initialize_Params` size (56, with
+/// `pSinglePassMetricSetName`) with `CUPTI_ERROR_INVALID_PARAMETER` and accept their
+/// own (48). For the other structs the real answer to a larger size cannot be asked
+/// without a GPU; the sim refuses it the same way (strict). A struct the release's
+/// headers lack is `CUPTI_ERROR_NOT_SUPPORTED`, as a call the release lacks. Only
+/// `min(structSize, size_of::<T>())` bytes are read and written, so clients built against older
 /// headers (smaller structs) are served, with the fields they lack zero; `f` gets the
 /// client's `structSize` to tell which fields exist.
 ///
@@ -87,9 +92,10 @@ pub unsafe fn with_params<T: Copy>(
     if size < min_size {
         return CUPTI_ERROR_INVALID_PARAMETER;
     }
-    let name = std::any::type_name::<T>().rsplit("::").next().unwrap_or("");
-    if release_struct_size(name).is_some_and(|max| size > max) {
-        return CUPTI_ERROR_INVALID_PARAMETER;
+    match release_struct_size(struct_name::<T>()) {
+        None => return CUPTI_ERROR_NOT_SUPPORTED,
+        Some(max) if size > max => return CUPTI_ERROR_INVALID_PARAMETER,
+        Some(_) => {}
     }
     let n = size.min(std::mem::size_of::<T>());
     // SAFETY: T is a plain C struct, all-zero is a valid value (the caller's promise).
@@ -291,12 +297,11 @@ pub unsafe fn config_at(ptr: *const u8, size: usize) -> Option<ConfigImage> {
 }
 
 /// Whether the impersonated release's host API accepts `metric` for PM sampling
-/// ([`crate::pm_metrics`]).
+/// ([`sim_core::pm_metrics`]: what the real 12.6-13.1 libraries accept; later
+/// releases as 13.1).
 pub fn pm_sampling_accepts(metric: &str) -> bool {
     let rel = crate::release::current();
-    crate::pm_metrics::PM_SAMPLING_METRICS
-        .iter()
-        .any(|(m, (major, minor))| *m == metric && rel.at_least(*major, *minor))
+    sim_core::pm_sampling_accepts(metric, (rel.major, rel.minor))
 }
 
 /// One executed kernel as the profilers see it.
