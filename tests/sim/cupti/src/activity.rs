@@ -36,6 +36,10 @@ pub struct Attrs {
     pub zeroed_out_buffer: u8,
     pub host_pinned: u8,
     pub per_thread_buffer: u8,
+    /// `CUPTI_ACTIVITY_ATTR_THREAD_ID_TYPE` set for this subscriber through
+    /// `cuptiActivitySetAttribute_v2`; `None`: the process-wide type
+    /// ([`THREAD_ID_TYPE`]).
+    pub thread_id_type: Option<u32>,
 }
 
 impl Default for Attrs {
@@ -49,6 +53,7 @@ impl Default for Attrs {
             zeroed_out_buffer: 0,
             host_pinned: 0,
             per_thread_buffer: 1,
+            thread_id_type: None,
         }
     }
 }
@@ -171,8 +176,20 @@ impl Client {
 
 static CLIENTS: Mutex<Vec<Arc<Client>>> = Mutex::new(Vec::new());
 
-/// How activity records identify the thread (`cuptiSetThreadIdType`).
+/// How activity records identify the thread (`cuptiSetThreadIdType`, and
+/// `CUPTI_ACTIVITY_ATTR_THREAD_ID_TYPE` set without a subscriber): a
+/// `CUpti_ActivityThreadIdType`, `CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT` (0) until
+/// set. A subscriber's own attribute ([`Attrs::thread_id_type`]) overrides it.
 pub static THREAD_ID_TYPE: AtomicU32 = AtomicU32::new(0);
+
+impl Client {
+    /// The `CUpti_ActivityThreadIdType` this client's records use.
+    pub fn thread_id_type(&self) -> u32 {
+        lock(&self.attrs)
+            .thread_id_type
+            .unwrap_or_else(|| THREAD_ID_TYPE.load(Ordering::Relaxed))
+    }
+}
 
 /// A mutex guard, ignoring poisoning (a panic was already turned into an error).
 pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -218,15 +235,28 @@ pub fn any_enabled(kind: u32) -> bool {
 /// clients with `CONCURRENT_KERNEL` as that kind, else to those with `KERNEL` as
 /// `KERNEL` records (one record per kernel and client; the serialisation `KERNEL`
 /// implies on a real GPU is not simulated).
+///
+/// API and marker records carry the calling thread's id as each client asked for it
+/// ([`Client::thread_id_type`]): `emit` runs on the thread that made the call.
 pub fn emit(facts: Facts) {
     let rel = release::current().release.name;
     let mut enc = Encoded {
         bytes: [0; layouts::MAX_RECORD],
         len: 0,
     };
-    let mut encoded_kind = u32::MAX;
+    let mut encoded = (u32::MAX, 0u32);
     for c in clients() {
         let mut f = facts;
+        match &mut f {
+            Facts::Api(a) => a.thread_id = crate::tracer::thread_id_as(c.thread_id_type()),
+            Facts::Marker(m) => m.thread_id = crate::tracer::thread_id_as(c.thread_id_type()),
+            _ => {}
+        }
+        let thread = match &f {
+            Facts::Api(a) => a.thread_id,
+            Facts::Marker(m) => m.thread_id,
+            _ => 0,
+        };
         if let Facts::Kernel(k) = &mut f {
             k.kind = if c.enabled(K::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
                 K::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
@@ -242,9 +272,9 @@ pub fn emit(facts: Facts) {
             // marker data."
             continue;
         }
-        if encoded_kind != f.kind() {
+        if encoded != (f.kind(), thread) {
             layouts::encode(rel, &f, &mut enc);
-            encoded_kind = f.kind();
+            encoded = (f.kind(), thread);
         }
         c.write(&enc.bytes[..enc.len], f.gpu_end());
     }

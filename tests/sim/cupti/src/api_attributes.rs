@@ -4,7 +4,12 @@
 //! reported; the sim has no device buffers, so they change nothing else),
 //! `ZEROED_OUT_ACTIVITY_BUFFER` (honoured), `MEM_ALLOCATION_TYPE_HOST_PINNED`,
 //! `PER_THREAD_ACTIVITY_BUFFER` (13.2+; stored), `MULTIPLE_SUBSCRIBER_STATE` (13.2+,
-//! read-only), `THREAD_ID_TYPE` (13.2+). The profiling-semaphore attributes ("not
+//! read-only), `THREAD_ID_TYPE` (13.2+: "Get or set the thread ID type (for the
+//! specified subscriber). The value is a CUpti_ActivityThreadIdType", a 4-byte enum,
+//! DEFAULT 0 or SYSTEM 1; set through `cuptiActivitySetAttribute_v2` it is that
+//! subscriber's own and its API and marker records carry that kind of thread id,
+//! set without a subscriber it is the process-wide type `cuptiSetThreadIdType`
+//! sets). The profiling-semaphore attributes ("not
 //! supported starting with CUDA 12.3") and the other attributes of the release's enum
 //! answer `CUPTI_ERROR_NOT_SUPPORTED`; values outside the enum
 //! `CUPTI_ERROR_INVALID_PARAMETER`.
@@ -26,7 +31,7 @@ enum Slot<'a> {
     Size(&'a mut usize),
     Byte(&'a mut u8),
     MultipleState,
-    ThreadIdType,
+    ThreadIdType(&'a mut Option<u32>),
 }
 
 fn slot(a: &mut Attrs, attr: u32) -> Result<Slot<'_>, R> {
@@ -44,7 +49,7 @@ fn slot(a: &mut Attrs, attr: u32) -> Result<Slot<'_>, R> {
         9 => Slot::Byte(&mut a.per_thread_buffer),
         10 => Slot::Size(&mut a.device_buffer_size_graphs),
         12 => Slot::MultipleState,
-        21 => Slot::ThreadIdType,
+        21 => Slot::ThreadIdType(&mut a.thread_id_type),
         _ => return Err(CUPTI_ERROR_NOT_SUPPORTED),
     })
 }
@@ -61,8 +66,8 @@ unsafe fn get(c: &Client, attr: u32, size: *mut usize, value: *mut c_void) -> R 
         Ok(Slot::Size(v)) => v.to_ne_bytes().to_vec(),
         Ok(Slot::Byte(v)) => vec![*v],
         Ok(Slot::MultipleState) => vec![subscribers::multiple_state()],
-        Ok(Slot::ThreadIdType) => activity::THREAD_ID_TYPE
-            .load(Ordering::Relaxed)
+        Ok(Slot::ThreadIdType(own)) => own
+            .unwrap_or_else(|| activity::THREAD_ID_TYPE.load(Ordering::Relaxed))
             .to_ne_bytes()
             .to_vec(),
     };
@@ -100,13 +105,18 @@ unsafe fn set(c: &Client, attr: u32, size: *mut usize, value: *mut c_void) -> R 
         }
         // "this attribute cannot be set by cuptiActivitySetAttribute".
         Ok(Slot::MultipleState) => CUPTI_ERROR_INVALID_PARAMETER,
-        Ok(Slot::ThreadIdType) if have >= 4 => {
+        Ok(Slot::ThreadIdType(own)) if have >= 4 => {
             // SAFETY: at least four readable bytes.
             let t = unsafe { (value as *const u32).read_unaligned() };
+            // CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT or _SYSTEM (_SIZE is the count).
             if t > 1 {
                 return CUPTI_ERROR_INVALID_PARAMETER;
             }
-            activity::THREAD_ID_TYPE.store(t, Ordering::Relaxed);
+            if c.key == 0 {
+                activity::THREAD_ID_TYPE.store(t, Ordering::Relaxed);
+            } else {
+                *own = Some(t);
+            }
             CUPTI_SUCCESS
         }
         Ok(_) => CUPTI_ERROR_PARAMETER_SIZE_NOT_SUFFICIENT,

@@ -222,15 +222,24 @@ pub unsafe extern "C" fn cuptiGetGraphNodeId(node: CUgraphNode, id: *mut u64) ->
     })
 }
 
+/// Whether the 13.3+ rule refuses `cuptiSetThreadIdType` / `cuptiGetThreadIdType`:
+/// "This API is not supported when multiple subscribers are allowed. Use the
+/// corresponding attribute instead: CUPTI_ACTIVITY_ATTR_THREAD_ID_TYPE"
+/// (cupti_activity.h 13.3; 13.2's header does not say it). Multiple subscribers are
+/// allowed once a subscriber was created with `allowMultipleSubscribers = 1`, until
+/// the last one unsubscribes.
+fn thread_id_type_call_refused() -> bool {
+    crate::release::current().at_least(13, 3) && subscribers::multiple_state() == 1
+}
+
 /// `cuptiSetThreadIdType(CUpti_ActivityThreadIdType)`: 0 pthread_self, 1 gettid.
-/// From 13.3, "This API is not supported when multiple subscribers are allowed"
-/// (cupti_activity.h; the attribute `CUPTI_ACTIVITY_ATTR_THREAD_ID_TYPE` through
-/// `cuptiActivitySetAttribute_v2` replaces it): then `CUPTI_ERROR_NOT_SUPPORTED`
-/// (the header's code for an unsupported call; strict, unchecked without a GPU).
+/// Refused on 13.3+ under multiple subscribers ([`thread_id_type_call_refused`]) with
+/// `CUPTI_ERROR_NOT_SUPPORTED`, the header's code for this call ("if type is not
+/// supported on the platform"; strict, the real answer needs a GPU to ask).
 #[no_mangle]
 pub extern "C" fn cuptiSetThreadIdType(kind: u32) -> R {
     guard(|| {
-        if crate::release::current().at_least(13, 3) && subscribers::multiple_state() == 1 {
+        if thread_id_type_call_refused() {
             return CUPTI_ERROR_NOT_SUPPORTED;
         }
         if kind > 1 {
@@ -241,14 +250,22 @@ pub extern "C" fn cuptiSetThreadIdType(kind: u32) -> R {
     })
 }
 
-/// `cuptiGetThreadIdType(CUpti_ActivityThreadIdType *)`.
+/// `cuptiGetThreadIdType(CUpti_ActivityThreadIdType *)`: the process-wide type.
+/// Refused like [`cuptiSetThreadIdType`] on 13.3+ under multiple subscribers, with
+/// `CUPTI_ERROR_NOT_SUPPORTED` (the header lists only `CUPTI_ERROR_INVALID_PARAMETER`
+/// for this call; the code is a strict guess).
 ///
 /// # Safety
 /// `kind` is null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn cuptiGetThreadIdType(kind: *mut u32) -> R {
-    // SAFETY: null or writable per the caller.
-    guard(|| unsafe { write_out(kind, activity::THREAD_ID_TYPE.load(Ordering::Relaxed)) })
+    guard(|| {
+        if thread_id_type_call_refused() {
+            return CUPTI_ERROR_NOT_SUPPORTED;
+        }
+        // SAFETY: null or writable per the caller.
+        unsafe { write_out(kind, activity::THREAD_ID_TYPE.load(Ordering::Relaxed)) }
+    })
 }
 
 /// `CUptiResult cuptiFinalize(void)`: "Explicitly destroys and cleans up all resources

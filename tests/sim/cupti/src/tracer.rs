@@ -48,7 +48,13 @@ thread_local! {
 
 /// The calling thread's id as activity records report it (`cuptiSetThreadIdType`).
 pub fn thread_id() -> u32 {
-    if activity::THREAD_ID_TYPE.load(Ordering::Relaxed) == 1 {
+    thread_id_as(activity::THREAD_ID_TYPE.load(Ordering::Relaxed))
+}
+
+/// The calling thread's id by `CUpti_ActivityThreadIdType` `kind`: DEFAULT (0)
+/// `pthread_self()`, SYSTEM (1) `gettid` ("Linux uses syscall SYS_gettid").
+pub fn thread_id_as(kind: u32) -> u32 {
+    if kind == 1 {
         crate::worker::gettid() as u32
     } else {
         // SAFETY: pthread_self has no preconditions.

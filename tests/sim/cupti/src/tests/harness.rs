@@ -82,6 +82,7 @@ pub(super) fn serial() -> MutexGuard<'static, ()> {
     crate::activity::flush_all(true);
     crate::activity::reset();
     crate::subscribers::reset();
+    crate::activity::THREAD_ID_TYPE.store(0, Ordering::SeqCst);
     lock(&DELIVERED).clear();
     REQUEST_MODE.store(0, Ordering::SeqCst);
     NOW.store(1_000, Ordering::SeqCst);
@@ -150,6 +151,28 @@ pub(super) unsafe extern "C" fn complete(
         valid,
         thread: std::thread::current().id(),
     });
+}
+
+/// [`request`] with the `_v2` prototype.
+pub(super) unsafe extern "C" fn request_v2(
+    buf: *mut *mut u8,
+    size: *mut usize,
+    max: *mut usize,
+    _info: *mut cupti_sys::CUpti_BufferCallbackRequestInfo,
+) {
+    // SAFETY: forwarded from CUPTI.
+    unsafe { request(buf, size, max) }
+}
+
+/// [`complete`] with the `_v2` prototype.
+pub(super) unsafe extern "C" fn complete_v2(
+    buf: *mut u8,
+    size: usize,
+    valid: usize,
+    _info: *mut cupti_sys::CUpti_BufferCallbackCompleteInfo,
+) {
+    // SAFETY: forwarded from CUPTI.
+    unsafe { complete(std::ptr::null_mut(), 0, buf, size, valid) }
 }
 
 pub(super) fn tracer() -> &'static Tracer {

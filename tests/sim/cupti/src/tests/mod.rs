@@ -346,6 +346,164 @@ fn subscriber_rules() {
             cuptiSubscribe_v2(&mut b, Some(on_callback), std::ptr::null_mut(), &mut p),
             CUPTI_ERROR_INVALID_PARAMETER
         );
+        // 13.4's CUpti_SubscriberParams_STRUCT_SIZE is 40: one field (8 bytes) more
+        // is refused.
+        p.structSize = 48;
+        assert_eq!(
+            cuptiSubscribe_v2(&mut b, Some(on_callback), std::ptr::null_mut(), &mut p),
+            CUPTI_ERROR_INVALID_PARAMETER
+        );
+        p.structSize = 40;
+        assert_eq!(
+            cuptiSubscribe_v2(&mut b, Some(on_callback), std::ptr::null_mut(), &mut p),
+            CUPTI_SUCCESS
+        );
+    }
+}
+
+/// The thread ids of the API records delivered so far (then forgets them).
+fn api_thread_ids() -> Vec<u32> {
+    let ids = records()
+        .iter()
+        .filter(|(_, r)| r.len() == std::mem::size_of::<v13_4::CUpti_ActivityAPI>())
+        .map(|(_, r)| {
+            // SAFETY: one CUpti_ActivityAPI record's bytes.
+            let a =
+                unsafe { std::ptr::read_unaligned(r.as_ptr() as *const v13_4::CUpti_ActivityAPI) };
+            assert_eq!(a.kind, K::CUPTI_ACTIVITY_KIND_DRIVER);
+            a.threadId
+        })
+        .collect();
+    lock(&DELIVERED).clear();
+    ids
+}
+
+/// 13.3+ (13.4 here): `cuptiSetThreadIdType` / `cuptiGetThreadIdType` are refused
+/// while multiple subscribers are allowed; `CUPTI_ACTIVITY_ATTR_THREAD_ID_TYPE`
+/// through `cuptiActivitySetAttribute_v2` sets each subscriber's own type.
+#[test]
+fn thread_id_type_under_multiple_subscribers() {
+    let _g = serial();
+    const ATTR: u32 = cupti_sys::CUpti_ActivityAttribute::CUPTI_ACTIVITY_ATTR_THREAD_ID_TYPE;
+    const SYSTEM: u32 = cupti_sys::CUpti_ActivityThreadIdType::CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM;
+    let tid = crate::worker::gettid() as u32;
+    // SAFETY: pthread_self has no preconditions.
+    let pthread = unsafe { libc::pthread_self() } as u32;
+    assert_ne!(tid, pthread);
+    // No subscriber yet: the call works.
+    assert_eq!(cuptiSetThreadIdType(SYSTEM), CUPTI_SUCCESS);
+    assert_eq!(cuptiSetThreadIdType(0), CUPTI_SUCCESS);
+    let (mut a, mut b): (CUpti_SubscriberHandle, CUpti_SubscriberHandle) =
+        (std::ptr::null_mut(), std::ptr::null_mut());
+    let mut p = cupti_sys::CUpti_SubscriberParams {
+        structSize: 40,
+        subscriberName: c"a".as_ptr(),
+        oldSubscriberName: std::ptr::null_mut(),
+        oldSubscriberSize: 0,
+        allowMultipleSubscribers: 1,
+        padding: [0; 7],
+    };
+    // SAFETY: valid out-pointers and params throughout.
+    unsafe {
+        assert_eq!(
+            cuptiSubscribe_v2(&mut a, None, std::ptr::null_mut(), &mut p),
+            CUPTI_SUCCESS
+        );
+        assert_eq!(
+            cuptiSubscribe_v2(&mut b, None, std::ptr::null_mut(), &mut p),
+            CUPTI_SUCCESS
+        );
+        assert_eq!(cuptiSetThreadIdType(SYSTEM), CUPTI_ERROR_NOT_SUPPORTED);
+        let mut kind = 7u32;
+        assert_eq!(cuptiGetThreadIdType(&mut kind), CUPTI_ERROR_NOT_SUPPORTED);
+        assert_eq!(kind, 7);
+
+        // The attribute: a 4-byte CUpti_ActivityThreadIdType per subscriber.
+        let (mut v, mut n) = (SYSTEM, 4usize);
+        let vp = &mut v as *mut u32 as *mut c_void;
+        assert_eq!(
+            cuptiActivitySetAttribute_v2(a, ATTR, &mut n, vp),
+            CUPTI_SUCCESS
+        );
+        let (mut got, mut n) = (9u32, 4usize);
+        let gp = &mut got as *mut u32 as *mut c_void;
+        assert_eq!(
+            cuptiActivityGetAttribute_v2(a, ATTR, &mut n, gp),
+            CUPTI_SUCCESS
+        );
+        assert_eq!((got, n), (SYSTEM, 4));
+        assert_eq!(
+            cuptiActivityGetAttribute_v2(b, ATTR, &mut n, gp),
+            CUPTI_SUCCESS
+        );
+        assert_eq!(
+            (got, n),
+            (0, 4),
+            "b keeps CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT"
+        );
+        let (mut bad, mut n) = (2u32, 4usize);
+        let bp = &mut bad as *mut u32 as *mut c_void;
+        assert_eq!(
+            cuptiActivitySetAttribute_v2(a, ATTR, &mut n, bp),
+            CUPTI_ERROR_INVALID_PARAMETER,
+            "CUPTI_ACTIVITY_THREAD_ID_TYPE_SIZE is no type"
+        );
+        let mut n = 2usize;
+        assert_eq!(
+            cuptiActivitySetAttribute_v2(a, ATTR, &mut n, vp),
+            CUPTI_ERROR_PARAMETER_SIZE_NOT_SUFFICIENT
+        );
+
+        // Each subscriber's API records carry its own kind of thread id.
+        for s in [a, b] {
+            assert_eq!(
+                cuptiActivityRegisterCallbacks_v2(s, Some(request_v2), Some(complete_v2)),
+                CUPTI_SUCCESS
+            );
+        }
+        let driver = K::CUPTI_ACTIVITY_KIND_DRIVER;
+        assert_eq!(
+            cuptiActivityEnable_v2(a, driver, std::ptr::null_mut()),
+            CUPTI_SUCCESS
+        );
+        launch(2_000);
+        assert_eq!(cuptiActivityFlushAll(1), CUPTI_SUCCESS);
+        assert_eq!(
+            api_thread_ids(),
+            [tid],
+            "a: CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM"
+        );
+        assert_eq!(
+            cuptiActivityDisable_v2(a, driver, std::ptr::null_mut()),
+            CUPTI_SUCCESS
+        );
+        assert_eq!(
+            cuptiActivityEnable_v2(b, driver, std::ptr::null_mut()),
+            CUPTI_SUCCESS
+        );
+        launch(3_000);
+        assert_eq!(cuptiActivityFlushAll(1), CUPTI_SUCCESS);
+        assert_eq!(api_thread_ids(), [pthread], "b: the default type");
+        assert_eq!(
+            cuptiActivityEnable_v2(a, driver, std::ptr::null_mut()),
+            CUPTI_SUCCESS
+        );
+        launch(4_000);
+        assert_eq!(cuptiActivityFlushAll(1), CUPTI_SUCCESS);
+        let mut both = api_thread_ids();
+        both.sort();
+        let mut want = vec![tid, pthread];
+        want.sort();
+        assert_eq!(both, want, "one record per subscriber, each its own id");
+
+        // Once the last subscriber is gone, the calls work again.
+        assert_eq!(cuptiUnsubscribe(a), CUPTI_SUCCESS);
+        assert_eq!(cuptiSetThreadIdType(SYSTEM), CUPTI_ERROR_NOT_SUPPORTED);
+        assert_eq!(cuptiUnsubscribe(b), CUPTI_SUCCESS);
+        assert_eq!(cuptiSetThreadIdType(SYSTEM), CUPTI_SUCCESS);
+        assert_eq!(cuptiGetThreadIdType(&mut kind), CUPTI_SUCCESS);
+        assert_eq!(kind, SYSTEM);
+        assert_eq!(cuptiSetThreadIdType(0), CUPTI_SUCCESS);
     }
 }
 
