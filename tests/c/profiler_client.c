@@ -231,6 +231,9 @@ static void range_profiler(CUcontext ctx, CUpti_Profiler_Host_Object *host, uint
     small.structSize = 8;
     small.pRangeProfilerObject = obj;
     printf("err start_small_struct %d\n", p_cuptiRangeProfilerStart(&small));
+    /* One field (8 bytes) beyond the release's struct. */
+    small.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE + 8;
+    printf("err start_larger_struct %d\n", p_cuptiRangeProfilerStart(&small));
     PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params, bad);
     const char *unknown[1] = {"no__such_metric.sum"};
     bad.pRangeProfilerObject = obj;
@@ -313,12 +316,33 @@ static void range_profiler(CUcontext ctx, CUpti_Profiler_Host_Object *host, uint
     printf("err start_after_disable %d\n", start(obj));
 }
 
-static void pm_sampling(CUpti_Profiler_Host_Object *host, uint8_t *cfg, size_t cfg_size) {
+/* cuptiPmSamplingSetConfig of `cfg` with a 512 MiB hardware buffer. */
+static CUptiResult pm_set_config(CUpti_PmSampling_Object *obj, uint8_t *cfg, size_t cfg_size,
+                                 CUpti_PmSampling_TriggerMode trigger, uint64_t interval) {
+    PARAMS(CUpti_PmSampling_SetConfig_Params, sc);
+    sc.pPmSamplingObject = obj;
+    sc.configSize = cfg_size;
+    sc.pConfig = cfg;
+    sc.hardwareBufferSize = 512u << 20;
+    sc.samplingInterval = interval;
+    sc.triggerMode = trigger;
+    return p_cuptiPmSamplingSetConfig(&sc);
+}
+
+static void pm_sampling(CUpti_Profiler_Host_Object *host, uint8_t *cfg, size_t cfg_size, uint8_t *two_pass_cfg,
+                        size_t two_pass_size) {
     PARAMS(CUpti_PmSampling_Enable_Params, en);
     en.deviceIndex = 0;
     OK(p_cuptiPmSamplingEnable(&en));
     CUpti_PmSampling_Object *obj = en.pPmSamplingObject;
     printf("err pm_enable_twice %d\n", p_cuptiPmSamplingEnable(&en));
+    /* "CUPTI_ERROR_NOT_SUPPORTED for config image which require multiple passes". */
+    printf("err pm_setconfig_two_passes %d\n",
+           pm_set_config(obj, two_pass_cfg, two_pass_size, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, 2000));
+    PARAMS(CUpti_PmSampling_SetConfig_Params, big);
+    big.structSize = CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE + 8;
+    big.pPmSamplingObject = obj;
+    printf("err pm_setconfig_larger_struct %d\n", p_cuptiPmSamplingSetConfig(&big));
     PARAMS(CUpti_PmSampling_Start_Params, st);
     st.pPmSamplingObject = obj;
     printf("err pm_start_before_setconfig %d\n", p_cuptiPmSamplingStart(&st));
@@ -337,14 +361,7 @@ static void pm_sampling(CUpti_Profiler_Host_Object *host, uint8_t *cfg, size_t c
     ci.pCounterData = img;
     OK(p_cuptiPmSamplingCounterDataImageInitialize(&ci));
 
-    PARAMS(CUpti_PmSampling_SetConfig_Params, sc);
-    sc.pPmSamplingObject = obj;
-    sc.configSize = cfg_size;
-    sc.pConfig = cfg;
-    sc.hardwareBufferSize = 512u << 20;
-    sc.samplingInterval = 2000;
-    sc.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
-    OK(p_cuptiPmSamplingSetConfig(&sc));
+    OK(pm_set_config(obj, cfg, cfg_size, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, 2000));
 
     uint64_t before = 0, after = 0;
     OK(p_cuptiPmSamplingStart(&st));
@@ -462,6 +479,28 @@ int main(int argc, char **argv) {
     printf("chip %d %s\n", r, r == CUPTI_SUCCESS ? cn.pChipName : "-");
     if (argc > 2 && strcmp(argv[2], "chip") == 0) return 0;
 
+    if (argc > 2 && strcmp(argv[2], "trigger") == 0) {
+        /* Which PM sampling triggers the device's chip takes. */
+        PARAMS(CUpti_Profiler_Initialize_Params, ti);
+        OK(p_cuptiProfilerInitialize(&ti));
+        CUpti_Profiler_Host_Object *th = host_init(cn.pChipName, CUPTI_PROFILER_TYPE_PM_SAMPLING, &r);
+        OK(r);
+        size_t tsize;
+        uint8_t *tcfg = config_image(th, &tsize);
+        PARAMS(CUpti_PmSampling_Enable_Params, ten);
+        ten.deviceIndex = 0;
+        OK(p_cuptiPmSamplingEnable(&ten));
+        printf("trigger gpu_time %d\n", pm_set_config(ten.pPmSamplingObject, tcfg, tsize,
+                                                     CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, 2000));
+        printf("trigger sysclk %d\n", pm_set_config(ten.pPmSamplingObject, tcfg, tsize,
+                                                   CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_SYSCLK_INTERVAL, 2000));
+        PARAMS(CUpti_PmSampling_Disable_Params, tdis);
+        tdis.pPmSamplingObject = ten.pPmSamplingObject;
+        OK(p_cuptiPmSamplingDisable(&tdis));
+        free(tcfg);
+        return 0;
+    }
+
     PARAMS(CUpti_RangeProfiler_Enable_Params, early);
     early.ctx = ctx;
     printf("err enable_before_initialize %d\n", p_cuptiRangeProfilerEnable(&early));
@@ -527,6 +566,12 @@ int main(int argc, char **argv) {
     pma.ppMetricNames = tensor;
     pma.numMetrics = 1;
     printf("err pm_add_tensor_ops %d\n", p_cuptiProfilerHostConfigAddMetrics(&pma));
+    pma.ppMetricNames = unknown;
+    printf("err pm_add_unknown_metric %d\n", p_cuptiProfilerHostConfigAddMetrics(&pma));
+    /* Nothing was added: there is no config image. */
+    PARAMS(CUpti_Profiler_Host_GetConfigImageSize_Params, empty);
+    empty.pHostObject = pm_probe;
+    printf("err config_size_no_metrics %d\n", p_cuptiProfilerHostGetConfigImageSize(&empty));
 
     range_profiler(ctx, host, cfg, cfg_size);
 
@@ -534,7 +579,25 @@ int main(int argc, char **argv) {
     OK(r);
     size_t pm_cfg_size;
     uint8_t *pm_cfg = config_image(pm_host, &pm_cfg_size);
-    pm_sampling(pm_host, pm_cfg, pm_cfg_size);
+    /* Two AddMetrics calls: a two-pass config. */
+    CUpti_Profiler_Host_Object *two = host_init(cn.pChipName, CUPTI_PROFILER_TYPE_PM_SAMPLING, &r);
+    OK(r);
+    for (int i = 0; i < 2; i++) {
+        PARAMS(CUpti_Profiler_Host_ConfigAddMetrics_Params, one);
+        one.pHostObject = two;
+        one.ppMetricNames = &METRICS[2 + i];
+        one.numMetrics = 1;
+        OK(p_cuptiProfilerHostConfigAddMetrics(&one));
+    }
+    size_t two_size;
+    uint8_t *two_cfg = image_of(two, &two_size);
+    PARAMS(CUpti_Profiler_Host_GetNumOfPasses_Params, tnp);
+    tnp.configImageSize = two_size;
+    tnp.pConfigImage = two_cfg;
+    OK(p_cuptiProfilerHostGetNumOfPasses(&tnp));
+    printf("pm_passes_two_calls %zu\n", tnp.numOfPasses);
+    pm_sampling(pm_host, pm_cfg, pm_cfg_size, two_cfg, two_size);
+    free(two_cfg);
 
     PARAMS(CUpti_Profiler_Host_Deinitialize_Params, hd);
     hd.pHostObject = host;
@@ -544,6 +607,8 @@ int main(int argc, char **argv) {
     hd.pHostObject = sep;
     OK(p_cuptiProfilerHostDeinitialize(&hd));
     hd.pHostObject = pm_probe;
+    OK(p_cuptiProfilerHostDeinitialize(&hd));
+    hd.pHostObject = two;
     OK(p_cuptiProfilerHostDeinitialize(&hd));
     PARAMS(CUpti_Profiler_DeInitialize_Params, pd);
     OK(p_cuptiProfilerDeInitialize(&pd));

@@ -168,6 +168,10 @@ fn check(release: &str) {
         lines.contains(&"passes_three_calls 3".to_string()),
         "{text}"
     );
+    assert!(
+        lines.contains(&"pm_passes_two_calls 2".to_string()),
+        "{text}"
+    );
     assert_eq!(lines.last().map(String::as_str), Some("done"), "{text}");
     let errors: BTreeMap<&str, &str> = lines_of(&lines, "err")
         .iter()
@@ -192,6 +196,15 @@ fn check(release: &str) {
         ("add_unknown_metric", "1"),
         ("host_init_larger_struct", "1"),
         ("pm_add_tensor_ops", "1"),
+        ("pm_add_unknown_metric", "1"),
+        // No metrics, no config image (NVIDIA's library crashes here).
+        ("config_size_no_metrics", "1"),
+        // A structSize one field beyond the release's `*_STRUCT_SIZE`.
+        ("start_larger_struct", "1"),
+        ("pm_setconfig_larger_struct", "1"),
+        // "CUPTI_ERROR_NOT_SUPPORTED for config image which require multiple passes"
+        // (cupti_pmsampling.h).
+        ("pm_setconfig_two_passes", "27"),
         ("enable_twice", "7"),
         ("start_before_setconfig", "7"),
         ("start_small_struct", "1"),
@@ -312,5 +325,28 @@ fn chip_names() {
     ] {
         let lines = run("13.4", &["chip"], &[("SIMCUDA_CC", cc)]);
         assert_eq!(lines, [format!("chip 0 {chip}")], "cc {cc}");
+    }
+}
+
+/// `cuptiPmSamplingSetConfig`'s trigger by chip: the GPU-time trigger "is not
+/// supported on Turing GPU architecture and GA100 GPU" (cupti_pmsampling.h), the
+/// SYSCLK trigger works on every chip.
+#[test]
+fn pm_sampling_trigger_by_chip() {
+    for (cc, gpu_time) in [
+        ("7.5", "27"), // TU102
+        ("8.0", "27"), // GA100
+        ("8.6", "0"),  // GA102
+        ("9.0", "0"),  // GH100
+    ] {
+        let lines = run("13.4", &["trigger"], &[("SIMCUDA_CC", cc)]);
+        assert_eq!(
+            lines[1..],
+            [
+                format!("trigger gpu_time {gpu_time}"),
+                "trigger sysclk 0".to_string()
+            ],
+            "cc {cc}: {lines:?}"
+        );
     }
 }
