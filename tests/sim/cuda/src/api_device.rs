@@ -109,6 +109,8 @@ fn attribute(d: &Device, attrib: c_int) -> Option<c_int> {
         MAX_SHARED_MEMORY_PER_BLOCK_OPTIN => 227 * 1024,
         MAX_BLOCKS_PER_MULTIPROCESSOR => 32,
         UNIFIED_ADDRESSING | MEMORY_POOLS_SUPPORTED => 1,
+        // Stream memory operations (`api_stream_memop`): 64-bit ones and NOR waits.
+        CAN_USE_64_BIT_STREAM_MEM_OPS | CAN_USE_STREAM_WAIT_VALUE_NOR => 1,
         _ => return None,
     })
 }

@@ -31,6 +31,8 @@ pub(crate) mod attr {
     pub(crate) const MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: i32 = 97;
     pub(crate) const MAX_BLOCKS_PER_MULTIPROCESSOR: i32 = 106;
     pub(crate) const MEMORY_POOLS_SUPPORTED: i32 = 115;
+    pub(crate) const CAN_USE_64_BIT_STREAM_MEM_OPS: i32 = 122;
+    pub(crate) const CAN_USE_STREAM_WAIT_VALUE_NOR: i32 = 123;
     /// `CU_DEVICE_ATTRIBUTE_MAX` of CUDA 13's `cuda.h`: one past the last attribute.
     pub(crate) const MAX: i32 = 162;
 }

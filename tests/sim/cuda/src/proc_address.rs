@@ -131,4 +131,47 @@ mod tests {
             (std::ptr::null(), proc_status::SYMBOL_NOT_FOUND)
         );
     }
+
+    /// Stream memory operations: the CUDA 8.0 (32-bit) / 9.0 (64-bit) ABI, and the
+    /// `_v2` one from CUDA 11.7 (`PFN_cuStreamWaitValue32_v11070`, cudaTypedefs.h).
+    #[test]
+    fn stream_memory_operations_by_version() {
+        use crate::api_stream_memop as mo;
+        let f = |p: *const c_void| (p, proc_status::SUCCESS);
+        for (name, v1, v2, since) in [
+            (
+                &b"cuStreamWaitValue32"[..],
+                mo::cuStreamWaitValue32 as *const c_void,
+                mo::cuStreamWaitValue32_v2 as *const c_void,
+                8000,
+            ),
+            (
+                b"cuStreamWriteValue32",
+                mo::cuStreamWriteValue32 as *const c_void,
+                mo::cuStreamWriteValue32_v2 as *const c_void,
+                8000,
+            ),
+            (
+                b"cuStreamWaitValue64",
+                mo::cuStreamWaitValue64 as *const c_void,
+                mo::cuStreamWaitValue64_v2 as *const c_void,
+                9000,
+            ),
+            (
+                b"cuStreamWriteValue64",
+                mo::cuStreamWriteValue64 as *const c_void,
+                mo::cuStreamWriteValue64_v2 as *const c_void,
+                9000,
+            ),
+        ] {
+            assert_eq!(lookup(name, 13000), f(v2));
+            assert_eq!(lookup(name, 11070), f(v2));
+            assert_eq!(lookup(name, 11060), f(v1));
+            assert_eq!(lookup(name, since), f(v1));
+            assert_eq!(
+                lookup(name, since - 10),
+                (std::ptr::null(), proc_status::VERSION_NOT_SUFFICIENT)
+            );
+        }
+    }
 }

@@ -181,6 +181,10 @@ pub(crate) struct Driver {
     pub(crate) memory: Memory,
     /// Per device ordinal: when the device finishes the work queued so far.
     pub(crate) device_ready_ns: BTreeMap<i32, u64>,
+    /// While work queued behind a memory-value wait runs (`api_stream_memop`): the
+    /// simulated time it was released at, which [`Driver::schedule`] takes for "now".
+    /// That work was issued earlier; once released it runs back to back.
+    pub(crate) released_at: Option<u64>,
 }
 
 /// The driver state, locked.
@@ -331,7 +335,7 @@ impl Driver {
     /// time, so it starts at max(now, stream ready, device ready). Returns (start, end).
     pub(crate) fn schedule(&mut self, s: usize, duration: u64) -> (u64, u64) {
         let dev = self.stream_device(s);
-        let now = crate::clock::now_ns();
+        let now = self.released_at.unwrap_or_else(crate::clock::now_ns);
         let dev_ready = self.device_ready_ns.entry(dev).or_insert(0);
         let st = self
             .streams
