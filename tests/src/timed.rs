@@ -43,37 +43,67 @@ impl TimedChild {
             .is_some_and(|c| c.try_wait().ok().flatten().is_some())
     }
 
-    /// Waits for the exit; panics (after killing it) when the limit passes.
-    pub fn wait(mut self) -> Finished {
+    /// Waits for the exit; panics (after killing it) when the limit passes, with what
+    /// it printed until then.
+    pub fn wait(self) -> Finished {
+        self.finish(false)
+    }
+
+    /// Kills it now (if it still runs) and returns what it printed; `status` is the
+    /// kill's (or its own exit's, if it had already exited).
+    pub fn kill(self) -> Finished {
+        self.finish(true)
+    }
+
+    fn finish(mut self, kill_now: bool) -> Finished {
         let mut child = self.child.take().expect("child");
-        let mut out = child.stdout.take().expect("stdout");
-        let mut err = child.stderr.take().expect("stderr");
-        let t_out = std::thread::spawn(move || {
-            let mut s = Vec::new();
-            let _ = out.read_to_end(&mut s);
-            s
-        });
-        let t_err = std::thread::spawn(move || {
-            let mut s = Vec::new();
-            let _ = err.read_to_end(&mut s);
-            s
-        });
+        let out = child.stdout.take().expect("stdout");
+        let err = child.stderr.take().expect("stderr");
+        // Readers send what they read; a grandchild holding a pipe open must not keep
+        // a timed-out test from reporting, so they are waited for at most a while then.
+        let reader = |mut pipe: Box<dyn Read + Send>| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut s = Vec::new();
+                let _ = pipe.read_to_end(&mut s);
+                let _ = tx.send(s);
+            });
+            rx
+        };
+        let r_out = reader(Box::new(out));
+        let r_err = reader(Box::new(err));
+        let (mut timed_out, mut killed) = (false, false);
         let status = loop {
             if let Some(s) = child.try_wait().expect("try_wait") {
                 break s;
             }
-            if Instant::now() >= self.deadline {
+            if kill_now || Instant::now() >= self.deadline {
+                timed_out = !kill_now;
+                killed = true;
                 let _ = child.kill();
-                let _ = child.wait();
-                panic!("{} did not finish in time; killed", self.what);
+                break child.wait().expect("wait for the killed child");
             }
             std::thread::sleep(Duration::from_millis(5));
         };
-        let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+        let text = |rx: std::sync::mpsc::Receiver<Vec<u8>>| {
+            let b = if killed {
+                rx.recv_timeout(Duration::from_secs(2)).unwrap_or_default()
+            } else {
+                rx.recv().expect("pipe reader")
+            };
+            String::from_utf8_lossy(&b).into_owned()
+        };
+        let stdout = text(r_out);
+        let stderr = text(r_err);
+        assert!(
+            !timed_out,
+            "{} did not finish in time; killed\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            self.what
+        );
         Finished {
             status,
-            stdout: text(t_out.join().expect("stdout reader")),
-            stderr: text(t_err.join().expect("stderr reader")),
+            stdout,
+            stderr,
         }
     }
 }

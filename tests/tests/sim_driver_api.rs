@@ -23,7 +23,13 @@ const MODEL: &str = "[[kernel]]\nname = \"*\"\nduration_ns = \"1000 + blocks\"\n
 /// Runs a C client (compiled from `tests/c/<src>`) against the sim with a clean
 /// CUDA / SIMCUDA environment and `$SIMCUDA_COST_MODEL` = `model`.
 fn run(src: &str, exe: &str, model: &PathBuf) -> Output {
+    run_args(src, exe, model, &[])
+}
+
+/// [`run`] with command-line arguments.
+fn run_args(src: &str, exe: &str, model: &PathBuf, args: &[&str]) -> Output {
     let mut cmd = Command::new(compile_c(src, exe, &[]));
+    cmd.args(args);
     for (k, _) in std::env::vars() {
         if k.starts_with("CUDA_") || k.starts_with("SIMCUDA_") || k == "LD_PRELOAD" {
             cmd.env_remove(k);
@@ -197,7 +203,7 @@ fn an_invalid_cost_model_fails_cuinit() {
 #[test]
 fn work_behind_a_wait_value_runs_after_the_host_writes_it() {
     let model = cost_model("wait-value", MODEL);
-    let out = run("wait_value.c", "wait_value", &model);
+    let out = run_args("wait_value.c", "wait_value", &model, &[]);
     let text = stdout(&out);
     assert!(out.status.success(), "{text}\n{out:?}");
     let lines: Vec<&str> = text
@@ -207,8 +213,82 @@ fn work_behind_a_wait_value_runs_after_the_host_writes_it() {
     assert_eq!(lines, gpuprof_tests::WAIT_VALUE_STDOUT);
 }
 
+/// The same with `cuStreamWaitValue64` / `cuStreamWriteValue64` on a value above
+/// 2^32: a write of its low 32 bits alone leaves the stream waiting (query 600,
+/// CUDA_ERROR_NOT_READY).
+#[test]
+fn a_64_bit_wait_needs_all_64_bits() {
+    let model = cost_model("wait-value-64", MODEL);
+    let out = run_args("wait_value.c", "wait_value", &model, &["wide"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}\n{out:?}");
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("write_ns "))
+        .collect();
+    let mut want = gpuprof_tests::WAIT_VALUE_STDOUT.to_vec();
+    want.insert(3, "query after a partial write 600");
+    assert_eq!(lines, want);
+}
+
+/// What a tracer (the sim's private table, as the simulated CUPTI gets it) sees of a
+/// wait and a write: each call with its params struct (`generated_cuda_meta.h`
+/// layouts: the wait's value 1 and flags CU_STREAM_WAIT_VALUE_EQ; 64-bit: 2^40 + 1);
+/// the kernel and the copy queued behind the wait are reported inside the write call
+/// that releases them, with the correlation ids of their launch and copy calls. The
+/// write is queued on stream B behind a 20 ms kernel ("produce", 1000 + 20,000,000
+/// blocks ns), so it executes after the write call has returned; the kernel starts
+/// exactly when "produce" (and so the write) ends, and the copy exactly when the
+/// kernel ends (1000 + 4 blocks ns; 4 B copy: 1000 + 4/25 rounded up ns).
+#[test]
+fn queued_work_starts_when_the_write_executes() {
+    let model = cost_model("wait-value-trace", MODEL);
+    for (wide, params) in [
+        (
+            false,
+            &[
+                "params wait value=1 flags=1",
+                "params write value=1 flags=0",
+            ][..],
+        ),
+        (
+            true,
+            &[
+                "params wait value=1099511627777 flags=1",
+                "params write value=1 flags=0",
+                "params write value=1099511627777 flags=0",
+            ][..],
+        ),
+    ] {
+        let args: &[&str] = if wide { &["wide", "trace"] } else { &["trace"] };
+        let out = run_args("wait_value.c", "wait_value", &model, args);
+        let text = stdout(&out);
+        assert!(out.status.success(), "{text}\n{out:?}");
+        let trace: Vec<&str> = text.lines().skip_while(|l| *l != "done").skip(1).collect();
+        let mut want = params.to_vec();
+        want.extend([
+            // cuMemcpyHtoD of the flag and the data word, cuMemcpyDtoH of the data.
+            "op kind=2  by=other before the write",
+            "op kind=2  by=other before the write",
+            "op kind=2  by=other before the write",
+            "op kind=1 produce by=other before the write",
+            "op kind=1 consume by=launch inside the write",
+            "op kind=2  by=copy inside the write",
+            // cuMemcpyDtoH of the data after the sync.
+            "op kind=2  by=other after the write",
+            "produce ends after the write call 1",
+            "kernel start - produce end 0",
+            "kernel duration 1004",
+            "copy start - kernel end 0",
+            "copy duration 1001",
+        ]);
+        assert_eq!(trace, want, "wide={wide}\n{text}");
+    }
+}
+
 /// Synchronising on the stream before writing the value it waits for waits forever,
-/// as on a GPU: the program is still waiting when killed.
+/// as on a GPU: the program is still waiting in cuStreamSynchronize when killed 2 s
+/// later (it printed that it launched, and nothing after).
 #[test]
 fn synchronising_before_the_write_waits_forever() {
     let model = cost_model("wait-value-hang", MODEL);
@@ -224,5 +304,16 @@ fn synchronising_before_the_write_waits_forever() {
     let mut child = gpuprof_tests::TimedChild::spawn(cmd, std::time::Duration::from_secs(60));
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert!(!child.exited(), "the program stopped waiting");
-    // Dropping the child kills it.
+    let out = child.kill();
+    assert_eq!(
+        (out.stdout.as_str(), out.stderr.as_str()),
+        ("launched\n", ""),
+        "{:?}",
+        out.status
+    );
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(9),
+        "killed, not exited"
+    );
 }
