@@ -85,6 +85,20 @@ pub fn run_injected_with_args(
     release: &str,
     env: &[(&str, &str)],
 ) -> (Finished, Vec<Record>) {
+    run_injected_within(program, args, how, scratch, release, env, RUN_LIMIT)
+}
+
+/// [`run_injected_with_args`] killed (and the test failed, with what the program
+/// printed) if it has not finished within `limit`.
+pub fn run_injected_within(
+    program: &Path,
+    args: &[&str],
+    how: Injection,
+    scratch: &str,
+    release: &str,
+    env: &[(&str, &str)],
+    limit: Duration,
+) -> (Finished, Vec<Record>) {
     let dir = Scratch::new(scratch);
     let mut cmd = Command::new(program);
     cmd.args(args);
@@ -111,7 +125,7 @@ pub fn run_injected_with_args(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = TimedChild::spawn(cmd, RUN_LIMIT).wait();
+    let out = TimedChild::spawn(cmd, limit).wait();
     assert!(
         out.status.success(),
         "{:?}\nstdout:\n{}\nstderr:\n{}",

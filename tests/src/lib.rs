@@ -19,8 +19,8 @@ pub use artifacts::{artifact, compile_c, stub_libcuda, target_profile_dir};
 pub use collector::{clean_env, gpuprof_command, record_on_sim, Scratch};
 pub use injected::{
     cudarc_gemms, gemm_linked_client, kernels_in_order, plans, ring_files, run_cudarc_injected,
-    run_injected, run_injected_with_args, statuses, strings, Injection, CUDARC_LLM_STDOUT,
-    RUN_LIMIT, WAIT_VALUE_STDOUT,
+    run_injected, run_injected_with_args, run_injected_within, statuses, strings, Injection,
+    CUDARC_LLM_STDOUT, RUN_LIMIT, WAIT_VALUE_STDOUT,
 };
 pub use report::{cudarc_llm_calls, kernel_calls};
 pub use sim_env::{nvidia_extra, nvtx_library, sim_cupti, sim_lib_dir, venv_python};

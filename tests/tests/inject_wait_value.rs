@@ -1,30 +1,57 @@
 //! A measured kernel that waits for a value the host writes after its launch
 //! (`tests/c/wait_value.c`: `cuStreamWaitValue32` on stream A, the kernel behind it,
 //! the host's `cuStreamWriteValue32` on stream B 20 ms later) under the injected
-//! profiler with per-kernel counters on. Decoding the kernel's pass waits for the
-//! kernel; were it done on the application's thread inside the launch callback, the
-//! host would never reach its write and the program would hang (the simulated CUPTI
-//! waits for the pass's kernels as the hardware does). The program must finish, and
-//! the kernel must still get its counters, equal to the cost model's.
+//! profiler with per-kernel counters on (`GPUPROF_COUNTERS=kernel`, the default).
+//! Decoding the kernel's pass waits for the kernel, as NVIDIA's DecodeData does (the
+//! simulated CUPTI waits for the pass's kernels in real time); were it done on the
+//! application's thread inside the launch callback, the host would never reach its
+//! write and the program would hang: the run is killed after [`LIMIT`] and the test
+//! fails saying so. The program must finish, and the kernel must still get its
+//! counters, equal to the cost model's.
+
+use std::time::Duration;
 
 use gpuprof_tests::{
-    compile_c, kernels_in_order, plans, run_injected_with_args, statuses, strings, Injection,
+    compile_c, kernels_in_order, plans, run_injected_within, statuses, strings, Injection,
     WAIT_VALUE_STDOUT,
 };
 use sim_core::{CostModel, Launch};
 use wire::Record;
 
+/// The program needs well under a second; a profiler that waits for the kernel on
+/// the application's thread never lets it finish.
+const LIMIT: Duration = Duration::from_secs(30);
+
 #[test]
 fn a_kernel_waiting_for_later_host_work_finishes_with_counters() {
     let program = compile_c("wait_value.c", "wait_value", &[]);
-    let (out, records) = run_injected_with_args(
-        &program,
-        &[],
-        Injection::Driver,
-        "inject-wait-value",
-        "13.4",
-        &[],
-    );
+    let run = std::panic::catch_unwind(|| {
+        run_injected_within(
+            &program,
+            &[],
+            Injection::Driver,
+            "inject-wait-value",
+            "13.4",
+            &[("GPUPROF_COUNTERS", "kernel")],
+            LIMIT,
+        )
+    });
+    let (out, records) = run.unwrap_or_else(|e| {
+        let why = e
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| e.downcast_ref::<&str>().copied())
+            .unwrap_or("?");
+        if why.contains("did not finish in time") {
+            panic!(
+                "wait_value under libgpuprof.so still ran after {LIMIT:?} and was killed: \
+                 a profiler that decodes the launch's counters on the application's \
+                 thread waits for a kernel that cannot run before the host's later \
+                 write:\n{why}"
+            )
+        }
+        panic!("{why}")
+    });
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(
         lines
