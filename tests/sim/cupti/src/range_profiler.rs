@@ -23,12 +23,21 @@
 //! A kernel belongs to the pass its launch call was made in, also when it runs later
 //! (queued behind a `cuStreamWaitValue32` whose value is written after Stop): the
 //! launch is remembered at the call's exit ([`on_launch_exit`]) and the kernel joins
-//! the pass when it runs, with the range stack of its launch. DecodeData "Decode[s] the
-//! profiling data stored in the hardware" (cupti_range_profiler.h): the hardware has
-//! it once the pass's kernels have run, so `cuptiRangeProfilerDecodeData` waits, in
-//! real time, until every kernel launched in the pass has ended in simulated time
-//! ([`pass_end`]). A kernel that waits for work nobody issues makes it wait forever,
-//! as on a GPU.
+//! the pass when it runs, with the range stack of its launch.
+//!
+//! How NVIDIA's CUPTI decodes: `cuptiRangeProfilerDecodeData` is documented as
+//! "Decode the profiling data stored in the hardware to the counter data image passed
+//! in the SetConfig API. This API should be called after cuptiRangeProfilerStop."
+//! (cupti_range_profiler.h; Stop itself only reports `isAllPassSubmitted`, "1 if all
+//! passes are submitted to GPU for collection"). Its predecessor in
+//! cupti_profiler_target.h says what decoding takes: `cuptiProfilerFlushCounterData`
+//! "Decode[s] all the submitted passes ... This will cause the CPU/GPU sync to collect
+//! all the undecoded pass." The data is in the hardware once the pass's kernels have
+//! run, so the sim's `cuptiRangeProfilerDecodeData` waits the same way: in real time,
+//! until every kernel launched on the object's context between Start and Stop has
+//! ended in simulated time ([`pass_end`]), also one that runs only after Stop. A kernel
+//! that waits for work nobody issues (a `cuStreamWaitValue32` whose value the host
+//! writes only after DecodeData returns) makes it wait forever, as on a GPU.
 
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
