@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""The module graph of a Rust crate, and whether it has cycles.
+
+    scripts/module-graph.py inject/src/lib.rs            # fails if there is a cycle
+    scripts/module-graph.py --edges inject/src/lib.rs    # prints "a -> b" lines too
+
+A module is a file (`foo.rs`, `foo/mod.rs`, or an inline `mod foo { .. }` counts as
+part of its file). Module A depends on module B when A's code names a path into B:
+`crate::b::..`, `super::..`, `self::b::..` (in `use` or inline). A parent declaring
+`mod b;` is not a dependency; a parent calling `b::f()` is. Test-only modules
+(`#[cfg(test)] mod tests;` files and `*_tests.rs`) are left out: they may use
+anything.
+
+Exit status: 0 without cycles, 1 with (each strongly connected component printed),
+2 on bad input.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+MOD_DECL = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;", re.M)
+CFG_TEST_MOD = re.compile(r"#\[cfg\(test\)\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;")
+PATH_ATTR = re.compile(r'#\[path\s*=\s*"([^"]+)"\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;')
+LINE_COMMENT = re.compile(r"//[^\n]*")
+STRING = re.compile(r'"(?:\\.|[^"\\])*"')
+
+
+INLINE_TESTS = re.compile(r"#\[cfg\(test\)\]\s*(?:#\[[^\]]*\]\s*)*mod\s+[a-z_][a-z0-9_]*\s*\{")
+
+
+def strip(text):
+    """Comments, string literals and the inline test module (by convention the file's
+    last item) out, so paths in docs, messages and tests do not count."""
+    text = STRING.sub('""', text)
+    text = LINE_COMMENT.sub("", text)
+    tests = INLINE_TESTS.search(text)
+    return text[: tests.start()] if tests else text
+
+
+def discover(root):
+    """{module path tuple: file}. The crate root is ()."""
+    modules = {(): root}
+    pending = [((), root)]
+    while pending:
+        path, file = pending.pop()
+        text = file.read_text()
+        tests = set(CFG_TEST_MOD.findall(text))
+        explicit = {name: rel for rel, name in PATH_ATTR.findall(text)}
+        if file.name in ("lib.rs", "main.rs", "mod.rs"):
+            base = file.parent
+        else:
+            base = file.parent / file.stem
+        for name in MOD_DECL.findall(strip(text)):
+            if name in tests or name.endswith("_tests") or name == "tests":
+                continue
+            if name in explicit:
+                child = file.parent / explicit[name]
+            elif (base / f"{name}.rs").exists():
+                child = base / f"{name}.rs"
+            elif (base / name / "mod.rs").exists():
+                child = base / name / "mod.rs"
+            else:
+                print(f"module-graph: {file}: cannot find the file of `mod {name};`", file=sys.stderr)
+                sys.exit(2)
+            modules[path + (name,)] = child
+            pending.append((path + (name,), child))
+    return modules
+
+
+def resolve(modules, segments):
+    """The longest known module a path starts with (a path may name an item in it)."""
+    for n in range(len(segments), 0, -1):
+        if tuple(segments[:n]) in modules:
+            return tuple(segments[:n])
+    return None
+
+
+def edges(modules):
+    out = {m: set() for m in modules}
+    for path, file in modules.items():
+        text = strip(file.read_text())
+        # `use` trees: expand `crate::{a, b::c}` one level, enough for this code base.
+        refs = []
+        for m in re.finditer(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)*)(::\{([^{}]*)\})?", text):
+            head, tail, group = m.group(1), m.group(2), m.group(4)
+            if not tail and group is None:
+                continue  # `pub(crate)`, `&self`, `Self`: not a path
+            segs = [s for s in tail.split("::") if s]
+            if group is not None:
+                for item in group.split(","):
+                    item = item.strip().split(" as ")[0].strip()
+                    if item and item != "self":
+                        refs.append((head, segs + [s for s in item.split("::") if s]))
+                    else:
+                        refs.append((head, segs))
+            else:
+                refs.append((head, segs))
+        # Bare paths into a child module: `policy::Policy` in `counters.rs`.
+        children = {m[-1] for m in modules if len(m) == len(path) + 1 and m[: len(path)] == path}
+        for m in re.finditer(r"(?<![A-Za-z0-9_:$])([a-z_][a-z0-9_]*)::", text):
+            if m.group(1) in children:
+                out[path].add(path + (m.group(1),))
+        for head, segs in refs:
+            if head == "crate":
+                base = []
+            elif head == "super":
+                base = list(path[:-1])
+                while segs and segs[0] == "super":
+                    base = base[:-1]
+                    segs = segs[1:]
+            else:
+                base = list(path)
+            target = resolve(modules, base + segs) if base + segs else ()
+            if target is None:
+                target = tuple(base) if tuple(base) in modules else None
+            if target is None or target == path:
+                continue
+            # Naming your own descendant through `self::`/`crate::` is a real dependency;
+            # naming an ancestor's item is too. Both count.
+            out[path].add(target)
+    return out
+
+
+def cycles(graph):
+    """Tarjan's strongly connected components of size > 1."""
+    index, low, stack, on, comps = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                comps.append(comp)
+
+    sys.setrecursionlimit(10000)
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return comps
+
+
+def name(path):
+    return "/".join(path) if path else "(crate root)"
+
+
+def main(argv):
+    show = "--edges" in argv
+    roots = [a for a in argv if not a.startswith("--")]
+    if not roots:
+        print(__doc__, file=sys.stderr)
+        return 2
+    failed = False
+    for root in roots:
+        root = Path(root)
+        if not root.is_file():
+            print(f"module-graph: {root}: no such file", file=sys.stderr)
+            return 2
+        modules = discover(root)
+        graph = edges(modules)
+        if show:
+            for a in sorted(graph):
+                for b in sorted(graph[a]):
+                    print(f"{name(a)} -> {name(b)}")
+        found = cycles(graph)
+        for comp in found:
+            failed = True
+            members = ", ".join(sorted(name(m) for m in comp))
+            print(f"module-graph: {root}: import cycle between {members}", file=sys.stderr)
+        if not found:
+            print(f"module-graph: {root}: {len(modules)} modules, no import cycle", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
