@@ -83,7 +83,7 @@ fn gpu_usable() -> bool {
 /// `libnvToolsExt.so`): `$GPUPROF_NVTX_LIB`, else the one the repository's
 /// `scripts/nvidia-wheels.py` fetched (`target/nvidia/extras.json`).
 fn nvtx_library(exe_dir: &Path) -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os("GPUPROF_NVTX_LIB").filter(|v| !v.is_empty()) {
+    if let Some(p) = std::env::var_os(wire::env::NVTX_LIB).filter(|v| !v.is_empty()) {
         let p = PathBuf::from(p);
         if !p.is_file() {
             bail!("GPUPROF_NVTX_LIB={} is not a file", p.display());
@@ -153,6 +153,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         }
         usable
     };
+    let mut env: Vec<(&str, OsString)> = Vec::new();
     let _sim = if on_gpu {
         eprintln!("gpuprof: demo: profiling the workload on this machine's GPU");
         None
@@ -163,22 +164,26 @@ pub fn run(args: &Args) -> Result<ExitCode> {
              CUPTI, cuBLAS, cuBLASLt), through the real injection path",
             if args.sim { "" } else { "no usable GPU here: " }
         );
-        // The profiled program (and only it) inherits these.
-        std::env::set_var("LD_LIBRARY_PATH", &sim.0);
-        std::env::set_var("GPUPROF_CUPTI_LIB", sim.0.join("libcupti.so.13"));
+        // The profiled program (and only it) gets these.
+        env.push(("LD_LIBRARY_PATH", sim.0.clone().into()));
+        env.push((wire::env::CUPTI_LIB, sim.0.join("libcupti.so.13").into()));
         Some(sim)
     };
     // A short run: every measured launch gets every counter (CUPTI replays each
     // measured kernel once per pass group), so every kernel's row is complete
     // without waiting for the groups to rotate round. GPUPROF_REPLAY=none undoes it.
-    if std::env::var_os("GPUPROF_REPLAY").is_none() {
-        std::env::set_var("GPUPROF_REPLAY", "kernel");
+    if std::env::var_os(wire::env::REPLAY).is_none() {
+        env.push((wire::env::REPLAY, "kernel".into()));
     }
     // Checked (and made) before anything runs; `record` accepts it empty.
     let (out, _) = session_dirs::make_out_dir(args.output.as_deref())?;
     let mut command = vec![workload.into_os_string()];
     command.extend(args.workload_args.iter().cloned());
-    let code = record::record(&record::RecordArgs::new(Some(out.clone()), command))?;
+    let args = env.into_iter().fold(
+        record::RecordArgs::new(Some(out.clone()), command),
+        |args, (k, v)| args.env(k, v),
+    );
+    let code = record::record(&args)?;
     if code != ExitCode::SUCCESS {
         eprintln!("gpuprof: demo: the workload failed; no roofline or trace written");
         return Ok(code);

@@ -97,9 +97,7 @@ impl Drainer {
             }
         };
         for entry in entries.flatten() {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if !(name.starts_with("ring-") && name.ends_with(".ring")) {
+            if wire::session_dir::parse_ring_file_name(&entry.file_name()).is_none() {
                 continue;
             }
             let path = entry.path();

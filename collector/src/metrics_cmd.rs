@@ -16,7 +16,7 @@ use cupti::plan::Mode;
 use serde::{Deserialize, Serialize};
 
 /// The environment variable holding a metric list, used when `--metrics` is absent.
-pub const METRICS_ENV: &str = "GPUPROF_METRICS";
+pub const METRICS_ENV: &str = wire::env::METRICS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {

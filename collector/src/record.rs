@@ -38,6 +38,11 @@ pub struct RecordArgs {
     /// profiled too.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<OsString>,
+    /// Variables set for CMD only, after the injection variables (`gpuprof demo`
+    /// points CMD at the simulated stack this way; the collector's own environment
+    /// is left alone).
+    #[arg(skip)]
+    env: Vec<(OsString, OsString)>,
 }
 
 impl RecordArgs {
@@ -47,7 +52,14 @@ impl RecordArgs {
             output,
             ring_size: None,
             command,
+            env: Vec::new(),
         }
+    }
+
+    /// Sets `key=value` in CMD's environment.
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> RecordArgs {
+        self.env.push((key.into(), value.into()));
+        self
     }
 }
 
@@ -121,10 +133,11 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
     let mut cmd = Command::new(program);
     cmd.args(&args.command[1..])
         .env("CUDA_INJECTION64_PATH", &lib)
-        .env("GPUPROF_SESSION_DIR", &ring_dir.0);
+        .env(wire::env::SESSION_DIR, &ring_dir.0);
     if let Some(size) = &ring_size {
-        cmd.env("GPUPROF_RING_SIZE", size);
+        cmd.env(wire::env::RING_SIZE, size);
     }
+    cmd.envs(args.env.iter().map(|(k, v)| (k, v)));
     if let Some(other) = std::env::var_os("CUDA_INJECTION64_PATH").filter(|v| v != lib.as_os_str())
     {
         eprintln!(

@@ -45,7 +45,7 @@ fn produce(scenario: &str) -> i32 {
         _ => 1 << 16,
     };
     let mut ring =
-        RingWriter::create(&dir.join(format!("ring-{pid}.ring")), capacity, pid).unwrap();
+        RingWriter::create(&wire::session_dir::ring_path(&dir, pid), capacity, pid).unwrap();
     let kernels: u32 = std::env::var(KERNELS)
         .ok()
         .and_then(|v| v.parse().ok())

@@ -4,16 +4,21 @@
 //!   collector);
 //! - [`ring`]: the shared-memory ring one profiled process writes and the collector
 //!   drains (single producer, single consumer);
-//! - [`session`]: the session file, the durable record of a run.
+//! - [`session`]: the session file, the durable record of a run;
+//! - [`session_dir`]: the ring directory both sides share (names, the collector's pid
+//!   file, where it is made) and the size syntax of the ring-size settings;
+//! - [`env`]: the names of the environment variables one side sets for the other.
 //!
 //! Bump [`PROTOCOL_VERSION`] on every change to the ring layout or the record schema.
 //! Records are MessagePack with field names, so a reader accepts files from older
 //! writers (new fields are `#[serde(default)]`); the session file keeps its version
 //! in its header.
 
+pub mod env;
 pub mod record;
 pub mod ring;
 pub mod session;
+pub mod session_dir;
 
 pub use record::*;
 
