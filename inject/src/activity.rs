@@ -18,8 +18,8 @@ use wire::Record;
 
 use crate::decode::Decoded;
 use crate::handoff::{self, Claims, CONTEXTS, DEVICES, UNKNOWN_KINDS};
-use crate::lifecycle::{self, State};
 use crate::log::debug;
+use crate::state::{self, State};
 use crate::tracer;
 use cupti::activity::BufferCallbacks;
 
@@ -110,7 +110,7 @@ unsafe extern "C" fn buffer_completed(
     _size: usize,
     valid: usize,
 ) {
-    crate::entry::guarded("the CUPTI buffer callback", (), || complete(buffer, valid));
+    crate::guard::guarded("the CUPTI buffer callback", (), || complete(buffer, valid));
 }
 
 unsafe extern "C" fn buffer_completed_v2(
@@ -119,14 +119,14 @@ unsafe extern "C" fn buffer_completed_v2(
     valid: usize,
     _info: *mut CUpti_BufferCallbackCompleteInfo,
 ) {
-    crate::entry::guarded("the CUPTI buffer callback", (), || complete(buffer, valid));
+    crate::guard::guarded("the CUPTI buffer callback", (), || complete(buffer, valid));
 }
 
 fn complete(buffer: *mut u8, valid: usize) {
     if buffer.is_null() {
         return;
     }
-    if lifecycle::state() == State::Running {
+    if state::state() == State::Running {
         if let Some(t) = tracer::get() {
             // SAFETY: CUPTI completed this buffer with `valid` bytes of records.
             unsafe { decode_buffer(t, buffer, valid) };

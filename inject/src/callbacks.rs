@@ -20,9 +20,10 @@ use cupti_sys::CUpti_driver_api_trace_cbid_enum as cbid;
 use cupti_sys::{CUpti_CallbackData, CUpti_NvtxData, CUpti_ResourceData};
 use wire::{ContextInfo, Launch, Record};
 
+use crate::guard;
 use crate::handoff::{self, CONTEXTS, DEVICES};
-use crate::lifecycle::{self, State};
 use crate::log::warn;
+use crate::state::{self, State};
 use cupti::callback;
 
 use crate::{counters, device, gemm, tracer};
@@ -40,16 +41,8 @@ pub const LAUNCH_CBIDS: &[u32] = &[
 ];
 
 thread_local! {
-    /// Set on our own threads and while a callback runs: callbacks ignore it.
-    static BUSY: Cell<bool> = const { Cell::new(false) };
     /// This thread's kernel id (gettid), cached.
     static TID: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Marks the calling thread as the profiler's own: its CUDA calls (if any) are not
-/// traced.
-pub fn mark_internal() {
-    BUSY.with(|b| b.set(true));
 }
 
 fn thread_id() -> u64 {
@@ -62,24 +55,6 @@ fn thread_id() -> u64 {
     })
 }
 
-/// Saves errno on entry and restores it on drop (our calls must not change what the
-/// application sees).
-struct Errno(i32);
-
-impl Errno {
-    fn save() -> Errno {
-        // SAFETY: __errno_location returns this thread's errno slot.
-        Errno(unsafe { *libc::__errno_location() })
-    }
-}
-
-impl Drop for Errno {
-    fn drop(&mut self) {
-        // SAFETY: as in save.
-        unsafe { *libc::__errno_location() = self.0 };
-    }
-}
-
 /// The subscriber callback (`CUpti_CallbackFunc`).
 pub unsafe extern "C" fn on_callback(
     _userdata: *mut c_void,
@@ -87,14 +62,14 @@ pub unsafe extern "C" fn on_callback(
     cbid: u32,
     data: *const c_void,
 ) {
-    if data.is_null() || lifecycle::state() != State::Running {
+    if data.is_null() || state::state() != State::Running {
         return;
     }
-    let _errno = Errno::save();
-    if BUSY.with(|b| b.replace(true)) {
+    let _errno = guard::Errno::save();
+    let Some(_entered) = guard::enter() else {
         return;
-    }
-    crate::entry::guarded("a CUPTI callback", (), || match domain {
+    };
+    guard::guarded("a CUPTI callback", (), || match domain {
         CUPTI_CB_DOMAIN_DRIVER_API => {
             // SAFETY: for the driver-API domain CUPTI passes a CUpti_CallbackData.
             on_api(cbid, unsafe { &*(data as *const CUpti_CallbackData) })
@@ -124,7 +99,6 @@ pub unsafe extern "C" fn on_callback(
         }
         _ => {}
     });
-    BUSY.with(|b| b.set(false));
 }
 
 fn on_api(cbid: u32, d: &CUpti_CallbackData) {

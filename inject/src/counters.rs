@@ -522,9 +522,9 @@ fn start_decoder() -> Result<(), String> {
 }
 
 fn decoder_thread(rx: Receiver<Stopped>) {
-    crate::callbacks::mark_internal();
+    crate::guard::mark_internal();
     for s in rx {
-        crate::entry::guarded("the counters thread", (), || {
+        crate::guard::guarded("the counters thread", (), || {
             if ON.load(Ordering::Acquire) {
                 if let Err(e) = decode(&s) {
                     fail(e);

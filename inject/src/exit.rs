@@ -25,8 +25,9 @@ use cupti::activity;
 use cupti_sys::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED;
 
 use crate::log::{debug, warn};
+use crate::state::{self, State};
+use crate::tracer;
 use crate::writer::Finish;
-use crate::{lifecycle, tracer};
 
 struct AtExit {
     pid: u32,
@@ -72,11 +73,11 @@ pub fn install(
 
 extern "C" fn in_child() {
     // Only an atomic store: async-signal-safe, as a fork handler must be.
-    lifecycle::disable();
+    state::disable();
 }
 
 extern "C" fn at_exit() {
-    crate::entry::guarded("the exit handler", (), on_exit);
+    crate::guard::guarded("the exit handler", (), on_exit);
 }
 
 fn on_exit() {
@@ -85,7 +86,7 @@ fn on_exit() {
         return;
     }
     let started = Instant::now();
-    if lifecycle::state() == lifecycle::State::Running {
+    if state::state() == State::Running {
         if let Some(t) = tracer::get() {
             crate::counters::sampling::stop();
             crate::counters::finish(started + a.timeout / 4);
@@ -98,7 +99,7 @@ fn on_exit() {
         }
     }
     // From here callbacks and late buffers are ignored: the stream is closing.
-    lifecycle::disable();
+    state::disable();
     let ctl = a.ctl.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Some(ctl) = ctl {
         let (done_tx, done_rx) = crossbeam_channel::bounded(1);
@@ -119,5 +120,5 @@ fn on_exit() {
             }
         }
     }
-    crate::session::remove_if_orphaned(&a.dir, &a.ring);
+    wire::session_dir::remove_if_orphaned(&a.dir, &a.ring);
 }

@@ -7,7 +7,7 @@
 //! never consults preloaded objects, and under `CUDA_INJECTION64_PATH` nothing can
 //! interpose at all. So in both injection modes, at start-up ([`install`]):
 //! - every loaded object's GOT slots for the hooked cuBLAS / cuBLASLt functions are
-//!   pointed at our hooks ([`crate::got`]); the real addresses come from the loaded
+//!   pointed at our hooks (`gemm/got.rs`, `gemm/patch.rs`); the real addresses come from the loaded
 //!   libraries that define them;
 //! - every loaded object's GOT slot for `dlsym` is pointed at [`dlsym`]'s entry, so a
 //!   later `dlsym(handle, "cublasGemmEx")` (the library may be loaded later) returns
@@ -32,7 +32,7 @@
 //! Hooks are always safe to call: when the profiler is off they only forward.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use cupti::Cupti;
@@ -43,68 +43,23 @@ use crate::handoff;
 use crate::log::{debug, warn};
 use crate::options::Options;
 
+mod calls;
 mod dlsym;
+mod got;
 mod hooks;
+mod loaded;
 mod lt;
-
-/// A GEMM call's shape as the application passed it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shape {
-    /// Index of the API function in [`hooks::NAMES`].
-    pub api: usize,
-    pub m: u64,
-    pub n: u64,
-    pub k: u64,
-    pub batch: u64,
-    pub trans_a: u32,
-    pub trans_b: u32,
-    pub a_type: u32,
-    pub b_type: u32,
-    pub c_type: u32,
-    pub d_type: u32,
-    pub compute_type: u32,
-}
-
-/// The call in progress on a thread.
-#[derive(Clone, Copy)]
-struct Current {
-    shape: Shape,
-    call: u64,
-    launches: u32,
-}
+mod patch;
 
 thread_local! {
-    /// The outermost GEMM call in progress on this thread: `Some(None)` when its shape
-    /// could not be read (nested calls must still not record theirs).
-    static CURRENT: Cell<Option<Option<Current>>> = const { Cell::new(None) };
     /// Correlation id of the launch API call in progress on this thread, or 0.
     static LAUNCH: Cell<u32> = const { Cell::new(0) };
 }
 
-/// Shapes are being recorded.
-static ON: AtomicBool = AtomicBool::new(false);
-static CALLS: AtomicU64 = AtomicU64::new(0);
 /// Interned ids of the API names, 0 until sent.
 static API_IDS: [AtomicU32; hooks::COUNT] = [const { AtomicU32::new(0) }; hooks::COUNT];
 /// The loader generation [`rescan`] last saw; the scan itself is serialised.
 static SCANNED: Mutex<u64> = Mutex::new(0);
-
-/// Runs `real` (the hooked cuBLAS function) with `shape()` as this thread's GEMM call.
-#[inline]
-pub fn call<R>(shape: impl FnOnce() -> Option<Shape>, real: impl FnOnce() -> R) -> R {
-    if !ON.load(Ordering::Relaxed) || CURRENT.with(|c| c.get().is_some()) {
-        return real();
-    }
-    let current = shape().map(|shape| Current {
-        shape,
-        call: CALLS.fetch_add(1, Ordering::Relaxed) + 1,
-        launches: 0,
-    });
-    CURRENT.with(|c| c.set(Some(current)));
-    let r = real();
-    CURRENT.with(|c| c.set(None));
-    r
-}
 
 /// Turns shape recording on and patches the loaded objects; `opts.gemm` off leaves
 /// everything untouched.
@@ -113,7 +68,7 @@ pub fn install(opts: &Options) {
         return;
     }
     dlsym::init();
-    ON.store(true, Ordering::Release);
+    calls::ON.store(true, Ordering::Release);
     if dlsym::entry_address().is_none() {
         let message = "GEMMs of cuBLAS reached through dlsym (cudarc, Python bindings) are \
                        not recorded on this architecture; calls through a program's PLT are"
@@ -126,16 +81,16 @@ pub fn install(opts: &Options) {
 
 /// Patches objects loaded since the last scan (all of them the first time).
 pub fn rescan() {
-    if !ON.load(Ordering::Acquire) {
+    if !calls::ON.load(Ordering::Acquire) {
         return;
     }
-    let generation = crate::loaded::generation();
+    let generation = loaded::generation();
     let mut seen = SCANNED.lock().unwrap_or_else(|e| e.into_inner());
     if *seen == generation {
         return;
     }
     *seen = generation;
-    hooks::patch_loaded();
+    patch::patch_loaded();
 }
 
 fn api_id(api: usize) -> Option<u32> {
@@ -157,20 +112,16 @@ pub fn on_launch_enter(correlation_id: u32, graph_launch: bool) {
         return;
     }
     LAUNCH.with(|l| l.set(correlation_id));
-    let Some(Some(mut cur)) = CURRENT.with(Cell::get) else {
+    let Some((s, call, index)) = calls::next_launch() else {
         return;
     };
-    let index = cur.launches;
-    cur.launches += 1;
-    CURRENT.with(|c| c.set(Some(Some(cur))));
-    let s = cur.shape;
     let Some(api) = api_id(s.api) else {
         handoff::lost();
         return;
     };
     handoff::send(Record::Gemm(Gemm {
         correlation_id,
-        call: cur.call,
+        call,
         launch_index: index,
         api,
         m: s.m,

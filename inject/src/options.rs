@@ -20,6 +20,9 @@ use std::path::PathBuf;
 
 use crate::log::{self, Level};
 
+use wire::env;
+use wire::session_dir::{parse_size, show_size};
+
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
@@ -110,30 +113,6 @@ impl Default for Options {
             gemm: true,
         }
     }
-}
-
-/// Parses a byte size: digits with an optional K, M or G suffix (binary units).
-pub fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (digits, unit) = match s.char_indices().last()? {
-        (i, 'k' | 'K') => (&s[..i], KIB),
-        (i, 'm' | 'M') => (&s[..i], MIB),
-        (i, 'g' | 'G') => (&s[..i], GIB),
-        _ => (s, 1),
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse::<u64>().ok()?.checked_mul(unit)
-}
-
-fn show_size(v: u64) -> String {
-    for (unit, suffix) in [(GIB, "G"), (MIB, "M"), (KIB, "K")] {
-        if v >= unit && v & (unit - 1) == 0 {
-            return format!("{}{suffix}", v / unit);
-        }
-    }
-    v.to_string()
 }
 
 struct Reader<'a, F: Fn(&str) -> Option<String>> {
@@ -228,13 +207,13 @@ impl Options {
             1 << 24,
         ) as usize;
         let ring_size = r.size(
-            "GPUPROF_RING_SIZE",
+            env::RING_SIZE,
             d.ring_size as u64,
             wire::ring::MIN_CAPACITY as u64,
             wire::ring::MAX_CAPACITY as u64,
         ) as usize;
         let exit_timeout_ms = r.count("GPUPROF_EXIT_TIMEOUT_MS", d.exit_timeout_ms, 0, 600_000);
-        let counters = match r.value("GPUPROF_COUNTERS") {
+        let counters = match r.value(env::COUNTERS) {
             None => CounterMode::Kernel,
             Some(v) => match v.trim().to_ascii_lowercase().as_str() {
                 "off" => CounterMode::Off,
@@ -256,7 +235,7 @@ impl Options {
             1,
             10_000_000,
         );
-        let metrics = r.value("GPUPROF_METRICS").and_then(|v| {
+        let metrics = r.value(env::METRICS).and_then(|v| {
             let names: Vec<String> = v
                 .split(',')
                 .map(str::trim)
@@ -271,7 +250,7 @@ impl Options {
             }
             Some(names)
         });
-        let replay = match r.value("GPUPROF_REPLAY") {
+        let replay = match r.value(env::REPLAY) {
             None => Replay::None,
             Some(v) => match v.trim().to_ascii_lowercase().as_str() {
                 "none" => Replay::None,
@@ -302,9 +281,9 @@ impl Options {
             channel_records,
             ring_size,
             exit_timeout_ms,
-            session_dir: r.path("GPUPROF_SESSION_DIR"),
-            collector: r.path("GPUPROF_COLLECTOR"),
-            out: r.path("GPUPROF_OUT"),
+            session_dir: r.path(env::SESSION_DIR),
+            collector: r.path(env::COLLECTOR),
+            out: r.path(env::OUT),
             counters,
             counter_launches,
             counter_every,
@@ -428,17 +407,6 @@ mod tests {
                     .to_string()
             ]
         );
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("4096"), Some(4096));
-        assert_eq!(parse_size("64M"), Some(64 << 20));
-        assert_eq!(parse_size("2g"), Some(2 << 30));
-        assert_eq!(parse_size("M"), None);
-        assert_eq!(parse_size("1.5M"), None);
-        assert_eq!(parse_size("-1"), None);
-        assert_eq!(parse_size(""), None);
     }
 
     #[test]

@@ -3,14 +3,15 @@
 //! us at `cuInit` (by setting `CUDA_INJECTION64_PATH` to this library). Processes
 //! that never initialise CUDA never load CUPTI.
 
-use std::ffi::{CStr, OsStr};
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::entry::guarded;
-use crate::lifecycle;
+use crate::guard::guarded;
 use crate::log::{debug, warn};
 use crate::options::Options;
+use crate::state;
+use crate::this_library;
 
 // SAFETY (of the section): `.init_array` entries are called once by the dynamic
 // loader with no arguments, after our relocations are done.
@@ -23,7 +24,9 @@ extern "C" fn on_load() {
 }
 
 fn preload_setup() {
-    let Some(me) = own_path() else { return };
+    let Some(me) = this_library::path() else {
+        return;
+    };
     let preload = std::env::var_os("LD_PRELOAD").unwrap_or_default();
     if !preloads(&preload, &me) {
         // Loaded by dlopen (the CUDA driver, for CUDA_INJECTION64_PATH): nothing to do
@@ -47,7 +50,7 @@ fn preload_setup() {
         }
         Some(v) if same_file(Path::new(&v), &me) => {}
         Some(v) => {
-            lifecycle::disable();
+            state::disable();
             warn!(
                 "CUDA_INJECTION64_PATH={} names another injection library; gpuprof stays off \
                  (one injected tool per process)",
@@ -74,25 +77,6 @@ fn same_file(a: &Path, b: &Path) -> bool {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
     }
-}
-
-/// The file this library was loaded from.
-pub(crate) fn own_path() -> Option<PathBuf> {
-    let mut info = core::mem::MaybeUninit::<libc::Dl_info>::zeroed();
-    // SAFETY: dladdr only reads the address and fills `info`; the address is a
-    // function of this library.
-    let rc = unsafe { libc::dladdr(on_load as *const core::ffi::c_void, info.as_mut_ptr()) };
-    if rc == 0 {
-        return None;
-    }
-    // SAFETY: dladdr succeeded, so `info` is initialised.
-    let info = unsafe { info.assume_init() };
-    if info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dli_fname is a NUL-terminated string owned by the loader.
-    let name = unsafe { CStr::from_ptr(info.dli_fname) };
-    Some(PathBuf::from(OsStr::from_bytes(name.to_bytes())))
 }
 
 #[cfg(test)]

@@ -1,15 +1,14 @@
 //! Joining or starting a profiling session (docs/SESSION.md is the contract): the
 //! ring directory, this process's ring file, and in env-var-only mode the collector.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use wire::ring::RingWriter;
-use wire::ProcessInfo;
+use wire::{session_dir, ProcessInfo};
 
 use crate::log::info;
 use crate::options::Options;
@@ -18,11 +17,6 @@ use crate::options::Options;
 pub struct Session {
     pub dir: PathBuf,
     pub ring: RingWriter,
-}
-
-/// The ring file of `pid` in a session directory.
-pub fn ring_path(dir: &Path, pid: u32) -> PathBuf {
-    dir.join(format!("ring-{pid}.ring"))
 }
 
 /// Creates this process's ring in `GPUPROF_SESSION_DIR`, or, when it is unset, makes
@@ -37,7 +31,7 @@ pub fn open(opts: &Options, pid: u32) -> Result<Session, String> {
         });
     }
     let collector = collector_binary(opts)?;
-    let dir = make_ring_dir(pid)?;
+    let dir = session_dir::make_ring_dir(pid).map_err(|e| e.to_string())?;
     let ring = match create_ring(&dir, opts, pid) {
         Ok(r) => r,
         Err(e) => {
@@ -47,7 +41,7 @@ pub fn open(opts: &Options, pid: u32) -> Result<Session, String> {
     };
     let out = match &opts.out {
         Some(o) => absolute(o),
-        None => absolute(Path::new(&format!("gpuprof-{}-{pid}", local_timestamp()))),
+        None => absolute(&session_dir::default_out_dir(pid)),
     };
     if let Err(e) = spawn_collector(&collector, &dir, &out, pid) {
         let _ = std::fs::remove_file(ring.path());
@@ -59,7 +53,7 @@ pub fn open(opts: &Options, pid: u32) -> Result<Session, String> {
     }
     // Children started from here on join this session. This runs inside cuInit, the
     // way every injected tool's start-up does; it is the only channel to children.
-    std::env::set_var("GPUPROF_SESSION_DIR", &dir);
+    std::env::set_var(wire::env::SESSION_DIR, &dir);
     info!(
         "session {}; the collector writes {}",
         dir.display(),
@@ -69,7 +63,7 @@ pub fn open(opts: &Options, pid: u32) -> Result<Session, String> {
 }
 
 fn create_ring(dir: &Path, opts: &Options, pid: u32) -> Result<RingWriter, String> {
-    RingWriter::create(&ring_path(dir, pid), opts.ring_size, pid)
+    RingWriter::create(&session_dir::ring_path(dir, pid), opts.ring_size, pid)
         .map_err(|e| format!("cannot create the ring: {e}"))
 }
 
@@ -86,7 +80,7 @@ fn absolute(p: &Path) -> PathBuf {
 fn collector_binary(opts: &Options) -> Result<PathBuf, String> {
     let path = match &opts.collector {
         Some(p) => p.clone(),
-        None => crate::preload::own_path()
+        None => crate::this_library::path()
             .and_then(|me| Some(me.parent()?.join("gpuprof")))
             .ok_or("cannot tell where libgpuprof.so is, to find the gpuprof collector beside it; set GPUPROF_COLLECTOR")?,
     };
@@ -97,40 +91,6 @@ fn collector_binary(opts: &Options) -> Result<PathBuf, String> {
         ));
     }
     Ok(path)
-}
-
-/// `/dev/shm/gpuprof-<pid>-<n>` (else under `$TMPDIR` or /tmp), mode 0700.
-fn make_ring_dir(pid: u32) -> Result<PathBuf, String> {
-    let base = [
-        Some(PathBuf::from("/dev/shm")),
-        std::env::var_os("TMPDIR").map(PathBuf::from),
-        Some("/tmp".into()),
-    ]
-    .into_iter()
-    .flatten()
-    .find(|d| d.is_dir() && writable(d))
-    .ok_or("no writable /dev/shm, $TMPDIR or /tmp for the ring directory")?;
-    let mut last = None;
-    for n in 0..1000 {
-        let dir = base.join(format!("gpuprof-{pid}-{n}"));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
-        }
-    }
-    Err(format!(
-        "cannot create a ring directory under {}: {last:?}",
-        base.display()
-    ))
-}
-
-fn writable(d: &Path) -> bool {
-    let Ok(c) = CString::new(d.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: `c` is a NUL-terminated path.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
 }
 
 /// Our stdout / stderr for the collector, unless it is a pipe or socket: a parent
@@ -191,27 +151,6 @@ fn spawn_collector(bin: &Path, dir: &Path, out: &Path, pid: u32) -> std::io::Res
     Ok(())
 }
 
-/// `YYYYmmdd-HHMMSS` in local time.
-fn local_timestamp() -> String {
-    // SAFETY: time(NULL) has no preconditions; localtime_r writes into `tm`.
-    unsafe {
-        let t = libc::time(core::ptr::null_mut());
-        let mut tm: libc::tm = core::mem::zeroed();
-        if libc::localtime_r(&t, &mut tm).is_null() {
-            return t.to_string();
-        }
-        format!(
-            "{:04}{:02}{:02}-{:02}{:02}{:02}",
-            tm.tm_year + 1900,
-            tm.tm_mon + 1,
-            tm.tm_mday,
-            tm.tm_hour,
-            tm.tm_min,
-            tm.tm_sec
-        )
-    }
-}
-
 /// `CLOCK_REALTIME` now, ns.
 pub fn realtime_ns() -> u64 {
     std::time::SystemTime::now()
@@ -255,54 +194,4 @@ fn hostname() -> String {
     OsStr::from_bytes(&buf[..end])
         .to_string_lossy()
         .into_owned()
-}
-
-/// At exit: when `collector.pid` names a process that is gone, nobody will drain or
-/// delete our ring: delete it, and the directory if we were the last one out.
-pub fn remove_if_orphaned(dir: &Path, ring: &Path) {
-    let Ok(text) = std::fs::read_to_string(dir.join("collector.pid")) else {
-        return;
-    };
-    let Ok(pid) = text.trim().parse::<u32>() else {
-        return;
-    };
-    if alive(pid) {
-        return;
-    }
-    let _ = std::fs::remove_file(ring);
-    // Fails while other rings (or collector.pid) remain; the last one out also
-    // removes the stale pid file.
-    let only_pid_left = std::fs::read_dir(dir)
-        .map(|entries| entries.flatten().all(|e| e.file_name() == "collector.pid"))
-        .unwrap_or(false);
-    if only_pid_left {
-        let _ = std::fs::remove_file(dir.join("collector.pid"));
-        let _ = std::fs::remove_dir(dir);
-    }
-}
-
-/// Whether the session's collector is known to be gone (no one will drain the ring).
-pub fn collector_gone(dir: &Path) -> bool {
-    match std::fs::read_to_string(dir.join("collector.pid"))
-        .ok()
-        .and_then(|t| t.trim().parse::<u32>().ok())
-    {
-        Some(pid) => !alive(pid),
-        None => false,
-    }
-}
-
-/// Whether `pid` is a live process: it exists and is not a zombie (a killed collector
-/// reparented to an init that does not reap stays a zombie).
-fn alive(pid: u32) -> bool {
-    if !wire::ring::process_alive(pid) {
-        return false;
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name, which may hold spaces.
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .is_none_or(|(_, rest)| !rest.starts_with(['Z', 'X'])),
-        Err(_) => true,
-    }
 }

@@ -18,9 +18,9 @@ use wire::ring::{RingWriter, WriteError};
 use wire::{DropSource, Dropped, End, ProcessInfo, Record};
 
 use crate::handoff::{CHANNEL_DROPPED, PRODUCED};
-use crate::lifecycle;
 use crate::log::{debug, warn};
-use crate::{session, tracer};
+use crate::state;
+use crate::tracer;
 
 /// Records per frame at most.
 const BATCH: usize = 4096;
@@ -81,8 +81,8 @@ pub fn spawn(
     std::thread::Builder::new()
         .name("gpuprof-writer".into())
         .spawn(move || {
-            crate::callbacks::mark_internal();
-            crate::entry::guarded("the writer thread", (), || {
+            crate::guard::mark_internal();
+            crate::guard::guarded("the writer thread", (), || {
                 PRODUCED.fetch_add(1, Ordering::Relaxed);
                 w.write(vec![Record::Process(process)], None);
                 w.run(ctl);
@@ -134,7 +134,7 @@ impl Writer {
             }
             if self.abandoned {
                 batch.clear();
-            } else if now >= next_flush && session::collector_gone(&self.dir) {
+            } else if now >= next_flush && wire::session_dir::collector_gone(&self.dir) {
                 self.abandon();
                 batch.clear();
             }
@@ -158,7 +158,7 @@ impl Writer {
             "the collector ({}) is gone; profiling is off, the program runs unprofiled",
             self.dir.join("collector.pid").display()
         );
-        lifecycle::disable();
+        state::disable();
         self.abandoned = true;
     }
 
@@ -207,7 +207,7 @@ impl Writer {
     }
 
     fn finish(&mut self, mut batch: Vec<Record>, deadline: Instant) {
-        if !self.abandoned && session::collector_gone(&self.dir) {
+        if !self.abandoned && wire::session_dir::collector_gone(&self.dir) {
             self.abandon();
         }
         if self.abandoned {

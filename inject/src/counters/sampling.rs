@@ -222,13 +222,13 @@ fn start(
 }
 
 fn sampler_thread() {
-    crate::callbacks::mark_internal();
+    crate::guard::mark_internal();
     loop {
         std::thread::sleep(PERIOD);
         if !ON.load(Ordering::Acquire) {
             return;
         }
-        crate::entry::guarded("the sampler thread", (), || {
+        crate::guard::guarded("the sampler thread", (), || {
             let mut st = lock();
             // `stop` may have run while we waited for the lock.
             if !ON.load(Ordering::Acquire) {

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use object::{Object as _, ObjectSegment, ObjectSymbol, ObjectSymbolTable, RelocationFlags};
 use object::{RelocationTarget, SymbolKind};
 
-use crate::loaded::Object;
+use super::loaded::Object;
 
 /// One GOT slot of an object that the loader fills with the address of a wanted symbol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

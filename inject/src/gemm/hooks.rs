@@ -10,10 +10,8 @@
 use core::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{lt, Shape};
-use crate::got;
-use crate::loaded;
-use crate::log::debug;
+use super::calls::{self, Shape};
+use super::lt;
 
 /// `cublasStatus_t`.
 type Status = c_int;
@@ -66,10 +64,10 @@ macro_rules! hooks {
         ),*];
 
         /// The real functions' addresses, 0 until known.
-        static REAL: [AtomicUsize; COUNT] = [const { AtomicUsize::new(0) }; COUNT];
+        pub(super) static REAL: [AtomicUsize; COUNT] = [const { AtomicUsize::new(0) }; COUNT];
 
         /// Address of the hook for function `i` of [`NAMES`].
-        fn hook_address(i: usize) -> Option<usize> {
+        pub(super) fn hook_address(i: usize) -> Option<usize> {
             let all: [usize; COUNT] = [$($name as *const () as usize),*];
             all.get(i).copied()
         }
@@ -87,7 +85,7 @@ macro_rules! hooks {
                 let f = unsafe { std::mem::transmute::<usize, F>(real) };
                 let $api = Id::$name as usize;
                 // SAFETY: the application's arguments, passed on unchanged.
-                super::call(|| $shape, || unsafe { f($($a),*) })
+                calls::call(|| $shape, || unsafe { f($($a),*) })
             }
         )*
     };
@@ -291,7 +289,7 @@ fn ex(
 /// not hooked, shapes are off, or another library's function of that name is
 /// already the one hooked.
 pub fn hook_for(name: &[u8], real: usize) -> Option<usize> {
-    if !name.starts_with(b"cublas") || !super::ON.load(Ordering::Relaxed) {
+    if !name.starts_with(b"cublas") || !calls::on() {
         return None;
     }
     let i = NAMES.iter().position(|n| n.as_bytes() == name)?;
@@ -301,96 +299,4 @@ pub fn hook_for(name: &[u8], real: usize) -> Option<usize> {
         Err(_) => return None,
     }
     hook_address(i)
-}
-
-/// Objects never patched: the C library and the loader (they call nothing hooked,
-/// and their `dlsym` is the one we forward to).
-fn skipped(o: &loaded::Object) -> bool {
-    let name = o
-        .path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    [
-        "libc.so",
-        "libc-",
-        "ld-linux",
-        "ld64.so",
-        "libdl.so",
-        "libpthread.so",
-    ]
-    .iter()
-    .any(|p| name.starts_with(p))
-}
-
-/// Points every loaded object's GOT slots for the hooked functions and for `dlsym`
-/// at our hooks. Objects that cannot be read or checked are left alone (debug log).
-pub fn patch_loaded() {
-    let started = std::time::Instant::now();
-    let objects = loaded::objects();
-    let mut patched = 0usize;
-    let me =
-        loaded::object_of(&objects, patch_loaded as *const () as usize).map(|o| o.path.clone());
-    let dlsym_index = COUNT;
-    let wanted: Vec<&str> = NAMES.iter().copied().chain(["dlsym"]).collect();
-    let mut scans = Vec::new();
-    for o in &objects {
-        if Some(&o.path) == me.as_ref() || skipped(o) {
-            continue;
-        }
-        match got::scan(o, &wanted) {
-            Ok(s) if s.slots.is_empty() && s.definitions.is_empty() => {}
-            Ok(s) => scans.push((o, s)),
-            Err(e) => debug!("GEMM hooks: {e}; not patched"),
-        }
-    }
-    // The first library in load order defining a function is the one the loader binds.
-    for (_, s) in &scans {
-        for &(i, addr) in &s.definitions {
-            if i < COUNT {
-                let _ = REAL[i].compare_exchange(0, addr, Ordering::AcqRel, Ordering::Acquire);
-            }
-        }
-    }
-    let dlsym_entry = super::dlsym::entry_address();
-    for (o, s) in &scans {
-        // Unloaded since it was listed: its slots are gone with it.
-        let Some(_pinned) = loaded::pin(o) else {
-            continue;
-        };
-        for slot in &s.slots {
-            let (real, hook) = if slot.symbol == dlsym_index {
-                match dlsym_entry {
-                    Some(e) => (super::dlsym::real_address(), e),
-                    None => continue,
-                }
-            } else {
-                let real = REAL[slot.symbol].load(Ordering::Acquire);
-                match hook_address(slot.symbol) {
-                    Some(h) if real != 0 => (real, h),
-                    _ => continue,
-                }
-            };
-            // SAFETY: the slot comes from scanning `o`; the hook has the C signature
-            // of the slot's symbol (the dlsym entry: dlsym's) and lives as long as
-            // the process (this library is never unloaded).
-            match unsafe { got::patch(o, slot.addr, real, hook) } {
-                Ok(p) => {
-                    patched += 1;
-                    debug!(
-                        "GEMM hooks: {} slot {:#x} ({}): {p:?}",
-                        o.path.display(),
-                        slot.addr,
-                        wanted[slot.symbol]
-                    )
-                }
-                Err(e) => debug!("GEMM hooks: {e}; not patched"),
-            }
-        }
-    }
-    debug!(
-        "GEMM hooks: {} objects scanned, {patched} slots patched in {:.1} ms",
-        objects.len(),
-        started.elapsed().as_secs_f64() * 1e3
-    );
 }

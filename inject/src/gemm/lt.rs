@@ -9,7 +9,7 @@
 use core::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::Shape;
+use super::calls::Shape;
 
 type Status = c_int;
 type Getter = unsafe extern "C" fn(*mut c_void, c_int, *mut c_void, usize, *mut usize) -> Status;

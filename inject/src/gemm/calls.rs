@@ -1,0 +1,85 @@
+//! The GEMM call in progress on each thread: a hook sets it for the duration of the
+//! real cuBLAS call ([`call`]); the launch callback reads it ([`next_launch`]).
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::guard;
+
+/// A GEMM call's shape as the application passed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// Index of the API function in `hooks::NAMES`.
+    pub api: usize,
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+    pub batch: u64,
+    pub trans_a: u32,
+    pub trans_b: u32,
+    pub a_type: u32,
+    pub b_type: u32,
+    pub c_type: u32,
+    pub d_type: u32,
+    pub compute_type: u32,
+}
+
+/// The call in progress on a thread.
+#[derive(Clone, Copy)]
+struct Current {
+    shape: Shape,
+    call: u64,
+    launches: u32,
+}
+
+thread_local! {
+    /// The outermost GEMM call in progress on this thread: `Some(None)` when its shape
+    /// could not be read (nested calls must still not record theirs).
+    static CURRENT: Cell<Option<Option<Current>>> = const { Cell::new(None) };
+}
+
+/// Shapes are being recorded.
+pub(super) static ON: AtomicBool = AtomicBool::new(false);
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// Runs `real` (the hooked cuBLAS function) with `shape()` as this thread's GEMM call.
+/// Our part (reading the shape) runs guarded and leaves `errno` as it found it; the
+/// real function runs whatever happens to it.
+#[inline]
+pub fn call<R>(shape: impl FnOnce() -> Option<Shape>, real: impl FnOnce() -> R) -> R {
+    if !ON.load(Ordering::Relaxed) || CURRENT.with(|c| c.get().is_some()) {
+        return real();
+    }
+    let current = {
+        let _errno = guard::Errno::save();
+        guard::guarded("a cuBLAS hook", None, || {
+            shape().map(|shape| Current {
+                shape,
+                call: CALLS.fetch_add(1, Ordering::Relaxed) + 1,
+                launches: 0,
+            })
+        })
+    };
+    CURRENT.with(|c| c.set(Some(current)));
+    let r = real();
+    CURRENT.with(|c| c.set(None));
+    r
+}
+
+/// A kernel launch of the GEMM call in progress on this thread: its shape, the call
+/// number and the launch's index within the call. `None` outside a call, or when the
+/// call's shape could not be read.
+pub fn next_launch() -> Option<(Shape, u64, u32)> {
+    let Some(Some(mut cur)) = CURRENT.with(Cell::get) else {
+        return None;
+    };
+    let index = cur.launches;
+    cur.launches += 1;
+    CURRENT.with(|c| c.set(Some(Some(cur))));
+    Some((cur.shape, cur.call, index))
+}
+
+/// Whether shapes are being recorded.
+pub fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}

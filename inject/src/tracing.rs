@@ -1,0 +1,148 @@
+//! Turning CUPTI tracing on: the subscriber, the callbacks it enables, the activity
+//! buffers and kinds. What the callbacks need afterwards is kept in `tracer.rs`.
+
+use cupti::Cupti;
+use cupti_sys::CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+use cupti_sys::CUpti_ActivityKind as K;
+use cupti_sys::CUpti_CallbackDomain::{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RESOURCE};
+use cupti_sys::CUpti_CallbackIdResource::{
+    CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+};
+
+use crate::activity;
+use crate::callbacks::{self, LAUNCH_CBIDS};
+use crate::decode::{self, Layouts};
+use crate::log::{debug, warn};
+use crate::options::Options;
+use crate::tracer::{self, Tracer};
+use cupti::callback;
+
+/// Activity kinds recorded; the first is required.
+const KINDS: &[(u32, &str)] = &[
+    (
+        K::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+        "CONCURRENT_KERNEL",
+    ),
+    (K::CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"),
+    (K::CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"),
+    (K::CUPTI_ACTIVITY_KIND_MARKER, "MARKER"),
+    (K::CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD"),
+    (K::CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE"),
+    (K::CUPTI_ACTIVITY_KIND_CONTEXT, "CONTEXT"),
+];
+
+/// Name under which we subscribe ("CUPTI for gpuprof").
+const SUBSCRIBER_NAME: &core::ffi::CStr = c"gpuprof";
+
+/// Subscribes and enables tracing. `Err` is the one warning to print (tracing is then
+/// off; whatever was enabled is left inert behind the disabled state).
+pub fn start(cupti: &'static Cupti, opts: &Options) -> Result<(), String> {
+    let release = cupti.release().name;
+    let layouts = decode::for_release(release)
+        .ok_or_else(|| format!("no activity record decoder for CUPTI {release}"))?;
+    check_sizes(cupti, layouts)?;
+    activity::make_pool(opts.cupti_buffer_size, opts.cupti_buffers)?;
+    let subscriber = callback::subscribe(cupti, Some(callbacks::on_callback), SUBSCRIBER_NAME)
+        .map_err(|e| {
+            if e.code.0 == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED {
+                format!(
+                    "CUPTI is already in use by {}, which does not share it ({})",
+                    e.holder.as_deref().unwrap_or("another CUPTI client"),
+                    e.code
+                )
+            } else {
+                format!("cuptiSubscribe failed: {}", e.code)
+            }
+        })?;
+    crate::counters::configure(opts);
+    crate::gemm::install(opts);
+    let tracer = tracer::set(Tracer {
+        cupti,
+        subscriber,
+        layouts,
+    });
+    let result = enable(tracer);
+    if result.is_err() {
+        if let Err(e) = callback::unsubscribe(cupti, &tracer.subscriber) {
+            debug!("cuptiUnsubscribe: {e}");
+        }
+    }
+    result
+}
+
+fn enable(t: &Tracer) -> Result<(), String> {
+    let (c, s) = (t.cupti, &t.subscriber);
+    callback::enable_callback(
+        c,
+        s,
+        CUPTI_CB_DOMAIN_RESOURCE,
+        CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
+    )
+    .map_err(|e| format!("cannot enable CUPTI's context-created callback: {e}"))?;
+    // Graph nodes tie kernels replayed from CUDA graphs to the launches (and GEMM
+    // calls) that created them at capture time.
+    for cbid in [
+        CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+        CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+    ] {
+        if let Err(e) = callback::enable_callback(c, s, CUPTI_CB_DOMAIN_RESOURCE, cbid) {
+            warn!("cannot enable CUPTI's graph-node callback {cbid} ({e}); GEMM shapes of kernels in CUDA graphs will be missing");
+        }
+    }
+    for (i, cbid) in LAUNCH_CBIDS.iter().enumerate() {
+        if let Err(e) = callback::enable_callback(c, s, CUPTI_CB_DOMAIN_DRIVER_API, *cbid) {
+            if i == 0 {
+                return Err(format!(
+                    "cannot enable CUPTI's cuLaunchKernel callback: {e}"
+                ));
+            }
+            debug!("driver callback {cbid} not enabled: {e}");
+        }
+    }
+    if let Err(e) = crate::counters::range_filter::enable(c, s) {
+        crate::counters::fail(e);
+    }
+    // Without system thread ids, NVTX push/pop ranges could not be matched with the
+    // launches made inside them; tracing still works, so this is not fatal.
+    if let Err(e) = cupti::activity::use_system_thread_ids(c, s) {
+        warn!("cannot make CUPTI report system thread ids ({e}); NVTX ranges will show no kernels");
+    }
+    cupti::activity::register_buffer_callbacks(c, s, &activity::callbacks())
+        .map_err(|e| format!("cannot register CUPTI activity buffers: {e}"))?;
+    let mut refused = Vec::new();
+    for (i, (kind, name)) in KINDS.iter().enumerate() {
+        if let Err(e) = cupti::activity::activity_enable(c, s, *kind) {
+            if i == 0 {
+                return Err(format!("CUPTI refused kernel activity records: {e}"));
+            }
+            refused.push(format!("{name} ({e})"));
+        }
+    }
+    if !refused.is_empty() {
+        warn!(
+            "CUPTI refused activity kinds {}; those records are missing",
+            refused.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// From 13.2 CUPTI says how large each record it writes is: it must be the size of
+/// the release's layout we decode with, or the layout is wrong and tracing stays off.
+fn check_sizes(c: &Cupti, l: &dyn Layouts) -> Result<(), String> {
+    for (kind, name) in KINDS {
+        let (Some(theirs), Some(ours)) = (cupti::activity::struct_size(c, *kind), l.size_of(*kind))
+        else {
+            continue;
+        };
+        if theirs != ours {
+            return Err(format!(
+                "CUPTI {} writes {theirs}-byte {name} records, but the {} layout is {ours} bytes",
+                c.api_version(),
+                l.release()
+            ));
+        }
+    }
+    Ok(())
+}
