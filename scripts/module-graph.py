@@ -22,18 +22,53 @@ from pathlib import Path
 MOD_DECL = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;", re.M)
 CFG_TEST_MOD = re.compile(r"#\[cfg\(test\)\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;")
 PATH_ATTR = re.compile(r'#\[path\s*=\s*"([^"]+)"\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;')
-LINE_COMMENT = re.compile(r"//[^\n]*")
-STRING = re.compile(r'"(?:\\.|[^"\\])*"')
+
+
+def code_only(text):
+    """The text with comments and string, char and byte literals blanked out."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            depth, i = 1, i + 2
+            while i < n and depth:
+                if text.startswith("/*", i):
+                    depth, i = depth + 1, i + 2
+                elif text.startswith("*/", i):
+                    depth, i = depth - 1, i + 2
+                else:
+                    i += 1
+            out.append(" ")
+        elif (m := re.match(r'b?r(#*)"', text[i : i + 260])) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            close = '"' + m.group(1)
+            j = text.find(close, i + m.end())
+            i = n if j < 0 else j + len(close)
+            out.append('""')
+        elif c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+            out.append('""')
+        elif c == "'" and (m := re.match(r"'(\\.[^']*|[^\\'])'", text[i : i + 12])):
+            i += m.end()
+            out.append("' '")
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 INLINE_TESTS = re.compile(r"#\[cfg\(test\)\]\s*(?:#\[[^\]]*\]\s*)*mod\s+[a-z_][a-z0-9_]*\s*\{")
 
 
 def strip(text):
-    """Comments, string literals and the inline test module (by convention the file's
-    last item) out, so paths in docs, messages and tests do not count."""
-    text = STRING.sub('""', text)
-    text = LINE_COMMENT.sub("", text)
+    """Comments, literals and the inline test module (by convention the file's last
+    item) out, so paths in docs, messages and tests do not count."""
+    text = code_only(text)
     tests = INLINE_TESTS.search(text)
     return text[: tests.start()] if tests else text
 

@@ -37,7 +37,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     if let Some(path) = &args.counters {
         return Ok(crate::doctor_counters::check(path));
     }
-    println!("gpuprof {}", crate::version_line());
+    println!("gpuprof {}", crate::version::LINE);
     let driver = cupti::driver_version(true);
     match &driver {
         Ok((v, path)) => println!(

@@ -17,11 +17,12 @@ mod report;
 mod roofline_cmd;
 mod session_dirs;
 mod signals;
+mod version;
 
 /// A per-kernel GPU profiler for NVIDIA GPUs: timing, counters, GEMM shapes,
 /// roofline, MFU and MBU, for unmodified CUDA programs.
 #[derive(Parser)]
-#[command(name = "gpuprof", version = version_line(), about, long_about = None)]
+#[command(name = "gpuprof", version = version::LINE, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -108,27 +109,6 @@ enum Command {
     #[command(hide = true)]
     Collect(record::CollectArgs),
 }
-
-fn version_line() -> &'static str {
-    concat!(
-        env!("CARGO_PKG_VERSION"),
-        " (record protocol ",
-        protocol_version!(),
-        ")"
-    )
-}
-
-/// The protocol version as a literal, checked against the wire crate at compile time.
-macro_rules! protocol_version {
-    () => {
-        "3"
-    };
-}
-use protocol_version;
-const _: () = assert!(
-    wire::PROTOCOL_VERSION == 3,
-    "update protocol_version!() in main.rs"
-);
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -17,8 +17,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Serialize;
 use wire::Record;
 
+use super::names::{demangle, lookup, strings};
 use super::sampled::{attribute, KernelSpan, SampleIdle, SampledKernel, Window};
-use super::{demangle, lookup, strings};
 
 /// Everything the report's counter section shows.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]

@@ -47,11 +47,12 @@ use wire::{DeviceInfo, Record};
 
 use super::family::{classify, Family};
 use super::gemm::{join, GemmLaunch, GemmShape};
+use super::names::{demangle, dims, lookup, strings};
 use super::peaks::{peaks_for, Overrides, Peaks};
 use super::precision::{Math, Precision};
+pub use super::rollup::FlopSource;
 use super::rollup::{rollups, LaunchValues};
 use super::roofline::{evaluate, Inputs, Point};
-use super::{demangle, dims, lookup, strings};
 
 pub use super::rollup::Rollup;
 
@@ -65,25 +66,6 @@ pub struct GpuPeaks {
     pub error: Option<String>,
     /// The (pid, device id) pairs of this GPU model.
     pub devices: Vec<(u32, u32)>,
-}
-
-/// Where a row's FLOPs come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FlopSource {
-    /// GEMM shapes: 2·M·N·K·batch.
-    Model,
-    /// Hardware counters.
-    Hardware,
-}
-
-impl FlopSource {
-    pub fn name(self) -> &'static str {
-        match self {
-            FlopSource::Model => "model",
-            FlopSource::Hardware => "hw",
-        }
-    }
 }
 
 /// One kernel name on one GPU model.

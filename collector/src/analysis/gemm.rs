@@ -21,9 +21,9 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 use wire::{Gemm, Record};
 
+use super::names::{lookup, strings};
 use super::precision::{compute_type_name, data_type_name, gemm_math, is_complex, Math};
 use super::roofline::gemm_flops;
-use super::{lookup, strings};
 
 /// A GEMM call's shape and types.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Serialize;
 use wire::{marker_flags, Record};
 
-use super::{lookup, strings};
+use super::names::{lookup, strings};
 
 /// How a range was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -20,9 +20,27 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Serialize;
 use wire::Record;
 
-use super::efficiency::FlopSource;
 use super::family::Family;
 use super::nvtx::{kernels_in_ranges, pair_ranges};
+
+/// Where a row's FLOPs come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlopSource {
+    /// GEMM shapes: 2·M·N·K·batch.
+    Model,
+    /// Hardware counters.
+    Hardware,
+}
+
+impl FlopSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            FlopSource::Model => "model",
+            FlopSource::Hardware => "hw",
+        }
+    }
+}
 
 /// Launches summed: see the module documentation for the formulas.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]

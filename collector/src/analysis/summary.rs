@@ -8,8 +8,8 @@ use serde::Serialize;
 use wire::{DropSource, Record};
 
 use super::counters::{counters, Counters};
+use super::names::{demangle, lookup, strings};
 use super::nvtx::{range_stats, RangeStats};
-use super::{demangle, lookup, strings};
 
 /// Everything `gpuprof report` shows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -264,7 +264,7 @@ pub fn summarize(records: &[(u32, Record)]) -> Summary {
             kind: if set {
                 "memset".to_string()
             } else {
-                super::copy_kind_name(kind).to_string()
+                super::names::copy_kind_name(kind).to_string()
             },
             count,
             bytes,

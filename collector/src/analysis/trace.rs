@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde_json::{json, Value};
 use wire::Record;
 
+use super::names::{copy_kind_name, demangle, launch_api_name, lookup, strings};
 use super::nvtx::{pair_ranges, RangeKind};
-use super::{copy_kind_name, demangle, launch_api_name, lookup, strings};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum Track {

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use super::{micros, plural, shown, value};
+use super::cells::{micros, plural, shown, value};
 use crate::analysis::{Counters, KernelStats, Summary};
 
 /// Metric rows: name padded, value right-aligned, then a note; indented by four.

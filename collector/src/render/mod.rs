@@ -32,6 +32,7 @@
 //! `csv_cell`, `micros`, `value`, ...) and the public entry points; the counters
 //! sections are rendered in `counters`, the roofline sections in `roofline`.
 
+mod cells;
 mod counters;
 mod roofline;
 
@@ -40,77 +41,16 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use crate::analysis::efficiency::Efficiency;
-use crate::analysis::{dims, percent, KernelStats, Summary};
+use crate::analysis::{dims, percent, Summary};
+use cells::{csv_cell, grid, mean_ns, pct, shown};
 use counters::{
     counters_json, counters_table, KERNEL_COUNTER_COLUMNS, PLAN_COLUMNS, SAMPLED_COLUMNS,
     SAMPLE_COLUMNS,
 };
 use roofline::{roofline_csv, roofline_json, roofline_table};
 
+pub use cells::{micros, value};
 pub use roofline::si;
-
-/// µs with three decimals, from ns.
-pub fn micros(ns: u64) -> String {
-    format!("{}.{:03}", ns / 1000, ns % 1000)
-}
-
-fn mean_ns(total: u64, count: u64) -> u64 {
-    if count == 0 {
-        0
-    } else {
-        ((total as u128 + count as u128 / 2) / count as u128) as u64
-    }
-}
-
-fn pct(part: u64, whole: u64) -> String {
-    format!("{:.2}", percent(part, whole))
-}
-
-fn shown(kernels: &[KernelStats], top: Option<usize>) -> &[KernelStats] {
-    match top {
-        Some(n) if n > 0 && n < kernels.len() => &kernels[..n],
-        _ => kernels,
-    }
-}
-
-/// Columns padded to their widest cell, two spaces apart, indented by two; numeric
-/// columns (`right[i]`) right-aligned; the last column is never padded.
-fn grid(out: &mut String, headers: &[&str], right: &[bool], rows: &[Vec<String>]) {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |out: &mut String, cells: &[String]| {
-        let mut s = String::from("  ");
-        for (i, cell) in cells.iter().enumerate() {
-            let last = i + 1 == cells.len();
-            let pad = widths[i].saturating_sub(cell.chars().count());
-            if right[i] {
-                s.extend(std::iter::repeat_n(' ', pad));
-                s.push_str(cell);
-            } else {
-                s.push_str(cell);
-                if !last {
-                    s.extend(std::iter::repeat_n(' ', pad));
-                }
-            }
-            if !last {
-                s.push_str("  ");
-            }
-        }
-        out.push_str(s.trim_end());
-        out.push('\n');
-    };
-    line(
-        out,
-        &headers.iter().map(|h| h.to_string()).collect::<Vec<_>>(),
-    );
-    for row in rows {
-        line(out, row);
-    }
-}
 
 /// The report as aligned text. `top` limits the kernel table (`None` or 0: all).
 pub fn table(s: &Summary, top: Option<usize>) -> String {
@@ -308,32 +248,6 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
     out
 }
 
-/// A counter value: at most three decimals, trailing zeros dropped.
-pub fn value(v: f64) -> String {
-    if !v.is_finite() {
-        return v.to_string();
-    }
-    let s = format!("{v:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" {
-        "0".to_string()
-    } else {
-        s.to_string()
-    }
-}
-
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) || s.starts_with(' ') || s.ends_with(' ') {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 /// The report as CSV: one section per table, each a `# name` line, a header row and
 /// the rows, sections separated by an empty line. Same columns as [`json()`].
 pub fn csv(s: &Summary, top: Option<usize>) -> String {
@@ -504,32 +418,6 @@ pub fn csv_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) 
         roofline_csv(&mut out, r);
     }
     out
-}
-
-fn csv_cell(v: &Value) -> String {
-    match v {
-        Value::String(s) => csv_field(s),
-        Value::Array(items) => {
-            // Command lines join with spaces; dimensions and versions with 'x' / '.'.
-            let parts: Vec<String> = items
-                .iter()
-                .map(|x| match x {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
-                .collect();
-            let sep = if items.iter().all(Value::is_string) {
-                " "
-            } else if items.len() == 2 {
-                "."
-            } else {
-                "x"
-            };
-            csv_field(&parts.join(sep))
-        }
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
 }
 
 const PROCESS_COLUMNS: [&str; 10] = [

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use super::{csv_cell, grid, micros, pct, plural, value};
+use super::cells::{csv_cell, grid, micros, pct, plural, value};
 use crate::analysis::efficiency::{Efficiency, KernelRow, Rollup, ShapeRow};
 use crate::analysis::roofline::Point;
 
