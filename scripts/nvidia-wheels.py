@@ -98,12 +98,27 @@ EXTRAS = {
     "nvtx_include": ("nvidia-nvtx-cu12", "12.9.79",
                      "fec150986817f2b4e7eed72ed059f2dcb9ba3856b9a96134e448eac946a6952f",
                      "nvidia/nvtx/include"),
+    # cuBLAS / cuBLASLt headers (cublas_api.h, cublasLt.h): the bindings of the GEMM
+    # functions libgpuprof.so hooks. Only include/ is unpacked (the wheel is 580 MB of
+    # libraries otherwise).
+    "cublas_include": ("nvidia-cublas-cu12", "12.9.1.4",
+                       "453611eb21a7c1f2c2156ed9f3a45b691deda0440ec550860290dc901af5b4c2",
+                       "nvidia/cublas/include"),
+    # CCCL's <nv/target>, which the CUDA 12.9 cuda_fp16.h (included by cublas_api.h)
+    # includes.
+    "cccl_include": ("nvidia-cuda-cccl-cu12", "12.9.27",
+                     "37869e17ce2e1ecec6eddf1927cca0f8c34e64fd848d40453df559091e2d7117",
+                     "nvidia/cuda_cccl/include"),
     # CUPTI of CUDA 12.9 GA (API 27; 12.9 Update 1 is API 28): the tests check it
     # answers 27 and ships the same headers as the 12.9 release above.
     "cupti_12_9_ga": ("nvidia-cuda-cupti-cu12", "12.9.19",
                       "300a5087166edc80693ce4291b44dbd03cbf3bbabfeee3456bfb79b355456ad1",
                       "nvidia/cuda_cupti"),
 }
+
+
+# Extras of which only the named directory is unpacked.
+HEADERS_ONLY = {"cublas_include", "cccl_include"}
 
 
 def cache_dir() -> Path:
@@ -153,13 +168,15 @@ def fetch_one(wheels: Path, dist: str, version: str, digest: str) -> Path:
     return whl
 
 
-def unpack(whl: Path, dest: Path) -> None:
+def unpack(whl: Path, dest: Path, only: str = "") -> None:
+    """Unpacks the wheel into `dest` (only the members under `only`, when given)."""
     stamp = dest / ".unpacked"
     if stamp.exists():
         return
     dest.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(whl) as z:
-        z.extractall(dest)
+        members = [m for m in z.namelist() if m.startswith(only)] if only else None
+        z.extractall(dest, members)
     stamp.write_text(whl.name + "\n")
 
 
@@ -177,8 +194,12 @@ def package_dir(root: Path, kind: str) -> Path:
 def fetch_extras(base: Path, wheels: Path) -> None:
     extras = {}
     for name, (dist, ver, dig, inner) in EXTRAS.items():
-        root = base / f"{dist}-{ver}"
-        unpack(fetch_one(wheels, dist, ver, dig), root)
+        if name in HEADERS_ONLY:
+            root = base / f"{dist}-{ver}-headers"
+            unpack(fetch_one(wheels, dist, ver, dig), root, inner + "/")
+        else:
+            root = base / f"{dist}-{ver}"
+            unpack(fetch_one(wheels, dist, ver, dig), root)
         path = root / inner
         if not path.exists():
             sys.exit(f"error: {dist}=={ver} has no {inner}")

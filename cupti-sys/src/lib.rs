@@ -7,6 +7,10 @@
 //!   structs) from the newest pinned release, re-exported at the crate root;
 //! - [`CuptiFns`] and [`NvperfHostFns`]: the functions the profiler calls, resolved at
 //!   run time with libloading, never linked;
+//! - [`cublas`]: the cuBLAS / cuBLASLt types and function-pointer types of the GEMM
+//!   functions `libgpuprof.so` hooks and calls, and [`cublas_hooked!`], which hands the
+//!   hooked functions' signatures to a macro (from the pinned `nvidia-cublas-cu12`
+//!   headers);
 //! - [`records`]: one module per CUPTI release with the activity record layouts that
 //!   release writes. Which one applies is decided at run time from
 //!   `cuptiGetVersion`, because the user's CUPTI decides, not our build.
@@ -30,12 +34,14 @@
 )]
 pub mod generated {
     pub mod common;
+    pub mod cublas;
     pub mod cupti_fns;
     pub mod nvperf_host_fns;
     pub mod records;
 }
 
 pub use generated::common::*;
+pub use generated::cublas;
 pub use generated::cupti_fns::{CuptiFns, CUPTI_FN_NAMES};
 pub use generated::nvperf_host_fns::{NvperfHostFns, NVPERF_HOST_FN_NAMES};
 pub use generated::records;

@@ -15051,6 +15051,47 @@ pub mod nvtxMessageType_t {
     #[allow(unused_imports)]
     use super::*;
 }
+pub mod cudaDataType_t {
+    pub type Type = ::core::ffi::c_uint;
+    pub const CUDA_R_16F: Type = 2;
+    pub const CUDA_C_16F: Type = 6;
+    pub const CUDA_R_16BF: Type = 14;
+    pub const CUDA_C_16BF: Type = 15;
+    pub const CUDA_R_32F: Type = 0;
+    pub const CUDA_C_32F: Type = 4;
+    pub const CUDA_R_64F: Type = 1;
+    pub const CUDA_C_64F: Type = 5;
+    pub const CUDA_R_4I: Type = 16;
+    pub const CUDA_C_4I: Type = 17;
+    pub const CUDA_R_4U: Type = 18;
+    pub const CUDA_C_4U: Type = 19;
+    pub const CUDA_R_8I: Type = 3;
+    pub const CUDA_C_8I: Type = 7;
+    pub const CUDA_R_8U: Type = 8;
+    pub const CUDA_C_8U: Type = 9;
+    pub const CUDA_R_16I: Type = 20;
+    pub const CUDA_C_16I: Type = 21;
+    pub const CUDA_R_16U: Type = 22;
+    pub const CUDA_C_16U: Type = 23;
+    pub const CUDA_R_32I: Type = 10;
+    pub const CUDA_C_32I: Type = 11;
+    pub const CUDA_R_32U: Type = 12;
+    pub const CUDA_C_32U: Type = 13;
+    pub const CUDA_R_64I: Type = 24;
+    pub const CUDA_C_64I: Type = 25;
+    pub const CUDA_R_64U: Type = 26;
+    pub const CUDA_C_64U: Type = 27;
+    pub const CUDA_R_8F_E4M3: Type = 28;
+    pub const CUDA_R_8F_UE4M3: Type = 28;
+    pub const CUDA_R_8F_E5M2: Type = 29;
+    pub const CUDA_R_8F_UE8M0: Type = 30;
+    pub const CUDA_R_6F_E2M3: Type = 31;
+    pub const CUDA_R_6F_E3M2: Type = 32;
+    pub const CUDA_R_4F_E2M1: Type = 33;
+    pub const CUDA_R_8F_UE5M3: Type = 34;
+    #[allow(unused_imports)]
+    use super::*;
+}
 pub use self::CUpointer_attribute_enum::Type as CUpointer_attribute;
 pub use self::CUfunction_attribute_enum::Type as CUfunction_attribute;
 pub use self::CUfunc_cache_enum::Type as CUfunc_cache;
@@ -15072,3 +15113,4 @@ pub use self::CUlibraryOption_enum::Type as CUlibraryOption;
 pub use self::cudaError_enum::Type as CUresult;
 pub use self::CUpti_driver_api_trace_cbid_enum::Type as CUpti_driver_api_trace_cbid;
 pub use self::CUpti_runtime_api_trace_cbid_enum::Type as CUpti_runtime_api_trace_cbid;
+pub use self::cudaDataType_t::Type as cudaDataType;

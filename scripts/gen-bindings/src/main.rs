@@ -12,6 +12,14 @@
 //!   `PARAMS_STRUCT_SIZES`: the value of every `<Struct>_STRUCT_SIZE` macro of that
 //!   release's profiling headers ([`PARAMS_HEADERS`]) and of `CUpti_SubscriberParams`.
 //! - `records/mod.rs`: the list of releases, their API versions and record names.
+//! - `cublas.rs`: the cuBLAS / cuBLASLt declarations of the GEMM functions
+//!   `libgpuprof.so` hooks ([`CUBLAS_HOOKED`]) and calls ([`CUBLAS_CALLED`]), from the
+//!   pinned `nvidia-cublas-cu12` headers: the types, a function-pointer type per
+//!   function (`pfn`), and `cublas_hooked!`, which hands the hooked functions'
+//!   signatures to a macro of the caller's.
+//!
+//! `gen-bindings [OUT_DIR]` writes to OUT_DIR (default: the committed directory), so
+//! a check can generate elsewhere and compare.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -243,7 +251,10 @@ fn main() -> Result<()> {
             )
         })?)
         .with_context(|| format!("parsing {}", manifest_path.display()))?;
-    let out = root.join("cupti-sys/src/generated");
+    let out = match std::env::args_os().nth(1) {
+        Some(dir) => PathBuf::from(dir),
+        None => root.join("cupti-sys/src/generated"),
+    };
     std::fs::create_dir_all(out.join("records"))?;
 
     let common = manifest
@@ -263,6 +274,17 @@ fn main() -> Result<()> {
         .get("nvtx_include")
         .with_context(|| format!("{} names no nvtx_include", extras_path.display()))?;
     gen_common(common, nvtx_include, &out)?;
+    let cublas_include = extras
+        .get("cublas_include")
+        .with_context(|| format!("{} names no cublas_include", extras_path.display()))?;
+    let cuda12 = manifest
+        .iter()
+        .find(|r| r.release == CUBLAS_CUDA_FROM)
+        .with_context(|| format!("release {CUBLAS_CUDA_FROM} missing from the manifest"))?;
+    let cccl_include = extras
+        .get("cccl_include")
+        .with_context(|| format!("{} names no cccl_include", extras_path.display()))?;
+    gen_cublas(cuda12, &[cublas_include, cccl_include], &out)?;
 
     let mut index = Vec::new();
     for rel in &manifest {
@@ -270,6 +292,177 @@ fn main() -> Result<()> {
     }
     write(&out.join("records/mod.rs"), &records_index(&index))?;
     Ok(())
+}
+
+/// The functions `libgpuprof.so` hooks, in hook order (the cuBLASLt one last).
+const CUBLAS_HOOKED: &[&str] = &[
+    "cublasSgemm_v2",
+    "cublasSgemm_v2_64",
+    "cublasDgemm_v2",
+    "cublasDgemm_v2_64",
+    "cublasCgemm_v2",
+    "cublasCgemm_v2_64",
+    "cublasZgemm_v2",
+    "cublasZgemm_v2_64",
+    "cublasHgemm",
+    "cublasHgemm_64",
+    "cublasSgemmStridedBatched",
+    "cublasSgemmStridedBatched_64",
+    "cublasDgemmStridedBatched",
+    "cublasDgemmStridedBatched_64",
+    "cublasCgemmStridedBatched",
+    "cublasCgemmStridedBatched_64",
+    "cublasZgemmStridedBatched",
+    "cublasZgemmStridedBatched_64",
+    "cublasHgemmStridedBatched",
+    "cublasHgemmStridedBatched_64",
+    "cublasSgemmBatched",
+    "cublasSgemmBatched_64",
+    "cublasDgemmBatched",
+    "cublasDgemmBatched_64",
+    "cublasCgemmBatched",
+    "cublasCgemmBatched_64",
+    "cublasZgemmBatched",
+    "cublasZgemmBatched_64",
+    "cublasHgemmBatched",
+    "cublasHgemmBatched_64",
+    "cublasSgemmEx",
+    "cublasSgemmEx_64",
+    "cublasGemmEx",
+    "cublasGemmEx_64",
+    "cublasGemmStridedBatchedEx",
+    "cublasGemmStridedBatchedEx_64",
+    "cublasGemmBatchedEx",
+    "cublasGemmBatchedEx_64",
+    "cublasLtMatmul",
+];
+
+/// Functions `libgpuprof.so` calls through a pointer it looked up (never linked).
+const CUBLAS_CALLED: &[&str] = &[
+    "cublasGetMathMode",
+    "cublasLtMatmulDescGetAttribute",
+    "cublasLtMatrixLayoutGetAttribute",
+];
+
+/// The CUDA release whose runtime headers (`library_types.h`, `cuda_fp16.h`, ...) the
+/// cuBLAS headers are read with: the one the cuBLAS wheel belongs to.
+const CUBLAS_CUDA_FROM: &str = "12.9";
+
+/// Rewrites every type named by a bare identifier (a type of the generated module)
+/// to `$crate::cublas::Name`, for use inside an exported macro.
+struct Qualify;
+
+impl syn::visit_mut::VisitMut for Qualify {
+    fn visit_type_path_mut(&mut self, tp: &mut syn::TypePath) {
+        const PRIMITIVE: &[&str] = &[
+            "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "usize", "isize", "f32", "f64",
+            "bool",
+        ];
+        if tp.qself.is_none() && tp.path.leading_colon.is_none() {
+            let first = tp.path.segments[0].ident.to_string();
+            if !PRIMITIVE.contains(&first.as_str()) {
+                let path = &tp.path;
+                *tp = syn::parse_quote!(__CRATE__::cublas::#path);
+                return;
+            }
+        }
+        syn::visit_mut::visit_type_path_mut(self, tp);
+    }
+}
+
+fn gen_cublas(cuda: &Release, include: &[&PathBuf], out: &Path) -> Result<()> {
+    // cublas_v2.h defines CUBLASAPI and includes cublas_api.h (the `_v2` API).
+    let header = "#include <cublas_v2.h>\n#include <cublasLt.h>\n";
+    // As C++: cublas_api.h declares the half-precision GEMMs (cublasHgemm*) for C++
+    // only, where cuda_fp16.h defines `__half`. `__half` is only ever behind a
+    // pointer here, so bindgen's opaque blob of its size and alignment is enough.
+    let mut b = builder(cuda, header)
+        .clang_args(include.iter().map(|d| format!("-I{}", d.display())))
+        .clang_args(["-xc++", "-std=c++17"])
+        .opaque_type("__half")
+        .opaque_type("__nv_bfloat16")
+        .blocklist_type("cudaDataType(_t)?")
+        .raw_line("pub use super::common::{cudaDataType, cudaDataType_t};");
+    for f in CUBLAS_HOOKED.iter().chain(CUBLAS_CALLED) {
+        b = b.allowlist_function(format!("^{f}$"));
+    }
+    let code = b.generate().context("bindgen (cuBLAS)")?.to_string();
+    let mut file: syn::File = syn::parse_str(&code).context("parsing bindgen output")?;
+    let mut fns = BTreeMap::new();
+    file.items.retain(|item| match item {
+        syn::Item::ForeignMod(fm) => {
+            for fi in &fm.items {
+                if let syn::ForeignItem::Fn(f) = fi {
+                    fns.insert(f.sig.ident.to_string(), f.sig.clone());
+                }
+            }
+            false
+        }
+        _ => true,
+    });
+    for f in CUBLAS_HOOKED.iter().chain(CUBLAS_CALLED) {
+        if !fns.contains_key(*f) {
+            bail!("{f} is not declared in the cuBLAS headers");
+        }
+    }
+    let fn_type = |s: &syn::Signature| {
+        let inputs = &s.inputs;
+        let output = &s.output;
+        quote!(unsafe extern "C" fn(#inputs) #output)
+    };
+    let pfns = fns.values().map(|s| {
+        let name = &s.ident;
+        let ty = fn_type(s);
+        quote! { pub type #name = #ty; }
+    });
+    let types = prettyplease::unparse(&file);
+    let pfn_file: syn::File = syn::parse2(quote! {
+        /// A pointer to each function, typed from its declaration.
+        pub mod pfn {
+            use super::*;
+            #(#pfns)*
+        }
+    })?;
+    // The hooked signatures as `fn name(arg: Type, ..) -> Ret;` items, formatted as an
+    // extern block's and taken out of it.
+    let mut items = Vec::new();
+    for f in CUBLAS_HOOKED {
+        let mut sig = fns[*f].clone();
+        for arg in sig.inputs.iter_mut() {
+            if let syn::FnArg::Typed(pt) = arg {
+                syn::visit_mut::VisitMut::visit_type_mut(&mut Qualify, &mut pt.ty);
+            }
+        }
+        if let syn::ReturnType::Type(_, ty) = &mut sig.output {
+            syn::visit_mut::VisitMut::visit_type_mut(&mut Qualify, ty);
+        }
+        items.push(quote!(#sig;));
+    }
+    let block: syn::File = syn::parse2(quote!(extern "C" { #(#items)* }))?;
+    let block = prettyplease::unparse(&block).replace("__CRATE__", "$crate");
+    let lines: Vec<&str> = block.lines().collect();
+    let mut hooked = String::new();
+    for line in &lines[1..lines.len() - 1] {
+        writeln!(hooked, "        {line}")?;
+    }
+    let mut text = format!(
+        "// @generated by scripts/regen-bindings.sh from NVIDIA's headers: the cuBLAS / cuBLASLt\n\
+         // functions libgpuprof.so hooks and calls. nvidia-cublas-cu12 headers with the CUDA\n\
+         // runtime headers {}. Do not edit.\n\n",
+        cuda.runtime_version
+    );
+    text.push_str(&types);
+    text.push('\n');
+    text.push_str(&prettyplease::unparse(&pfn_file));
+    text.push_str(
+        "\n/// Calls `$m! { fn name(arg: Type, ..) -> Ret; .. }` with the signature of every\n\
+         /// function libgpuprof.so hooks, in hook order, types as declared in the headers.\n\
+         #[macro_export]\n\
+         macro_rules! cublas_hooked {\n    ($m:ident) => {\n        $m! {\n",
+    );
+    text.push_str(&hooked);
+    text.push_str("        }\n    };\n}\n");
+    write(&out.join("cublas.rs"), &text)
 }
 
 fn repo_root() -> PathBuf {
@@ -313,7 +506,7 @@ fn gen_common(rel: &Release, nvtx_include: &Path, out: &Path) -> Result<()> {
     let header = "#include <cupti.h>\n#include <cupti_target.h>\n#include <cupti_profiler_target.h>\n\
                   #include <cupti_profiler_host.h>\n#include <cupti_range_profiler.h>\n\
                   #include <cupti_pmsampling.h>\n#include <nvperf_host.h>\n#include <nvperf_cuda_host.h>\n\
-                  #include <generated_nvtx_meta.h>\n";
+                  #include <generated_nvtx_meta.h>\n#include <library_types.h>\n";
     let mut b = builder(rel, header)
         .clang_arg(format!("-I{}", nvtx_include.display()))
         // The NVTX callback domain's parameter structs (CUpti_NvtxData::functionParams).
@@ -330,7 +523,10 @@ fn gen_common(rel: &Release, nvtx_include: &Path, out: &Path) -> Result<()> {
         )
         .allowlist_type("CUresult|CUdevice|CUcontext|CUstream|CUfunction|CUgraph|CUgraphExec|CUgraphNode|CUuuid")
         .allowlist_var("CUPTI_.*")
-        .allowlist_var("NVPW_.*");
+        .allowlist_var("NVPW_.*")
+        // GEMM data types, from the newest runtime headers (the cuBLAS bindings use
+        // these too: the newest release knows the most types).
+        .allowlist_type("cudaDataType(_t)?");
     for p in DRIVER_PARAMS {
         b = b.allowlist_type(p);
     }
