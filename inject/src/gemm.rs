@@ -124,17 +124,7 @@ pub fn on_launch_enter(correlation_id: u32, graph_launch: bool) {
         call,
         launch_index: index,
         api,
-        m: s.m,
-        n: s.n,
-        k: s.k,
-        batch: s.batch,
-        trans_a: s.trans_a,
-        trans_b: s.trans_b,
-        a_type: s.a_type,
-        b_type: s.b_type,
-        c_type: s.c_type,
-        d_type: s.d_type,
-        compute_type: s.compute_type,
+        ..s.gemm
     }));
 }
 

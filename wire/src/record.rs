@@ -249,7 +249,7 @@ pub struct CounterStatus {
 /// A GEMM call's shape and types, as the application passed them to cuBLAS or
 /// cuBLASLt, for one kernel launch the call made. A call that launches several
 /// kernels (split-K reduction, ...) gives one record per launch, sharing `call`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Gemm {
     /// The launch's correlation id (the [`Kernel`] record with the same id, or the
     /// [`GraphNode`] the launch created under stream capture).

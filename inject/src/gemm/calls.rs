@@ -4,24 +4,47 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use wire::Gemm;
+
 use crate::guard;
 
-/// A GEMM call's shape as the application passed it.
+/// A GEMM call's shape as the application passed it: the [`Gemm`] record of each of
+/// its launches, but for the launch's ids (filled in per launch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
     /// Index of the API function in `hooks::NAMES`.
     pub api: usize,
-    pub m: u64,
-    pub n: u64,
-    pub k: u64,
-    pub batch: u64,
-    pub trans_a: u32,
-    pub trans_b: u32,
-    pub a_type: u32,
-    pub b_type: u32,
-    pub c_type: u32,
-    pub d_type: u32,
-    pub compute_type: u32,
+    pub gemm: Gemm,
+}
+
+impl Shape {
+    /// `dims`: M, N, K, batch; `ops`: the transposes of A and B; `types`: the data
+    /// types of A, B, C and D.
+    pub fn new(api: usize, dims: [u64; 4], ops: [u32; 2], types: [u32; 4], compute: u32) -> Shape {
+        let [m, n, k, batch] = dims;
+        let [trans_a, trans_b] = ops;
+        let [a_type, b_type, c_type, d_type] = types;
+        Shape {
+            api,
+            gemm: Gemm {
+                correlation_id: 0,
+                call: 0,
+                launch_index: 0,
+                api: 0,
+                m,
+                n,
+                k,
+                batch,
+                trans_a,
+                trans_b,
+                a_type,
+                b_type,
+                c_type,
+                d_type,
+                compute_type: compute,
+            },
+        }
+    }
 }
 
 /// The call in progress on a thread.

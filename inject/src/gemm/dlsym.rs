@@ -12,6 +12,7 @@ use core::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::hooks;
+use crate::guard;
 
 /// The real `dlsym` (libc's), read by the entry's assembly.
 static REAL_DLSYM: AtomicUsize = AtomicUsize::new(0);
@@ -26,46 +27,52 @@ pub fn real_address() -> usize {
     libc::dlsym as *const () as usize
 }
 
-/// The entry patched `dlsym` slots point at.
-///
-/// # Safety
-/// Called only as `dlsym`, with its arguments.
+/// The entry's instructions: `RTLD_DEFAULT` (0) and `RTLD_NEXT` (-1) jump straight
+/// to the real `dlsym`, any other handle to [`lookup`].
 #[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-unsafe extern "C" fn dlsym_entry(handle: *mut c_void, name: *const c_char) -> *mut c_void {
-    core::arch::naked_asm!(
-        // RTLD_DEFAULT (0) and RTLD_NEXT (-1): straight to the real dlsym.
-        "test rdi, rdi",
-        "je 2f",
-        "cmp rdi, -1",
-        "je 2f",
-        "jmp {lookup}",
-        "2:",
-        "jmp qword ptr [rip + {real}]",
-        lookup = sym lookup,
-        real = sym REAL_DLSYM,
-    )
+macro_rules! entry_asm {
+    () => {
+        core::arch::naked_asm!(
+            "test rdi, rdi",
+            "je 2f",
+            "cmp rdi, -1",
+            "je 2f",
+            "jmp {lookup}",
+            "2:",
+            "jmp qword ptr [rip + {real}]",
+            lookup = sym lookup,
+            real = sym REAL_DLSYM,
+        )
+    };
+}
+
+/// The entry's instructions (see the x86-64 ones).
+#[cfg(target_arch = "aarch64")]
+macro_rules! entry_asm {
+    () => {
+        core::arch::naked_asm!(
+            "cbz x0, 2f",
+            "cmn x0, #1",
+            "b.eq 2f",
+            "b {lookup}",
+            "2:",
+            "adrp x16, {real}",
+            "ldr x16, [x16, :lo12:{real}]",
+            "br x16",
+            lookup = sym lookup,
+            real = sym REAL_DLSYM,
+        )
+    };
 }
 
 /// The entry patched `dlsym` slots point at.
 ///
 /// # Safety
 /// Called only as `dlsym`, with its arguments.
-#[cfg(target_arch = "aarch64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[unsafe(naked)]
 unsafe extern "C" fn dlsym_entry(handle: *mut c_void, name: *const c_char) -> *mut c_void {
-    core::arch::naked_asm!(
-        "cbz x0, 2f",
-        "cmn x0, #1",
-        "b.eq 2f",
-        "b {lookup}",
-        "2:",
-        "adrp x16, {real}",
-        "ldr x16, [x16, :lo12:{real}]",
-        "br x16",
-        lookup = sym lookup,
-        real = sym REAL_DLSYM,
-    )
+    entry_asm!()
 }
 
 /// Where patched `dlsym` slots point; `None` on architectures without an entry.
@@ -88,7 +95,10 @@ unsafe extern "C" fn lookup(handle: *mut c_void, name: *const c_char) -> *mut c_
     }
     // SAFETY: dlsym found `name`, so it is a C string.
     let name = unsafe { CStr::from_ptr(name) }.to_bytes();
-    match hooks::hook_for(name, found as usize) {
+    let _errno = guard::Errno::save();
+    match guard::guarded("the dlsym hook", None, || {
+        hooks::hook_for(name, found as usize)
+    }) {
         Some(hook) => hook as *mut c_void,
         None => found,
     }

@@ -1,49 +1,33 @@
-//! The hooked cuBLAS / cuBLASLt functions: each has the exact C signature of
-//! NVIDIA's header (cuBLAS 12.9 `cublas_api.h`, `cublasLt.h`), records the call's
-//! shape ([`super::call`]) and forwards every argument to the real function.
+//! The hooked cuBLAS / cuBLASLt functions: each has the C signature NVIDIA's headers
+//! declare (`cupti_sys::cublas_hooked!`, generated from the pinned cuBLAS 12.9
+//! `cublas_api.h` and `cublasLt.h`), records the call's shape ([`calls::call`]) and
+//! forwards every argument to the real function.
 //!
 //! Hooked: `cublas{S,D,C,Z}gemm_v2`, `cublasHgemm`, their `StridedBatched` and
 //! `Batched` forms, `cublasSgemmEx`, `cublasGemmEx`, `cublasGemmStridedBatchedEx`,
 //! `cublasGemmBatchedEx`, the `_64` (64-bit size) variant of each, and
 //! `cublasLtMatmul`.
 
-use core::ffi::{c_int, c_void, CStr};
+use core::ffi::CStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+use cupti_sys::cublas::cublasComputeType_t::{
+    self as compute, CUBLAS_COMPUTE_16F, CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32,
+    CUBLAS_COMPUTE_64F,
+};
+use cupti_sys::cublas::cudaDataType_t::{
+    CUDA_C_32F as C_32F, CUDA_C_64F as C_64F, CUDA_R_16F as R_16F, CUDA_R_32F as R_32F,
+    CUDA_R_64F as R_64F,
+};
+use cupti_sys::cublas::{
+    cublasHandle_t, cublasMath_t, cublasOperation_t, cublasStatus_t, cudaDataType, pfn,
+};
 
 use super::calls::{self, Shape};
 use super::lt;
 
-/// `cublasStatus_t`.
-type Status = c_int;
-/// Handles and descriptors.
-type H = *mut c_void;
-/// Data and scalar pointers.
-type P = *const c_void;
-/// `int` sizes (and enums).
-type I = c_int;
-/// `int64_t` sizes of the `_64` API.
-type L = i64;
-
-/// `CUBLAS_STATUS_NOT_INITIALIZED`: what a hook answers if its real function is
-/// unknown (never, by construction: a hook is only handed out once it is known).
-const NOT_INITIALIZED: Status = 1;
-
-// library_types.h: cudaDataType_t.
-const R_32F: u32 = 0;
-const R_64F: u32 = 1;
-const R_16F: u32 = 2;
-const C_32F: u32 = 4;
-const C_64F: u32 = 5;
-// cublas_api.h: cublasComputeType_t.
-const COMPUTE_16F: u32 = 64;
-const COMPUTE_32F: u32 = 68;
-const COMPUTE_64F: u32 = 70;
-const COMPUTE_32F_FAST_TF32: u32 = 77;
-// cublas_api.h: cublasMath_t.
-const TF32_TENSOR_OP_MATH: c_int = 3;
-
 macro_rules! hooks {
-    ($( $name:ident ( $($a:ident : $t:ty),* $(,)? ) => |$api:ident| $shape:expr; )*) => {
+    ($( fn $name:ident ( $($a:ident : $t:ty),* $(,)? ) -> $ret:ty; )*) => {
         /// The hooked functions, in [`NAMES`] order.
         #[allow(non_camel_case_types, clippy::enum_variant_names)]
         #[derive(Clone, Copy)]
@@ -74,107 +58,115 @@ macro_rules! hooks {
 
         $(
             #[allow(non_snake_case, clippy::too_many_arguments)]
-            unsafe extern "C" fn $name($($a: $t),*) -> Status {
-                type F = unsafe extern "C" fn($($t),*) -> Status;
+            unsafe extern "C" fn $name($($a: $t),*) -> $ret {
                 let real = REAL[Id::$name as usize].load(Ordering::Acquire);
                 if real == 0 {
-                    return NOT_INITIALIZED;
+                    return cublasStatus_t::CUBLAS_STATUS_NOT_INITIALIZED;
                 }
                 // SAFETY: REAL holds the address of the real function of this name,
-                // whose C signature is this hook's (NVIDIA's header).
-                let f = unsafe { std::mem::transmute::<usize, F>(real) };
-                let $api = Id::$name as usize;
+                // whose C signature is `pfn::$name` (the same header declaration this
+                // hook's signature comes from).
+                let f = unsafe { std::mem::transmute::<usize, pfn::$name>(real) };
+                let api = Id::$name as usize;
                 // SAFETY: the application's arguments, passed on unchanged.
-                calls::call(|| $shape, || unsafe { f($($a),*) })
+                calls::call(|| shape!($name; api, $($a),*), || unsafe { f($($a),*) })
             }
         )*
     };
 }
 
-hooks! {
-    cublasSgemm_v2(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, lda: I, b: P, ldb: I, be: P, c: P, ldc: I)
-        => |api| typed(api, h, ta, tb, m, n, k, 1, R_32F, COMPUTE_32F);
-    cublasSgemm_v2_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, lda: L, b: P, ldb: L, be: P, c: P, ldc: L)
-        => |api| typed(api, h, ta, tb, m, n, k, 1, R_32F, COMPUTE_32F);
-    cublasDgemm_v2(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, lda: I, b: P, ldb: I, be: P, c: P, ldc: I)
-        => |api| typed(api, h, ta, tb, m, n, k, 1, R_64F, COMPUTE_64F);
-    cublasDgemm_v2_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, lda: L, b: P, ldb: L, be: P, c: P, ldc: L)
-        => |api| typed(api, h, ta, tb, m, n, k, 1, R_64F, COMPUTE_64F);
-    cublasCgemm_v2(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, lda: I, b: P, ldb: I, be: P, c: P, ldc: I)
-        => |api| typed(api, h, ta, tb, m, n, k, 1, C_32F, COMPUTE_32F);
-    cublasCgemm_v2_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, lda: L, b: P, ldb: L, be: P, c: P, ldc: L)
-        => |api| typed(api, h, ta, tb, m, n, k, 1, C_32F, COMPUTE_32F);
-    cublasZgemm_v2(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, lda: I, b: P, ldb: I, be: P, c: P, ldc: I)
-        => |api| typed(api, h, ta, tb, m, n, k, 1, C_64F, COMPUTE_64F);
-    cublasZgemm_v2_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, lda: L, b: P, ldb: L, be: P, c: P, ldc: L)
-        => |api| typed(api, h, ta, tb, m, n, k, 1, C_64F, COMPUTE_64F);
-    cublasHgemm(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, lda: I, b: P, ldb: I, be: P, c: P, ldc: I)
-        => |api| typed(api, h, ta, tb, m, n, k, 1, R_16F, COMPUTE_16F);
-    cublasHgemm_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, lda: L, b: P, ldb: L, be: P, c: P, ldc: L)
-        => |api| typed(api, h, ta, tb, m, n, k, 1, R_16F, COMPUTE_16F);
-
-    cublasSgemmStridedBatched(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, lda: I, sa: L, b: P, ldb: I, sb: L, be: P, c: P, ldc: I, sc: L, batch: I)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, R_32F, COMPUTE_32F);
-    cublasSgemmStridedBatched_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, lda: L, sa: L, b: P, ldb: L, sb: L, be: P, c: P, ldc: L, sc: L, batch: L)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, R_32F, COMPUTE_32F);
-    cublasDgemmStridedBatched(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, lda: I, sa: L, b: P, ldb: I, sb: L, be: P, c: P, ldc: I, sc: L, batch: I)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, R_64F, COMPUTE_64F);
-    cublasDgemmStridedBatched_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, lda: L, sa: L, b: P, ldb: L, sb: L, be: P, c: P, ldc: L, sc: L, batch: L)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, R_64F, COMPUTE_64F);
-    cublasCgemmStridedBatched(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, lda: I, sa: L, b: P, ldb: I, sb: L, be: P, c: P, ldc: I, sc: L, batch: I)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, C_32F, COMPUTE_32F);
-    cublasCgemmStridedBatched_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, lda: L, sa: L, b: P, ldb: L, sb: L, be: P, c: P, ldc: L, sc: L, batch: L)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, C_32F, COMPUTE_32F);
-    cublasZgemmStridedBatched(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, lda: I, sa: L, b: P, ldb: I, sb: L, be: P, c: P, ldc: I, sc: L, batch: I)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, C_64F, COMPUTE_64F);
-    cublasZgemmStridedBatched_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, lda: L, sa: L, b: P, ldb: L, sb: L, be: P, c: P, ldc: L, sc: L, batch: L)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, C_64F, COMPUTE_64F);
-    cublasHgemmStridedBatched(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, lda: I, sa: L, b: P, ldb: I, sb: L, be: P, c: P, ldc: I, sc: L, batch: I)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, R_16F, COMPUTE_16F);
-    cublasHgemmStridedBatched_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, lda: L, sa: L, b: P, ldb: L, sb: L, be: P, c: P, ldc: L, sc: L, batch: L)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, R_16F, COMPUTE_16F);
-
-    cublasSgemmBatched(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, lda: I, b: P, ldb: I, be: P, c: P, ldc: I, batch: I)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, R_32F, COMPUTE_32F);
-    cublasSgemmBatched_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, lda: L, b: P, ldb: L, be: P, c: P, ldc: L, batch: L)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, R_32F, COMPUTE_32F);
-    cublasDgemmBatched(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, lda: I, b: P, ldb: I, be: P, c: P, ldc: I, batch: I)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, R_64F, COMPUTE_64F);
-    cublasDgemmBatched_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, lda: L, b: P, ldb: L, be: P, c: P, ldc: L, batch: L)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, R_64F, COMPUTE_64F);
-    cublasCgemmBatched(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, lda: I, b: P, ldb: I, be: P, c: P, ldc: I, batch: I)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, C_32F, COMPUTE_32F);
-    cublasCgemmBatched_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, lda: L, b: P, ldb: L, be: P, c: P, ldc: L, batch: L)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, C_32F, COMPUTE_32F);
-    cublasZgemmBatched(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, lda: I, b: P, ldb: I, be: P, c: P, ldc: I, batch: I)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, C_64F, COMPUTE_64F);
-    cublasZgemmBatched_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, lda: L, b: P, ldb: L, be: P, c: P, ldc: L, batch: L)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, C_64F, COMPUTE_64F);
-    cublasHgemmBatched(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, lda: I, b: P, ldb: I, be: P, c: P, ldc: I, batch: I)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, R_16F, COMPUTE_16F);
-    cublasHgemmBatched_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, lda: L, b: P, ldb: L, be: P, c: P, ldc: L, batch: L)
-        => |api| typed(api, h, ta, tb, m, n, k, batch, R_16F, COMPUTE_16F);
-
-    cublasSgemmEx(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, at: I, lda: I, b: P, bt: I, ldb: I, be: P, c: P, ct: I, ldc: I)
-        => |api| ex(api, h, ta, tb, m, n, k, 1, [at, bt, ct], COMPUTE_32F as I);
-    cublasSgemmEx_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, at: I, lda: L, b: P, bt: I, ldb: L, be: P, c: P, ct: I, ldc: L)
-        => |api| ex(api, h, ta, tb, m, n, k, 1, [at, bt, ct], COMPUTE_32F as I);
-    cublasGemmEx(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, at: I, lda: I, b: P, bt: I, ldb: I, be: P, c: P, ct: I, ldc: I, ctype: I, algo: I)
-        => |api| ex(api, h, ta, tb, m, n, k, 1, [at, bt, ct], ctype);
-    cublasGemmEx_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, at: I, lda: L, b: P, bt: I, ldb: L, be: P, c: P, ct: I, ldc: L, ctype: I, algo: I)
-        => |api| ex(api, h, ta, tb, m, n, k, 1, [at, bt, ct], ctype);
-    cublasGemmStridedBatchedEx(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, at: I, lda: I, sa: L, b: P, bt: I, ldb: I, sb: L, be: P, c: P, ct: I, ldc: I, sc: L, batch: I, ctype: I, algo: I)
-        => |api| ex(api, h, ta, tb, m, n, k, batch, [at, bt, ct], ctype);
-    cublasGemmStridedBatchedEx_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, at: I, lda: L, sa: L, b: P, bt: I, ldb: L, sb: L, be: P, c: P, ct: I, ldc: L, sc: L, batch: L, ctype: I, algo: I)
-        => |api| ex(api, h, ta, tb, m, n, k, batch, [at, bt, ct], ctype);
-    cublasGemmBatchedEx(h: H, ta: I, tb: I, m: I, n: I, k: I, al: P, a: P, at: I, lda: I, b: P, bt: I, ldb: I, be: P, c: P, ct: I, ldc: I, batch: I, ctype: I, algo: I)
-        => |api| ex(api, h, ta, tb, m, n, k, batch, [at, bt, ct], ctype);
-    cublasGemmBatchedEx_64(h: H, ta: I, tb: I, m: L, n: L, k: L, al: P, a: P, at: I, lda: L, b: P, bt: I, ldb: L, be: P, c: P, ct: I, ldc: L, batch: L, ctype: I, algo: I)
-        => |api| ex(api, h, ta, tb, m, n, k, batch, [at, bt, ct], ctype);
-
-    cublasLtMatmul(lt: H, desc: H, al: P, a: P, ad: H, b: P, bd: H, be: P, c: P, cd: H, d: P, dd: H, algo: P, ws: P, wss: usize, stream: H)
-        => |api| lt::shape(api, real_of(Id::cublasLtMatmul), desc, [ad, bd, cd, dd]);
+/// The shape of a call, from its arguments in the order the header declares them.
+macro_rules! shape {
+    // cublas<t>gemm: (handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
+    (@gemm $dt:expr, $ct:expr; $api:ident, $h:ident, $ta:ident, $tb:ident, $m:ident, $n:ident, $k:ident,
+        $_al:ident, $_a:ident, $_lda:ident, $_b:ident, $_ldb:ident, $_be:ident, $_c:ident, $_ldc:ident) => {
+        typed($api, $h, $ta, $tb, $m, $n, $k, 1, $dt, $ct)
+    };
+    // ..StridedBatched: .. A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount)
+    (@strided $dt:expr, $ct:expr; $api:ident, $h:ident, $ta:ident, $tb:ident, $m:ident, $n:ident, $k:ident,
+        $_al:ident, $_a:ident, $_lda:ident, $_sa:ident, $_b:ident, $_ldb:ident, $_sb:ident, $_be:ident,
+        $_c:ident, $_ldc:ident, $_sc:ident, $batch:ident) => {
+        typed($api, $h, $ta, $tb, $m, $n, $k, $batch, $dt, $ct)
+    };
+    // ..Batched: .. Aarray, lda, Barray, ldb, beta, Carray, ldc, batchCount)
+    (@batched $dt:expr, $ct:expr; $api:ident, $h:ident, $ta:ident, $tb:ident, $m:ident, $n:ident, $k:ident,
+        $_al:ident, $_a:ident, $_lda:ident, $_b:ident, $_ldb:ident, $_be:ident, $_c:ident, $_ldc:ident,
+        $batch:ident) => {
+        typed($api, $h, $ta, $tb, $m, $n, $k, $batch, $dt, $ct)
+    };
+    // cublasSgemmEx: .. A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc)
+    (@sgemm_ex; $api:ident, $h:ident, $ta:ident, $tb:ident, $m:ident, $n:ident, $k:ident,
+        $_al:ident, $_a:ident, $at:ident, $_lda:ident, $_b:ident, $bt:ident, $_ldb:ident, $_be:ident,
+        $_c:ident, $ct:ident, $_ldc:ident) => {
+        ex($api, $h, $ta, $tb, $m, $n, $k, 1, [$at, $bt, $ct], CUBLAS_COMPUTE_32F)
+    };
+    // cublasGemmEx: .. C, Ctype, ldc, computeType, algo)
+    (@gemm_ex; $api:ident, $h:ident, $ta:ident, $tb:ident, $m:ident, $n:ident, $k:ident,
+        $_al:ident, $_a:ident, $at:ident, $_lda:ident, $_b:ident, $bt:ident, $_ldb:ident, $_be:ident,
+        $_c:ident, $ct:ident, $_ldc:ident, $compute:ident, $_algo:ident) => {
+        ex($api, $h, $ta, $tb, $m, $n, $k, 1, [$at, $bt, $ct], $compute)
+    };
+    // cublasGemmStridedBatchedEx: .. A, Atype, lda, strideA, .., strideC, batchCount,
+    // computeType, algo)
+    (@strided_ex; $api:ident, $h:ident, $ta:ident, $tb:ident, $m:ident, $n:ident, $k:ident,
+        $_al:ident, $_a:ident, $at:ident, $_lda:ident, $_sa:ident, $_b:ident, $bt:ident, $_ldb:ident,
+        $_sb:ident, $_be:ident, $_c:ident, $ct:ident, $_ldc:ident, $_sc:ident, $batch:ident,
+        $compute:ident, $_algo:ident) => {
+        ex($api, $h, $ta, $tb, $m, $n, $k, $batch, [$at, $bt, $ct], $compute)
+    };
+    // cublasGemmBatchedEx: .. Aarray, Atype, lda, .., ldc, batchCount, computeType, algo)
+    (@batched_ex; $api:ident, $h:ident, $ta:ident, $tb:ident, $m:ident, $n:ident, $k:ident,
+        $_al:ident, $_a:ident, $at:ident, $_lda:ident, $_b:ident, $bt:ident, $_ldb:ident, $_be:ident,
+        $_c:ident, $ct:ident, $_ldc:ident, $batch:ident, $compute:ident, $_algo:ident) => {
+        ex($api, $h, $ta, $tb, $m, $n, $k, $batch, [$at, $bt, $ct], $compute)
+    };
+    // cublasLtMatmul: (lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C,
+    // Cdesc, D, Ddesc, algo, workspace, workspaceSizeInBytes, stream)
+    (cublasLtMatmul; $api:ident, $_lt:ident, $desc:ident, $_al:ident, $_a:ident, $ad:ident, $_b:ident,
+        $bd:ident, $_be:ident, $_c:ident, $cd:ident, $_d:ident, $dd:ident, $($_rest:ident),*) => {
+        lt::shape($api, real_of(Id::cublasLtMatmul), $desc, [$ad, $bd, $cd, $dd])
+    };
+    (cublasSgemm_v2; $($a:tt)*) => { shape!(@gemm R_32F, CUBLAS_COMPUTE_32F; $($a)*) };
+    (cublasSgemm_v2_64; $($a:tt)*) => { shape!(@gemm R_32F, CUBLAS_COMPUTE_32F; $($a)*) };
+    (cublasDgemm_v2; $($a:tt)*) => { shape!(@gemm R_64F, CUBLAS_COMPUTE_64F; $($a)*) };
+    (cublasDgemm_v2_64; $($a:tt)*) => { shape!(@gemm R_64F, CUBLAS_COMPUTE_64F; $($a)*) };
+    (cublasCgemm_v2; $($a:tt)*) => { shape!(@gemm C_32F, CUBLAS_COMPUTE_32F; $($a)*) };
+    (cublasCgemm_v2_64; $($a:tt)*) => { shape!(@gemm C_32F, CUBLAS_COMPUTE_32F; $($a)*) };
+    (cublasZgemm_v2; $($a:tt)*) => { shape!(@gemm C_64F, CUBLAS_COMPUTE_64F; $($a)*) };
+    (cublasZgemm_v2_64; $($a:tt)*) => { shape!(@gemm C_64F, CUBLAS_COMPUTE_64F; $($a)*) };
+    (cublasHgemm; $($a:tt)*) => { shape!(@gemm R_16F, CUBLAS_COMPUTE_16F; $($a)*) };
+    (cublasHgemm_64; $($a:tt)*) => { shape!(@gemm R_16F, CUBLAS_COMPUTE_16F; $($a)*) };
+    (cublasSgemmStridedBatched; $($a:tt)*) => { shape!(@strided R_32F, CUBLAS_COMPUTE_32F; $($a)*) };
+    (cublasSgemmStridedBatched_64; $($a:tt)*) => { shape!(@strided R_32F, CUBLAS_COMPUTE_32F; $($a)*) };
+    (cublasDgemmStridedBatched; $($a:tt)*) => { shape!(@strided R_64F, CUBLAS_COMPUTE_64F; $($a)*) };
+    (cublasDgemmStridedBatched_64; $($a:tt)*) => { shape!(@strided R_64F, CUBLAS_COMPUTE_64F; $($a)*) };
+    (cublasCgemmStridedBatched; $($a:tt)*) => { shape!(@strided C_32F, CUBLAS_COMPUTE_32F; $($a)*) };
+    (cublasCgemmStridedBatched_64; $($a:tt)*) => { shape!(@strided C_32F, CUBLAS_COMPUTE_32F; $($a)*) };
+    (cublasZgemmStridedBatched; $($a:tt)*) => { shape!(@strided C_64F, CUBLAS_COMPUTE_64F; $($a)*) };
+    (cublasZgemmStridedBatched_64; $($a:tt)*) => { shape!(@strided C_64F, CUBLAS_COMPUTE_64F; $($a)*) };
+    (cublasHgemmStridedBatched; $($a:tt)*) => { shape!(@strided R_16F, CUBLAS_COMPUTE_16F; $($a)*) };
+    (cublasHgemmStridedBatched_64; $($a:tt)*) => { shape!(@strided R_16F, CUBLAS_COMPUTE_16F; $($a)*) };
+    (cublasSgemmBatched; $($a:tt)*) => { shape!(@batched R_32F, CUBLAS_COMPUTE_32F; $($a)*) };
+    (cublasSgemmBatched_64; $($a:tt)*) => { shape!(@batched R_32F, CUBLAS_COMPUTE_32F; $($a)*) };
+    (cublasDgemmBatched; $($a:tt)*) => { shape!(@batched R_64F, CUBLAS_COMPUTE_64F; $($a)*) };
+    (cublasDgemmBatched_64; $($a:tt)*) => { shape!(@batched R_64F, CUBLAS_COMPUTE_64F; $($a)*) };
+    (cublasCgemmBatched; $($a:tt)*) => { shape!(@batched C_32F, CUBLAS_COMPUTE_32F; $($a)*) };
+    (cublasCgemmBatched_64; $($a:tt)*) => { shape!(@batched C_32F, CUBLAS_COMPUTE_32F; $($a)*) };
+    (cublasZgemmBatched; $($a:tt)*) => { shape!(@batched C_64F, CUBLAS_COMPUTE_64F; $($a)*) };
+    (cublasZgemmBatched_64; $($a:tt)*) => { shape!(@batched C_64F, CUBLAS_COMPUTE_64F; $($a)*) };
+    (cublasHgemmBatched; $($a:tt)*) => { shape!(@batched R_16F, CUBLAS_COMPUTE_16F; $($a)*) };
+    (cublasHgemmBatched_64; $($a:tt)*) => { shape!(@batched R_16F, CUBLAS_COMPUTE_16F; $($a)*) };
+    (cublasSgemmEx; $($a:tt)*) => { shape!(@sgemm_ex; $($a)*) };
+    (cublasSgemmEx_64; $($a:tt)*) => { shape!(@sgemm_ex; $($a)*) };
+    (cublasGemmEx; $($a:tt)*) => { shape!(@gemm_ex; $($a)*) };
+    (cublasGemmEx_64; $($a:tt)*) => { shape!(@gemm_ex; $($a)*) };
+    (cublasGemmStridedBatchedEx; $($a:tt)*) => { shape!(@strided_ex; $($a)*) };
+    (cublasGemmStridedBatchedEx_64; $($a:tt)*) => { shape!(@strided_ex; $($a)*) };
+    (cublasGemmBatchedEx; $($a:tt)*) => { shape!(@batched_ex; $($a)*) };
+    (cublasGemmBatchedEx_64; $($a:tt)*) => { shape!(@batched_ex; $($a)*) };
 }
+
+cupti_sys::cublas_hooked!(hooks);
 
 fn real_of(id: Id) -> usize {
     REAL[id as usize].load(Ordering::Acquire)
@@ -187,7 +179,7 @@ fn size(v: impl Into<i64>) -> Option<u64> {
 
 /// The handle's math mode asks for TF32 tensor cores in single-precision GEMMs
 /// (`cublasSetMathMode(CUBLAS_TF32_TENSOR_OP_MATH)`).
-fn tf32_math(h: H) -> bool {
+fn tf32_math(h: cublasHandle_t) -> bool {
     static GET_MATH_MODE: AtomicUsize = AtomicUsize::new(0);
     let mut f = GET_MATH_MODE.load(Ordering::Relaxed);
     if f == 0 {
@@ -205,84 +197,53 @@ fn tf32_math(h: H) -> bool {
         GET_MATH_MODE.store(g, Ordering::Relaxed);
         f = g;
     }
-    type F = unsafe extern "C" fn(H, *mut c_int) -> Status;
-    // SAFETY: `f` is cuBLAS's `cublasGetMathMode` (cublas_api.h signature).
-    let f = unsafe { std::mem::transmute::<usize, F>(f) };
-    let mut mode: c_int = 0;
+    // SAFETY: `f` is cuBLAS's `cublasGetMathMode`, of the header's signature.
+    let f = unsafe { std::mem::transmute::<usize, pfn::cublasGetMathMode>(f) };
+    let mut mode: cublasMath_t::Type = 0;
     // SAFETY: the application's handle, as it passes it to the GEMM; `mode` is writable.
-    let ok = unsafe { f(h, &mut mode) } == 0;
-    ok && mode & 0xf == TF32_TENSOR_OP_MATH
+    let ok = unsafe { f(h, &mut mode) } == cublasStatus_t::CUBLAS_STATUS_SUCCESS;
+    ok && mode & 0xf == cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH
 }
 
 /// The shape of a typed GEMM (`cublas<t>gemm*`): one data type throughout.
 #[allow(clippy::too_many_arguments)]
 fn typed(
     api: usize,
-    h: H,
-    ta: I,
-    tb: I,
+    h: cublasHandle_t,
+    ta: cublasOperation_t::Type,
+    tb: cublasOperation_t::Type,
     m: impl Into<i64>,
     n: impl Into<i64>,
     k: impl Into<i64>,
     batch: impl Into<i64>,
-    dtype: u32,
-    compute: u32,
+    dtype: cudaDataType,
+    compute: compute::Type,
 ) -> Option<Shape> {
-    let compute = if compute == COMPUTE_32F && tf32_math(h) {
-        COMPUTE_32F_FAST_TF32
-    } else {
-        compute
-    };
-    Some(Shape {
-        api,
-        m: size(m)?,
-        n: size(n)?,
-        k: size(k)?,
-        batch: size(batch)?,
-        trans_a: ta as u32,
-        trans_b: tb as u32,
-        a_type: dtype,
-        b_type: dtype,
-        c_type: dtype,
-        d_type: dtype,
-        compute_type: compute,
-    })
+    ex(api, h, ta, tb, m, n, k, batch, [dtype; 3], compute)
 }
 
-/// The shape of a mixed-type GEMM (`cublasGemmEx`, `cublasSgemmEx` and forms).
+/// The shape of a GEMM with A, B and C (= D) types; single-precision compute becomes
+/// TF32 when A is FP32 and the handle's math mode asks for TF32 tensor cores.
 #[allow(clippy::too_many_arguments)]
 fn ex(
     api: usize,
-    h: H,
-    ta: I,
-    tb: I,
+    h: cublasHandle_t,
+    ta: cublasOperation_t::Type,
+    tb: cublasOperation_t::Type,
     m: impl Into<i64>,
     n: impl Into<i64>,
     k: impl Into<i64>,
     batch: impl Into<i64>,
-    [at, bt, ct]: [I; 3],
-    compute: I,
+    [at, bt, ct]: [cudaDataType; 3],
+    compute: compute::Type,
 ) -> Option<Shape> {
-    let compute = compute as u32;
-    let compute = if compute == COMPUTE_32F && at as u32 == R_32F && tf32_math(h) {
-        COMPUTE_32F_FAST_TF32
+    let compute = if compute == CUBLAS_COMPUTE_32F && at == R_32F && tf32_math(h) {
+        CUBLAS_COMPUTE_32F_FAST_TF32
     } else {
         compute
     };
-    Some(Shape {
-        api,
-        m: size(m)?,
-        n: size(n)?,
-        k: size(k)?,
-        batch: size(batch)?,
-        trans_a: ta as u32,
-        trans_b: tb as u32,
-        a_type: at as u32,
-        b_type: bt as u32,
-        c_type: ct as u32,
-        d_type: ct as u32,
-        compute_type: compute,
-    })
+    let dims = [size(m)?, size(n)?, size(k)?, size(batch)?];
+    Some(Shape::new(api, dims, [ta, tb], [at, bt, ct, ct], compute))
 }
 
 /// The hook to hand out for `name` found at `real` by `dlsym`: `None` when `name` is
