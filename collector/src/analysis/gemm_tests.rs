@@ -2,8 +2,8 @@
 
 use wire::{GemmStatus, GraphNode, GraphNodeCloned};
 
-use super::super::precision::data_type::{R_16BF, R_32F};
-use super::super::precision::{compute_type::COMPUTE_32F, Precision};
+use super::super::precision::data_type::{CUDA_R_16BF, CUDA_R_32F};
+use super::super::precision::{compute_type::CUBLAS_COMPUTE_32F, Precision};
 use super::super::record_tests::{k, kernel, string};
 use super::*;
 
@@ -20,11 +20,11 @@ pub(crate) fn gemm(corr: u32, call: u64, launch_index: u32, m: u64, n: u64, k: u
         batch: 1,
         trans_a: 1,
         trans_b: 0,
-        a_type: R_16BF,
-        b_type: R_16BF,
-        c_type: R_16BF,
-        d_type: R_16BF,
-        compute_type: COMPUTE_32F,
+        a_type: CUDA_R_16BF,
+        b_type: CUDA_R_16BF,
+        c_type: CUDA_R_16BF,
+        d_type: CUDA_R_16BF,
+        compute_type: CUBLAS_COMPUTE_32F,
     })
 }
 
@@ -59,15 +59,15 @@ fn shapes_and_labels() {
     assert_eq!(s.math(), Ok(Math::tensor(Precision::Bf16)));
     assert_eq!(s.label(), "4096x4096x4096 x1 bf16·bf16->bf16 (fp32)");
     let complex = GemmShape {
-        a_type: super::super::precision::data_type::C_32F,
-        b_type: super::super::precision::data_type::C_32F,
+        a_type: super::super::precision::data_type::CUDA_C_32F,
+        b_type: super::super::precision::data_type::CUDA_C_32F,
         batch: 2,
         ..s.clone()
     };
     assert_eq!(complex.model_flops(), 4.0 * 2.0 * 137_438_953_472.0);
     let fp32 = GemmShape {
-        a_type: R_32F,
-        b_type: R_32F,
+        a_type: CUDA_R_32F,
+        b_type: CUDA_R_32F,
         ..s
     };
     assert_eq!(fp32.math(), Ok(Math::cuda(Precision::Fp32)));

@@ -123,98 +123,49 @@ impl fmt::Display for Math {
     }
 }
 
-/// `cudaDataType_t` values (library_types.h).
-pub mod data_type {
-    pub const R_32F: u32 = 0;
-    pub const R_64F: u32 = 1;
-    pub const R_16F: u32 = 2;
-    pub const R_8I: u32 = 3;
-    pub const C_32F: u32 = 4;
-    pub const C_64F: u32 = 5;
-    pub const C_16F: u32 = 6;
-    pub const C_8I: u32 = 7;
-    pub const R_8U: u32 = 8;
-    pub const C_8U: u32 = 9;
-    pub const R_32I: u32 = 10;
-    pub const C_32I: u32 = 11;
-    pub const R_32U: u32 = 12;
-    pub const C_32U: u32 = 13;
-    pub const R_16BF: u32 = 14;
-    pub const C_16BF: u32 = 15;
-    pub const R_4I: u32 = 16;
-    pub const C_4I: u32 = 17;
-    pub const R_4U: u32 = 18;
-    pub const C_4U: u32 = 19;
-    pub const R_16I: u32 = 20;
-    pub const C_16I: u32 = 21;
-    pub const R_16U: u32 = 22;
-    pub const C_16U: u32 = 23;
-    pub const R_64I: u32 = 24;
-    pub const C_64I: u32 = 25;
-    pub const R_64U: u32 = 26;
-    pub const C_64U: u32 = 27;
-    pub const R_8F_E4M3: u32 = 28;
-    pub const R_8F_E5M2: u32 = 29;
-    pub const R_8F_UE8M0: u32 = 30;
-    pub const R_6F_E2M3: u32 = 31;
-    pub const R_6F_E3M2: u32 = 32;
-    pub const R_4F_E2M1: u32 = 33;
-    pub const R_8F_UE5M3: u32 = 34;
-}
+/// `cudaDataType_t` values (library_types.h, the generated bindings' newest).
+pub use cupti_sys::cudaDataType_t as data_type;
 
-/// `cublasComputeType_t` values (cublas_api.h).
-pub mod compute_type {
-    pub const COMPUTE_16F: u32 = 64;
-    pub const COMPUTE_16F_PEDANTIC: u32 = 65;
-    pub const COMPUTE_32F: u32 = 68;
-    pub const COMPUTE_32F_PEDANTIC: u32 = 69;
-    pub const COMPUTE_64F: u32 = 70;
-    pub const COMPUTE_64F_PEDANTIC: u32 = 71;
-    pub const COMPUTE_32I: u32 = 72;
-    pub const COMPUTE_32I_PEDANTIC: u32 = 73;
-    pub const COMPUTE_32F_FAST_16F: u32 = 74;
-    pub const COMPUTE_32F_FAST_16BF: u32 = 75;
-    pub const COMPUTE_32F_FAST_TF32: u32 = 77;
-    pub const COMPUTE_32F_EMULATED_16BFX9: u32 = 78;
-}
+/// `cublasComputeType_t` values (cublas_api.h, the generated bindings).
+pub use cupti_sys::cublas::cublasComputeType_t as compute_type;
 
 /// Table of `cudaDataType_t`: (value, short name, complex).
 const DATA_TYPES: [(u32, &str, bool); 35] = [
-    (data_type::R_32F, "fp32", false),
-    (data_type::R_64F, "fp64", false),
-    (data_type::R_16F, "fp16", false),
-    (data_type::R_8I, "int8", false),
-    (data_type::C_32F, "complex fp32", true),
-    (data_type::C_64F, "complex fp64", true),
-    (data_type::C_16F, "complex fp16", true),
-    (data_type::C_8I, "complex int8", true),
-    (data_type::R_8U, "uint8", false),
-    (data_type::C_8U, "complex uint8", true),
-    (data_type::R_32I, "int32", false),
-    (data_type::C_32I, "complex int32", true),
-    (data_type::R_32U, "uint32", false),
-    (data_type::C_32U, "complex uint32", true),
-    (data_type::R_16BF, "bf16", false),
-    (data_type::C_16BF, "complex bf16", true),
-    (data_type::R_4I, "int4", false),
-    (data_type::C_4I, "complex int4", true),
-    (data_type::R_4U, "uint4", false),
-    (data_type::C_4U, "complex uint4", true),
-    (data_type::R_16I, "int16", false),
-    (data_type::C_16I, "complex int16", true),
-    (data_type::R_16U, "uint16", false),
-    (data_type::C_16U, "complex uint16", true),
-    (data_type::R_64I, "int64", false),
-    (data_type::C_64I, "complex int64", true),
-    (data_type::R_64U, "uint64", false),
-    (data_type::C_64U, "complex uint64", true),
-    (data_type::R_8F_E4M3, "fp8 e4m3", false),
-    (data_type::R_8F_E5M2, "fp8 e5m2", false),
-    (data_type::R_8F_UE8M0, "fp8 ue8m0", false),
-    (data_type::R_6F_E2M3, "fp6 e2m3", false),
-    (data_type::R_6F_E3M2, "fp6 e3m2", false),
-    (data_type::R_4F_E2M1, "fp4 e2m1", false),
-    (data_type::R_8F_UE5M3, "fp8 ue5m3", false),
+    (data_type::CUDA_R_32F, "fp32", false),
+    (data_type::CUDA_R_64F, "fp64", false),
+    (data_type::CUDA_R_16F, "fp16", false),
+    (data_type::CUDA_R_8I, "int8", false),
+    (data_type::CUDA_C_32F, "complex fp32", true),
+    (data_type::CUDA_C_64F, "complex fp64", true),
+    (data_type::CUDA_C_16F, "complex fp16", true),
+    (data_type::CUDA_C_8I, "complex int8", true),
+    (data_type::CUDA_R_8U, "uint8", false),
+    (data_type::CUDA_C_8U, "complex uint8", true),
+    (data_type::CUDA_R_32I, "int32", false),
+    (data_type::CUDA_C_32I, "complex int32", true),
+    (data_type::CUDA_R_32U, "uint32", false),
+    (data_type::CUDA_C_32U, "complex uint32", true),
+    (data_type::CUDA_R_16BF, "bf16", false),
+    (data_type::CUDA_C_16BF, "complex bf16", true),
+    (data_type::CUDA_R_4I, "int4", false),
+    (data_type::CUDA_C_4I, "complex int4", true),
+    (data_type::CUDA_R_4U, "uint4", false),
+    (data_type::CUDA_C_4U, "complex uint4", true),
+    (data_type::CUDA_R_16I, "int16", false),
+    (data_type::CUDA_C_16I, "complex int16", true),
+    (data_type::CUDA_R_16U, "uint16", false),
+    (data_type::CUDA_C_16U, "complex uint16", true),
+    (data_type::CUDA_R_64I, "int64", false),
+    (data_type::CUDA_C_64I, "complex int64", true),
+    (data_type::CUDA_R_64U, "uint64", false),
+    (data_type::CUDA_C_64U, "complex uint64", true),
+    (data_type::CUDA_R_8F_E4M3, "fp8 e4m3", false),
+    (data_type::CUDA_R_8F_E5M2, "fp8 e5m2", false),
+    (data_type::CUDA_R_8F_UE8M0, "fp8 ue8m0", false),
+    (data_type::CUDA_R_6F_E2M3, "fp6 e2m3", false),
+    (data_type::CUDA_R_6F_E3M2, "fp6 e3m2", false),
+    (data_type::CUDA_R_4F_E2M1, "fp4 e2m1", false),
+    (data_type::CUDA_R_8F_UE5M3, "fp8 ue5m3", false),
 ];
 
 /// A `cudaDataType_t` for people: `CUDA_R_16BF` -> "bf16", `CUDA_C_32F` -> "complex
@@ -237,18 +188,18 @@ pub fn is_complex(t: u32) -> bool {
 pub fn compute_type_name(t: u32) -> String {
     use compute_type::*;
     let name = match t {
-        COMPUTE_16F => "fp16",
-        COMPUTE_16F_PEDANTIC => "fp16 pedantic",
-        COMPUTE_32F => "fp32",
-        COMPUTE_32F_PEDANTIC => "fp32 pedantic",
-        COMPUTE_64F => "fp64",
-        COMPUTE_64F_PEDANTIC => "fp64 pedantic",
-        COMPUTE_32I => "int32",
-        COMPUTE_32I_PEDANTIC => "int32 pedantic",
-        COMPUTE_32F_FAST_16F => "fp32 fast fp16",
-        COMPUTE_32F_FAST_16BF => "fp32 fast bf16",
-        COMPUTE_32F_FAST_TF32 => "fp32 fast tf32",
-        COMPUTE_32F_EMULATED_16BFX9 => "fp32 emulated bf16x9",
+        CUBLAS_COMPUTE_16F => "fp16",
+        CUBLAS_COMPUTE_16F_PEDANTIC => "fp16 pedantic",
+        CUBLAS_COMPUTE_32F => "fp32",
+        CUBLAS_COMPUTE_32F_PEDANTIC => "fp32 pedantic",
+        CUBLAS_COMPUTE_64F => "fp64",
+        CUBLAS_COMPUTE_64F_PEDANTIC => "fp64 pedantic",
+        CUBLAS_COMPUTE_32I => "int32",
+        CUBLAS_COMPUTE_32I_PEDANTIC => "int32 pedantic",
+        CUBLAS_COMPUTE_32F_FAST_16F => "fp32 fast fp16",
+        CUBLAS_COMPUTE_32F_FAST_16BF => "fp32 fast bf16",
+        CUBLAS_COMPUTE_32F_FAST_TF32 => "fp32 fast tf32",
+        CUBLAS_COMPUTE_32F_EMULATED_16BFX9 => "fp32 emulated bf16x9",
         t if t < 64 => return data_type_name(t),
         t => return format!("cublasComputeType_t {t}"),
     };
@@ -259,14 +210,14 @@ pub fn compute_type_name(t: u32) -> String {
 fn input_precision(t: u32) -> Option<Precision> {
     use data_type::*;
     Some(match t {
-        R_64F | C_64F => Precision::Fp64,
-        R_32F | C_32F => Precision::Fp32,
-        R_16F | C_16F => Precision::Fp16,
-        R_16BF | C_16BF => Precision::Bf16,
+        CUDA_R_64F | CUDA_C_64F => Precision::Fp64,
+        CUDA_R_32F | CUDA_C_32F => Precision::Fp32,
+        CUDA_R_16F | CUDA_C_16F => Precision::Fp16,
+        CUDA_R_16BF | CUDA_C_16BF => Precision::Bf16,
         // FP6 runs at the FP8 rate on the GPUs that support it (Blackwell).
-        R_8F_E4M3 | R_8F_E5M2 | R_6F_E2M3 | R_6F_E3M2 => Precision::Fp8,
-        R_8I | C_8I | R_8U | C_8U => Precision::Int8,
-        R_4F_E2M1 => Precision::Fp4,
+        CUDA_R_8F_E4M3 | CUDA_R_8F_E5M2 | CUDA_R_6F_E2M3 | CUDA_R_6F_E3M2 => Precision::Fp8,
+        CUDA_R_8I | CUDA_C_8I | CUDA_R_8U | CUDA_C_8U => Precision::Int8,
+        CUDA_R_4F_E2M1 => Precision::Fp4,
         _ => return None,
     })
 }
@@ -276,7 +227,7 @@ fn input_precision(t: u32) -> Option<Precision> {
 /// `cudaDataType_t` below 64 for the pre-11 ABI).
 ///
 /// - FP32 inputs: `CUBLAS_COMPUTE_32F_FAST_TF32` -> TF32 tensor, `_FAST_16F` -> FP16
-///   tensor, `_FAST_16BF` -> BF16 tensor, anything else (`COMPUTE_32F`, pedantic, the
+///   tensor, `_FAST_16BF` -> BF16 tensor, anything else (`CUBLAS_COMPUTE_32F`, pedantic, the
 ///   BF16x9 emulation, which delivers FP32 results) -> FP32 on CUDA cores.
 /// - FP64 inputs: FP64 tensor (cuBLAS uses DMMA where the GPU has it; a GPU without
 ///   FP64 tensor cores falls back to its CUDA-core FP64 peak, see `Peaks::flops`).
@@ -292,9 +243,9 @@ pub fn gemm_math(a_type: u32, b_type: u32, compute: u32) -> Result<Math, String>
     let wide = if b.bits() > a.bits() { b } else { a };
     Ok(match wide {
         Precision::Fp32 => match compute {
-            compute_type::COMPUTE_32F_FAST_TF32 => Math::tensor(Precision::Tf32),
-            compute_type::COMPUTE_32F_FAST_16F => Math::tensor(Precision::Fp16),
-            compute_type::COMPUTE_32F_FAST_16BF => Math::tensor(Precision::Bf16),
+            compute_type::CUBLAS_COMPUTE_32F_FAST_TF32 => Math::tensor(Precision::Tf32),
+            compute_type::CUBLAS_COMPUTE_32F_FAST_16F => Math::tensor(Precision::Fp16),
+            compute_type::CUBLAS_COMPUTE_32F_FAST_16BF => Math::tensor(Precision::Bf16),
             _ => Math::cuda(Precision::Fp32),
         },
         p => Math::tensor(p),
@@ -323,73 +274,94 @@ mod tests {
 
     #[test]
     fn type_names() {
-        assert_eq!(data_type_name(R_16BF), "bf16");
-        assert_eq!(data_type_name(R_16F), "fp16");
-        assert_eq!(data_type_name(C_32F), "complex fp32");
-        assert_eq!(data_type_name(R_8F_E4M3), "fp8 e4m3");
-        assert_eq!(data_type_name(R_4F_E2M1), "fp4 e2m1");
+        assert_eq!(data_type_name(CUDA_R_16BF), "bf16");
+        assert_eq!(data_type_name(CUDA_R_16F), "fp16");
+        assert_eq!(data_type_name(CUDA_C_32F), "complex fp32");
+        assert_eq!(data_type_name(CUDA_R_8F_E4M3), "fp8 e4m3");
+        assert_eq!(data_type_name(CUDA_R_4F_E2M1), "fp4 e2m1");
         assert_eq!(data_type_name(99), "cudaDataType_t 99");
-        assert_eq!(compute_type_name(COMPUTE_32F_FAST_TF32), "fp32 fast tf32");
-        assert_eq!(compute_type_name(COMPUTE_32F), "fp32");
-        assert_eq!(compute_type_name(R_32F), "fp32");
+        assert_eq!(
+            compute_type_name(CUBLAS_COMPUTE_32F_FAST_TF32),
+            "fp32 fast tf32"
+        );
+        assert_eq!(compute_type_name(CUBLAS_COMPUTE_32F), "fp32");
+        assert_eq!(compute_type_name(CUDA_R_32F), "fp32");
         assert_eq!(compute_type_name(90), "cublasComputeType_t 90");
-        assert!(is_complex(C_64F) && is_complex(C_16BF));
-        assert!(!is_complex(R_64F) && !is_complex(77));
+        assert!(is_complex(CUDA_C_64F) && is_complex(CUDA_C_16BF));
+        assert!(!is_complex(CUDA_R_64F) && !is_complex(77));
     }
 
     #[test]
     fn gemm_precisions() {
         let t = |p| Ok(Math::tensor(p));
-        assert_eq!(gemm_math(R_16BF, R_16BF, COMPUTE_32F), t(Precision::Bf16));
-        assert_eq!(gemm_math(R_16F, R_16F, COMPUTE_16F), t(Precision::Fp16));
-        assert_eq!(gemm_math(R_16F, R_16F, COMPUTE_32F), t(Precision::Fp16));
         assert_eq!(
-            gemm_math(R_32F, R_32F, COMPUTE_32F_FAST_TF32),
+            gemm_math(CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F),
+            t(Precision::Bf16)
+        );
+        assert_eq!(
+            gemm_math(CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_16F),
+            t(Precision::Fp16)
+        );
+        assert_eq!(
+            gemm_math(CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F),
+            t(Precision::Fp16)
+        );
+        assert_eq!(
+            gemm_math(CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32),
             t(Precision::Tf32)
         );
         assert_eq!(
-            gemm_math(R_32F, R_32F, COMPUTE_32F),
+            gemm_math(CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F),
             Ok(Math::cuda(Precision::Fp32))
         );
         assert_eq!(
-            gemm_math(R_32F, R_32F, COMPUTE_32F_PEDANTIC),
+            gemm_math(CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC),
             Ok(Math::cuda(Precision::Fp32))
         );
         // The pre-11 ABI: compute type CUDA_R_32F.
         assert_eq!(
-            gemm_math(R_32F, R_32F, R_32F),
+            gemm_math(CUDA_R_32F, CUDA_R_32F, CUDA_R_32F),
             Ok(Math::cuda(Precision::Fp32))
         );
         assert_eq!(
-            gemm_math(R_32F, R_32F, COMPUTE_32F_FAST_16F),
+            gemm_math(CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16F),
             t(Precision::Fp16)
         );
         assert_eq!(
-            gemm_math(R_32F, R_32F, COMPUTE_32F_FAST_16BF),
+            gemm_math(CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16BF),
             t(Precision::Bf16)
         );
         assert_eq!(
-            gemm_math(C_32F, C_32F, COMPUTE_32F),
+            gemm_math(CUDA_C_32F, CUDA_C_32F, CUBLAS_COMPUTE_32F),
             Ok(Math::cuda(Precision::Fp32))
         );
-        assert_eq!(gemm_math(R_64F, R_64F, COMPUTE_64F), t(Precision::Fp64));
-        assert_eq!(gemm_math(C_64F, C_64F, COMPUTE_64F), t(Precision::Fp64));
         assert_eq!(
-            gemm_math(R_8F_E4M3, R_8F_E5M2, COMPUTE_32F),
+            gemm_math(CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F),
+            t(Precision::Fp64)
+        );
+        assert_eq!(
+            gemm_math(CUDA_C_64F, CUDA_C_64F, CUBLAS_COMPUTE_64F),
+            t(Precision::Fp64)
+        );
+        assert_eq!(
+            gemm_math(CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, CUBLAS_COMPUTE_32F),
             t(Precision::Fp8)
         );
-        assert_eq!(gemm_math(R_8I, R_8I, COMPUTE_32I), t(Precision::Int8));
         assert_eq!(
-            gemm_math(R_4F_E2M1, R_4F_E2M1, COMPUTE_32F),
+            gemm_math(CUDA_R_8I, CUDA_R_8I, CUBLAS_COMPUTE_32I),
+            t(Precision::Int8)
+        );
+        assert_eq!(
+            gemm_math(CUDA_R_4F_E2M1, CUDA_R_4F_E2M1, CUBLAS_COMPUTE_32F),
             t(Precision::Fp4)
         );
         // Mixed inputs: the wider one.
         assert_eq!(
-            gemm_math(R_8F_E4M3, R_16BF, COMPUTE_32F),
+            gemm_math(CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F),
             t(Precision::Bf16)
         );
         assert_eq!(
-            gemm_math(R_32I, R_32I, COMPUTE_32I),
+            gemm_math(CUDA_R_32I, CUDA_R_32I, CUBLAS_COMPUTE_32I),
             Err("no peak precision for A type int32".to_string())
         );
     }
