@@ -11,6 +11,17 @@ step() { printf '\n== %s\n' "$*" >&2; }
 step "NVIDIA wheels (headers and real libraries for the offline tests)"
 python3 scripts/nvidia-wheels.py fetch
 
+step "libclang for bindgen (the bindings check at the end)"
+if ! ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 && ! ldconfig -p | grep -q 'libclang[-.0-9]*\.so'; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "installing libclang-dev" >&2
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-dev >/dev/null
+    else
+        echo "error: bindgen needs libclang; install libclang-dev (or run as root to have it installed)" >&2
+        exit 1
+    fi
+fi
+
 step "Python environment for the Python clients (target/venv)"
 scripts/python-env.sh
 
