@@ -194,9 +194,11 @@ fn failing_command_exit_code_is_passed_through() {
         &[client.to_str().unwrap(), "--layers", "x"],
     );
     let out = finish(child);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(
-        text(&out.stderr).contains("--layers needs a positive integer"),
+        text(&out.stderr).contains(
+            "error: invalid value 'x' for '--layers <LAYERS>': needs a positive integer, not \"x\""
+        ),
         "{}",
         text(&out.stderr)
     );

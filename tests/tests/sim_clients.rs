@@ -101,11 +101,33 @@ fn cudarc_program_reports_a_bad_argument_like_any_program() {
     let mut cmd = on_the_sim(cudarc_llm());
     cmd.args(["--heads", "0"]);
     let out = cmd.output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         text(&out.stderr),
-        "Error: --heads needs a positive integer, not 0\n"
+        "error: invalid value '0' for '--heads <HEADS>': needs a positive integer, not 0\n\n\
+         For more information, try '--help'.\n"
     );
+}
+
+/// The demo's help sends users to `cudarc-llm --help`: it lists every option and
+/// exits 0 without touching CUDA.
+#[test]
+fn cudarc_program_help_lists_its_options() {
+    let out = cudarc_llm().arg("--help").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let help = text(&out.stdout);
+    for option in [
+        "--layers <LAYERS>",
+        "--hidden <HIDDEN>",
+        "--ffn <FFN>",
+        "--heads <HEADS>",
+        "--vocab <VOCAB>",
+        "--prompt <PROMPT>",
+        "--decode-steps <DECODE_STEPS>",
+        "--graph-decode",
+    ] {
+        assert!(help.contains(option), "{option} missing from:\n{help}");
+    }
 }
 
 fn python_llm() -> Command {

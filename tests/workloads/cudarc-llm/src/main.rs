@@ -22,57 +22,52 @@ use half::bf16;
 mod kernels;
 
 /// Model and run shape; small defaults keep a simulated run fast.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, clap::Parser)]
+#[command(
+    name = "cudarc-llm",
+    about = "An LLM-inference-shaped CUDA workload on cudarc: a prefill pass and decode \
+             steps (cuBLAS / cuBLASLt GEMMs, attention-like and elementwise kernels, NVTX \
+             ranges \"prefill\" and \"decode\"). Prints one summary line."
+)]
 struct Shape {
+    /// Transformer layers.
+    #[arg(long, default_value_t = 2, value_parser = positive)]
     layers: usize,
+    /// Hidden size (a multiple of --heads).
+    #[arg(long, default_value_t = 1024, value_parser = positive)]
     hidden: usize,
+    /// MLP inner size.
+    #[arg(long, default_value_t = 2816, value_parser = positive)]
     ffn: usize,
+    /// Attention heads.
+    #[arg(long, default_value_t = 8, value_parser = positive)]
     heads: usize,
+    /// Vocabulary size (the LM head's N).
+    #[arg(long, default_value_t = 32000, value_parser = positive)]
     vocab: usize,
+    /// Prompt tokens in the prefill pass.
+    #[arg(long, default_value_t = 128, value_parser = positive)]
     prompt: usize,
+    /// Decode steps after the prefill.
+    #[arg(long, default_value_t = 4, value_parser = positive)]
     decode_steps: usize,
-    /// Decode as serving engines run it: one step captured into a CUDA graph, the graph
-    /// replayed for every step.
+    /// Decode as serving engines run it: one step captured into a CUDA graph, the
+    /// graph replayed for every step.
+    #[arg(long)]
     graph_decode: bool,
+}
+
+fn positive(v: &str) -> Result<usize, String> {
+    match v.parse::<usize>() {
+        Ok(0) => Err("needs a positive integer, not 0".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("needs a positive integer, not {v:?}")),
+    }
 }
 
 impl Shape {
     fn from_args() -> Result<Shape> {
-        let mut s = Shape {
-            layers: 2,
-            hidden: 1024,
-            ffn: 2816,
-            heads: 8,
-            vocab: 32000,
-            prompt: 128,
-            decode_steps: 4,
-            graph_decode: false,
-        };
-        let mut args = std::env::args().skip(1);
-        while let Some(a) = args.next() {
-            if a == "--graph-decode" {
-                s.graph_decode = true;
-                continue;
-            }
-            let v: usize = args
-                .next()
-                .with_context(|| format!("{a} needs a value"))?
-                .parse()
-                .with_context(|| format!("{a} needs a positive integer"))?;
-            if v == 0 {
-                bail!("{a} needs a positive integer, not 0");
-            }
-            match a.as_str() {
-                "--layers" => s.layers = v,
-                "--hidden" => s.hidden = v,
-                "--ffn" => s.ffn = v,
-                "--heads" => s.heads = v,
-                "--vocab" => s.vocab = v,
-                "--prompt" => s.prompt = v,
-                "--decode-steps" => s.decode_steps = v,
-                _ => bail!("unknown option {a} (options: --layers --hidden --ffn --heads --vocab --prompt --decode-steps N, --graph-decode)"),
-            }
-        }
+        let s = <Shape as clap::Parser>::parse();
         if !s.hidden.is_multiple_of(s.heads) {
             bail!(
                 "--hidden {} is not a multiple of --heads {}",
