@@ -9,40 +9,70 @@
 //! compute peaks of the data types its kernels use (every known one when none has a
 //! type).
 
-use serde::Serialize;
+use serde_json::{json, Value};
 
 use crate::analysis::efficiency::{Efficiency, KernelRow};
 use crate::analysis::roofline::Input;
 use crate::roofline_svg::{Ceiling, Chart, ChartPoint};
 
-/// One kernel name on one GPU model, as written to CSV / JSON.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PointRow {
-    pub gpu: String,
-    pub name: String,
-    pub family: String,
-    /// "BF16 tensor", "FP32 CUDA cores", ... (empty when unknown).
-    pub math: String,
-    pub calls: u64,
-    pub gpu_ns: u64,
-    /// FLOPs used ("model": GEMM shapes, "hw": counters; empty when none).
-    pub flops_source: String,
-    pub flops: Option<f64>,
-    pub dram_bytes: Option<f64>,
-    /// FLOP/byte.
-    pub intensity: Option<f64>,
-    /// FLOP/s.
-    pub achieved_flops_per_s: Option<f64>,
-    /// Fractions.
-    pub mfu: Option<f64>,
-    pub mbu: Option<f64>,
-    /// "memory" or "compute".
-    pub bound: Option<String>,
-    /// Whether the chart shows it.
-    pub plotted: bool,
-    /// Why it is not plotted.
-    pub missing: String,
+/// One value of a point, written to CSV and JSON from the same place.
+#[derive(Debug, Clone, PartialEq)]
+enum Cell {
+    Text(String),
+    Count(u64),
+    /// Absent: empty in CSV, `null` in JSON.
+    Number(Option<f64>),
+    Word(Option<&'static str>),
+    Flag(bool),
 }
+
+impl Cell {
+    fn csv(&self) -> String {
+        match self {
+            Cell::Text(s) => csv_field(s),
+            Cell::Count(n) => n.to_string(),
+            // Rust's shortest round-trip form.
+            Cell::Number(v) => v.map(|x| x.to_string()).unwrap_or_default(),
+            Cell::Word(w) => w.unwrap_or_default().to_string(),
+            Cell::Flag(b) => b.to_string(),
+        }
+    }
+
+    fn json(&self) -> Value {
+        match self {
+            Cell::Text(s) => json!(s),
+            Cell::Count(n) => json!(n),
+            Cell::Number(v) => json!(v),
+            Cell::Word(w) => json!(w),
+            Cell::Flag(b) => json!(b),
+        }
+    }
+}
+
+/// The columns of a point: (CSV column, JSON key), in [`PointRow`] order.
+const COLUMNS: [(&str, &str); 16] = [
+    ("gpu", "gpu"),
+    ("name", "name"),
+    ("family", "family"),
+    ("math", "math"),
+    ("calls", "calls"),
+    ("gpu_ns", "gpu_ns"),
+    ("flops_source", "flops_source"),
+    ("flops", "flops"),
+    ("dram_bytes", "dram_bytes"),
+    ("intensity_flop_per_byte", "intensity"),
+    ("achieved_flop_per_s", "achieved_flops_per_s"),
+    ("mfu", "mfu"),
+    ("mbu", "mbu"),
+    ("bound", "bound"),
+    ("plotted", "plotted"),
+    ("missing", "missing"),
+];
+
+/// One kernel name on one GPU model, as written to CSV and JSON: a value per
+/// [`COLUMNS`] entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointRow([Cell; COLUMNS.len()]);
 
 fn point_row(r: &KernelRow) -> PointRow {
     let p = &r.point;
@@ -56,27 +86,26 @@ fn point_row(r: &KernelRow) -> PointRow {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    PointRow {
-        gpu: r.gpu.clone(),
-        name: r.name.clone(),
-        family: r.family.name().to_string(),
-        math: r.math.map(|m| m.to_string()).unwrap_or_default(),
-        calls: r.calls,
-        gpu_ns: r.gpu_ns,
-        flops_source: r
-            .flops_source
-            .map(|s| s.name().to_string())
-            .unwrap_or_default(),
-        flops: r.flops(),
-        dram_bytes: r.bytes,
-        intensity: p.intensity,
-        achieved_flops_per_s: p.achieved,
-        mfu: p.mfu,
-        mbu: p.mbu,
-        bound: p.bound.map(|b| b.name().to_string()),
-        plotted,
-        missing,
-    }
+    let math = r.math.map(|m| m.to_string()).unwrap_or_default();
+    let flops_source = r.flops_source.map(|s| s.name()).unwrap_or_default();
+    PointRow([
+        Cell::Text(r.gpu.clone()),
+        Cell::Text(r.name.clone()),
+        Cell::Text(r.family.name().to_string()),
+        Cell::Text(math),
+        Cell::Count(r.calls),
+        Cell::Count(r.gpu_ns),
+        Cell::Text(flops_source.to_string()),
+        Cell::Number(r.flops()),
+        Cell::Number(r.bytes),
+        Cell::Number(p.intensity),
+        Cell::Number(p.achieved),
+        Cell::Number(p.mfu),
+        Cell::Number(p.mbu),
+        Cell::Word(p.bound.map(|b| b.name())),
+        Cell::Flag(plotted),
+        Cell::Text(missing),
+    ])
 }
 
 fn input_name(i: Input) -> &'static str {
@@ -137,25 +166,6 @@ pub fn charts(e: &Efficiency) -> Vec<(String, Chart)> {
     out
 }
 
-const CSV_COLUMNS: [&str; 16] = [
-    "gpu",
-    "name",
-    "family",
-    "math",
-    "calls",
-    "gpu_ns",
-    "flops_source",
-    "flops",
-    "dram_bytes",
-    "intensity_flop_per_byte",
-    "achieved_flop_per_s",
-    "mfu",
-    "mbu",
-    "bound",
-    "plotted",
-    "missing",
-];
-
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
@@ -164,34 +174,13 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// A number as Rust prints it (shortest round-trip form); empty when absent.
-fn num(v: Option<f64>) -> String {
-    v.map(|x| x.to_string()).unwrap_or_default()
-}
-
 /// The points as CSV: a header row, then one row per kernel.
 pub fn points_csv(rows: &[PointRow]) -> String {
-    let mut out = CSV_COLUMNS.join(",");
+    let header: Vec<&str> = COLUMNS.iter().map(|(column, _)| *column).collect();
+    let mut out = header.join(",");
     out.push('\n');
     for r in rows {
-        let fields = [
-            csv_field(&r.gpu),
-            csv_field(&r.name),
-            csv_field(&r.family),
-            csv_field(&r.math),
-            r.calls.to_string(),
-            r.gpu_ns.to_string(),
-            csv_field(&r.flops_source),
-            num(r.flops),
-            num(r.dram_bytes),
-            num(r.intensity),
-            num(r.achieved_flops_per_s),
-            num(r.mfu),
-            num(r.mbu),
-            r.bound.clone().unwrap_or_default(),
-            r.plotted.to_string(),
-            csv_field(&r.missing),
-        ];
+        let fields: Vec<String> = r.0.iter().map(Cell::csv).collect();
         out.push_str(&fields.join(","));
         out.push('\n');
     }
@@ -199,6 +188,15 @@ pub fn points_csv(rows: &[PointRow]) -> String {
 }
 
 /// The points as a JSON array of objects (absent values are `null`).
-pub fn points_json(rows: &[PointRow]) -> serde_json::Value {
-    serde_json::to_value(rows).unwrap_or(serde_json::Value::Null)
+pub fn points_json(rows: &[PointRow]) -> Value {
+    rows.iter()
+        .map(|r| {
+            let fields = COLUMNS.iter().zip(&r.0);
+            Value::Object(
+                fields
+                    .map(|((_, key), cell)| (key.to_string(), cell.json()))
+                    .collect(),
+            )
+        })
+        .collect()
 }

@@ -119,3 +119,17 @@ pub(super) fn csv_cell(v: &Value) -> String {
         other => other.to_string(),
     }
 }
+
+/// [`grid`], or `  (none)` when there are no rows.
+pub(super) fn grid_or_none(
+    out: &mut String,
+    headers: &[&str],
+    right: &[bool],
+    rows: &[Vec<String>],
+) {
+    if rows.is_empty() {
+        out.push_str("  (none)\n");
+    } else {
+        grid(out, headers, right, rows);
+    }
+}

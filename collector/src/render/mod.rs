@@ -42,7 +42,7 @@ use serde_json::{json, Value};
 
 use crate::analysis::efficiency::Efficiency;
 use crate::analysis::{dims, percent, Summary};
-use cells::{csv_cell, grid, mean_ns, pct, shown};
+use cells::{csv_cell, grid, grid_or_none, mean_ns, pct, shown};
 use counters::{
     counters_json, counters_table, KERNEL_COUNTER_COLUMNS, PLAN_COLUMNS, SAMPLED_COLUMNS,
     SAMPLE_COLUMNS,
@@ -103,48 +103,44 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
         micros(s.kernel_ns)
     );
     let kernels = shown(&s.kernels, top);
-    if kernels.is_empty() {
-        out.push_str("  (none)\n");
-    } else {
-        let rows: Vec<Vec<String>> = kernels
-            .iter()
-            .map(|k| {
-                vec![
-                    pct(k.total_ns, s.kernel_ns),
-                    micros(k.total_ns),
-                    k.calls.to_string(),
-                    micros(mean_ns(k.total_ns, k.calls)),
-                    micros(k.min_ns),
-                    micros(k.max_ns),
-                    dims(k.grid),
-                    dims(k.block),
-                    k.name.clone(),
-                ]
-            })
-            .collect();
-        grid(
-            &mut out,
-            &[
-                "time %",
-                "total µs",
-                "calls",
-                "mean µs",
-                "min µs",
-                "max µs",
-                "grid",
-                "block",
-                "name",
-            ],
-            &[true, true, true, true, true, true, false, false, false],
-            &rows,
+    let rows: Vec<Vec<String>> = kernels
+        .iter()
+        .map(|k| {
+            vec![
+                pct(k.total_ns, s.kernel_ns),
+                micros(k.total_ns),
+                k.calls.to_string(),
+                micros(mean_ns(k.total_ns, k.calls)),
+                micros(k.min_ns),
+                micros(k.max_ns),
+                dims(k.grid),
+                dims(k.block),
+                k.name.clone(),
+            ]
+        })
+        .collect();
+    grid_or_none(
+        &mut out,
+        &[
+            "time %",
+            "total µs",
+            "calls",
+            "mean µs",
+            "min µs",
+            "max µs",
+            "grid",
+            "block",
+            "name",
+        ],
+        &[true, true, true, true, true, true, false, false, false],
+        &rows,
+    );
+    if kernels.len() < s.kernels.len() {
+        let _ = writeln!(
+            out,
+            "  ... {} more kernels (--top 0 shows all)",
+            s.kernels.len() - kernels.len()
         );
-        if kernels.len() < s.kernels.len() {
-            let _ = writeln!(
-                out,
-                "  ... {} more kernels (--top 0 shows all)",
-                s.kernels.len() - kernels.len()
-            );
-        }
     }
 
     if s.counters.any() {
@@ -160,67 +156,59 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
     }
 
     out.push_str("\nMemory copies and sets\n");
-    if s.transfers.is_empty() {
-        out.push_str("  (none)\n");
-    } else {
-        let rows: Vec<Vec<String>> = s
-            .transfers
-            .iter()
-            .map(|t| {
-                vec![
-                    t.kind.clone(),
-                    t.count.to_string(),
-                    t.bytes.to_string(),
-                    micros(t.total_ns),
-                ]
-            })
-            .collect();
-        grid(
-            &mut out,
-            &["kind", "count", "bytes", "total µs"],
-            &[false, true, true, true],
-            &rows,
-        );
-    }
+    let rows: Vec<Vec<String>> = s
+        .transfers
+        .iter()
+        .map(|t| {
+            vec![
+                t.kind.clone(),
+                t.count.to_string(),
+                t.bytes.to_string(),
+                micros(t.total_ns),
+            ]
+        })
+        .collect();
+    grid_or_none(
+        &mut out,
+        &["kind", "count", "bytes", "total µs"],
+        &[false, true, true, true],
+        &rows,
+    );
 
     out.push_str("\nNVTX ranges\n");
-    if s.ranges.is_empty() {
-        out.push_str("  (none)\n");
-    } else {
-        let rows: Vec<Vec<String>> = s
-            .ranges
-            .iter()
-            .map(|r| {
-                vec![
-                    r.count.to_string(),
-                    r.open.to_string(),
-                    micros(r.wall_ns),
-                    r.kernels.to_string(),
-                    micros(r.gpu_ns),
-                    pct(r.gpu_ns, s.kernel_ns),
-                    if r.domain.is_empty() {
-                        r.name.clone()
-                    } else {
-                        format!("{}: {}", r.domain, r.name)
-                    },
-                ]
-            })
-            .collect();
-        grid(
-            &mut out,
-            &[
-                "count",
-                "open",
-                "wall µs",
-                "kernels",
-                "GPU µs",
-                "GPU time %",
-                "range",
-            ],
-            &[true, true, true, true, true, true, false],
-            &rows,
-        );
-    }
+    let rows: Vec<Vec<String>> = s
+        .ranges
+        .iter()
+        .map(|r| {
+            vec![
+                r.count.to_string(),
+                r.open.to_string(),
+                micros(r.wall_ns),
+                r.kernels.to_string(),
+                micros(r.gpu_ns),
+                pct(r.gpu_ns, s.kernel_ns),
+                if r.domain.is_empty() {
+                    r.name.clone()
+                } else {
+                    format!("{}: {}", r.domain, r.name)
+                },
+            ]
+        })
+        .collect();
+    grid_or_none(
+        &mut out,
+        &[
+            "count",
+            "open",
+            "wall µs",
+            "kernels",
+            "GPU µs",
+            "GPU time %",
+            "range",
+        ],
+        &[true, true, true, true, true, true, false],
+        &rows,
+    );
     if s.unmatched_range_ends > 0 {
         let _ = writeln!(
             out,

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::cells::{csv_cell, grid, micros, pct, plural, value};
 use crate::analysis::efficiency::{Efficiency, KernelRow, Rollup, ShapeRow};
+use crate::analysis::precision::Math;
 use crate::analysis::roofline::Point;
 
 /// A large number with an SI prefix and two decimals ("137.44G"); below 1000 at most
@@ -66,6 +67,50 @@ fn point_cells(p: &Point) -> Vec<String> {
         or_dash(p.bound.map(|b| b.name().to_string())),
         pct_of(p.efficiency),
     ]
+}
+
+/// What kernel and GEMM-shape rows share: the math whose peak applies, DRAM bytes
+/// and the launches they came from, the GPU's peaks, and the roofline point.
+struct Measured<'a> {
+    math: Option<Math>,
+    bytes: (Option<f64>, u64),
+    /// FLOP/s for `math`, DRAM bytes/s.
+    peaks: (Option<f64>, Option<f64>),
+    point: &'a Point,
+}
+
+/// Rows as JSON objects: `fields` gives each one's own fields and what it measured.
+fn rows_json<'a, T>(items: &'a [T], fields: impl Fn(&'a T) -> (Value, Measured<'a>)) -> Vec<Value> {
+    items
+        .iter()
+        .map(|item| {
+            let (mut row, m) = fields(item);
+            row["precision"] = json!(m.math.map(|m| m.precision.name()));
+            row["pipe"] = json!(m.math.map(|m| m.pipe.name()));
+            row["bytes"] = json!(m.bytes.0);
+            row["bytes_launches"] = json!(m.bytes.1);
+            row["peak_flops_per_s"] = json!(m.peaks.0);
+            row["dram_bytes_per_s"] = json!(m.peaks.1);
+            point_json(m.point, &mut row);
+            row
+        })
+        .collect()
+}
+
+/// The columns of [`point_cells`]: (header, right-aligned).
+const POINT_COLUMNS: [(&str, bool); 6] = [
+    ("AI", true),
+    ("FLOP/s", true),
+    ("MFU %", true),
+    ("MBU %", true),
+    ("bound", false),
+    ("roofline %", true),
+];
+
+/// [`grid`] with each column given as (header, right-aligned).
+fn grid_columns(out: &mut String, columns: &[(&str, bool)], rows: &[Vec<String>]) {
+    let (headers, right): (Vec<&str>, Vec<bool>) = columns.iter().copied().unzip();
+    grid(out, &headers, &right, rows);
 }
 
 /// The point's fields for CSV and JSON.
@@ -150,31 +195,19 @@ pub(super) fn roofline_table(out: &mut String, e: &Efficiency, kernel_ns: u64, t
             row
         })
         .collect();
-    grid(
-        out,
+    let columns = [
         &[
-            "GPU µs",
-            "calls",
-            "model FLOPs",
-            "hw FLOPs",
-            "used",
-            "DRAM bytes",
-            "AI",
-            "FLOP/s",
-            "MFU %",
-            "MBU %",
-            "bound",
-            "roofline %",
-            "family",
-            "math",
-            "name",
-        ],
-        &[
-            true, true, true, true, false, true, true, true, true, true, false, true, false, false,
-            false,
-        ],
-        &rows,
-    );
+            ("GPU µs", true),
+            ("calls", true),
+            ("model FLOPs", true),
+            ("hw FLOPs", true),
+            ("used", false),
+            ("DRAM bytes", true),
+        ][..],
+        &POINT_COLUMNS,
+        &[("family", false), ("math", false), ("name", false)],
+    ];
+    grid_columns(out, &columns.concat(), &rows);
     if kernels.len() < e.kernels.len() {
         let _ = writeln!(
             out,
@@ -202,28 +235,18 @@ pub(super) fn roofline_table(out: &mut String, e: &Efficiency, kernel_ns: u64, t
                 row
             })
             .collect();
-        grid(
-            out,
+        let columns = [
             &[
-                "calls",
-                "launches",
-                "GPU µs",
-                "model FLOPs",
-                "DRAM bytes",
-                "AI",
-                "FLOP/s",
-                "MFU %",
-                "MBU %",
-                "bound",
-                "roofline %",
-                "math",
-                "shape",
-            ],
-            &[
-                true, true, true, true, true, true, true, true, true, false, true, false, false,
-            ],
-            &rows,
-        );
+                ("calls", true),
+                ("launches", true),
+                ("GPU µs", true),
+                ("model FLOPs", true),
+                ("DRAM bytes", true),
+            ][..],
+            &POINT_COLUMNS,
+            &[("math", false), ("shape", false)],
+        ];
+        grid_columns(out, &columns.concat(), &rows);
     }
 
     out.push_str(
@@ -311,66 +334,57 @@ fn rollup_json(r: &Rollup) -> Value {
 /// FLOP/s are plain numbers; `*_pct` are percentages rounded to two decimals; `null`
 /// where a value could not be computed (see `missing`).
 pub(super) fn roofline_json(e: &Efficiency, top: Option<usize>) -> Value {
-    let kernels: Vec<Value> = shown_rows(&e.kernels, top)
-        .iter()
-        .map(|k| {
-            let mut row = json!({
-                "name": k.name,
-                "mangled": k.mangled,
-                "gpu": k.gpu,
-                "family": k.family.name(),
-                "precision": k.math.map(|m| m.precision.name()),
-                "pipe": k.math.map(|m| m.pipe.name()),
-                "calls": k.calls,
-                "gpu_ns": k.gpu_ns,
-                "gemm_launches": k.gemm_launches,
-                "gemm_part_launches": k.gemm_part_launches,
-                "model_flops": k.model_flops,
-                "hw_flops": k.hw_flops,
-                "hw_flops_launches": k.hw_flops_launches,
-                "flops_source": k.flops_source.map(|f| f.name()),
-                "bytes": k.bytes,
-                "bytes_launches": k.bytes_launches,
-                "peak_flops_per_s": k.peak_flops,
-                "dram_bytes_per_s": k.bandwidth,
-            });
-            point_json(&k.point, &mut row);
-            row
-        })
-        .collect();
-    let shapes: Vec<Value> = e
-        .shapes
-        .iter()
-        .map(|s| {
-            use crate::analysis::precision::{compute_type_name, data_type_name};
-            let mut row = json!({
-                "shape": s.label,
-                "gpu": s.gpu,
-                "m": s.shape.m,
-                "n": s.shape.n,
-                "k": s.shape.k,
-                "batch": s.shape.batch,
-                "a_type": data_type_name(s.shape.a_type),
-                "b_type": data_type_name(s.shape.b_type),
-                "c_type": data_type_name(s.shape.c_type),
-                "d_type": data_type_name(s.shape.d_type),
-                "compute_type": compute_type_name(s.shape.compute_type),
-                "precision": s.math.map(|m| m.precision.name()),
-                "pipe": s.math.map(|m| m.pipe.name()),
-                "calls": s.calls,
-                "launches": s.launches,
-                "gpu_ns": s.gpu_ns,
-                "model_flops": s.model_flops,
-                "bytes": s.bytes,
-                "bytes_launches": s.bytes_launches,
-                "peak_flops_per_s": s.peak_flops,
-                "dram_bytes_per_s": s.bandwidth,
-                "kernels": s.kernels,
-            });
-            point_json(&s.point, &mut row);
-            row
-        })
-        .collect();
+    let kernels = rows_json(shown_rows(&e.kernels, top), |k| {
+        let row = json!({
+            "name": k.name,
+            "mangled": k.mangled,
+            "gpu": k.gpu,
+            "family": k.family.name(),
+            "calls": k.calls,
+            "gpu_ns": k.gpu_ns,
+            "gemm_launches": k.gemm_launches,
+            "gemm_part_launches": k.gemm_part_launches,
+            "model_flops": k.model_flops,
+            "hw_flops": k.hw_flops,
+            "hw_flops_launches": k.hw_flops_launches,
+            "flops_source": k.flops_source.map(|f| f.name()),
+        });
+        let measured = Measured {
+            math: k.math,
+            bytes: (k.bytes, k.bytes_launches),
+            peaks: (k.peak_flops, k.bandwidth),
+            point: &k.point,
+        };
+        (row, measured)
+    });
+    let shapes = rows_json(&e.shapes, |s| {
+        use crate::analysis::precision::{compute_type_name, data_type_name};
+        let row = json!({
+            "shape": s.label,
+            "gpu": s.gpu,
+            "m": s.shape.m,
+            "n": s.shape.n,
+            "k": s.shape.k,
+            "batch": s.shape.batch,
+            "a_type": data_type_name(s.shape.a_type),
+            "b_type": data_type_name(s.shape.b_type),
+            "c_type": data_type_name(s.shape.c_type),
+            "d_type": data_type_name(s.shape.d_type),
+            "compute_type": compute_type_name(s.shape.compute_type),
+            "calls": s.calls,
+            "launches": s.launches,
+            "gpu_ns": s.gpu_ns,
+            "model_flops": s.model_flops,
+            "kernels": s.kernels,
+        });
+        let measured = Measured {
+            math: s.math,
+            bytes: (s.bytes, s.bytes_launches),
+            peaks: (s.peak_flops, s.bandwidth),
+            point: &s.point,
+        };
+        (row, measured)
+    });
     let peaks: Vec<Value> = e
         .gpus
         .iter()
@@ -406,52 +420,8 @@ pub(super) fn roofline_json(e: &Efficiency, top: Option<usize>) -> Value {
     })
 }
 
-const ROOFLINE_KERNEL_COLUMNS: [&str; 26] = [
-    "name",
-    "mangled",
-    "gpu",
-    "family",
-    "precision",
-    "pipe",
-    "calls",
-    "gpu_ns",
-    "gemm_launches",
-    "gemm_part_launches",
-    "model_flops",
-    "hw_flops",
-    "hw_flops_launches",
-    "flops_source",
-    "bytes",
-    "bytes_launches",
-    "intensity",
-    "achieved_flops_per_s",
-    "mfu_pct",
-    "mbu_pct",
-    "ridge",
-    "bound",
-    "attainable_flops_per_s",
-    "roofline_efficiency_pct",
-    "peak_flops_per_s",
-    "dram_bytes_per_s",
-];
-const ROOFLINE_SHAPE_COLUMNS: [&str; 28] = [
-    "shape",
-    "gpu",
-    "m",
-    "n",
-    "k",
-    "batch",
-    "a_type",
-    "b_type",
-    "c_type",
-    "d_type",
-    "compute_type",
-    "precision",
-    "pipe",
-    "calls",
-    "launches",
-    "gpu_ns",
-    "model_flops",
+/// The CSV columns kernel and GEMM-shape rows share (see [`Measured`]).
+const MEASURED_COLUMNS: [&str; 11] = [
     "bytes",
     "bytes_launches",
     "intensity",
@@ -464,6 +434,50 @@ const ROOFLINE_SHAPE_COLUMNS: [&str; 28] = [
     "roofline_efficiency_pct",
     "peak_flops_per_s",
 ];
+
+fn kernel_columns() -> Vec<&'static str> {
+    let own = [
+        "name",
+        "mangled",
+        "gpu",
+        "family",
+        "precision",
+        "pipe",
+        "calls",
+        "gpu_ns",
+        "gemm_launches",
+        "gemm_part_launches",
+        "model_flops",
+        "hw_flops",
+        "hw_flops_launches",
+        "flops_source",
+    ];
+    [&own[..], &MEASURED_COLUMNS, &["dram_bytes_per_s"]].concat()
+}
+
+fn shape_columns() -> Vec<&'static str> {
+    let own = [
+        "shape",
+        "gpu",
+        "m",
+        "n",
+        "k",
+        "batch",
+        "a_type",
+        "b_type",
+        "c_type",
+        "d_type",
+        "compute_type",
+        "precision",
+        "pipe",
+        "calls",
+        "launches",
+        "gpu_ns",
+        "model_flops",
+    ];
+    [&own[..], &MEASURED_COLUMNS].concat()
+}
+
 const ROLLUP_COLUMNS: [&str; 12] = [
     "name",
     "launches",
@@ -511,13 +525,10 @@ pub(super) fn roofline_csv(out: &mut String, r: &Value) {
             p
         })
         .collect();
+    let (kernel_columns, shape_columns) = (kernel_columns(), shape_columns());
     let sections: [(&str, &[&str], Vec<Value>); 7] = [
-        (
-            "roofline_kernels",
-            &ROOFLINE_KERNEL_COLUMNS,
-            rows("kernels"),
-        ),
-        ("roofline_shapes", &ROOFLINE_SHAPE_COLUMNS, rows("shapes")),
+        ("roofline_kernels", &kernel_columns, rows("kernels")),
+        ("roofline_shapes", &shape_columns, rows("shapes")),
         ("roofline_families", &ROLLUP_COLUMNS, rows("families")),
         ("roofline_ranges", &ROLLUP_COLUMNS, rows("ranges")),
         ("roofline_run", &ROLLUP_COLUMNS, vec![r["run"].clone()]),
