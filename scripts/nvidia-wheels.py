@@ -99,11 +99,15 @@ EXTRAS = {
                      "fec150986817f2b4e7eed72ed059f2dcb9ba3856b9a96134e448eac946a6952f",
                      "nvidia/nvtx/include"),
     # cuBLAS / cuBLASLt headers (cublas_api.h, cublasLt.h): the bindings of the GEMM
-    # functions libgpuprof.so hooks. Only include/ is unpacked (the wheel is 580 MB of
-    # libraries otherwise).
+    # functions libgpuprof.so hooks.
     "cublas_include": ("nvidia-cublas-cu12", "12.9.1.4",
                        "453611eb21a7c1f2c2156ed9f3a45b691deda0440ec550860290dc901af5b4c2",
                        "nvidia/cublas/include"),
+    # NVIDIA's cuBLAS / cuBLASLt libraries (the same wheel): the tests check they export
+    # every function libgpuprof.so hooks or calls, by the name the bindings declare.
+    "cublas_lib": ("nvidia-cublas-cu12", "12.9.1.4",
+                   "453611eb21a7c1f2c2156ed9f3a45b691deda0440ec550860290dc901af5b4c2",
+                   "nvidia/cublas/lib"),
     # CCCL's <nv/target>, which the CUDA 12.9 cuda_fp16.h (included by cublas_api.h)
     # includes.
     "cccl_include": ("nvidia-cuda-cccl-cu12", "12.9.27",
@@ -117,8 +121,9 @@ EXTRAS = {
 }
 
 
-# Extras of which only the named directory is unpacked.
-HEADERS_ONLY = {"cublas_include", "cccl_include"}
+# Extras of which only the named directory is unpacked, each into a directory of its
+# own (the cuBLAS wheel holds 580 MB of libraries besides its headers).
+PARTIAL = {"cublas_include", "cublas_lib", "cccl_include"}
 
 
 def cache_dir() -> Path:
@@ -194,8 +199,8 @@ def package_dir(root: Path, kind: str) -> Path:
 def fetch_extras(base: Path, wheels: Path) -> None:
     extras = {}
     for name, (dist, ver, dig, inner) in EXTRAS.items():
-        if name in HEADERS_ONLY:
-            root = base / f"{dist}-{ver}-headers"
+        if name in PARTIAL:
+            root = base / f"{dist}-{ver}-{name}"
             unpack(fetch_one(wheels, dist, ver, dig), root, inner + "/")
         else:
             root = base / f"{dist}-{ver}"

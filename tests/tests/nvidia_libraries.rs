@@ -9,7 +9,9 @@
 //! - the activity record layouts of `cupti_sys::records` against what the C compiler
 //!   computes from NVIDIA's headers (sizes, alignments, field offsets), and each
 //!   release's `api_version` against `CUPTI_API_VERSION` of its headers;
-//! - `cupti::Cupti::open` on the real library, and `cuptiActivityGetStructSize`.
+//! - `cupti::Cupti::open` on the real library, and `cuptiActivityGetStructSize`;
+//! - NVIDIA's real `libcublas.so.12` / `libcublasLt.so.12` (12.9, the release the cuBLAS
+//!   bindings are generated from) export every function `libgpuprof.so` hooks or calls.
 //!
 //! Calls into a real libcupti run in child processes (this test binary re-invoked
 //! with `GPUPROF_TEST_CHILD=<task>:<release>`), one library per process: CUPTI is
@@ -24,7 +26,7 @@ use std::sync::OnceLock;
 
 use cupti_sys::records::{Release, RELEASES};
 use cupti_sys::{CUPTI_FN_NAMES, NVPERF_HOST_FN_NAMES};
-use gpuprof_tests::{major_minor, manifest, manifest_release, NvidiaRelease};
+use gpuprof_tests::{major_minor, manifest, manifest_release, nvidia_extra, NvidiaRelease};
 use object::{Object, ObjectSymbol};
 
 // ---------------------------------------------------------------------------------
@@ -1009,4 +1011,50 @@ fn activity_get_struct_size_on_real_libraries() {
             _ => panic!("{what}: no driverless behaviour recorded for CUPTI {release}: measure it and add it here"),
         }
     }
+}
+
+// ---------------------------------------------------------------------------------
+// 5. cuBLAS / cuBLASLt: the hooked functions exist under the declared names
+// ---------------------------------------------------------------------------------
+
+/// The names `cupti_sys::cublas_hooked!` declares, in hook order.
+macro_rules! hooked_names {
+    ($( fn $name:ident ( $($a:ident : $t:ty),* $(,)? ) -> $ret:ty; )*) => {
+        &[$(stringify!($name)),*]
+    };
+}
+
+/// The GEMM hooks patch GOT slots by name and hand their hook out for `dlsym` of the
+/// name: a name the real library does not export would never be caught. Every hooked
+/// function, and the getters the hooks call, must be exported by NVIDIA's 12.9
+/// `libcublas.so.12` (cuBLAS) or `libcublasLt.so.12` (cuBLASLt).
+#[test]
+fn real_cublas_exports_every_hooked_and_called_function() {
+    let lib = nvidia_extra("cublas_lib");
+    let cublas = exported_functions(&lib.join("libcublas.so.12"));
+    let cublas_lt = exported_functions(&lib.join("libcublasLt.so.12"));
+    let hooked: &[&str] = cupti_sys::cublas_hooked!(hooked_names);
+    assert_eq!(hooked.len(), 39);
+    assert_eq!(hooked.last(), Some(&"cublasLtMatmul"));
+    let called = [
+        "cublasGetMathMode",
+        "cublasLtMatmulDescGetAttribute",
+        "cublasLtMatrixLayoutGetAttribute",
+    ];
+    let mut missing = Vec::new();
+    for name in hooked.iter().chain(&called) {
+        let exports = if name.starts_with("cublasLt") {
+            &cublas_lt
+        } else {
+            &cublas
+        };
+        if !exports.contains(*name) {
+            missing.push(*name);
+        }
+    }
+    assert_eq!(
+        missing,
+        Vec::<&str>::new(),
+        "not exported by NVIDIA's cuBLAS 12.9"
+    );
 }
