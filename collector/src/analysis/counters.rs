@@ -3,8 +3,8 @@
 //! ran during them (by overlap time, see [`super::sampled`]).
 //!
 //! Kernel counters come one pass group per launch: successive launches of the same
-//! kernel (name + launch configuration) rotate through the groups (DESIGN.md section
-//! 4), so one launch carries only some of the metrics. [`counters`] joins each
+//! kernel (name + launch configuration) rotate through the groups (docs/ARCHITECTURE.md,
+//! "Counters"), so one launch carries only some of the metrics. [`counters`] joins each
 //! `KernelCounters` record to the `Kernel` record with the same (pid, correlation id)
 //! and merges what the launches of a kernel brought, metric by metric: every metric
 //! says how many launches its value came from, and its mean is per such launch.

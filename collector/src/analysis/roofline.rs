@@ -1,4 +1,4 @@
-//! The roofline formulas (DESIGN.md section 4), on plain numbers.
+//! The roofline formulas (docs/ARCHITECTURE.md, "collector"), on plain numbers.
 //!
 //! - model FLOPs of a GEMM = 2 · M · N · K · batch, × 4 when complex;
 //! - arithmetic intensity (AI) = FLOPs / DRAM bytes, FLOP/byte;

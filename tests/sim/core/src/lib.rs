@@ -1,4 +1,5 @@
-//! The simulated CUDA stack's cost model (DESIGN.md section 5).
+//! The simulated CUDA stack's cost model (docs/ARCHITECTURE.md, "The simulated CUDA
+//! stack").
 //!
 //! A small declarative TOML file says, per kernel-name pattern, how long a kernel runs and
 //! what its hardware counters read, as expressions over the launch parameters. The sim

@@ -1,6 +1,6 @@
 //! A simulated cuBLAS: a `libcublas.so` (soname `libcublas.so.12`) with the symbol names
 //! and C signatures of cuBLAS 12.9's `cublas_api.h`, for testing the profiler without a
-//! GPU (DESIGN.md section 5).
+//! GPU (docs/ARCHITECTURE.md, "The simulated CUDA stack").
 //!
 //! A handle lives in the context current at `cublasCreate_v2` (the primary context of
 //! device 0 when none is) and loads one PTX module with every kernel it may launch. Each

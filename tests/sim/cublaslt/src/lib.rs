@@ -1,6 +1,6 @@
 //! A simulated cuBLASLt: a `libcublasLt.so` (soname `libcublasLt.so.12`) with the symbol
 //! names and C signatures of cuBLAS 12.9's `cublasLt.h`, for testing the profiler
-//! without a GPU (DESIGN.md section 5).
+//! without a GPU (docs/ARCHITECTURE.md, "The simulated CUDA stack").
 //!
 //! Descriptors (`cublasLtMatmulDesc_t`, `cublasLtMatrixLayout_t`,
 //! `cublasLtMatmulPreference_t`) hold every attribute of the 12.9 header with its

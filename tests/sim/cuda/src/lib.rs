@@ -1,6 +1,7 @@
 //! A simulated CUDA driver: a `libcuda.so.1` with the real symbol names and C ABI of
 //! `cuda.h`, describing GPUs that do not exist, for testing the profiler on machines
-//! without one. It behaves as NVIDIA documents the driver; see DESIGN.md section 5.
+//! without one. It behaves as NVIDIA documents the driver; see docs/ARCHITECTURE.md, "The
+//! simulated CUDA stack".
 //!
 //! Modules: [`consts`] (the `cuda.h` values the sim needs), [`config`] (the simulated
 //! devices, from `SIMCUDA_*`), [`state`] (initialisation and `CUDA_INJECTION64_PATH`),

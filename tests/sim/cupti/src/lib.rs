@@ -1,6 +1,6 @@
 //! A simulated CUPTI: a `libcupti.so` with the real symbol names and C ABI of NVIDIA's
-//! CUPTI headers, for testing the profiler on machines without a GPU (DESIGN.md
-//! section 5).
+//! CUPTI headers, for testing the profiler on machines without a GPU
+//! (docs/ARCHITECTURE.md, "The simulated CUDA stack").
 //!
 //! It impersonates one CUPTI release, chosen at run time by `SIMCUPTI_VERSION`
 //! ([`release`]): `cuptiGetVersion` answers that release's `CUPTI_API_VERSION`,
