@@ -1,22 +1,32 @@
-//! The values of NVIDIA's headers the simulated libraries use, copied from
-//! `cublas_api.h` / `cublasLt.h` of cuBLAS 12.9.1.4 (`nvidia-cublas-cu12` wheel) and
-//! `library_types.h` of CUDA 12.9 (`nvidia-cuda-runtime-cu12`). The values are the same
-//! in cuBLAS 13 where both define them.
+//! The values of NVIDIA's headers the simulated libraries use, as the C `int`s they
+//! pass: those the generated bindings declare (`cupti_sys::cublas`, from
+//! `cublas_api.h` / `cublasLt.h` of cuBLAS 12.9.1.4, and `cupti_sys::cudaDataType_t`)
+//! are taken from them; the rest are copied from the same headers.
 
 use std::ffi::c_int;
 
 /// `cublasStatus_t`.
 pub type Status = c_int;
-pub const CUBLAS_STATUS_SUCCESS: Status = 0;
-pub const CUBLAS_STATUS_NOT_INITIALIZED: Status = 1;
-pub const CUBLAS_STATUS_ALLOC_FAILED: Status = 3;
-pub const CUBLAS_STATUS_INVALID_VALUE: Status = 7;
-pub const CUBLAS_STATUS_ARCH_MISMATCH: Status = 8;
-pub const CUBLAS_STATUS_MAPPING_ERROR: Status = 11;
-pub const CUBLAS_STATUS_EXECUTION_FAILED: Status = 13;
-pub const CUBLAS_STATUS_INTERNAL_ERROR: Status = 14;
-pub const CUBLAS_STATUS_NOT_SUPPORTED: Status = 15;
-pub const CUBLAS_STATUS_LICENSE_ERROR: Status = 16;
+pub const CUBLAS_STATUS_SUCCESS: Status =
+    cupti_sys::cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS as Status;
+pub const CUBLAS_STATUS_NOT_INITIALIZED: Status =
+    cupti_sys::cublas::cublasStatus_t::CUBLAS_STATUS_NOT_INITIALIZED as Status;
+pub const CUBLAS_STATUS_ALLOC_FAILED: Status =
+    cupti_sys::cublas::cublasStatus_t::CUBLAS_STATUS_ALLOC_FAILED as Status;
+pub const CUBLAS_STATUS_INVALID_VALUE: Status =
+    cupti_sys::cublas::cublasStatus_t::CUBLAS_STATUS_INVALID_VALUE as Status;
+pub const CUBLAS_STATUS_ARCH_MISMATCH: Status =
+    cupti_sys::cublas::cublasStatus_t::CUBLAS_STATUS_ARCH_MISMATCH as Status;
+pub const CUBLAS_STATUS_MAPPING_ERROR: Status =
+    cupti_sys::cublas::cublasStatus_t::CUBLAS_STATUS_MAPPING_ERROR as Status;
+pub const CUBLAS_STATUS_EXECUTION_FAILED: Status =
+    cupti_sys::cublas::cublasStatus_t::CUBLAS_STATUS_EXECUTION_FAILED as Status;
+pub const CUBLAS_STATUS_INTERNAL_ERROR: Status =
+    cupti_sys::cublas::cublasStatus_t::CUBLAS_STATUS_INTERNAL_ERROR as Status;
+pub const CUBLAS_STATUS_NOT_SUPPORTED: Status =
+    cupti_sys::cublas::cublasStatus_t::CUBLAS_STATUS_NOT_SUPPORTED as Status;
+pub const CUBLAS_STATUS_LICENSE_ERROR: Status =
+    cupti_sys::cublas::cublasStatus_t::CUBLAS_STATUS_LICENSE_ERROR as Status;
 
 /// The version impersonated: `CUBLAS_VER_MAJOR` . `MINOR` . `PATCH` (. `BUILD` 4).
 pub const VER_MAJOR: c_int = 12;
@@ -28,9 +38,9 @@ pub const CUBLAS_VERSION: c_int = VER_MAJOR * 10000 + VER_MINOR * 100 + VER_PATC
 pub const CUDART_VERSION: usize = 12090;
 
 /// `cublasOperation_t`.
-pub const CUBLAS_OP_N: c_int = 0;
-pub const CUBLAS_OP_T: c_int = 1;
-pub const CUBLAS_OP_C: c_int = 2;
+pub const CUBLAS_OP_N: c_int = cupti_sys::cublas::cublasOperation_t::CUBLAS_OP_N as c_int;
+pub const CUBLAS_OP_T: c_int = cupti_sys::cublas::cublasOperation_t::CUBLAS_OP_T as c_int;
+pub const CUBLAS_OP_C: c_int = cupti_sys::cublas::cublasOperation_t::CUBLAS_OP_C as c_int;
 
 /// `cublasPointerMode_t`.
 pub const CUBLAS_POINTER_MODE_HOST: c_int = 0;
@@ -42,11 +52,16 @@ pub const CUBLAS_ATOMICS_ALLOWED: c_int = 1;
 
 /// `cublasMath_t` (the low four bits; `CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION`
 /// = 16 may be or-ed in).
-pub const CUBLAS_DEFAULT_MATH: c_int = 0;
-pub const CUBLAS_TENSOR_OP_MATH: c_int = 1;
-pub const CUBLAS_PEDANTIC_MATH: c_int = 2;
-pub const CUBLAS_TF32_TENSOR_OP_MATH: c_int = 3;
-pub const CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION: c_int = 16;
+pub const CUBLAS_DEFAULT_MATH: c_int =
+    cupti_sys::cublas::cublasMath_t::CUBLAS_DEFAULT_MATH as c_int;
+pub const CUBLAS_TENSOR_OP_MATH: c_int =
+    cupti_sys::cublas::cublasMath_t::CUBLAS_TENSOR_OP_MATH as c_int;
+pub const CUBLAS_PEDANTIC_MATH: c_int =
+    cupti_sys::cublas::cublasMath_t::CUBLAS_PEDANTIC_MATH as c_int;
+pub const CUBLAS_TF32_TENSOR_OP_MATH: c_int =
+    cupti_sys::cublas::cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH as c_int;
+pub const CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION: c_int =
+    cupti_sys::cublas::cublasMath_t::CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION as c_int;
 
 /// `cublasFillMode_t`.
 pub const CUBLAS_FILL_MODE_FULL: c_int = 2;
@@ -57,34 +72,46 @@ pub fn is_gemm_algo(algo: c_int) -> bool {
     matches!(algo, -1 | 0..=23 | 99..=115)
 }
 
-/// `cudaDataType_t` (library_types.h).
-pub const CUDA_R_16F: c_int = 2;
-pub const CUDA_C_16F: c_int = 6;
-pub const CUDA_R_16BF: c_int = 14;
-pub const CUDA_C_16BF: c_int = 15;
-pub const CUDA_R_32F: c_int = 0;
-pub const CUDA_C_32F: c_int = 4;
-pub const CUDA_R_64F: c_int = 1;
-pub const CUDA_C_64F: c_int = 5;
-pub const CUDA_R_8I: c_int = 3;
-pub const CUDA_R_8U: c_int = 8;
-pub const CUDA_R_32I: c_int = 10;
-pub const CUDA_R_8F_E4M3: c_int = 28;
-pub const CUDA_R_8F_E5M2: c_int = 29;
+/// `cudaDataType_t` (library_types.h), from the generated bindings, as C `int`s.
+pub const CUDA_R_16F: c_int = cupti_sys::cudaDataType_t::CUDA_R_16F as c_int;
+pub const CUDA_C_16F: c_int = cupti_sys::cudaDataType_t::CUDA_C_16F as c_int;
+pub const CUDA_R_16BF: c_int = cupti_sys::cudaDataType_t::CUDA_R_16BF as c_int;
+pub const CUDA_C_16BF: c_int = cupti_sys::cudaDataType_t::CUDA_C_16BF as c_int;
+pub const CUDA_R_32F: c_int = cupti_sys::cudaDataType_t::CUDA_R_32F as c_int;
+pub const CUDA_C_32F: c_int = cupti_sys::cudaDataType_t::CUDA_C_32F as c_int;
+pub const CUDA_R_64F: c_int = cupti_sys::cudaDataType_t::CUDA_R_64F as c_int;
+pub const CUDA_C_64F: c_int = cupti_sys::cudaDataType_t::CUDA_C_64F as c_int;
+pub const CUDA_R_8I: c_int = cupti_sys::cudaDataType_t::CUDA_R_8I as c_int;
+pub const CUDA_R_8U: c_int = cupti_sys::cudaDataType_t::CUDA_R_8U as c_int;
+pub const CUDA_R_32I: c_int = cupti_sys::cudaDataType_t::CUDA_R_32I as c_int;
+pub const CUDA_R_8F_E4M3: c_int = cupti_sys::cudaDataType_t::CUDA_R_8F_E4M3 as c_int;
+pub const CUDA_R_8F_E5M2: c_int = cupti_sys::cudaDataType_t::CUDA_R_8F_E5M2 as c_int;
 
-/// `cublasComputeType_t`.
-pub const CUBLAS_COMPUTE_16F: c_int = 64;
-pub const CUBLAS_COMPUTE_16F_PEDANTIC: c_int = 65;
-pub const CUBLAS_COMPUTE_32F: c_int = 68;
-pub const CUBLAS_COMPUTE_32F_PEDANTIC: c_int = 69;
-pub const CUBLAS_COMPUTE_32F_FAST_16F: c_int = 74;
-pub const CUBLAS_COMPUTE_32F_FAST_16BF: c_int = 75;
-pub const CUBLAS_COMPUTE_32F_FAST_TF32: c_int = 77;
-pub const CUBLAS_COMPUTE_32F_EMULATED_16BFX9: c_int = 78;
-pub const CUBLAS_COMPUTE_64F: c_int = 70;
-pub const CUBLAS_COMPUTE_64F_PEDANTIC: c_int = 71;
-pub const CUBLAS_COMPUTE_32I: c_int = 72;
-pub const CUBLAS_COMPUTE_32I_PEDANTIC: c_int = 73;
+/// `cublasComputeType_t`, from the generated bindings, as C `int`s.
+pub const CUBLAS_COMPUTE_16F: c_int =
+    cupti_sys::cublas::cublasComputeType_t::CUBLAS_COMPUTE_16F as c_int;
+pub const CUBLAS_COMPUTE_16F_PEDANTIC: c_int =
+    cupti_sys::cublas::cublasComputeType_t::CUBLAS_COMPUTE_16F_PEDANTIC as c_int;
+pub const CUBLAS_COMPUTE_32F: c_int =
+    cupti_sys::cublas::cublasComputeType_t::CUBLAS_COMPUTE_32F as c_int;
+pub const CUBLAS_COMPUTE_32F_PEDANTIC: c_int =
+    cupti_sys::cublas::cublasComputeType_t::CUBLAS_COMPUTE_32F_PEDANTIC as c_int;
+pub const CUBLAS_COMPUTE_32F_FAST_16F: c_int =
+    cupti_sys::cublas::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_16F as c_int;
+pub const CUBLAS_COMPUTE_32F_FAST_16BF: c_int =
+    cupti_sys::cublas::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_16BF as c_int;
+pub const CUBLAS_COMPUTE_32F_FAST_TF32: c_int =
+    cupti_sys::cublas::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32 as c_int;
+pub const CUBLAS_COMPUTE_32F_EMULATED_16BFX9: c_int =
+    cupti_sys::cublas::cublasComputeType_t::CUBLAS_COMPUTE_32F_EMULATED_16BFX9 as c_int;
+pub const CUBLAS_COMPUTE_64F: c_int =
+    cupti_sys::cublas::cublasComputeType_t::CUBLAS_COMPUTE_64F as c_int;
+pub const CUBLAS_COMPUTE_64F_PEDANTIC: c_int =
+    cupti_sys::cublas::cublasComputeType_t::CUBLAS_COMPUTE_64F_PEDANTIC as c_int;
+pub const CUBLAS_COMPUTE_32I: c_int =
+    cupti_sys::cublas::cublasComputeType_t::CUBLAS_COMPUTE_32I as c_int;
+pub const CUBLAS_COMPUTE_32I_PEDANTIC: c_int =
+    cupti_sys::cublas::cublasComputeType_t::CUBLAS_COMPUTE_32I_PEDANTIC as c_int;
 
 /// `libraryPropertyType`.
 pub const MAJOR_VERSION: c_int = 0;
