@@ -28,8 +28,8 @@ scripts/python-env.sh
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "no import cycles between the modules of inject, collector and wire"
-python3 scripts/module-graph.py inject/src/lib.rs collector/src/lib.rs collector/src/main.rs wire/src/lib.rs
+step "no import cycles between the modules of inject, collector, wire and cupti"
+python3 scripts/module-graph.py inject/src/lib.rs collector/src/lib.rs collector/src/main.rs wire/src/lib.rs cupti/src/lib.rs
 
 step "build"
 cargo build --workspace --all-targets --locked

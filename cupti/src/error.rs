@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use cupti_sys::CUptiResult;
 
-use crate::discovery::Rejection;
+use crate::candidate::Rejection;
 
 /// A CUPTI result code other than `CUPTI_SUCCESS`. Open: codes this build does not
 /// know still pass through with their number.

@@ -11,6 +11,7 @@
 
 pub mod activity;
 pub mod callback;
+mod candidate;
 mod discovery;
 mod error;
 mod host_library;

@@ -27,7 +27,7 @@ use cupti_sys::{
     NVPW_RawMetricsConfig_IsAddMetricsPossible_Params, NvperfHostFns,
 };
 
-use super::MetricError;
+use super::error::MetricError;
 
 use crate::struct_size;
 
@@ -65,42 +65,6 @@ impl MetricKind {
             MetricKind::Throughput => 2,
         }
     }
-}
-
-/// The symbolic name of an `NVPA_Status`, when this build knows it.
-pub fn status_name(status: NVPA_Status::Type) -> Option<&'static str> {
-    use NVPA_Status::*;
-    Some(match status {
-        NVPA_STATUS_SUCCESS => "NVPA_STATUS_SUCCESS",
-        NVPA_STATUS_ERROR => "NVPA_STATUS_ERROR",
-        NVPA_STATUS_INTERNAL_ERROR => "NVPA_STATUS_INTERNAL_ERROR",
-        NVPA_STATUS_NOT_INITIALIZED => "NVPA_STATUS_NOT_INITIALIZED",
-        NVPA_STATUS_NOT_LOADED => "NVPA_STATUS_NOT_LOADED",
-        NVPA_STATUS_FUNCTION_NOT_FOUND => "NVPA_STATUS_FUNCTION_NOT_FOUND",
-        NVPA_STATUS_NOT_SUPPORTED => "NVPA_STATUS_NOT_SUPPORTED",
-        NVPA_STATUS_NOT_IMPLEMENTED => "NVPA_STATUS_NOT_IMPLEMENTED",
-        NVPA_STATUS_INVALID_ARGUMENT => "NVPA_STATUS_INVALID_ARGUMENT",
-        NVPA_STATUS_INVALID_METRIC_ID => "NVPA_STATUS_INVALID_METRIC_ID",
-        NVPA_STATUS_DRIVER_NOT_LOADED => "NVPA_STATUS_DRIVER_NOT_LOADED",
-        NVPA_STATUS_OUT_OF_MEMORY => "NVPA_STATUS_OUT_OF_MEMORY",
-        NVPA_STATUS_INVALID_THREAD_STATE => "NVPA_STATUS_INVALID_THREAD_STATE",
-        NVPA_STATUS_FAILED_CONTEXT_ALLOC => "NVPA_STATUS_FAILED_CONTEXT_ALLOC",
-        NVPA_STATUS_UNSUPPORTED_GPU => "NVPA_STATUS_UNSUPPORTED_GPU",
-        NVPA_STATUS_INSUFFICIENT_DRIVER_VERSION => "NVPA_STATUS_INSUFFICIENT_DRIVER_VERSION",
-        NVPA_STATUS_OBJECT_NOT_REGISTERED => "NVPA_STATUS_OBJECT_NOT_REGISTERED",
-        NVPA_STATUS_INSUFFICIENT_PRIVILEGE => "NVPA_STATUS_INSUFFICIENT_PRIVILEGE",
-        NVPA_STATUS_INVALID_CONTEXT_STATE => "NVPA_STATUS_INVALID_CONTEXT_STATE",
-        NVPA_STATUS_INVALID_OBJECT_STATE => "NVPA_STATUS_INVALID_OBJECT_STATE",
-        NVPA_STATUS_RESOURCE_UNAVAILABLE => "NVPA_STATUS_RESOURCE_UNAVAILABLE",
-        NVPA_STATUS_DRIVER_LOADED_TOO_LATE => "NVPA_STATUS_DRIVER_LOADED_TOO_LATE",
-        NVPA_STATUS_INSUFFICIENT_SPACE => "NVPA_STATUS_INSUFFICIENT_SPACE",
-        NVPA_STATUS_OBJECT_MISMATCH => "NVPA_STATUS_OBJECT_MISMATCH",
-        NVPA_STATUS_VIRTUALIZED_DEVICE_NOT_SUPPORTED => {
-            "NVPA_STATUS_VIRTUALIZED_DEVICE_NOT_SUPPORTED"
-        }
-        NVPA_STATUS_PROFILING_NOT_ALLOWED => "NVPA_STATUS_PROFILING_NOT_ALLOWED",
-        _ => return None,
-    })
 }
 
 /// A loaded `libnvperf_host.so`, initialised with `NVPW_InitializeHost`.
@@ -206,7 +170,7 @@ impl Host {
             return Host::open(&file);
         }
         let mut tried = Vec::new();
-        for c in crate::candidates(&crate::Inputs::from_process()) {
+        for c in crate::discovery::candidates(&crate::discovery::Inputs::from_process()) {
             let p = Path::new(&c.path);
             let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) else {
                 continue;

@@ -19,65 +19,15 @@
 //! libnvperf_host works offline in every pinned release.
 
 mod defaults;
+mod error;
 mod host;
-
-use std::path::PathBuf;
 
 pub use defaults::{
     default_groups, default_set_for, sampling_metrics, Architecture, DefaultGroup, DefaultSet,
     SamplingSlot, DEFAULT_SETS,
 };
-pub use host::{status_name, Host, MetricKind, NVPERF_HOST_ENV, NVPERF_HOST_FILE};
-
-/// Why a metric question could not be answered.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum MetricError {
-    /// The library could not be loaded.
-    #[error("cannot load {}: {reason}", path.display())]
-    Load { path: PathBuf, reason: String },
-    /// No libnvperf_host.so was found.
-    #[error(
-        "no libnvperf_host.so found (set GPUPROF_NVPERF_HOST_LIB to its path); tried {}",
-        tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-    )]
-    NotFound { tried: Vec<PathBuf> },
-    /// The library lacks a function this code calls.
-    #[error("{} does not export {symbol}", library.display())]
-    MissingSymbol {
-        library: PathBuf,
-        symbol: &'static str,
-    },
-    /// An NVPW call failed.
-    #[error("{function} failed in {}: {}", library.display(), describe_status(*.status))]
-    Nvpw {
-        library: PathBuf,
-        function: &'static str,
-        status: cupti_sys::NVPA_Status::Type,
-    },
-    /// The library does not know this chip.
-    #[error("unknown chip {chip:?}; supported chips: {}", supported.join(", "))]
-    UnknownChip {
-        chip: String,
-        supported: Vec<String>,
-    },
-    /// The chip has no metric of this name.
-    #[error("unknown metric {metric:?} on chip {chip}")]
-    UnknownMetric { chip: String, metric: String },
-    /// The library refused to schedule these raw counters together at all.
-    #[error("the raw counters {} cannot be collected on {chip}", counters.join(", "))]
-    NotSchedulable { chip: String, counters: Vec<String> },
-    /// A name with an interior NUL byte.
-    #[error("invalid name {0:?}")]
-    InvalidName(String),
-}
-
-fn describe_status(status: cupti_sys::NVPA_Status::Type) -> String {
-    match status_name(status) {
-        Some(n) => format!("{n} ({status})"),
-        None => format!("NVPA status {status}"),
-    }
-}
+pub use error::{status_name, MetricError};
+pub use host::{Host, MetricKind, NVPERF_HOST_ENV, NVPERF_HOST_FILE};
 
 /// One group of metrics collected together, and what it costs.
 #[derive(Debug, Clone, PartialEq, Eq)]
