@@ -14,6 +14,8 @@
 pub mod record;
 pub mod ring;
 pub mod session;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use record::*;
 
