@@ -5,10 +5,8 @@ use std::process::Output;
 
 use gpuprof_tests::{gpuprof_command, Scratch};
 use wire::session::SessionWriter;
-use wire::{
-    CounterPlan, CounterSample, CounterStatus, End, InternedString, Kernel, KernelCounters,
-    MetricValue, ProcessInfo, Record,
-};
+use wire::testing::{self, counters, string as s, values};
+use wire::{CounterPlan, CounterSample, CounterStatus, End, Kernel, ProcessInfo, Record};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -18,44 +16,13 @@ fn run(args: &[&str]) -> Output {
     gpuprof_command().args(args).output().unwrap()
 }
 
-fn s(id: u32, text: &str) -> Record {
-    Record::String(InternedString {
-        id,
-        text: text.into(),
-    })
-}
-
+/// A kernel of 64 blocks of 256 threads.
 fn kernel(name: u32, corr: u32, start: u64, end: u64) -> Record {
     Record::Kernel(Kernel {
-        device_id: 0,
-        context_id: 1,
-        stream_id: 7,
-        correlation_id: corr,
-        start_ns: start,
-        end_ns: end,
-        name,
         grid: [64, 1, 1],
         block: [256, 1, 1],
         registers_per_thread: 40,
-        static_shared_memory: 0,
-        dynamic_shared_memory: 0,
-        graph_id: 0,
-        graph_node_id: 0,
-    })
-}
-
-fn values(metrics: &[(u32, f64)]) -> Vec<MetricValue> {
-    metrics
-        .iter()
-        .map(|&(name, value)| MetricValue { name, value })
-        .collect()
-}
-
-fn counters(corr: u32, group: u32, metrics: &[(u32, f64)]) -> Record {
-    Record::KernelCounters(KernelCounters {
-        correlation_id: corr,
-        group,
-        metrics: values(metrics),
+        ..testing::kernel(name, corr, start, end)
     })
 }
 

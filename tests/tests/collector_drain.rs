@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use gpuprof_tests::{gpuprof_command, Scratch};
 use wire::ring::{RingWriter, WriteError};
+use wire::testing::kernel;
 use wire::{DropSource, Dropped, End, InternedString, Kernel, ProcessInfo, Record};
 
 const SCENARIO: &str = "COLLECTOR_TEST_SCENARIO";
@@ -92,20 +93,9 @@ fn produce(scenario: &str) -> i32 {
         let records: Vec<Record> = (batch * 10..kernels.min(batch * 10 + 10))
             .map(|i| {
                 Record::Kernel(Kernel {
-                    device_id: 0,
-                    context_id: 1,
-                    stream_id: 7,
-                    correlation_id: i + 1,
-                    start_ns: 1000 + 100 * i as u64,
-                    end_ns: 1050 + 100 * i as u64,
-                    name: 1,
-                    grid: [1, 1, 1],
                     block: [32, 1, 1],
                     registers_per_thread: 8,
-                    static_shared_memory: 0,
-                    dynamic_shared_memory: 0,
-                    graph_id: 0,
-                    graph_node_id: 0,
+                    ..kernel(1, i + 1, 1000 + 100 * i as u64, 1050 + 100 * i as u64)
                 })
             })
             .collect();

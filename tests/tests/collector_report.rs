@@ -6,9 +6,10 @@ use std::process::Output;
 
 use gpuprof_tests::{gpuprof_command, Scratch};
 use wire::session::SessionWriter;
+use wire::testing::{self, marker, string as s};
 use wire::{
-    marker_flags, ContextInfo, DeviceInfo, DropSource, Dropped, End, InternedString, Kernel,
-    Launch, Marker, Memcpy, Memset, ProcessInfo, Record,
+    marker_flags, ContextInfo, DeviceInfo, DropSource, Dropped, End, Kernel, Memcpy, Memset,
+    ProcessInfo, Record,
 };
 
 fn text(b: &[u8]) -> String {
@@ -19,58 +20,26 @@ fn run(args: &[&str]) -> Output {
     gpuprof_command().args(args).output().unwrap()
 }
 
+/// Kernel 1 runs 64 blocks, the others one; 256 threads, 1 KiB of dynamic shared memory.
 fn kernel(name: u32, corr: u32, start: u64, end: u64) -> Record {
     Record::Kernel(Kernel {
-        device_id: 0,
-        context_id: 1,
-        stream_id: 7,
-        correlation_id: corr,
-        start_ns: start,
-        end_ns: end,
-        name,
         grid: if name == 1 { [64, 1, 1] } else { [1, 1, 1] },
         block: [256, 1, 1],
         registers_per_thread: 40,
-        static_shared_memory: 0,
         dynamic_shared_memory: 1024,
-        graph_id: 0,
-        graph_node_id: 0,
+        ..testing::kernel(name, corr, start, end)
     })
 }
 
+/// A launch of 100 ns on thread 31.
 fn launch(corr: u32, start: u64) -> Record {
-    Record::Launch(Launch {
-        correlation_id: corr,
-        cbid: 307,
-        runtime: false,
-        thread_id: 31,
-        start_ns: start,
-        end_ns: start + 100,
-    })
-}
-
-fn marker(flags: u32, id: u32, thread_id: u64, ts: u64, name: u32, domain: u32) -> Record {
-    Record::Marker(Marker {
-        flags,
-        timestamp_ns: ts,
-        id,
-        thread_id,
-        process_id: 4242,
-        name,
-        domain,
-    })
+    testing::launch(corr, 31, start, start + 100)
 }
 
 const T0: u64 = 1_700_000_000_000_000_000;
 
 /// The frames of a small two-process session: (pid, records) per frame.
 fn frames() -> Vec<(u32, Vec<Record>)> {
-    let s = |id, text: &str| {
-        Record::String(InternedString {
-            id,
-            text: text.into(),
-        })
-    };
     vec![
         (
             4242,

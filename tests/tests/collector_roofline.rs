@@ -35,7 +35,7 @@ use gpuprof_tests::{
 use serde_json::{json, Map, Value};
 use sim_core::{CostModel, GemmShape, Launch as SimLaunch};
 use wire::session::{SessionReader, SessionWriter};
-use wire::{Kernel, Record};
+use wire::{testing, Kernel, Record};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -1813,37 +1813,13 @@ fn peaks_file_source_lists_its_keys_in_file_order() {
             uuid: [0; 16],
         }),
         Record::Kernel(Kernel {
-            device_id: 0,
-            context_id: 1,
-            stream_id: 7,
-            correlation_id: 5,
-            start_ns: 1_000,
-            end_ns: 3_000,
-            name: 1,
-            grid: [1, 1, 1],
-            block: [128, 1, 1],
             registers_per_thread: 40,
-            static_shared_memory: 0,
-            dynamic_shared_memory: 0,
-            graph_id: 0,
-            graph_node_id: 0,
+            ..testing::kernel(1, 5, 1_000, 3_000)
         }),
         Record::Gemm(wire::Gemm {
-            correlation_id: 5,
-            call: 1,
-            launch_index: 0,
             api: 2,
-            m: 64,
-            n: 64,
-            k: 64,
-            batch: 1,
             trans_a: 0,
-            trans_b: 0,
-            a_type: R_16BF,
-            b_type: R_16BF,
-            c_type: R_16BF,
-            d_type: R_16BF,
-            compute_type: COMPUTE_32F,
+            ..testing::gemm_launch(5, 1, 0, 64, 64, 64)
         }),
     ];
     let mut w = SessionWriter::create(&dir.join("session.gpuprof")).unwrap();

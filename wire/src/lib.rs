@@ -19,6 +19,8 @@ pub mod record;
 pub mod ring;
 pub mod session;
 pub mod session_dir;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use record::*;
 

@@ -54,7 +54,7 @@ pub enum Record {
     End(End),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessInfo {
     pub pid: u32,
     pub ppid: u32,
@@ -73,7 +73,7 @@ pub struct ProcessInfo {
     pub cupti_path: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceInfo {
     pub id: u32,
     pub name: String,
@@ -89,19 +89,19 @@ pub struct DeviceInfo {
     pub uuid: [u8; 16],
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextInfo {
     pub context_id: u32,
     pub device_id: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InternedString {
     pub id: u32,
     pub text: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Kernel {
     pub device_id: u32,
     pub context_id: u32,
@@ -122,7 +122,7 @@ pub struct Kernel {
     pub graph_node_id: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Memcpy {
     pub device_id: u32,
     pub context_id: u32,
@@ -139,7 +139,7 @@ pub struct Memcpy {
     pub graph_node_id: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Memset {
     pub device_id: u32,
     pub context_id: u32,
@@ -164,7 +164,7 @@ pub mod marker_flags {
     pub const SYNC_RELEASE: u32 = 1 << 6;
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Marker {
     /// [`marker_flags`] (CUPTI_ACTIVITY_FLAG_MARKER_*).
     pub flags: u32,
@@ -180,7 +180,7 @@ pub struct Marker {
     pub domain: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Launch {
     pub correlation_id: u32,
     /// `CUpti_driver_api_trace_cbid` (or runtime cbid when `runtime`).
@@ -192,7 +192,7 @@ pub struct Launch {
     pub end_ns: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Overhead {
     /// `CUpti_ActivityOverheadKind`.
     pub kind: u32,
@@ -203,13 +203,13 @@ pub struct Overhead {
 
 /// One metric's value: [`InternedString`] id of the metric name, and the value as
 /// NVIDIA's metrics evaluation gives it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MetricValue {
     pub name: u32,
     pub value: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelCounters {
     /// The launch's correlation id (the [`Kernel`] record with the same id).
     pub correlation_id: u32,
@@ -218,7 +218,7 @@ pub struct KernelCounters {
     pub metrics: Vec<MetricValue>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CounterSample {
     pub device_id: u32,
     pub start_ns: u64,
@@ -226,7 +226,7 @@ pub struct CounterSample {
     pub metrics: Vec<MetricValue>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CounterPlan {
     pub device_id: u32,
     /// NVIDIA's chip name ("GH100").
@@ -239,7 +239,7 @@ pub struct CounterPlan {
     pub policy: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CounterStatus {
     /// Why counters are unavailable or stopped ("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
     /// from cuptiRangeProfilerEnable: another tool holds the counters"); tracing goes on.
@@ -249,7 +249,7 @@ pub struct CounterStatus {
 /// A GEMM call's shape and types, as the application passed them to cuBLAS or
 /// cuBLASLt, for one kernel launch the call made. A call that launches several
 /// kernels (split-K reduction, ...) gives one record per launch, sharing `call`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Gemm {
     /// The launch's correlation id (the [`Kernel`] record with the same id, or the
     /// [`GraphNode`] the launch created under stream capture).
@@ -280,7 +280,7 @@ pub struct Gemm {
     pub compute_type: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GraphNode {
     /// `cuptiGetGraphNodeId` of the node.
     pub node_id: u64,
@@ -288,7 +288,7 @@ pub struct GraphNode {
     pub correlation_id: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GraphNodeCloned {
     /// `cuptiGetGraphNodeId` of the clone.
     pub node_id: u64,
@@ -296,7 +296,7 @@ pub struct GraphNodeCloned {
     pub original_node_id: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GemmStatus {
     /// Why GEMM shapes are unavailable ("cannot patch ...: ..."); tracing goes on.
     pub message: String,
@@ -319,7 +319,7 @@ pub struct Dropped {
     pub records: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct End {
     /// Records this process produced, including dropped ones.
     pub records: u64,

@@ -4,27 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use wire::{
-    CounterPlan, CounterSample, CounterStatus, Kernel, KernelCounters, MetricValue, Record,
-};
+use wire::testing::{counters as kc, graph_kernel, k, kernel, on, process, string, values, Lcg};
+use wire::{CounterPlan, CounterSample, CounterStatus, Kernel, Record};
 
-use super::record_tests::{k, kernel, process, string};
 use super::*;
-
-fn on(pid: u32, records: Vec<Record>) -> Vec<(u32, Record)> {
-    records.into_iter().map(|r| (pid, r)).collect()
-}
-
-fn kc(corr: u32, group: u32, metrics: &[(u32, f64)]) -> Record {
-    Record::KernelCounters(KernelCounters {
-        correlation_id: corr,
-        group,
-        metrics: metrics
-            .iter()
-            .map(|&(name, value)| MetricValue { name, value })
-            .collect(),
-    })
-}
 
 fn metric(m: &MetricStats) -> (&str, u64, f64, f64) {
     (m.metric.as_str(), m.launches, m.sum, m.mean)
@@ -172,16 +155,8 @@ fn counters_without_a_single_kernel_are_unattributed() {
     let mut r = names();
     r.extend([
         // A graph launch: two kernels under one correlation id.
-        Record::Kernel(Kernel {
-            graph_id: 1,
-            graph_node_id: 1,
-            ..kernel(1, 9, 0, 10)
-        }),
-        Record::Kernel(Kernel {
-            graph_id: 1,
-            graph_node_id: 2,
-            ..kernel(2, 9, 10, 20)
-        }),
+        graph_kernel(1, 9, 1, 0, 10),
+        graph_kernel(2, 9, 2, 10, 20),
         kc(9, 0, &[(11, 1.0)]),
         // No kernel with this id at all.
         kc(42, 0, &[(11, 1.0)]),
@@ -251,10 +226,7 @@ fn samples_sum_per_process_device_and_metric() {
             device_id,
             start_ns,
             end_ns: start_ns + 100,
-            metrics: metrics
-                .iter()
-                .map(|&(name, value)| MetricValue { name, value })
-                .collect(),
+            metrics: values(metrics),
         })
     };
     let mut r = names();
@@ -306,19 +278,6 @@ fn values_print_with_at_most_three_decimals() {
     assert_eq!(value(-0.0001), "0");
     assert_eq!(value(2.0005), "2.001");
     assert_eq!(value(f64::NAN), "NaN");
-}
-
-/// A tiny deterministic generator (64-bit LCG), so the test needs no crate.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
 }
 
 #[test]

@@ -1,10 +1,8 @@
 //! The roofline analysis of a hand-built session with exact expected values.
 
-use wire::{marker_flags, KernelCounters, MetricValue};
+use wire::marker_flags;
+use wire::testing::{device, gemm, k, launch, marker, process, string};
 
-use super::super::gemm::tests::gemm;
-use super::super::peaks::tests::device;
-use super::super::record_tests::{k, launch, marker, process, string};
 use super::super::roofline::Bound;
 use super::*;
 
@@ -28,14 +26,7 @@ const PREFILL: u32 = 20;
 const DECODE: u32 = 21;
 
 fn counters(corr: u32, metrics: &[(u32, f64)]) -> Record {
-    Record::KernelCounters(KernelCounters {
-        correlation_id: corr,
-        group: 0,
-        metrics: metrics
-            .iter()
-            .map(|&(name, value)| MetricValue { name, value })
-            .collect(),
-    })
+    wire::testing::counters(corr, 0, metrics)
 }
 
 /// pid 1 on an H100 SXM: a prefill range with a 4096³ BF16 GEMM, an RMS norm and a
@@ -362,7 +353,7 @@ fn peaks_file_changes_the_ceilings() {
 
 #[test]
 fn graph_replays_count_each_call() {
-    use super::super::gemm::tests::{cloned, graph_kernel, graph_node};
+    use wire::testing::{cloned, graph_kernel, graph_node};
     let records: Vec<(u32, Record)> = vec![
         (1, Record::Device(device(H100, (9, 0), 132, 1_980_000))),
         (1, string(1, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n")),

@@ -1,59 +1,15 @@
 //! Joining GEMM records to kernels: direct launches, graph clones, split calls.
 
-use wire::{GemmStatus, GraphNode, GraphNodeCloned};
+use wire::testing::{cloned, gemm, gemm_launch, graph_kernel, graph_node, k, string};
+use wire::GemmStatus;
 
-use super::super::precision::data_type::{CUDA_R_16BF, CUDA_R_32F};
-use super::super::precision::{compute_type::CUBLAS_COMPUTE_32F, Precision};
-use super::super::record_tests::{k, kernel, string};
+use super::super::precision::data_type::CUDA_R_32F;
+use super::super::precision::Precision;
 use super::*;
-
-/// A `Gemm` record: `m x n x k`, batch 1, BF16 in and out, FP32 compute.
-pub(crate) fn gemm(corr: u32, call: u64, launch_index: u32, m: u64, n: u64, k: u64) -> Record {
-    Record::Gemm(Gemm {
-        correlation_id: corr,
-        call,
-        launch_index,
-        api: 90,
-        m,
-        n,
-        k,
-        batch: 1,
-        trans_a: 1,
-        trans_b: 0,
-        a_type: CUDA_R_16BF,
-        b_type: CUDA_R_16BF,
-        c_type: CUDA_R_16BF,
-        d_type: CUDA_R_16BF,
-        compute_type: CUBLAS_COMPUTE_32F,
-    })
-}
-
-pub(crate) fn graph_node(node: u64, corr: u32) -> Record {
-    Record::GraphNode(GraphNode {
-        node_id: node,
-        correlation_id: corr,
-    })
-}
-
-pub(crate) fn cloned(node: u64, original: u64) -> Record {
-    Record::GraphNodeCloned(GraphNodeCloned {
-        node_id: node,
-        original_node_id: original,
-    })
-}
-
-pub(crate) fn graph_kernel(name: u32, corr: u32, node: u64, start: u64, end: u64) -> Record {
-    let mut kr = kernel(name, corr, start, end);
-    kr.graph_id = 1;
-    kr.graph_node_id = node;
-    Record::Kernel(kr)
-}
 
 #[test]
 fn shapes_and_labels() {
-    let Record::Gemm(g) = gemm(1, 1, 0, 4096, 4096, 4096) else {
-        unreachable!()
-    };
+    let g = gemm_launch(1, 1, 0, 4096, 4096, 4096);
     let s = GemmShape::of(&g);
     assert_eq!(s.model_flops(), 137_438_953_472.0);
     assert_eq!(s.math(), Ok(Math::tensor(Precision::Bf16)));

@@ -1,21 +1,8 @@
 //! The peak table, the derived fallback and the peaks file.
 
-use super::*;
+use wire::testing::device;
 
-pub(crate) fn device(name: &str, cc: (u32, u32), sms: u32, clock_khz: u32) -> DeviceInfo {
-    DeviceInfo {
-        id: 0,
-        name: name.to_string(),
-        compute_capability: cc,
-        sm_count: sms,
-        core_clock_khz: clock_khz,
-        memory_clock_khz: 2_619_000,
-        memory_bus_width_bits: 5120,
-        global_memory_bytes: 80 << 30,
-        l2_cache_bytes: 50 << 20,
-        uuid: [0; 16],
-    }
-}
+use super::*;
 
 fn bf16(p: &Peaks) -> f64 {
     p.flops(Math::tensor(Precision::Bf16)).unwrap()

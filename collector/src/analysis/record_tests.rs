@@ -3,114 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use wire::{
-    marker_flags, DropSource, Dropped, End, InternedString, Kernel, Launch, Marker, Memcpy, Memset,
-    ProcessInfo, Record,
-};
+use wire::testing::{k, kernel, launch, marker, memcpy, memset, on, process, string, Lcg};
+use wire::{marker_flags, DropSource, Dropped, End, Kernel, Record};
 
 use super::*;
-
-pub(crate) fn process(pid: u32, cmd: &str) -> Record {
-    Record::Process(ProcessInfo {
-        pid,
-        ppid: 1,
-        command: cmd.split(' ').map(str::to_string).collect(),
-        host: "host".into(),
-        start_ns: 0,
-        profiler_version: "0.1.0".into(),
-        cupti_api_version: 130401,
-        cupti_layouts: "13.4".into(),
-        cupti_path: "/lib/libcupti.so.13".into(),
-    })
-}
-
-pub(crate) fn string(id: u32, text: &str) -> Record {
-    Record::String(InternedString {
-        id,
-        text: text.into(),
-    })
-}
-
-pub(crate) fn kernel(name: u32, corr: u32, start: u64, end: u64) -> Kernel {
-    Kernel {
-        device_id: 0,
-        context_id: 1,
-        stream_id: 7,
-        correlation_id: corr,
-        start_ns: start,
-        end_ns: end,
-        name,
-        grid: [1, 1, 1],
-        block: [128, 1, 1],
-        registers_per_thread: 32,
-        static_shared_memory: 0,
-        dynamic_shared_memory: 0,
-        graph_id: 0,
-        graph_node_id: 0,
-    }
-}
-
-pub(crate) fn k(name: u32, corr: u32, start: u64, end: u64) -> Record {
-    Record::Kernel(kernel(name, corr, start, end))
-}
-
-pub(crate) fn launch(corr: u32, thread: u64, start: u64, end: u64) -> Record {
-    Record::Launch(Launch {
-        correlation_id: corr,
-        cbid: 307,
-        runtime: false,
-        thread_id: thread,
-        start_ns: start,
-        end_ns: end,
-    })
-}
-
-pub(crate) fn marker(flags: u32, id: u32, thread: u64, ts: u64, name: u32, domain: u32) -> Record {
-    Record::Marker(Marker {
-        flags,
-        timestamp_ns: ts,
-        id,
-        thread_id: thread,
-        process_id: 0,
-        name,
-        domain,
-    })
-}
-
-pub(crate) fn memcpy(kind: u8, bytes: u64, start: u64, end: u64) -> Record {
-    Record::Memcpy(Memcpy {
-        device_id: 0,
-        context_id: 1,
-        stream_id: 7,
-        correlation_id: 0,
-        start_ns: start,
-        end_ns: end,
-        bytes,
-        copy_kind: kind,
-        src_kind: 0,
-        dst_kind: 0,
-        graph_node_id: 0,
-    })
-}
-
-fn memset(bytes: u64, start: u64, end: u64) -> Record {
-    Record::Memset(Memset {
-        device_id: 0,
-        context_id: 1,
-        stream_id: 7,
-        correlation_id: 0,
-        start_ns: start,
-        end_ns: end,
-        bytes,
-        value: 0,
-        memory_kind: 0,
-        graph_node_id: 0,
-    })
-}
-
-fn on(pid: u32, records: Vec<Record>) -> Vec<(u32, Record)> {
-    records.into_iter().map(|r| (pid, r)).collect()
-}
 
 #[test]
 fn summary_of_a_small_session() {
@@ -239,18 +135,6 @@ fn empty_session_still_lists_every_drop_source() {
             .collect::<Vec<_>>(),
         [("cupti", 0), ("channel", 0), ("ring", 0)]
     );
-}
-
-/// A tiny deterministic generator (no dependency, same sequence everywhere).
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
 }
 
 #[test]

@@ -3,10 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use wire::{CounterSample, MetricValue, Record};
+use wire::testing::{k, sample, string, Lcg};
 
 use super::counters;
-use super::record_tests::{k, string};
 use super::sampled::*;
 
 const READ: &str = "dram__bytes_read.sum";
@@ -211,18 +210,6 @@ fn idle_windows_keep_their_values() {
     assert_eq!(idle(&a), (2, 0, 0, vec![(PCT, 2, "mean", 1.5)]));
 }
 
-fn sample(start_ns: u64, end_ns: u64, metrics: &[(u32, f64)]) -> Record {
-    Record::CounterSample(CounterSample {
-        device_id: 0,
-        start_ns,
-        end_ns,
-        metrics: metrics
-            .iter()
-            .map(|&(name, value)| MetricValue { name, value })
-            .collect(),
-    })
-}
-
 #[test]
 fn counters_attribute_samples_only_when_there_are_samples() {
     let mut r = vec![
@@ -256,17 +243,6 @@ fn counters_attribute_samples_only_when_there_are_samples() {
         ),
         (1, 150, 300)
     );
-}
-
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
 }
 
 /// The rule written out launch by launch, window by window, every pair tried.
