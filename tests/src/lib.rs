@@ -11,6 +11,7 @@
 mod artifacts;
 mod collector;
 mod injected;
+pub mod pricing;
 mod report;
 mod sim_command;
 mod sim_env;
