@@ -37,12 +37,10 @@ pub fn gpuprof_command() -> Command {
 /// `gpuprof record` (arguments to follow: `-o DIR -- CMD`) with the program on the
 /// simulated stack, CUPTI impersonating `release`.
 pub fn record_on_sim(release: &str) -> Command {
-    let mut cmd = gpuprof_command();
-    let major = if release.starts_with("12.") { 12 } else { 13 };
-    cmd.arg("record")
-        .env("LD_LIBRARY_PATH", crate::sim_lib_dir())
-        .env("GPUPROF_CUPTI_LIB", crate::sim_cupti(major))
-        .env("SIMCUPTI_VERSION", release);
+    let mut cmd = crate::SimCommand::new(Command::new(artifact("gpuprof")))
+        .cupti(release)
+        .command();
+    cmd.arg("record");
     cmd
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use wire::ring::RingReader;
 use wire::{CounterPlan, Kernel, Record};
 
-use crate::{artifact, sim_cupti, sim_lib_dir, Finished, Scratch, TimedChild};
+use crate::{artifact, sim_lib_dir, Finished, Scratch, SimCommand, TimedChild};
 
 /// How long one run may take.
 pub const RUN_LIMIT: Duration = Duration::from_secs(120);
@@ -100,28 +100,12 @@ pub fn run_injected_within(
     limit: Duration,
 ) -> (Finished, Vec<Record>) {
     let dir = Scratch::new(scratch);
-    let mut cmd = Command::new(program);
+    let mut cmd = SimCommand::new(Command::new(program))
+        .cupti(release)
+        .injected(how)
+        .session_dir(dir.path())
+        .command();
     cmd.args(args);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("GPUPROF_")
-            || k.starts_with("CUDA_")
-            || k.starts_with("SIM")
-            || k.starts_with("NVTX_")
-        {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env_remove("LD_PRELOAD");
-    let major = if release.starts_with("12.") { 12 } else { 13 };
-    cmd.env("LD_LIBRARY_PATH", sim_lib_dir())
-        .env("RUST_BACKTRACE", "0")
-        .env("GPUPROF_CUPTI_LIB", sim_cupti(major))
-        .env("SIMCUPTI_VERSION", release)
-        .env("GPUPROF_SESSION_DIR", dir.path());
-    match how {
-        Injection::Driver => cmd.env("CUDA_INJECTION64_PATH", artifact("libgpuprof.so")),
-        Injection::Preload => cmd.env("LD_PRELOAD", artifact("libgpuprof.so")),
-    };
     for (k, v) in env {
         cmd.env(k, v);
     }

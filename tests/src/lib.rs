@@ -11,7 +11,9 @@
 mod artifacts;
 mod collector;
 mod injected;
+pub mod pricing;
 mod report;
+mod sim_command;
 mod sim_env;
 mod timed;
 
@@ -23,6 +25,7 @@ pub use injected::{
     CUDARC_LLM_STDOUT, RUN_LIMIT, WAIT_VALUE_STDOUT,
 };
 pub use report::{cudarc_llm_calls, kernel_calls};
+pub use sim_command::SimCommand;
 pub use sim_env::{nvidia_extra, nvtx_library, sim_cupti, sim_lib_dir, venv_python};
 pub use timed::{Finished, TimedChild};
 
@@ -142,4 +145,24 @@ pub fn major_minor(release: &str) -> (u32, u32) {
         Some((a.parse().ok()?, b.parse().ok()?))
     };
     parse().unwrap_or_else(|| panic!("release name {release:?} is not major.minor"))
+}
+
+/// Whether CUPTI `release` ("12.9", "13.4") is a 12.x one: `libcupti.so.12`, and the
+/// record layouts, error codes and NVTX records of CUDA 12.
+pub fn cupti_12x(release: &str) -> bool {
+    release.starts_with("12.")
+}
+
+/// The major version of CUPTI `release`, as in its soname: 12 or 13.
+pub fn cupti_major(release: &str) -> u32 {
+    if cupti_12x(release) {
+        12
+    } else {
+        13
+    }
+}
+
+/// The soname of CUPTI `release`: `libcupti.so.12` or `libcupti.so.13`.
+pub fn cupti_soname(release: &str) -> String {
+    format!("libcupti.so.{}", cupti_major(release))
 }

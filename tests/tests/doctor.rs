@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use gpuprof_tests::{artifact, manifest_release, stub_libcuda};
+use gpuprof_tests::{artifact, clean_env, manifest_release, stub_libcuda};
 
 fn gpuprof() -> PathBuf {
     artifact("gpuprof")
@@ -13,11 +13,7 @@ fn gpuprof() -> PathBuf {
 fn doctor(env: &[(&str, &str)], driver: bool) -> Output {
     let mut cmd = Command::new(gpuprof());
     cmd.arg("doctor");
-    for (k, _) in std::env::vars() {
-        if k.starts_with("GPUPROF_") || k.starts_with("CUDA_") || k == "LD_LIBRARY_PATH" {
-            cmd.env_remove(k);
-        }
-    }
+    clean_env(&mut cmd);
     cmd.env("CUDA_HOME", "/nonexistent-cuda");
     if driver {
         cmd.env("LD_LIBRARY_PATH", stub_libcuda().0);

@@ -17,8 +17,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use gpuprof_tests::{
-    artifact, clean_env, compile_c, cudarc_llm_calls, gpuprof_command, kernel_calls,
-    manifest_release, record_on_sim, sim_cupti, sim_lib_dir, venv_python, Scratch, TimedChild,
+    artifact, compile_c, cudarc_llm_calls, cupti_major, gpuprof_command, kernel_calls,
+    manifest_release, record_on_sim, sim_cupti, sim_lib_dir, venv_python, Injection, Scratch,
+    SimCommand, TimedChild,
 };
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -31,14 +32,6 @@ fn workload(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("workloads/python")
         .join(name)
-}
-
-fn major(release: &str) -> u32 {
-    if release.starts_with("12.") {
-        12
-    } else {
-        13
-    }
 }
 
 /// A program whose stdout and stderr go to files; killed and reaped on drop.
@@ -232,7 +225,6 @@ fn session_line(out: &Path, processes: usize, kernels: u64, dropped: u64) -> Str
 
 fn report_json(out: &Path) -> serde_json::Value {
     let mut cmd = gpuprof_command();
-    clean_env(&mut cmd);
     cmd.args(["report", "--format", "json"]).arg(out);
     let o = TimedChild::spawn(cmd, LIMIT).wait();
     assert!(o.status.success(), "gpuprof report: {}", o.stderr);
@@ -241,7 +233,6 @@ fn report_json(out: &Path) -> serde_json::Value {
 
 fn trace_json(out: &Path, file: &Path) -> serde_json::Value {
     let mut cmd = gpuprof_command();
-    clean_env(&mut cmd);
     cmd.arg("trace").arg(out).arg("-o").arg(file);
     let o = TimedChild::spawn(cmd, LIMIT).wait();
     assert!(o.status.success(), "gpuprof trace: {}", o.stderr);
@@ -267,47 +258,37 @@ fn gpuprof_warnings(stderr: &str) -> Vec<&str> {
 }
 
 /// How a program is profiled without `gpuprof record`.
-#[derive(Clone, Copy, Debug)]
-enum Mode {
-    /// `CUDA_INJECTION64_PATH=libgpuprof.so` only.
-    Injection,
-    /// `LD_PRELOAD=libgpuprof.so`, no `CUDA_INJECTION64_PATH`.
-    Preload,
-}
-
 /// `program` in env-var-only mode: the variable of `mode`, `GPUPROF_OUT=out`, the
 /// simulated stack (`lib_dir`) on the loader path and, with `release`, the simulated
 /// CUPTI named by `GPUPROF_CUPTI_LIB` impersonating it. Runs in `cwd`.
 fn env_only(
     program: &Path,
     args: &[&str],
-    mode: Mode,
+    mode: Injection,
     release: Option<&str>,
     lib_dir: &Path,
     out: &Path,
     cwd: &Path,
 ) -> Command {
-    let mut cmd = Command::new(program);
-    clean_env(&mut cmd);
-    cmd.args(args)
-        .current_dir(cwd)
-        .env("LD_LIBRARY_PATH", lib_dir)
-        .env("GPUPROF_OUT", out);
-    match mode {
-        Mode::Injection => cmd.env("CUDA_INJECTION64_PATH", artifact("libgpuprof.so")),
-        Mode::Preload => cmd.env("LD_PRELOAD", artifact("libgpuprof.so")),
-    };
+    let mut sim = SimCommand::new(Command::new(program))
+        .libraries(lib_dir)
+        .injected(mode);
     if let Some(r) = release {
-        cmd.env("GPUPROF_CUPTI_LIB", sim_cupti(major(r)))
-            .env("SIMCUPTI_VERSION", r);
+        sim = sim.cupti(r);
     }
+    let mut cmd = sim.command();
+    cmd.args(args).current_dir(cwd).env("GPUPROF_OUT", out);
     cmd
 }
 
 /// Runs the cudarc client in env-var-only `mode` and waits until its collector has
 /// written the session and exited. Returns the client's pid, how it ended, and what
 /// the shared stderr held once the collector was done.
-fn cudarc_env_only(scratch: &Scratch, mode: Mode, release: Option<&str>) -> (u32, Ended, String) {
+fn cudarc_env_only(
+    scratch: &Scratch,
+    mode: Injection,
+    release: Option<&str>,
+) -> (u32, Ended, String) {
     let out = scratch.join("out");
     let cwd = scratch.join("cwd");
     std::fs::create_dir_all(&cwd).unwrap();
@@ -412,7 +393,7 @@ fn multiprocess_python_program_under_record() {
 fn env_var_only_mode_starts_its_own_collector() {
     let scratch = Scratch::new("e2e-env-only");
     let out = scratch.join("out");
-    let (pid, ended, stderr) = cudarc_env_only(&scratch, Mode::Injection, None);
+    let (pid, ended, stderr) = cudarc_env_only(&scratch, Injection::Driver, None);
     assert_eq!(ended.status.code(), Some(0), "{stderr}");
     assert_eq!(ended.stdout, CUDARC_SUMMARY);
     assert_eq!(stderr, session_line(&out, 1, 107, 0));
@@ -589,7 +570,7 @@ fn same_kernels_under_every_mode_and_cupti_major() {
     for release in ["12.9", "13.4"] {
         let scratch = Scratch::new(&format!("e2e-modes-preload-{release}"));
         let out = scratch.join("out");
-        let (pid, ended, stderr) = cudarc_env_only(&scratch, Mode::Preload, Some(release));
+        let (pid, ended, stderr) = cudarc_env_only(&scratch, Injection::Preload, Some(release));
         assert_eq!(ended.status.code(), Some(0), "{release}: {stderr}");
         assert_eq!(ended.stdout, CUDARC_SUMMARY, "LD_PRELOAD, CUPTI {release}");
         assert_eq!(
@@ -623,7 +604,7 @@ fn collector_killed_mid_run() {
     let cmd = env_only(
         &artifact("cudarc-llm"),
         &["--decode-steps", "200"],
-        Mode::Injection,
+        Injection::Driver,
         Some("13.4"),
         &sim_lib_dir(),
         &out,
@@ -726,7 +707,7 @@ fn no_cupti_found() {
     let cmd = env_only(
         &artifact("cudarc-llm"),
         &[],
-        Mode::Injection,
+        Injection::Driver,
         None,
         &lib,
         &out,
@@ -756,7 +737,6 @@ fn no_cupti_found() {
         let client = artifact("cudarc-llm");
         let script = format!("'{}'{script_tail}", client.display());
         let mut cmd = gpuprof_command();
-        clean_env(&mut cmd);
         cmd.arg("record")
             .arg("-o")
             .arg(&out)
@@ -870,7 +850,7 @@ fn second_cupti_subscriber() {
     for (release, api, kernels) in [("12.9", "v1", 0u64), ("13.4", "v2", 10)] {
         let scratch = Scratch::new(&format!("e2e-second-subscriber-{release}"));
         let out = scratch.join("out");
-        let cupti = sim_cupti(major(release));
+        let cupti = sim_cupti(cupti_major(release));
         let cmd = record(
             &out,
             release,

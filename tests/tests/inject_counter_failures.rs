@@ -17,7 +17,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use gpuprof_tests::{
-    artifact, gpuprof_command, ring_files, sim_cupti, sim_lib_dir, Finished, Scratch, TimedChild,
+    artifact, gpuprof_command, record_on_sim, ring_files, Finished, Injection, Scratch, SimCommand,
+    TimedChild,
 };
 use wire::ring::RingReader;
 use wire::{Kernel, Record};
@@ -47,34 +48,15 @@ fn warning(reason: &str) -> String {
     format!("gpuprof: hardware counters are off: {reason}; tracing continues\n")
 }
 
-/// Removes everything of the test's environment that would reach the profiler or the
-/// simulated stack.
-fn clean(cmd: &mut Command) {
-    for (k, _) in std::env::vars() {
-        if k.starts_with("GPUPROF_")
-            || k.starts_with("CUDA_")
-            || k.starts_with("SIM")
-            || k.starts_with("NVTX_")
-            || k == "LD_LIBRARY_PATH"
-            || k == "LD_PRELOAD"
-        {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("RUST_BACKTRACE", "0");
-}
-
 /// The cudarc client on the simulated stack (CUPTI 13.4), injected, with `env`; checks
 /// it succeeded with its usual output and left one finished ring without drops.
 fn run(name: &str, env: &[(&str, &str)]) -> (Finished, Vec<Record>) {
     let dir = Scratch::new(&format!("counter-failures-{name}"));
-    let mut cmd = Command::new(artifact("cudarc-llm"));
-    clean(&mut cmd);
-    cmd.env("LD_LIBRARY_PATH", sim_lib_dir())
-        .env("GPUPROF_CUPTI_LIB", sim_cupti(13))
-        .env("SIMCUPTI_VERSION", "13.4")
-        .env("GPUPROF_SESSION_DIR", dir.path())
-        .env("CUDA_INJECTION64_PATH", artifact("libgpuprof.so"));
+    let mut cmd = SimCommand::new(Command::new(artifact("cudarc-llm")))
+        .cupti("13.4")
+        .injected(Injection::Driver)
+        .session_dir(dir.path())
+        .command();
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -214,16 +196,11 @@ fn chip_without_default_set_leaves_tracing_on() {
 fn chip_without_default_set_under_record_reaches_the_report() {
     let scratch = Scratch::new("counter-failures-record-ga102");
     let out = scratch.join("out");
-    let mut cmd = gpuprof_command();
-    clean(&mut cmd);
-    cmd.arg("record")
-        .arg("-o")
+    let mut cmd = record_on_sim("13.4");
+    cmd.arg("-o")
         .arg(&out)
         .arg("--")
         .arg(artifact("cudarc-llm"))
-        .env("LD_LIBRARY_PATH", sim_lib_dir())
-        .env("GPUPROF_CUPTI_LIB", sim_cupti(13))
-        .env("SIMCUPTI_VERSION", "13.4")
         .env("SIMCUDA_CC", "8.6");
     let ended = TimedChild::spawn(cmd, LIMIT).wait();
     assert_eq!(ended.status.code(), Some(0), "{}", ended.stderr);
@@ -240,7 +217,6 @@ fn chip_without_default_set_under_record_reaches_the_report() {
     );
 
     let mut report = gpuprof_command();
-    clean(&mut report);
     report.args(["report", "--format", "json"]).arg(&out);
     let r = TimedChild::spawn(report, LIMIT).wait();
     assert!(r.status.success(), "gpuprof report: {}", r.stderr);

@@ -8,8 +8,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use gpuprof_tests::{
-    artifact, ring_files, sim_cupti, sim_lib_dir, strings, venv_python, Finished, Scratch,
-    TimedChild,
+    artifact, cupti_major, ring_files, sim_cupti, strings, venv_python, Finished, Injection,
+    Scratch, SimCommand, TimedChild,
 };
 use sim_core::{CostModel, GemmShape, Launch as SimLaunch};
 use wire::ring::{HeaderInfo, RingReader};
@@ -43,35 +43,13 @@ fn read_ring(path: &Path) -> RingDump {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Mode {
-    Injection,
-    Preload,
-}
-
-/// `cmd` on the simulated stack with CUPTI `release`, profiled in `mode` into `dir`.
-fn profiled(mut cmd: Command, release: &str, mode: Mode, dir: &Path) -> Command {
-    for (k, _) in std::env::vars() {
-        if k.starts_with("GPUPROF_")
-            || k.starts_with("CUDA_")
-            || k.starts_with("SIM")
-            || k.starts_with("NVTX_")
-        {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env_remove("LD_PRELOAD");
-    let major = if release.starts_with("12.") { 12 } else { 13 };
-    cmd.env("LD_LIBRARY_PATH", sim_lib_dir())
-        .env("RUST_BACKTRACE", "0")
-        .env("GPUPROF_CUPTI_LIB", sim_cupti(major))
-        .env("SIMCUPTI_VERSION", release)
-        .env("GPUPROF_SESSION_DIR", dir);
-    match mode {
-        Mode::Injection => cmd.env("CUDA_INJECTION64_PATH", artifact("libgpuprof.so")),
-        Mode::Preload => cmd.env("LD_PRELOAD", artifact("libgpuprof.so")),
-    };
-    cmd
+/// `cmd` on the simulated stack with CUPTI `release`, profiled the `how` way into `dir`.
+fn profiled(cmd: Command, release: &str, how: Injection, dir: &Path) -> Command {
+    SimCommand::new(cmd)
+        .cupti(release)
+        .injected(how)
+        .session_dir(dir)
+        .command()
 }
 
 fn cudarc_llm() -> Command {
@@ -107,9 +85,7 @@ fn assert_complete_without_loss(d: &RingDump, release: &str, program: &str) {
             assert_eq!(p.cupti_layouts, release);
             assert_eq!(
                 p.cupti_path,
-                sim_cupti(if release.starts_with("12.") { 12 } else { 13 })
-                    .display()
-                    .to_string()
+                sim_cupti(cupti_major(release)).display().to_string()
             );
             assert!(!p.host.is_empty());
         }
@@ -257,7 +233,7 @@ fn cudarc_steps() -> Vec<Step> {
     steps
 }
 
-fn check_cudarc(release: &str, mode: Mode) {
+fn check_cudarc(release: &str, mode: Injection) {
     let dir = Scratch::new(&format!("cudarc-{release}-{mode:?}"));
     let out = run(profiled(cudarc_llm(), release, mode, dir.path()));
     assert_eq!(
@@ -382,32 +358,32 @@ fn check_cudarc(release: &str, mode: Mode) {
 
 #[test]
 fn cudarc_cupti_12_9_injected() {
-    check_cudarc("12.9", Mode::Injection);
+    check_cudarc("12.9", Injection::Driver);
 }
 
 #[test]
 fn cudarc_cupti_12_9_preloaded() {
-    check_cudarc("12.9", Mode::Preload);
+    check_cudarc("12.9", Injection::Preload);
 }
 
 #[test]
 fn cudarc_cupti_13_0_injected() {
-    check_cudarc("13.0", Mode::Injection);
+    check_cudarc("13.0", Injection::Driver);
 }
 
 #[test]
 fn cudarc_cupti_13_0_preloaded() {
-    check_cudarc("13.0", Mode::Preload);
+    check_cudarc("13.0", Injection::Preload);
 }
 
 #[test]
 fn cudarc_cupti_13_4_injected() {
-    check_cudarc("13.4", Mode::Injection);
+    check_cudarc("13.4", Injection::Driver);
 }
 
 #[test]
 fn cudarc_cupti_13_4_preloaded() {
-    check_cudarc("13.4", Mode::Preload);
+    check_cudarc("13.4", Injection::Preload);
 }
 
 /// cuda-python with a CUDA graph: replayed kernels carry the graph launch's
@@ -415,7 +391,12 @@ fn cudarc_cupti_13_4_preloaded() {
 #[test]
 fn cuda_python_graph_replays_are_attributed() {
     let dir = Scratch::new("python-13.0");
-    let out = run(profiled(python_llm(), "13.0", Mode::Injection, dir.path()));
+    let out = run(profiled(
+        python_llm(),
+        "13.0",
+        Injection::Driver,
+        dir.path(),
+    ));
     assert!(out.stdout.starts_with("llm_driver: ok: "), "{}", out.stdout);
     assert_eq!(out.stderr, "");
     let ring = ring_files(dir.path());
@@ -450,7 +431,7 @@ fn cuda_python_graph_replays_are_attributed() {
 #[test]
 fn a_tiny_ring_loses_records_and_says_how_many() {
     let dir = Scratch::new("tiny-ring");
-    let mut cmd = profiled(cudarc_llm(), "13.4", Mode::Injection, dir.path());
+    let mut cmd = profiled(cudarc_llm(), "13.4", Injection::Driver, dir.path());
     cmd.args(["--layers", "4", "--decode-steps", "60"])
         .env("GPUPROF_RING_SIZE", "4K");
     let mut child = TimedChild::spawn(cmd, LIMIT);

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use gpuprof_tests::{artifact, compile_c, manifest_release};
+use gpuprof_tests::{artifact, clean_env, compile_c, manifest_release};
 
 fn libgpuprof() -> PathBuf {
     artifact("libgpuprof.so")
@@ -27,16 +27,9 @@ fn run_host(driver: Option<&Path>, env: &[(&str, &str)]) -> Output {
     if let Some(d) = driver {
         cmd.arg(d);
     }
-    for (k, _) in std::env::vars() {
-        if k.starts_with("GPUPROF_")
-            || k.starts_with("CUDA_")
-            || // cargo puts target/<profile> (which holds the simulated libcupti.so) on
-            // LD_LIBRARY_PATH for tests; the host must see only what a test gives it.
-            ["LD_PRELOAD", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX"].contains(&k.as_str())
-        {
-            cmd.env_remove(k);
-        }
-    }
+    // cargo puts target/<profile> (which holds the simulated libcupti.so) on
+    // LD_LIBRARY_PATH for tests; the host must see only what a test gives it.
+    clean_env(&mut cmd);
     cmd.env("GPUPROF_NVIDIA_DIR", gpuprof_tests::nvidia_dir());
     cmd.envs(env.iter().copied());
     cmd.output().expect("run inject_host")
@@ -249,11 +242,7 @@ fn disabled_by_configuration_loads_nothing() {
 
 fn preloaded_env(extra: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new("/usr/bin/env");
-    for (k, _) in std::env::vars() {
-        if k.starts_with("GPUPROF_") || k.starts_with("CUDA_") {
-            cmd.env_remove(k);
-        }
-    }
+    clean_env(&mut cmd);
     cmd.env("LD_PRELOAD", libgpuprof());
     cmd.envs(extra.iter().copied());
     cmd.output().expect("run env")

@@ -7,39 +7,25 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use gpuprof_tests::{artifact, sim_cupti, sim_lib_dir, venv_python, Scratch};
+use gpuprof_tests::{
+    artifact, cupti_major, sim_cupti, venv_python, Injection, Scratch, SimCommand,
+};
 
-/// `cmd` with a clean CUDA / gpuprof environment and the simulated stack on the loader path.
-fn on_the_sim(mut cmd: Command) -> Command {
-    for (k, _) in std::env::vars() {
-        if k.starts_with("GPUPROF_")
-            || k.starts_with("CUDA_")
-            || k.starts_with("SIM")
-            || k.starts_with("NVTX_")
-        {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("LD_LIBRARY_PATH", sim_lib_dir())
-        .env("RUST_BACKTRACE", "0");
-    cmd
+/// `cmd` on the simulated stack.
+fn on_the_sim(cmd: Command) -> Command {
+    SimCommand::new(cmd).command()
 }
 
-/// Injected into a session directory of the test's (no collector: the rings stay in
-/// `session`, which the test removes; `inject_tracing.rs` reads them).
-fn injected(mut cmd: Command, cupti_release: &str, session: &Scratch) -> Command {
-    cmd.env("CUDA_INJECTION64_PATH", artifact("libgpuprof.so"))
-        .env("GPUPROF_SESSION_DIR", session.path())
-        .env("GPUPROF_LOG", "info")
-        .env(
-            "GPUPROF_CUPTI_LIB",
-            sim_cupti(if cupti_release.starts_with("12.") {
-                12
-            } else {
-                13
-            }),
-        )
-        .env("SIMCUPTI_VERSION", cupti_release);
+/// `cmd` on the simulated stack with CUPTI `cupti_release`, injected into a session
+/// directory of the test's (no collector: the rings stay in `session`, which the test
+/// removes; `inject_tracing.rs` reads them).
+fn injected(cmd: Command, cupti_release: &str, session: &Scratch) -> Command {
+    let mut cmd = SimCommand::new(cmd)
+        .cupti(cupti_release)
+        .injected(Injection::Driver)
+        .session_dir(session.path())
+        .command();
+    cmd.env("GPUPROF_LOG", "info");
     cmd
 }
 
@@ -79,18 +65,15 @@ fn cudarc_program_runs_with_the_profiler_injected() {
         ("12.9", "CUPTI 12.9 (API 28)"),
     ] {
         let session = Scratch::new(&format!("sim-clients-cudarc-{release}"));
-        let out = injected(on_the_sim(cudarc_llm()), release, &session)
-            .output()
-            .unwrap();
+        let out = injected(cudarc_llm(), release, &session).output().unwrap();
         assert_ok(&out);
         assert_eq!(text(&out.stdout), CUDARC_SUMMARY);
-        let major = if release.starts_with("12.") { 12 } else { 13 };
         assert_eq!(
             text(&out.stderr),
             format!(
                 "gpuprof: {line} from {} (GPUPROF_CUPTI_LIB); record layouts of CUPTI {release}; driver supports \
                  CUDA 13.0\n",
-                sim_cupti(major).display()
+                sim_cupti(cupti_major(release)).display()
             )
         );
     }
@@ -164,9 +147,7 @@ fn cuda_python_program_runs_on_the_sim() {
 #[test]
 fn cuda_python_program_runs_with_the_profiler_injected() {
     let session = Scratch::new("sim-clients-python");
-    let out = injected(on_the_sim(python_llm()), "13.0", &session)
-        .output()
-        .unwrap();
+    let out = injected(python_llm(), "13.0", &session).output().unwrap();
     assert_ok(&out);
     assert!(
         text(&out.stdout).starts_with("llm_driver: ok: "),

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use gpuprof_tests::{artifact, compile_c, target_profile_dir};
+use gpuprof_tests::{artifact, clean_env, compile_c, target_profile_dir};
 
 /// A directory holding `libcublas.so.12` and `libcublasLt.so.12` (and the unversioned
 /// names cudarc tries first), symlinks to the workspace's libraries.
@@ -49,14 +49,9 @@ fn fake_driver_dir() -> PathBuf {
 
 fn run_client(driver_dir: &Path, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(compile_c("cublas_client.c", "cublas_client", &[]));
-    for (k, _) in std::env::vars() {
-        if k.starts_with("CUDA_")
-            || k.starts_with("SIMCUDA_")
-            || k.starts_with("FAKE_")
-            || k == "LD_PRELOAD"
-        {
-            cmd.env_remove(k);
-        }
+    clean_env(&mut cmd);
+    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("FAKE_")) {
+        cmd.env_remove(k);
     }
     let path = format!("{}:{}", blas_dir().display(), driver_dir.display());
     cmd.env("LD_LIBRARY_PATH", path).envs(env.iter().copied());

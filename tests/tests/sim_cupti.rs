@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use cupti_sys::records::RELEASES;
-use gpuprof_tests::{artifact, compile_c, manifest_release, target_profile_dir};
+use gpuprof_tests::{artifact, compile_c, cupti_soname, manifest_release, target_profile_dir};
 
 /// The record struct a release uses for `family`, e.g. "CUpti_ActivityKernel9".
 fn record_struct(release: &str, family: &str) -> &'static str {
@@ -79,12 +79,7 @@ fn run(release: &str) -> Vec<String> {
         target_profile_dir().join(format!("sim-cupti/lib-{release}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
     std::fs::copy(artifact("libcuda.so"), dir.join("libcuda.so.1")).expect("copy libcuda");
-    let soname = if release.starts_with("12.") {
-        "libcupti.so.12"
-    } else {
-        "libcupti.so.13"
-    };
-    let cupti = dir.join(soname);
+    let cupti = dir.join(cupti_soname(release));
     std::fs::copy(artifact("libcupti.so"), &cupti).expect("copy libcupti");
 
     std::fs::write(dir.join("model.toml"), COST_MODEL).expect("write the cost model");

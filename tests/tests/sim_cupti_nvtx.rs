@@ -10,7 +10,10 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use cupti_sys::records::RELEASES;
-use gpuprof_tests::{artifact, compile_c, manifest_release, nvtx_library, target_profile_dir};
+use gpuprof_tests::{
+    artifact, compile_c, cupti_12x, cupti_soname, manifest_release, nvtx_library,
+    target_profile_dir,
+};
 
 fn family(release: &str, family: &str) -> (&'static str, usize) {
     let r = RELEASES
@@ -88,12 +91,7 @@ fn run(release: &str, nvtx: Nvtx) -> Vec<String> {
     ));
     std::fs::create_dir_all(&dir).expect("mkdir");
     std::fs::copy(artifact("libcuda.so"), dir.join("libcuda.so.1")).expect("copy libcuda");
-    let soname = if release.starts_with("12.") {
-        "libcupti.so.12"
-    } else {
-        "libcupti.so.13"
-    };
-    let cupti = dir.join(soname);
+    let cupti = dir.join(cupti_soname(release));
     std::fs::copy(artifact("libcupti.so"), &cupti).expect("copy libcupti");
 
     let out = Command::new(&client)
@@ -205,7 +203,7 @@ fn check(release: &str, nvtx: Nvtx) {
 }
 
 fn has_domain_id(release: &str) -> bool {
-    !release.starts_with("12.")
+    !cupti_12x(release)
 }
 
 #[test]

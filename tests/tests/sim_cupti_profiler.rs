@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use gpuprof_tests::{artifact, compile_c, manifest_release, target_profile_dir};
+use gpuprof_tests::{
+    artifact, compile_c, cupti_12x, cupti_soname, manifest_release, target_profile_dir,
+};
 
 /// The cost model the simulated driver prices the client's kernels with.
 const COST_MODEL: &str = r#"
@@ -83,12 +85,7 @@ fn run(release: &str, args: &[&str], env: &[(&str, &str)]) -> Vec<String> {
     ));
     std::fs::create_dir_all(&dir).expect("mkdir");
     std::fs::copy(artifact("libcuda.so"), dir.join("libcuda.so.1")).expect("copy libcuda");
-    let soname = if release.starts_with("12.") {
-        "libcupti.so.12"
-    } else {
-        "libcupti.so.13"
-    };
-    let cupti = dir.join(soname);
+    let cupti = dir.join(cupti_soname(release));
     std::fs::copy(artifact("libcupti.so"), &cupti).expect("copy libcupti");
     std::fs::write(dir.join("model.toml"), COST_MODEL).expect("write the cost model");
     let mut cmd = Command::new(&client);
@@ -181,11 +178,7 @@ fn check(release: &str) {
         })
         .collect();
     // CUPTI_ERROR_INVALID_CHIP_NAME (46) exists from 13.0; 12.x answers INVALID_PARAMETER.
-    let unknown_chip = if release.starts_with("12.") {
-        "1"
-    } else {
-        "46"
-    };
+    let unknown_chip = if cupti_12x(release) { "1" } else { "46" };
     let want: BTreeMap<&str, &str> = [
         ("enable_before_initialize", "15"),
         ("initialize_small_struct", "1"),

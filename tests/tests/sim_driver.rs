@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use gpuprof_tests::{compile_c, target_profile_dir};
+use gpuprof_tests::{compile_c, target_profile_dir, SimCommand};
 
 fn count_injection() -> PathBuf {
     compile_c(
@@ -16,20 +16,15 @@ fn count_injection() -> PathBuf {
     )
 }
 
-/// Runs the client against the sim with a clean CUDA / SIMCUDA environment plus
-/// `env`; returns its output and process id.
+/// Runs the client on the simulated stack with `env`; returns its output and process id.
 fn run_client(env: &[(&str, &str)]) -> (Output, u32) {
-    let mut cmd = Command::new(compile_c("driver_client.c", "driver_client", &[]));
-    for (k, _) in std::env::vars() {
-        if k.starts_with("CUDA_")
-            || k.starts_with("SIMCUDA_")
-            || k == "LD_PRELOAD"
-            || k == "COUNT_FILE"
-        {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("LD_LIBRARY_PATH", gpuprof_tests::sim_lib_dir());
+    let mut cmd = SimCommand::new(Command::new(compile_c(
+        "driver_client.c",
+        "driver_client",
+        &[],
+    )))
+    .command();
+    cmd.env_remove("COUNT_FILE");
     cmd.envs(env.iter().copied());
     cmd.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use gpuprof_tests::{compile_c, target_profile_dir};
+use gpuprof_tests::{compile_c, target_profile_dir, SimCommand};
 
 /// Writes `text` as a cost model file for this test process; returns its path.
 fn cost_model(name: &str, text: &str) -> PathBuf {
@@ -20,22 +20,15 @@ fn cost_model(name: &str, text: &str) -> PathBuf {
 /// Every kernel lasts `1000 + blocks` ns.
 const MODEL: &str = "[[kernel]]\nname = \"*\"\nduration_ns = \"1000 + blocks\"\n";
 
-/// Runs a C client (compiled from `tests/c/<src>`) against the sim with a clean
-/// CUDA / SIMCUDA environment and `$SIMCUDA_COST_MODEL` = `model`.
+/// Runs a C client (compiled from `tests/c/<src>`) on the simulated stack and `$SIMCUDA_COST_MODEL` = `model`.
 fn run(src: &str, exe: &str, model: &PathBuf) -> Output {
     run_args(src, exe, model, &[])
 }
 
 /// [`run`] with command-line arguments.
 fn run_args(src: &str, exe: &str, model: &PathBuf, args: &[&str]) -> Output {
-    let mut cmd = Command::new(compile_c(src, exe, &[]));
-    cmd.args(args);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("CUDA_") || k.starts_with("SIMCUDA_") || k == "LD_PRELOAD" {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("LD_LIBRARY_PATH", gpuprof_tests::sim_lib_dir())
+    let mut cmd = SimCommand::new(Command::new(compile_c(src, exe, &[]))).command();
+    cmd.args(args)
         .env("SIMCUDA_COST_MODEL", model)
         .output()
         .expect("run C client")
@@ -292,15 +285,9 @@ fn queued_work_starts_when_the_write_executes() {
 #[test]
 fn synchronising_before_the_write_waits_forever() {
     let model = cost_model("wait-value-hang", MODEL);
-    let mut cmd = Command::new(compile_c("wait_value.c", "wait_value", &[]));
-    for (k, _) in std::env::vars() {
-        if k.starts_with("CUDA_") || k.starts_with("SIMCUDA_") || k == "LD_PRELOAD" {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.arg("sync-first")
-        .env("LD_LIBRARY_PATH", gpuprof_tests::sim_lib_dir())
-        .env("SIMCUDA_COST_MODEL", &model);
+    let mut cmd =
+        SimCommand::new(Command::new(compile_c("wait_value.c", "wait_value", &[]))).command();
+    cmd.arg("sync-first").env("SIMCUDA_COST_MODEL", &model);
     let mut child = gpuprof_tests::TimedChild::spawn(cmd, std::time::Duration::from_secs(60));
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert!(!child.exited(), "the program stopped waiting");

@@ -49,6 +49,7 @@ pub mod nvtx_meta;
 pub mod pm_sampling;
 pub mod profiling;
 pub mod range_profiler;
+pub mod registry;
 pub mod release;
 pub mod results;
 pub mod subscribers;

@@ -31,12 +31,12 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
-use std::sync::Mutex;
 
 use cupti_sys::CUptiResult::{self, *};
 
 use crate::counter_data::{Image, Record, Shape, KIND_SAMPLE};
 use crate::profiling::{combine, Combine, Kernel, ACTIVE};
+use crate::registry::{Handled, Registry};
 
 type R = CUptiResult::Type;
 
@@ -289,10 +289,12 @@ impl Sampler {
     }
 }
 
-static SAMPLERS: Mutex<Vec<Sampler>> = Mutex::new(Vec::new());
+static SAMPLERS: Registry<Sampler> = Registry::new();
 
-fn lock() -> std::sync::MutexGuard<'static, Vec<Sampler>> {
-    SAMPLERS.lock().unwrap_or_else(|e| e.into_inner())
+impl Handled for Sampler {
+    fn handle(&self) -> usize {
+        self.handle
+    }
 }
 
 /// Runs `f` on the object `handle`, or answers `missing`.
@@ -301,40 +303,29 @@ pub fn with<T>(
     missing: R,
     f: impl FnOnce(&mut Sampler) -> Result<T, R>,
 ) -> Result<T, R> {
-    let mut all = lock();
-    match all.iter_mut().find(|p| p.handle == handle && handle != 0) {
-        Some(p) => f(p),
-        None => Err(missing),
-    }
+    SAMPLERS.with(handle, missing, f)
 }
 
 /// A new object on `device`; `CUPTI_ERROR_INVALID_OPERATION` "if PM sampling is
 /// already enabled on the device".
 pub fn enable(device: u32, chip: String) -> Result<usize, R> {
-    let mut all = lock();
-    if all.iter().any(|p| p.device == device) {
-        return Err(CUPTI_ERROR_INVALID_OPERATION);
-    }
-    let handle = crate::profiling::new_handle();
-    all.push(Sampler {
-        handle,
-        device,
-        chip,
-        shape: None,
-        config: None,
-        session: None,
-    });
-    Ok(handle)
+    SAMPLERS.add(
+        |p| p.device == device,
+        |handle| Sampler {
+            handle,
+            device,
+            chip,
+            shape: None,
+            config: None,
+            session: None,
+        },
+    )
 }
 
 /// Destroys the object (stopping it if sampling).
 pub fn disable(handle: usize) -> Result<(), R> {
-    let mut all = lock();
-    let i = all
-        .iter()
-        .position(|p| p.handle == handle && handle != 0)
-        .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
-    if all.remove(i).running() {
+    let (p, all) = SAMPLERS.remove(handle)?;
+    if p.running() {
         ACTIVE.fetch_sub(1, Ordering::AcqRel);
     }
     let last = all.is_empty();
@@ -347,7 +338,7 @@ pub fn disable(handle: usize) -> Result<(), R> {
 
 /// From [`crate::profiling::on_kernel`]: records `k` for samplers on its device.
 pub fn on_kernel(k: &Kernel) {
-    let mut all = lock();
+    let mut all = SAMPLERS.lock();
     for p in all.iter_mut().filter(|p| p.device == k.device_id) {
         if let Some(s) = p.session.as_mut().filter(|s| s.stop.is_none()) {
             s.kernels.push(Kernel {

@@ -40,12 +40,12 @@
 //! writes only after DecodeData returns) makes it wait forever, as on a GPU.
 
 use std::sync::atomic::Ordering;
-use std::sync::Mutex;
 
 use cupti_sys::CUptiResult::{self, *};
 
 use crate::counter_data::{Image, Record, Shape, KIND_RANGE, PATH_SEP};
 use crate::profiling::{combine, Combine, Kernel, ACTIVE};
+use crate::registry::{Handled, Registry};
 
 type R = CUptiResult::Type;
 
@@ -157,15 +157,17 @@ pub struct Profiler {
     dropped: usize,
 }
 
-static PROFILERS: Mutex<Vec<Profiler>> = Mutex::new(Vec::new());
+static PROFILERS: Registry<Profiler> = Registry::new();
+
+impl Handled for Profiler {
+    fn handle(&self) -> usize {
+        self.handle
+    }
+}
 
 /// Launches awaited by stopped passes, over all objects: kernels are looked at while
 /// any is (see [`crate::profiling::on_kernel`]).
 pub static AWAITING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-fn lock() -> std::sync::MutexGuard<'static, Vec<Profiler>> {
-    PROFILERS.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Runs `f` on the object `handle`, or answers `missing`.
 pub fn with<T>(
@@ -173,48 +175,36 @@ pub fn with<T>(
     missing: R,
     f: impl FnOnce(&mut Profiler) -> Result<T, R>,
 ) -> Result<T, R> {
-    let mut all = lock();
-    match all.iter_mut().find(|p| p.handle == handle && handle != 0) {
-        Some(p) => f(p),
-        None => Err(missing),
-    }
+    PROFILERS.with(handle, missing, f)
 }
 
 /// A new object on context `context_id`; `CUPTI_ERROR_INVALID_OPERATION` if the
 /// context already has one.
 pub fn enable(context_id: u32, ctx: usize, chip: String) -> Result<usize, R> {
-    let mut all = lock();
-    if all.iter().any(|p| p.context_id == context_id) {
-        return Err(CUPTI_ERROR_INVALID_OPERATION);
-    }
-    let handle = crate::profiling::new_handle();
-    all.push(Profiler {
-        handle,
-        context_id,
-        ctx,
-        chip,
-        shape: None,
-        config: None,
-        started: false,
-        stack: Vec::new(),
-        pending: Vec::new(),
-        collected: Vec::new(),
-        awaiting: Vec::new(),
-        last_end: 0,
-        in_pass: 0,
-        dropped: 0,
-    });
-    Ok(handle)
+    PROFILERS.add(
+        |p| p.context_id == context_id,
+        |handle| Profiler {
+            handle,
+            context_id,
+            ctx,
+            chip,
+            shape: None,
+            config: None,
+            started: false,
+            stack: Vec::new(),
+            pending: Vec::new(),
+            collected: Vec::new(),
+            awaiting: Vec::new(),
+            last_end: 0,
+            in_pass: 0,
+            dropped: 0,
+        },
+    )
 }
 
 /// Destroys the object (stopping it if started).
 pub fn disable(handle: usize) -> Result<(), R> {
-    let mut all = lock();
-    let i = all
-        .iter()
-        .position(|p| p.handle == handle && handle != 0)
-        .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
-    let p = all.remove(i);
+    let (p, _all) = PROFILERS.remove(handle)?;
     if p.started {
         ACTIVE.fetch_sub(1, Ordering::AcqRel);
     }
@@ -396,7 +386,7 @@ impl Profiler {
 
 /// From [`crate::profiling::on_kernel`]: collects `k` into started objects on its context.
 pub fn on_kernel(k: &Kernel) {
-    let mut all = lock();
+    let mut all = PROFILERS.lock();
     for p in all.iter_mut().filter(|p| p.context_id == k.context_id) {
         if p.started {
             p.kernel(k);
@@ -418,7 +408,7 @@ pub fn on_kernel(k: &Kernel) {
 /// callbacks): a kernel it launched into a started pass that has not run yet is
 /// awaited by that pass.
 pub fn on_launch_exit(context_id: u32, correlation_id: u32) {
-    let mut all = lock();
+    let mut all = PROFILERS.lock();
     for p in all
         .iter_mut()
         .filter(|p| p.started && p.context_id == context_id)
@@ -434,10 +424,7 @@ pub fn on_launch_exit(context_id: u32, correlation_id: u32) {
 /// When the stopped pass of object `handle` is over: `None` while a kernel launched
 /// in it has not run, else the simulated end of its last kernel.
 pub fn pass_end(handle: usize) -> Result<Option<u64>, R> {
-    let all = lock();
-    let p = all
-        .iter()
-        .find(|p| p.handle == handle && handle != 0)
-        .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
-    Ok(p.awaiting.is_empty().then_some(p.last_end))
+    PROFILERS.with(handle, CUPTI_ERROR_INVALID_PARAMETER, |p| {
+        Ok(p.awaiting.is_empty().then_some(p.last_end))
+    })
 }

@@ -1,0 +1,929 @@
+//! The pricing oracle of the roofline tests (tests/tests/collector_roofline.rs): what
+//! `gpuprof report --format json` must say of a session on the simulated H100, computed
+//! from the simulated GPU's cost model (`sim_core`, the same model that timed and
+//! counted each kernel), the GEMM shapes the programs are known to call, and the H100
+//! SXM datasheet peaks, with the formulas of collector/src/analysis/{roofline,
+//! efficiency}.rs's documentation.
+//!
+//! Floats are compared exactly: each expected value is computed with the same
+//! operations in the same order as the documented formula, then printed and parsed like
+//! the report's JSON (see [`norm`]).
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+use sim_core::{CostModel, GemmShape, Launch as SimLaunch};
+use wire::{Kernel, Record};
+
+/// The simulated device's name, and its datasheet peaks (peak_table.rs, H100 SXM5).
+pub const H100: &str = "NVIDIA H100 80GB HBM3";
+pub const H100_SOURCE: &str = "NVIDIA H100 Tensor Core GPU datasheet, SXM5: BF16 dense 989.4 \
+     TFLOP/s, FP8 1978.8, TF32 494.7, FP64 tensor 67, FP32 67, FP64 34 TFLOP/s, 3.35 TB/s";
+
+// library_types.h / cublas_api.h values.
+pub const R_32F: u32 = 0;
+pub const R_16F: u32 = 2;
+pub const R_16BF: u32 = 14;
+pub const COMPUTE_16F: u32 = 64;
+pub const COMPUTE_32F: u32 = 68;
+pub const COMPUTE_32F_FAST_TF32: u32 = 77;
+
+// ---------------------------------------------------------------------------------
+// Peaks
+
+/// The ceilings the expectations use, FLOP/s and bytes/s.
+#[derive(Debug, Clone, Copy)]
+pub struct Ceilings {
+    pub bf16: f64,
+    pub fp16: f64,
+    pub tf32: f64,
+    pub fp32: f64,
+    pub dram: f64,
+}
+
+/// peak_table.rs's H100 SXM5 entry, converted as `from_tera` does (exact integers).
+pub const H100_PEAKS: Ceilings = Ceilings {
+    bf16: 989.4e12,
+    fp16: 989.4e12,
+    tf32: 494.7e12,
+    fp32: 67e12,
+    dram: 3.35e12,
+};
+
+/// A precision and pipe, ordered as the report orders them (precision widest first,
+/// then tensor before CUDA cores).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Math {
+    Fp64Tensor,
+    Fp64Cuda,
+    Fp32Cuda,
+    Tf32Tensor,
+    Fp16Tensor,
+    Fp16Cuda,
+    Bf16Tensor,
+    Fp8Tensor,
+}
+
+impl Math {
+    pub fn precision(self) -> &'static str {
+        match self {
+            Math::Fp64Tensor | Math::Fp64Cuda => "FP64",
+            Math::Fp32Cuda => "FP32",
+            Math::Tf32Tensor => "TF32",
+            Math::Fp16Tensor | Math::Fp16Cuda => "FP16",
+            Math::Bf16Tensor => "BF16",
+            Math::Fp8Tensor => "FP8",
+        }
+    }
+
+    pub fn pipe(self) -> &'static str {
+        match self {
+            Math::Fp64Cuda | Math::Fp32Cuda | Math::Fp16Cuda => "CUDA cores",
+            _ => "tensor",
+        }
+    }
+
+    pub fn peak(self, c: &Ceilings) -> Option<f64> {
+        match self {
+            Math::Bf16Tensor => Some(c.bf16),
+            Math::Fp16Tensor => Some(c.fp16),
+            Math::Tf32Tensor => Some(c.tf32),
+            Math::Fp32Cuda => Some(c.fp32),
+            _ => None,
+        }
+    }
+}
+
+/// FLOPs per count and math of the FLOP counters of the GH100 default set (tensor-pipe
+/// operations count 1, FMAs 2, adds and multiplies 1).
+pub fn flop_weight(metric: &str) -> Option<(f64, Math)> {
+    Some(match metric {
+        "sm__ops_path_tensor_src_bf16_dst_fp32.sum" => (1.0, Math::Bf16Tensor),
+        "sm__ops_path_tensor_op_hgmma_src_fp16.sum"
+        | "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32.sum"
+        | "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp16.sum" => (1.0, Math::Fp16Tensor),
+        "sm__ops_path_tensor_src_fp8.sum" => (1.0, Math::Fp8Tensor),
+        "sm__ops_path_tensor_src_tf32_dst_fp32.sum" => (1.0, Math::Tf32Tensor),
+        "sm__ops_path_tensor_src_fp64.sum" => (1.0, Math::Fp64Tensor),
+        "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum" => (2.0, Math::Fp32Cuda),
+        "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum"
+        | "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum" => (1.0, Math::Fp32Cuda),
+        "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum" => (2.0, Math::Fp16Cuda),
+        "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum"
+        | "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum" => (1.0, Math::Fp16Cuda),
+        "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum" => (2.0, Math::Fp64Cuda),
+        "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum"
+        | "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum" => (1.0, Math::Fp64Cuda),
+        _ => return None,
+    })
+}
+
+// ---------------------------------------------------------------------------------
+// GEMM shapes
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Shape {
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+    pub batch: u64,
+    /// `cudaDataType_t` of A, B, C and D (the programs use one type per call).
+    pub dtype: u32,
+    pub compute: u32,
+}
+
+pub const fn bf16(m: u64, n: u64, k: u64, batch: u64) -> Shape {
+    Shape {
+        m,
+        n,
+        k,
+        batch,
+        dtype: R_16BF,
+        compute: COMPUTE_32F,
+    }
+}
+
+impl Shape {
+    /// 2·M·N·K·batch.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64 * self.batch as f64
+    }
+
+    pub fn elem_bytes(&self) -> u32 {
+        if self.dtype == R_32F {
+            4
+        } else {
+            2
+        }
+    }
+
+    pub fn math(&self) -> Math {
+        match (self.dtype, self.compute) {
+            (R_32F, COMPUTE_32F_FAST_TF32) => Math::Tf32Tensor,
+            (R_32F, _) => Math::Fp32Cuda,
+            (R_16F, _) => Math::Fp16Tensor,
+            _ => Math::Bf16Tensor,
+        }
+    }
+
+    pub fn type_name(&self) -> &'static str {
+        match self.dtype {
+            R_32F => "fp32",
+            R_16F => "fp16",
+            _ => "bf16",
+        }
+    }
+
+    pub fn compute_name(&self) -> &'static str {
+        match self.compute {
+            COMPUTE_16F => "fp16",
+            COMPUTE_32F_FAST_TF32 => "fp32 fast tf32",
+            _ => "fp32",
+        }
+    }
+
+    pub fn label(&self) -> String {
+        let t = self.type_name();
+        format!(
+            "{}x{}x{} x{} {t}·{t}->{t} ({})",
+            self.m,
+            self.n,
+            self.k,
+            self.batch,
+            self.compute_name()
+        )
+    }
+}
+
+/// The GEMMs of tests/c/gemm_linked.c, in call order: six direct ones, then the three
+/// captured into the graph that is replayed 100 times.
+pub const LINKED_DIRECT: [Shape; 6] = [
+    bf16(4096, 4096, 4096, 1),
+    bf16(128, 256, 64, 32),
+    Shape {
+        m: 1000,
+        n: 500,
+        k: 300,
+        batch: 1,
+        dtype: R_32F,
+        compute: COMPUTE_32F,
+    },
+    // FP32 data with the handle in TF32 math mode.
+    Shape {
+        m: 256,
+        n: 256,
+        k: 256,
+        batch: 1,
+        dtype: R_32F,
+        compute: COMPUTE_32F_FAST_TF32,
+    },
+    Shape {
+        m: 512,
+        n: 512,
+        k: 512,
+        batch: 1,
+        dtype: R_16F,
+        compute: COMPUTE_16F,
+    },
+    bf16(2048, 512, 1024, 4),
+];
+pub const LINKED_GRAPH: [Shape; 3] = [
+    bf16(3072, 8, 1024, 1),
+    bf16(1024, 8, 1024, 1),
+    bf16(2048, 512, 1024, 4),
+];
+
+// ---------------------------------------------------------------------------------
+// The expected values
+
+/// A launch configuration: grid, block.
+pub type Config = ([i32; 3], [i32; 3]);
+
+/// One kernel launch as the cost model prices it.
+#[derive(Debug, Clone)]
+pub struct Priced {
+    pub mangled: String,
+    /// Grid and block.
+    pub config: Config,
+    pub ns: u64,
+    pub shape: Option<Shape>,
+    /// Every metric of the plan, when this launch was measured.
+    pub counters: Option<BTreeMap<String, f64>>,
+}
+
+impl Priced {
+    pub fn bytes(&self) -> Option<f64> {
+        let c = self.counters.as_ref()?;
+        Some(c["dram__bytes_read.sum"] + c["dram__bytes_write.sum"])
+    }
+
+    /// Its own hardware FLOPs, by math.
+    pub fn hw_by_math(&self) -> Option<BTreeMap<Math, f64>> {
+        let mut out = BTreeMap::new();
+        for (name, v) in self.counters.as_ref()? {
+            if let Some((w, math)) = flop_weight(name) {
+                *out.entry(math).or_insert(0.0) += w * v;
+            }
+        }
+        Some(out)
+    }
+
+    pub fn hw_flops(&self) -> Option<f64> {
+        self.hw_by_math().map(|m| m.values().sum())
+    }
+}
+
+/// The metrics of the plan under `GPUPROF_REPLAY=kernel`: the GH100 default groups.
+pub fn plan_metrics() -> Vec<&'static str> {
+    let mut all: Vec<&str> = Vec::new();
+    for m in cupti::metrics::default_groups("GH100")
+        .expect("GH100 has a default set")
+        .iter()
+        .flat_map(|g| g.iter())
+    {
+        if !all.contains(m) {
+            all.push(m);
+        }
+    }
+    all
+}
+
+/// Prices every kernel record of `records` (in record order) with the cost model:
+/// `shape_of` gives the GEMM shape of each (by its index among the kernels in start
+/// order), `measured` whether it carries counters. Checks each recorded duration is the
+/// model's.
+pub fn price(
+    records: &[(u32, Record)],
+    shape_of: impl Fn(usize, &Kernel) -> Option<Shape>,
+    measured: impl Fn(&Kernel) -> bool,
+) -> Vec<Priced> {
+    let names: BTreeMap<u32, String> = records
+        .iter()
+        .filter_map(|(_, r)| match r {
+            Record::String(s) => Some((s.id, s.text.clone())),
+            _ => None,
+        })
+        .collect();
+    let kernels: Vec<&Kernel> = records
+        .iter()
+        .filter_map(|(_, r)| match r {
+            Record::Kernel(k) => Some(k),
+            _ => None,
+        })
+        .collect();
+    let mut by_start: Vec<usize> = (0..kernels.len()).collect();
+    by_start.sort_by_key(|&i| kernels[i].start_ns);
+    let mut order = vec![0; kernels.len()];
+    for (pos, &i) in by_start.iter().enumerate() {
+        order[i] = pos;
+    }
+    let model = CostModel::builtin();
+    let metrics = plan_metrics();
+    kernels
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let mangled = names[&k.name].clone();
+            let shape = shape_of(order[i], k);
+            let cost = model
+                .cost(&SimLaunch {
+                    name: mangled.clone(),
+                    grid: k.grid.map(|g| g as u32),
+                    block: k.block.map(|b| b as u32),
+                    shared_mem: k.dynamic_shared_memory as u32,
+                    registers: u32::from(k.registers_per_thread),
+                    gemm: shape.map(|s| GemmShape {
+                        m: s.m,
+                        n: s.n,
+                        k: s.k,
+                        batch: s.batch,
+                        elem_bytes: s.elem_bytes(),
+                    }),
+                })
+                .expect("costed");
+            assert_eq!(
+                k.end_ns - k.start_ns,
+                cost.duration_ns,
+                "{mangled}: the recorded duration is the cost model's"
+            );
+            let counters = measured(k).then(|| {
+                metrics
+                    .iter()
+                    .map(|m| (m.to_string(), cost.counters.get(*m).copied().unwrap_or(0.0)))
+                    .collect()
+            });
+            Priced {
+                mangled,
+                config: (k.grid, k.block),
+                ns: cost.duration_ns,
+                shape,
+                counters,
+            }
+        })
+        .collect()
+}
+
+/// `v` printed and parsed back, as the report's JSON is: serde_json prints floats
+/// exactly (shortest round-trip form) but its parser may round the last bit
+/// differently, so equal values compare equal only after the same trip.
+pub fn norm(v: Value) -> Value {
+    serde_json::from_str(&v.to_string()).expect("JSON")
+}
+
+pub fn num(v: impl Into<Value>) -> Value {
+    norm(v.into())
+}
+
+pub fn pct(f: Option<f64>) -> Value {
+    norm(json!(f.map(|f| (f * 10_000.0).round() / 100.0)))
+}
+
+/// The roofline formulas (roofline.rs) on one kernel, shape or group of launches.
+pub fn point(
+    flops: Option<f64>,
+    bytes: Option<f64>,
+    ns: u64,
+    peak: Option<f64>,
+    bw: Option<f64>,
+) -> Map<String, Value> {
+    let t = (ns > 0).then_some(ns as f64);
+    let intensity = flops
+        .zip(bytes)
+        .filter(|(_, b)| *b > 0.0)
+        .map(|(f, b)| f / b);
+    let achieved = flops.zip(t).map(|(f, t)| f * 1e9 / t);
+    let mfu = achieved.zip(peak).map(|(a, p)| a / p);
+    let mbu = bytes.zip(t).zip(bw).map(|((b, t), w)| b * 1e9 / t / w);
+    let ridge = peak.zip(bw).map(|(p, w)| p / w);
+    let unbounded = matches!((flops, bytes), (Some(f), Some(b)) if b == 0.0 && f > 0.0);
+    let bound = match intensity.zip(ridge) {
+        Some((ai, r)) if ai < r => Some("memory"),
+        Some(_) => Some("compute"),
+        None if unbounded => Some("compute"),
+        None => None,
+    };
+    let attainable = match intensity.zip(peak).zip(bw) {
+        Some(((ai, p), w)) => Some(p.min(ai * w)),
+        None if unbounded => peak,
+        None => None,
+    };
+    let efficiency = achieved
+        .zip(attainable)
+        .and_then(|(a, t)| (t > 0.0).then(|| a / t));
+    let mut m = Map::new();
+    m.insert("intensity".into(), num(intensity));
+    m.insert("achieved_flops_per_s".into(), num(achieved));
+    m.insert("mfu_pct".into(), pct(mfu));
+    m.insert("mbu_pct".into(), pct(mbu));
+    m.insert("ridge".into(), num(ridge));
+    m.insert("bound".into(), json!(bound));
+    m.insert("attainable_flops_per_s".into(), num(attainable));
+    m.insert("roofline_efficiency_pct".into(), pct(efficiency));
+    m
+}
+
+/// The bytes of each launch: its own, else the mean of the measured launches of its
+/// kernel, launch configuration and shape; `None` when neither exists.
+pub fn launch_bytes(launches: &[Priced]) -> Vec<Option<f64>> {
+    let key = |l: &'_ Priced| -> (String, Config, Option<Shape>) {
+        (l.mangled.clone(), l.config, l.shape)
+    };
+    let mut groups: BTreeMap<(String, Config, Option<Shape>), (u64, f64)> = BTreeMap::new();
+    for l in launches {
+        if let Some(b) = l.bytes() {
+            let e = groups.entry(key(l)).or_default();
+            e.0 += 1;
+            e.1 += b;
+        }
+    }
+    launches
+        .iter()
+        .map(|l| {
+            l.bytes()
+                .or_else(|| groups.get(&key(l)).map(|(n, s)| s / *n as f64))
+        })
+        .collect()
+}
+
+/// The family of the kernels the workloads run that have no GEMM shape.
+pub fn family(name: &str) -> &'static str {
+    match name {
+        "rms_norm_kernel" => "reduction",
+        "add_residual_kernel" | "silu_and_mul_kernel" => "elementwise",
+        "paged_attention_v1_kernel" | "flash_fwd_kernel" => "attention",
+        other => panic!("no family known for {other}"),
+    }
+}
+
+/// A kernel row as the report must show it, and what its missing list must say.
+pub struct ExpectedRow {
+    pub row: Map<String, Value>,
+    pub hw_flops: Option<f64>,
+    pub gpu_ns: u64,
+    pub missing: Vec<String>,
+}
+
+/// One row per kernel name, by GPU time (longest first; ties by mangled name).
+///
+/// Hardware FLOPs: per launch configuration (grid, block), each FLOP counter's mean
+/// over the launches that measured it, times the configuration's launches, summed; none
+/// when a configuration was never measured. DRAM bytes: the sum over the launches, each
+/// its own or the mean of its kernel, configuration and shape; none unless every launch
+/// has them.
+pub fn expected_rows(launches: &[Priced], c: &Ceilings) -> Vec<ExpectedRow> {
+    let own_or_same = launch_bytes(launches);
+    let mut by_name: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, l) in launches.iter().enumerate() {
+        by_name.entry(&l.mangled).or_default().push(i);
+    }
+    let mut rows: Vec<ExpectedRow> = by_name
+        .into_iter()
+        .map(|(name, ls)| {
+            let calls = ls.len() as u64;
+            let gpu_ns: u64 = ls.iter().map(|&i| launches[i].ns).sum();
+            let shapes: Vec<Shape> = ls.iter().filter_map(|&i| launches[i].shape).collect();
+            let gemm = !shapes.is_empty();
+            assert!(!gemm || shapes.len() == ls.len(), "{name}: mixed rows");
+            let model_flops: Option<f64> =
+                gemm.then(|| shapes.iter().map(Shape::flops).sum::<f64>());
+            let mut configs: BTreeMap<Config, Vec<&Priced>> = BTreeMap::new();
+            for &i in &ls {
+                configs
+                    .entry(launches[i].config)
+                    .or_default()
+                    .push(&launches[i]);
+            }
+            let mut by_math: BTreeMap<Math, f64> = BTreeMap::new();
+            let mut complete = true;
+            let mut counted = false;
+            let mut fewest = u64::MAX;
+            let mut unmeasured: Vec<Config> = Vec::new();
+            for (config, cl) in &configs {
+                let measured: Vec<&&Priced> = cl.iter().filter(|l| l.counters.is_some()).collect();
+                if measured.is_empty() {
+                    complete = false;
+                    unmeasured.push(*config);
+                    continue;
+                }
+                counted = true;
+                fewest = fewest.min(measured.len() as u64);
+                let mut per_launch: BTreeMap<Math, f64> = BTreeMap::new();
+                for m in measured[0].counters.as_ref().unwrap().keys() {
+                    if let Some((w, math)) = flop_weight(m) {
+                        let sum: f64 = measured
+                            .iter()
+                            .map(|l| l.counters.as_ref().unwrap()[m])
+                            .sum();
+                        *per_launch.entry(math).or_insert(0.0) += w * sum / measured.len() as f64;
+                    }
+                }
+                for (m, f) in per_launch {
+                    *by_math.entry(m).or_insert(0.0) += f * cl.len() as f64;
+                }
+            }
+            let hw_flops = (counted && complete).then(|| by_math.values().sum::<f64>());
+            let hw_math = by_math
+                .iter()
+                .filter(|(_, v)| **v > 0.0)
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(m, _)| *m);
+            let (source, math, flops) = if gemm {
+                // One precision per kernel in these programs.
+                let math = shapes[0].math();
+                assert!(shapes.iter().all(|s| s.math() == math));
+                (Some("model"), Some(math), model_flops)
+            } else if hw_flops.is_some() {
+                (Some("hw"), hw_math, hw_flops)
+            } else {
+                (None, None, None)
+            };
+            let bytes_launches = ls
+                .iter()
+                .filter(|&&i| launches[i].counters.is_some())
+                .count() as u64;
+            let with_bytes = ls.iter().filter(|&&i| own_or_same[i].is_some()).count() as u64;
+            let bytes: Option<f64> =
+                (with_bytes == calls).then(|| ls.iter().map(|&i| own_or_same[i].unwrap()).sum());
+            let peak = math.and_then(|m| m.peak(c));
+            let mut missing = Vec::new();
+            if source.is_none() && !counted {
+                missing.push("no GEMM shape and no FLOP counters".to_string());
+            }
+            if counted && !complete {
+                let mut flop_metrics: Vec<&str> = plan_metrics()
+                    .into_iter()
+                    .filter(|m| flop_weight(m).is_some())
+                    .collect();
+                flop_metrics.sort_unstable();
+                let dims = |d: [i32; 3]| format!("{}x{}x{}", d[0], d[1], d[2]);
+                let (grid, block) = unmeasured[0];
+                missing.push(format!(
+                    "no hw FLOPs: FLOP counters never measured on {} of its {} launch \
+                     configuration{} (grid {}, block {}: {}{})",
+                    unmeasured.len(),
+                    configs.len(),
+                    if configs.len() == 1 { "" } else { "s" },
+                    dims(grid),
+                    dims(block),
+                    flop_metrics.join(", "),
+                    if unmeasured.len() > 1 {
+                        "; and others"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            if bytes_launches == 0 {
+                missing.push("no DRAM counters".to_string());
+            } else if bytes.is_none() {
+                missing.push(format!(
+                    "DRAM bytes for only {with_bytes} of {calls} launches (no launch of the \
+                     same launch configuration and GEMM shape measured them)"
+                ));
+            }
+            let mut p = point(flops, bytes, gpu_ns, peak, Some(c.dram));
+            if flops == Some(0.0) && p["mfu_pct"].is_null() && gpu_ns > 0 {
+                p.insert("mfu_pct".into(), json!(0.0));
+            }
+            let mut row = Map::new();
+            row.insert("mangled".into(), json!(name));
+            row.insert("gpu".into(), json!(H100));
+            row.insert(
+                "family".into(),
+                json!(if gemm { "GEMM" } else { family(name) }),
+            );
+            row.insert("precision".into(), json!(math.map(Math::precision)));
+            row.insert("pipe".into(), json!(math.map(Math::pipe)));
+            row.insert("calls".into(), json!(calls));
+            row.insert("gpu_ns".into(), json!(gpu_ns));
+            row.insert("gemm_launches".into(), json!(shapes.len() as u64));
+            row.insert("gemm_part_launches".into(), json!(0u64));
+            row.insert("model_flops".into(), num(model_flops));
+            row.insert(
+                "hw_flops_launches".into(),
+                json!(if hw_flops.is_some() { fewest } else { 0 }),
+            );
+            row.insert("flops_source".into(), json!(source));
+            row.insert("bytes".into(), num(bytes));
+            row.insert("bytes_launches".into(), json!(bytes_launches));
+            row.insert("peak_flops_per_s".into(), num(peak));
+            row.insert("dram_bytes_per_s".into(), num(c.dram));
+            row.extend(p);
+            ExpectedRow {
+                row,
+                hw_flops,
+                gpu_ns,
+                missing,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.gpu_ns
+            .cmp(&a.gpu_ns)
+            .then_with(|| a.row["mangled"].as_str().cmp(&b.row["mangled"].as_str()))
+    });
+    rows
+}
+
+/// The missing list: the kernel rows' entries in row order (kernels named as the report
+/// shows them), then "no DRAM counters" for each shape no launch measured.
+pub fn expected_missing(r: &Value, rows: &[ExpectedRow], shapes: &[Value]) -> Value {
+    let shown = |mangled: &Value| -> Value {
+        r["roofline"]["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| &k["mangled"] == mangled)
+            .map(|k| k["name"].clone())
+            .unwrap_or(Value::Null)
+    };
+    let mut want: Vec<Value> = Vec::new();
+    for row in rows {
+        for w in &row.missing {
+            want.push(json!({"kernel": shown(&row.row["mangled"]), "gpu": H100, "what": w}));
+        }
+    }
+    for s in shapes.iter().filter(|s| s["bytes"].is_null()) {
+        want.push(json!({
+            "kernel": format!("GEMM {}", s["shape"].as_str().unwrap()),
+            "gpu": H100,
+            "what": "no DRAM counters for this GEMM shape",
+        }));
+    }
+    json!(want)
+}
+
+pub fn close(got: f64, want: f64) -> bool {
+    got == want || ((got - want) / want).abs() <= 1e-12
+}
+
+pub fn assert_close(got: &Value, want: Option<f64>, what: &str) {
+    match (got.as_f64(), want) {
+        (Some(g), Some(w)) => assert!(close(g, w), "{what}: got {g}, want {w}"),
+        (None, None) => assert!(got.is_null(), "{what}: {got}"),
+        (g, w) => panic!("{what}: got {g:?}, want {w:?}"),
+    }
+}
+
+/// Asserts the report's kernel rows are `want`, field by field: every field exactly but
+/// `hw_flops` (relative 1e-12: a mean scaled back up), `name` (demangled; checked equal
+/// to the mangled name for plain C names).
+pub fn assert_rows(report: &Value, want: &[ExpectedRow]) {
+    let got = report["roofline"]["kernels"]
+        .as_array()
+        .expect("roofline kernels");
+    let got_names: Vec<&str> = got
+        .iter()
+        .map(|r| r["mangled"].as_str().unwrap_or("?"))
+        .collect();
+    let want_names: Vec<&str> = want
+        .iter()
+        .map(|w| w.row["mangled"].as_str().unwrap())
+        .collect();
+    assert_eq!(got_names, want_names, "kernel rows, by GPU time");
+    for (g, w) in got.iter().zip(want) {
+        let name = w.row["mangled"].as_str().unwrap();
+        let g = g.as_object().expect("row object");
+        assert_close(&g["hw_flops"], w.hw_flops, &format!("{name}: hw_flops"));
+        if !name.starts_with("_Z") {
+            assert_eq!(g["name"], json!(name));
+        }
+        let mut keys: Vec<&String> = g
+            .keys()
+            .filter(|k| *k != "hw_flops" && *k != "name")
+            .collect();
+        keys.sort();
+        let mut want_keys: Vec<&String> = w.row.keys().collect();
+        want_keys.sort();
+        assert_eq!(keys, want_keys, "{name}: fields");
+        for k in keys {
+            assert_eq!(g[k], w.row[k], "{name}: {k}");
+        }
+    }
+}
+
+/// What one launch adds to a rollup: its FLOPs (a GEMM's model FLOPs, else its own
+/// hardware FLOPs), their peak, its bytes and its GPU time.
+pub struct RollupLaunch {
+    pub ns: u64,
+    pub flops: Option<f64>,
+    pub model: bool,
+    pub peak: Option<f64>,
+    pub bytes: Option<f64>,
+}
+
+pub fn rollup_launches(launches: &[Priced], c: &Ceilings) -> Vec<RollupLaunch> {
+    let bytes = launch_bytes(launches);
+    launches
+        .iter()
+        .zip(bytes)
+        .map(|(l, b)| match l.shape {
+            Some(s) => RollupLaunch {
+                ns: l.ns,
+                flops: Some(s.flops()),
+                model: true,
+                peak: s.math().peak(c),
+                bytes: b,
+            },
+            None => {
+                let by_math = l.hw_by_math();
+                // The peak of the math with the most FLOPs on this kernel.
+                let math = by_math.as_ref().and_then(|m| {
+                    m.iter()
+                        .filter(|(_, v)| **v > 0.0)
+                        .max_by(|a, b| a.1.total_cmp(b.1))
+                        .map(|(m, _)| *m)
+                });
+                RollupLaunch {
+                    ns: l.ns,
+                    flops: l.hw_flops(),
+                    model: false,
+                    peak: math.and_then(|m| m.peak(c)),
+                    bytes: b,
+                }
+            }
+        })
+        .collect()
+}
+
+/// efficiency.rs's rollup: MFU = (Σ F_i / P_i) / Σ t_i, MBU = (Σ B_i / W) / Σ t_i,
+/// AI = Σ F_i / Σ B_i, achieved = Σ F_i / Σ t_i.
+pub struct ExpectedRollup {
+    pub launches: u64,
+    pub gpu_ns: u64,
+    pub model_flops: f64,
+    pub hw_flops: f64,
+    pub flops_ns: u64,
+    pub bytes: f64,
+    pub bytes_ns: u64,
+    pub intensity: Option<f64>,
+    pub achieved: Option<f64>,
+    pub mfu: Option<f64>,
+    pub mbu: Option<f64>,
+}
+
+pub fn expected_rollup<'a>(
+    ls: impl Iterator<Item = &'a RollupLaunch>,
+    c: &Ceilings,
+) -> ExpectedRollup {
+    let mut r = ExpectedRollup {
+        launches: 0,
+        gpu_ns: 0,
+        model_flops: 0.0,
+        hw_flops: 0.0,
+        flops_ns: 0,
+        bytes: 0.0,
+        bytes_ns: 0,
+        intensity: None,
+        achieved: None,
+        mfu: None,
+        mbu: None,
+    };
+    let (mut flops, mut at_peak, mut at_bw, mut ai_f, mut ai_b) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    let (mut any_f, mut any_p, mut any_b) = (false, false, false);
+    for l in ls {
+        r.launches += 1;
+        r.gpu_ns += l.ns;
+        if let Some(f) = l.flops {
+            any_f = true;
+            flops += f;
+            r.flops_ns += l.ns;
+            if l.model {
+                r.model_flops += f;
+            } else {
+                r.hw_flops += f;
+            }
+            match l.peak {
+                Some(p) => {
+                    any_p = true;
+                    at_peak += f / p;
+                }
+                None if f == 0.0 => any_p = true,
+                None => {}
+            }
+            if let Some(b) = l.bytes {
+                ai_f += f;
+                ai_b += b;
+            }
+        }
+        if let Some(b) = l.bytes {
+            r.bytes += b;
+            r.bytes_ns += l.ns;
+            any_b = true;
+            at_bw += b / c.dram;
+        }
+    }
+    let ns = r.gpu_ns as f64;
+    r.achieved = any_f.then(|| flops * 1e9 / ns);
+    r.mfu = any_p.then(|| at_peak * 1e9 / ns);
+    r.mbu = any_b.then(|| at_bw * 1e9 / ns);
+    r.intensity = (ai_b > 0.0).then(|| ai_f / ai_b);
+    r
+}
+
+/// Asserts a rollup row: counts, times and model FLOPs exactly; hardware FLOPs, AI and
+/// achieved FLOP/s to 1e-12 (a sum of per-launch terms in another grouping); MFU and MBU
+/// as rounded percentages; byte fields only when `with_bytes`.
+pub fn assert_rollup(got: &Value, want: &ExpectedRollup, with_bytes: bool, what: &str) {
+    assert_eq!(got["launches"], json!(want.launches), "{what}: launches");
+    assert_eq!(got["gpu_ns"], json!(want.gpu_ns), "{what}: gpu_ns");
+    assert_eq!(got["flops_ns"], json!(want.flops_ns), "{what}: flops_ns");
+    assert_eq!(
+        got["model_flops"],
+        num(want.model_flops),
+        "{what}: model_flops"
+    );
+    assert_close(
+        &got["hw_flops"],
+        Some(want.hw_flops),
+        &format!("{what}: hw"),
+    );
+    assert_close(
+        &got["achieved_flops_per_s"],
+        want.achieved,
+        &format!("{what}: achieved"),
+    );
+    assert_eq!(got["mfu_pct"], pct(want.mfu), "{what}: mfu_pct");
+    if with_bytes {
+        assert_eq!(got["bytes"], num(want.bytes), "{what}: bytes");
+        assert_eq!(got["bytes_ns"], json!(want.bytes_ns), "{what}: bytes_ns");
+        assert_close(
+            &got["intensity"],
+            want.intensity,
+            &format!("{what}: intensity"),
+        );
+        assert_eq!(got["mbu_pct"], pct(want.mbu), "{what}: mbu_pct");
+    }
+}
+
+/// The shape rows: per shape, its launches' time, model FLOPs and bytes (null when no
+/// launch of the shape measured them), by GPU time.
+pub fn expected_shapes(launches: &[Priced], c: &Ceilings, report: &Value) -> Vec<Value> {
+    // Kernels are listed by their demangled names, as the kernel rows show them.
+    let shown: BTreeMap<&str, &str> = report["roofline"]["kernels"]
+        .as_array()
+        .expect("roofline kernels")
+        .iter()
+        .map(|k| (k["mangled"].as_str().unwrap(), k["name"].as_str().unwrap()))
+        .collect();
+    let bytes = launch_bytes(launches);
+    let mut by_shape: BTreeMap<Shape, Vec<usize>> = BTreeMap::new();
+    for (i, l) in launches.iter().enumerate() {
+        if let Some(s) = l.shape {
+            by_shape.entry(s).or_default().push(i);
+        }
+    }
+    let mut rows: Vec<(u64, Shape, Value)> = by_shape
+        .into_iter()
+        .map(|(s, ls)| {
+            let gpu_ns: u64 = ls.iter().map(|&i| launches[i].ns).sum();
+            let model_flops: f64 = ls.iter().map(|_| s.flops()).sum();
+            let bytes_launches = ls
+                .iter()
+                .filter(|&&i| launches[i].counters.is_some())
+                .count() as u64;
+            let b: Option<f64> = ls
+                .iter()
+                .map(|&i| bytes[i])
+                .sum::<Option<f64>>()
+                .filter(|_| bytes_launches > 0);
+            let math = s.math();
+            let mut kernels: Vec<&str> = ls
+                .iter()
+                .map(|&i| shown[launches[i].mangled.as_str()])
+                .collect();
+            kernels.sort();
+            kernels.dedup();
+            let t = s.type_name();
+            let mut row = json!({
+                "shape": s.label(),
+                "gpu": H100,
+                "m": s.m,
+                "n": s.n,
+                "k": s.k,
+                "batch": s.batch,
+                "a_type": t,
+                "b_type": t,
+                "c_type": t,
+                "d_type": t,
+                "compute_type": s.compute_name(),
+                "precision": math.precision(),
+                "pipe": math.pipe(),
+                "calls": ls.len() as u64,
+                "launches": ls.len() as u64,
+                "gpu_ns": gpu_ns,
+                "model_flops": model_flops,
+                "bytes": b,
+                "bytes_launches": bytes_launches,
+                "peak_flops_per_s": math.peak(c),
+                "dram_bytes_per_s": c.dram,
+                "kernels": kernels,
+            });
+            let p = point(Some(model_flops), b, gpu_ns, math.peak(c), Some(c.dram));
+            row.as_object_mut().unwrap().extend(p);
+            (gpu_ns, s, norm(row))
+        })
+        .collect();
+    rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    rows.into_iter().map(|(_, _, v)| v).collect()
+}

@@ -1,0 +1,58 @@
+//! A command on the simulated CUDA stack: a clean environment, the stack's libraries on
+//! the loader path and, as a test asks, CUPTI impersonating a release and libgpuprof.so
+//! injected.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::{artifact, clean_env, cupti_major, sim_cupti, sim_lib_dir, Injection};
+
+/// Builds a [`Command`] that runs on the simulated stack.
+pub struct SimCommand(Command);
+
+impl SimCommand {
+    /// `cmd` with a clean environment ([`clean_env`]) and the simulated stack
+    /// ([`sim_lib_dir`]) on `LD_LIBRARY_PATH`.
+    pub fn new(mut cmd: Command) -> SimCommand {
+        clean_env(&mut cmd);
+        cmd.env("LD_LIBRARY_PATH", sim_lib_dir());
+        SimCommand(cmd)
+    }
+
+    /// The simulated CUPTI impersonating `release` ("13.4"), and named to libgpuprof.so
+    /// by `GPUPROF_CUPTI_LIB`.
+    pub fn cupti(mut self, release: &str) -> SimCommand {
+        self.0
+            .env("GPUPROF_CUPTI_LIB", sim_cupti(cupti_major(release)))
+            .env("SIMCUPTI_VERSION", release);
+        self
+    }
+
+    /// The libraries from `dir` instead (a copy of the stack with a piece missing, ...).
+    pub fn libraries(mut self, dir: &Path) -> SimCommand {
+        self.0.env("LD_LIBRARY_PATH", dir);
+        self
+    }
+
+    /// libgpuprof.so injected the `how` way.
+    pub fn injected(mut self, how: Injection) -> SimCommand {
+        match how {
+            Injection::Driver => self
+                .0
+                .env("CUDA_INJECTION64_PATH", artifact("libgpuprof.so")),
+            Injection::Preload => self.0.env("LD_PRELOAD", artifact("libgpuprof.so")),
+        };
+        self
+    }
+
+    /// libgpuprof.so writes its ring into `dir`, with no collector.
+    pub fn session_dir(mut self, dir: &Path) -> SimCommand {
+        self.0.env("GPUPROF_SESSION_DIR", dir);
+        self
+    }
+
+    /// The command, to add arguments and variables to and run.
+    pub fn command(self) -> Command {
+        self.0
+    }
+}
