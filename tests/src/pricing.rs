@@ -20,13 +20,14 @@ pub const H100: &str = "NVIDIA H100 80GB HBM3";
 pub const H100_SOURCE: &str = "NVIDIA H100 Tensor Core GPU datasheet, SXM5: BF16 dense 989.4 \
      TFLOP/s, FP8 1978.8, TF32 494.7, FP64 tensor 67, FP32 67, FP64 34 TFLOP/s, 3.35 TB/s";
 
-// library_types.h / cublas_api.h values.
-pub const R_32F: u32 = 0;
-pub const R_16F: u32 = 2;
-pub const R_16BF: u32 = 14;
-pub const COMPUTE_16F: u32 = 64;
-pub const COMPUTE_32F: u32 = 68;
-pub const COMPUTE_32F_FAST_TF32: u32 = 77;
+// library_types.h / cublas_api.h values, from the generated bindings.
+pub use cupti_sys::cublas::cublasComputeType_t::{
+    CUBLAS_COMPUTE_16F as COMPUTE_16F, CUBLAS_COMPUTE_32F as COMPUTE_32F,
+    CUBLAS_COMPUTE_32F_FAST_TF32 as COMPUTE_32F_FAST_TF32,
+};
+pub use cupti_sys::cudaDataType_t::{
+    CUDA_R_16BF as R_16BF, CUDA_R_16F as R_16F, CUDA_R_32F as R_32F,
+};
 
 // ---------------------------------------------------------------------------------
 // Peaks

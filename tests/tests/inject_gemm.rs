@@ -12,13 +12,12 @@ use gpuprof_tests::{
 };
 use wire::{Gemm, Record};
 
-// library_types.h / cublas_api.h values.
-const R_32F: u32 = 0;
-const R_16F: u32 = 2;
-const R_16BF: u32 = 14;
-const COMPUTE_16F: u32 = 64;
-const COMPUTE_32F: u32 = 68;
-const COMPUTE_32F_FAST_TF32: u32 = 77;
+// library_types.h / cublas_api.h values, from the generated bindings.
+use cupti_sys::cublas::cublasComputeType_t::{
+    CUBLAS_COMPUTE_16F as COMPUTE_16F, CUBLAS_COMPUTE_32F as COMPUTE_32F,
+    CUBLAS_COMPUTE_32F_FAST_TF32 as COMPUTE_32F_FAST_TF32,
+};
+use cupti_sys::cudaDataType_t::{CUDA_R_16BF as R_16BF, CUDA_R_16F as R_16F, CUDA_R_32F as R_32F};
 
 fn gemms(records: &[Record]) -> Vec<&Gemm> {
     records
