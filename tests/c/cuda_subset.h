@@ -1,31 +1,12 @@
 /* What the driver API test clients (driver_tracer.c, driver_workload.c) share: the
- * cuda.h (CUDA 13) subset they call, resolved with dlsym from libcuda.so.1 (types, the
- * function pointers and load_all(), which resolves them all or exits), and the PTX
- * module with two kernels they load. */
+ * cuda.h (CUDA 13) subset they call (function pointers through cuda_loader.h, and
+ * load_all(), which resolves them all or exits), and the PTX module with two kernels
+ * they load. */
 #ifndef GPUPROF_CUDA_SUBSET_H
 #define GPUPROF_CUDA_SUBSET_H
 
-#include <dlfcn.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "cuda_loader.h"
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef void *CUcontext, *CUstream, *CUevent, *CUmodule, *CUfunction, *CUgraph, *CUgraphExec, *CUgraphNode;
-typedef struct { char bytes[16]; } CUuuid;
-
-static void *lib;
-static void *sym(const char *name) {
-    if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    void *p = lib ? dlsym(lib, name) : NULL;
-    if (!p) { printf("missing %s\n", name); exit(1); }
-    return p;
-}
-#define FN(ret, name, args) static ret(*name) args;
-#define LOAD(name) name = sym(#name)
 FN(CUresult, cuInit, (unsigned))
 FN(CUresult, cuDevicePrimaryCtxRetain, (CUcontext *, CUdevice))
 FN(CUresult, cuDevicePrimaryCtxRelease_v2, (CUdevice))

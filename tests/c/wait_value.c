@@ -26,19 +26,8 @@
 
 #include "sim_abi.h"
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-typedef void *CUcontext, *CUstream, *CUmodule, *CUfunction;
+#include "cuda_loader.h"
 
-static void *lib;
-static void *sym(const char *name) {
-    if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    void *p = lib ? dlsym(lib, name) : NULL;
-    if (!p) { printf("missing %s\n", name); exit(1); }
-    return p;
-}
-#define FN(ret, name, args) static ret(*name) args;
-#define LOAD(name) name = sym(#name)
 FN(CUresult, cuInit, (unsigned))
 FN(CUresult, cuCtxCreate_v2, (CUcontext *, unsigned, int))
 FN(CUresult, cuCtxDestroy_v2, (CUcontext))
