@@ -270,21 +270,18 @@ fn main() -> Result<()> {
             )
         })?)
         .with_context(|| format!("parsing {}", extras_path.display()))?;
-    let nvtx_include = extras
-        .get("nvtx_include")
-        .with_context(|| format!("{} names no nvtx_include", extras_path.display()))?;
-    gen_common(common, nvtx_include, &out)?;
-    let cublas_include = extras
-        .get("cublas_include")
-        .with_context(|| format!("{} names no cublas_include", extras_path.display()))?;
+    let extra = |name: &str| {
+        extras
+            .get(name)
+            .with_context(|| format!("{} names no {name}", extras_path.display()))
+    };
+    gen_common(common, extra("nvtx_include")?, &out)?;
     let cuda12 = manifest
         .iter()
         .find(|r| r.release == CUBLAS_CUDA_FROM)
         .with_context(|| format!("release {CUBLAS_CUDA_FROM} missing from the manifest"))?;
-    let cccl_include = extras
-        .get("cccl_include")
-        .with_context(|| format!("{} names no cccl_include", extras_path.display()))?;
-    gen_cublas(cuda12, &[cublas_include, cccl_include], &out)?;
+    let include = [extra("cublas_include")?, extra("cccl_include")?];
+    gen_cublas(cuda12, &include, &out)?;
 
     let mut index = Vec::new();
     for rel in &manifest {
@@ -388,18 +385,10 @@ fn gen_cublas(cuda: &Release, include: &[&PathBuf], out: &Path) -> Result<()> {
     }
     let code = b.generate().context("bindgen (cuBLAS)")?.to_string();
     let mut file: syn::File = syn::parse_str(&code).context("parsing bindgen output")?;
-    let mut fns = BTreeMap::new();
-    file.items.retain(|item| match item {
-        syn::Item::ForeignMod(fm) => {
-            for fi in &fm.items {
-                if let syn::ForeignItem::Fn(f) = fi {
-                    fns.insert(f.sig.ident.to_string(), f.sig.clone());
-                }
-            }
-            false
-        }
-        _ => true,
-    });
+    let fns: BTreeMap<String, syn::Signature> = take_functions(&mut file)
+        .into_iter()
+        .map(|sig| (sig.ident.to_string(), sig))
+        .collect();
     for f in CUBLAS_HOOKED.iter().chain(CUBLAS_CALLED) {
         if !fns.contains_key(*f) {
             bail!("{f} is not declared in the cuBLAS headers");
@@ -536,19 +525,8 @@ fn gen_common(rel: &Release, nvtx_include: &Path, out: &Path) -> Result<()> {
     let code = b.generate().context("bindgen (common)")?.to_string();
     let mut file: syn::File = syn::parse_str(&code).context("parsing bindgen output")?;
 
-    // Pull the extern blocks out: functions are reached only through the tables.
-    let mut fns = Vec::new();
-    file.items.retain(|item| match item {
-        syn::Item::ForeignMod(fm) => {
-            for fi in &fm.items {
-                if let syn::ForeignItem::Fn(f) = fi {
-                    fns.push(f.sig.clone());
-                }
-            }
-            false
-        }
-        _ => true,
-    });
+    // Functions are reached only through the tables.
+    let mut fns = take_functions(&mut file);
     fns.sort_by_key(|s| s.ident.to_string());
 
     let body = prettyplease::unparse(&file);
@@ -583,6 +561,24 @@ fn gen_common(rel: &Release, nvtx_include: &Path, out: &Path) -> Result<()> {
     )?);
     write(&out.join("nvperf_host_fns.rs"), &t)?;
     Ok(())
+}
+
+/// Takes bindgen's extern blocks out of `file` and returns their functions'
+/// signatures: nothing is linked, functions are reached through pointers.
+fn take_functions(file: &mut syn::File) -> Vec<syn::Signature> {
+    let mut fns = Vec::new();
+    file.items.retain(|item| match item {
+        syn::Item::ForeignMod(fm) => {
+            for fi in &fm.items {
+                if let syn::ForeignItem::Fn(f) = fi {
+                    fns.push(f.sig.clone());
+                }
+            }
+            false
+        }
+        _ => true,
+    });
+    fns
 }
 
 /// Every allowlist entry must name at least one function: a typo must not silently
