@@ -465,3 +465,39 @@ fn samples_are_attributed_to_kernels_by_overlap_with_idle_time_kept() {
     let json = sampling_report("unsampled-json", false, &["--format", "json"]);
     assert!(!json.contains("sample_"), "{json}");
 }
+
+/// A metric name longer than a format width may be (u16::MAX) is printed, padded, not a
+/// panic: the session file decides how long names are.
+#[test]
+fn a_metric_name_of_70000_characters_is_printed() {
+    let long = "m".repeat(70_000);
+    let dir = Scratch::new("counters-long-name");
+    let mut w = SessionWriter::create(&dir.join("session.gpuprof")).unwrap();
+    for (pid, records) in frames() {
+        let records: Vec<Record> = records
+            .into_iter()
+            .map(|r| match r {
+                Record::String(ref st) if pid == 4242 && st.id == 5 => s(5, &long),
+                r => r,
+            })
+            .collect();
+        w.append(pid, &wire::encode_batch(&records).unwrap())
+            .unwrap();
+    }
+    w.sync().unwrap();
+    let out = run(&["report", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    // Names padded to the longest, two spaces, values right-aligned to the widest
+    // ("762144.25").
+    let read = format!(
+        "\n    dram__bytes_read.sum{}    1572864 (2 launches)\n",
+        " ".repeat(70_000 - "dram__bytes_read.sum".len())
+    );
+    let tensor = format!("\n    {long}      61.25 (1 launch)\n");
+    assert!(
+        stdout.contains(&read),
+        "the DRAM row is not padded to the long name"
+    );
+    assert!(stdout.contains(&tensor), "the long name's row is missing");
+}

@@ -13,8 +13,15 @@ use crate::analysis::{Counters, KernelStats, Summary};
 fn metric_rows(out: &mut String, rows: &[(String, String, String)]) {
     let name_w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
     let value_w = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);
+    // Padded by hand: a format width above u16::MAX panics, and a metric name in a
+    // session file can be that long.
+    let pad = |n: usize| " ".repeat(n);
     for (name, v, note) in rows {
-        let _ = writeln!(out, "    {name:<name_w$}  {v:>value_w$} {note}");
+        let (name_pad, value_pad) = (
+            pad(name_w - name.chars().count()),
+            pad(value_w - v.chars().count()),
+        );
+        let _ = writeln!(out, "    {name}{name_pad}  {value_pad}{v} {note}");
     }
 }
 
