@@ -183,14 +183,21 @@ impl Options {
                 Level::Warn
             }),
         };
-        let disabled = match r.value("GPUPROF_DISABLE").as_deref() {
-            None | Some("0") => false,
-            Some("1") => true,
-            Some(v) => {
-                r.warnings
-                    .push(format!("GPUPROF_DISABLE={v:?} is not 0 or 1; using 0"));
-                false
-            }
+        // Whoever sets the variable means to turn profiling off: a value not understood
+        // turns it off too, with a warning, rather than leaving it on.
+        let disabled = match r.value("GPUPROF_DISABLE") {
+            None => false,
+            Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "0" | "false" | "no" | "off" => false,
+                "1" | "true" | "yes" | "on" => true,
+                _ => {
+                    r.warnings.push(format!(
+                        "GPUPROF_DISABLE={v:?} is not 1 / true / yes / on or 0 / false / no / off; \
+                         taking it as 1"
+                    ));
+                    true
+                }
+            },
         };
         let cupti_buffer_size = r.size(
             "GPUPROF_CUPTI_BUFFER_SIZE",
@@ -410,19 +417,42 @@ mod tests {
     }
 
     #[test]
+    fn disable_takes_the_usual_spellings() {
+        for (v, disabled) in [
+            ("1", true),
+            ("true", true),
+            (" Yes ", true),
+            ("ON", true),
+            ("0", false),
+            ("false", false),
+            ("no", false),
+            ("Off", false),
+        ] {
+            let (o, w) = Options::from_env(env(&[("GPUPROF_DISABLE", v)]));
+            assert_eq!((o.disabled, w), (disabled, vec![]), "GPUPROF_DISABLE={v:?}");
+        }
+    }
+
+    #[test]
     fn invalid_values_warn_with_name_and_fallback() {
         let (o, w) = Options::from_env(env(&[
             ("GPUPROF_LOG", "loud"),
-            ("GPUPROF_DISABLE", "yes"),
+            ("GPUPROF_DISABLE", "maybe"),
             ("GPUPROF_RING_SIZE", "1K"),
             ("GPUPROF_CUPTI_BUFFERS", "many"),
         ]));
-        assert_eq!(o, Options::default());
+        assert_eq!(
+            o,
+            Options {
+                disabled: true,
+                ..Options::default()
+            }
+        );
         assert_eq!(
             w,
             vec![
                 "GPUPROF_LOG=\"loud\" is not one of off, error, warn, info, debug; using warn".to_string(),
-                "GPUPROF_DISABLE=\"yes\" is not 0 or 1; using 0".to_string(),
+                "GPUPROF_DISABLE=\"maybe\" is not 1 / true / yes / on or 0 / false / no / off; taking it as 1".to_string(),
                 "GPUPROF_CUPTI_BUFFERS=\"many\" is not a whole number from 1 to 1024; using 8".to_string(),
                 "GPUPROF_RING_SIZE=\"1K\" is not a size from 4K to 2G (bytes, or with suffix K, M, G); using 64M"
                     .to_string(),
