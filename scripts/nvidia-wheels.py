@@ -89,6 +89,10 @@ CRT = {
 # Other NVIDIA libraries the tests run for real: NVTX (libnvtx3interop.so.1 exports
 # the NVTX C API and implements NVTX_INJECTION64_PATH; cudarc loads it as
 # libnvToolsExt.so). name -> (dist, version, sha256, file inside the wheel)
+# cuBLAS 12.9.1.4: (dist, version, sha256); its headers and libraries are two extras.
+CUBLAS_WHEEL = ("nvidia-cublas-cu12", "12.9.1.4",
+                "453611eb21a7c1f2c2156ed9f3a45b691deda0440ec550860290dc901af5b4c2")
+
 EXTRAS = {
     "libnvtx3interop": ("nvidia-nvtx-cu12", "12.9.79",
                         "fec150986817f2b4e7eed72ed059f2dcb9ba3856b9a96134e448eac946a6952f",
@@ -100,14 +104,10 @@ EXTRAS = {
                      "nvidia/nvtx/include"),
     # cuBLAS / cuBLASLt headers (cublas_api.h, cublasLt.h): the bindings of the GEMM
     # functions libgpuprof.so hooks.
-    "cublas_include": ("nvidia-cublas-cu12", "12.9.1.4",
-                       "453611eb21a7c1f2c2156ed9f3a45b691deda0440ec550860290dc901af5b4c2",
-                       "nvidia/cublas/include"),
+    "cublas_include": (*CUBLAS_WHEEL, "nvidia/cublas/include"),
     # NVIDIA's cuBLAS / cuBLASLt libraries (the same wheel): the tests check they export
     # every function libgpuprof.so hooks or calls, by the name the bindings declare.
-    "cublas_lib": ("nvidia-cublas-cu12", "12.9.1.4",
-                   "453611eb21a7c1f2c2156ed9f3a45b691deda0440ec550860290dc901af5b4c2",
-                   "nvidia/cublas/lib"),
+    "cublas_lib": (*CUBLAS_WHEEL, "nvidia/cublas/lib"),
     # CCCL's <nv/target>, which the CUDA 12.9 cuda_fp16.h (included by cublas_api.h)
     # includes.
     "cccl_include": ("nvidia-cuda-cccl-cu12", "12.9.27",

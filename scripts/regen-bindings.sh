@@ -7,12 +7,13 @@
 #                                       if it differs from the committed files
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/libclang.sh
 case "${1:-}" in
     ""|--check) ;;
     *) echo "usage: $0 [--check]" >&2; exit 2 ;;
 esac
 python3 scripts/nvidia-wheels.py fetch >/dev/null
-if ! ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 && ! ldconfig -p | grep -q 'libclang[-.0-9]*\.so'; then
+if ! have_libclang; then
     echo "error: bindgen needs libclang; install libclang-dev" >&2
     exit 1
 fi

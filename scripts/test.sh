@@ -5,6 +5,7 @@
 # simulated GPU, and checks the committed bindings regenerate byte-for-byte.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/libclang.sh
 
 step() { printf '\n== %s\n' "$*" >&2; }
 
@@ -12,7 +13,7 @@ step "NVIDIA wheels (headers and real libraries for the offline tests)"
 python3 scripts/nvidia-wheels.py fetch
 
 step "libclang for bindgen (the bindings check at the end)"
-if ! ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 && ! ldconfig -p | grep -q 'libclang[-.0-9]*\.so'; then
+if ! have_libclang; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "installing libclang-dev" >&2
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-dev >/dev/null
