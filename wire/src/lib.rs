@@ -7,6 +7,7 @@
 //! - [`session`]: the session file, the durable record of a run;
 //! - [`session_dir`]: the ring directory both sides share (names, the collector's pid
 //!   file, where it is made) and the size syntax of the ring-size settings;
+//! - [`sigbus`]: surviving a ring file truncated under its mapping;
 //! - [`env`]: the names of the environment variables one side sets for the other.
 //!
 //! Bump [`PROTOCOL_VERSION`] on every change to the ring layout or the record schema.
@@ -19,13 +20,14 @@ pub mod record;
 pub mod ring;
 pub mod session;
 pub mod session_dir;
+pub mod sigbus;
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use record::*;
 
 /// Version of the record schema and ring layout.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Encodes a batch of records as one MessagePack frame payload.
 pub fn encode_batch(records: &[Record]) -> Result<Vec<u8>, rmp_serde::encode::Error> {

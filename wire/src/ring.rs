@@ -19,16 +19,19 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use memmap2::MmapMut;
 
+use crate::sigbus::Guard;
+
 /// First bytes of every ring file.
 pub const MAGIC: [u8; 8] = *b"GPUPROFR";
 /// Version of this layout (header fields and framing).
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 /// Bytes before the data area.
 pub const HEADER_SIZE: usize = 4096;
 /// Smallest data capacity.
@@ -52,6 +55,7 @@ const OFF_PID: usize = 24;
 const OFF_FLAGS: usize = 28;
 const OFF_DROPPED_RECORDS: usize = 32;
 const OFF_DROPPED_FRAMES: usize = 40;
+const OFF_TALLY: usize = 48;
 const OFF_WRITE_POS: usize = 128;
 const OFF_READ_POS: usize = 256;
 
@@ -97,6 +101,42 @@ pub enum WriteError {
     /// The frame can never fit.
     #[error("frame of {0} bytes is larger than the ring")]
     TooLarge(usize),
+    /// The ring file was truncated under the mapping: nothing written reaches the
+    /// collector any more.
+    #[error("the ring file was truncated by another process")]
+    Lost,
+}
+
+/// Whether an error creating a ring means the file system has no room for it.
+fn no_room(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOSPC | libc::EFBIG | libc::ENOMEM | libc::EDQUOT)
+    )
+}
+
+/// What the producer made, counted in the header as it happens, so the count
+/// survives the producer (killed, `abort()`, `_exit()`): the consumer compares it
+/// with what reached the ring.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Kernel launches that each make one kernel record.
+    pub launches: AtomicU64,
+    /// Kernel records that left CUPTI.
+    pub kernels: AtomicU64,
+    /// Records produced (the stream's `End.records` when it ends).
+    pub produced: AtomicU64,
+}
+
+impl Tally {
+    pub const fn new() -> Tally {
+        Tally {
+            launches: AtomicU64::new(0),
+            kernels: AtomicU64::new(0),
+            produced: AtomicU64::new(0),
+        }
+    }
 }
 
 /// A snapshot of the header, as the consumer sees it.
@@ -108,11 +148,17 @@ pub struct HeaderInfo {
     pub flags: u32,
     pub dropped_records: u64,
     pub dropped_frames: u64,
+    /// The producer's [`Tally`], as plain numbers.
+    pub launches: u64,
+    pub kernels: u64,
+    pub produced: u64,
     pub write_pos: u64,
     pub read_pos: u64,
 }
 
 struct Shared {
+    /// Declared before `map`: unregistered before the pages are unmapped.
+    guard: Guard,
     map: MmapMut,
     capacity: usize,
 }
@@ -128,6 +174,12 @@ impl Shared {
     fn u64_at(&self, off: usize) -> &AtomicU64 {
         // SAFETY: as in `u32_at`, with an 8-aligned offset.
         unsafe { &*(self.map.as_ptr().add(off) as *const AtomicU64) }
+    }
+
+    fn tally(&self) -> &Tally {
+        // SAFETY: `Tally` is three 8-aligned AtomicU64 at an 8-aligned header offset,
+        // OFF_TALLY + 24 <= OFF_WRITE_POS; accessed only through atomics.
+        unsafe { &*(self.map.as_ptr().add(OFF_TALLY) as *const Tally) }
     }
 
     fn data_ptr(&self) -> *mut u8 {
@@ -147,7 +199,9 @@ pub struct RingWriter {
 
 impl RingWriter {
     /// Creates the ring file at `path` (it must not exist; mode 0600) with `capacity`
-    /// data bytes rounded up to a power of two, and marks the producer alive.
+    /// data bytes rounded up to a power of two, every byte of it reserved on the file
+    /// system (a full tmpfs refuses it here, with `ENOSPC`, instead of faulting a write
+    /// later), and marks the producer alive.
     pub fn create(
         path: &Path,
         capacity: usize,
@@ -180,24 +234,50 @@ impl RingWriter {
             .write(true)
             .create_new(true)
             .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&staging)
             .map_err(io)?;
-        let published = Self::init(file, capacity, producer_pid).and_then(|map| {
+        let published = Self::init(file, capacity, producer_pid).and_then(|shared| {
             std::fs::hard_link(&staging, path)?;
-            Ok(map)
+            Ok(shared)
         });
         // Whatever happened, the staging name goes; a ring that cannot be set up is
         // not left behind.
         let _ = std::fs::remove_file(&staging);
-        let map = published.map_err(io)?;
+        let shared = published.map_err(io)?;
         Ok(RingWriter {
-            shared: Shared { map, capacity },
+            shared,
             path: path.to_path_buf(),
             write_pos: 0,
         })
     }
 
-    fn init(mut file: File, capacity: usize, producer_pid: u32) -> std::io::Result<MmapMut> {
+    /// [`RingWriter::create`], halving the capacity while the file system has no room
+    /// for it, down to `min_capacity`. The caller compares [`RingWriter::capacity`]
+    /// with what it asked for to say the ring is smaller.
+    pub fn create_fitting(
+        path: &Path,
+        capacity: usize,
+        min_capacity: usize,
+        producer_pid: u32,
+    ) -> Result<RingWriter, RingError> {
+        let mut cap = capacity
+            .max(MIN_CAPACITY)
+            .checked_next_power_of_two()
+            .unwrap_or(usize::MAX);
+        loop {
+            match Self::create(path, cap, producer_pid) {
+                Err(RingError::Io { source, .. })
+                    if no_room(&source) && cap / 2 >= min_capacity.max(MIN_CAPACITY) =>
+                {
+                    cap /= 2;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn init(mut file: File, capacity: usize, producer_pid: u32) -> std::io::Result<Shared> {
         let mut header = vec![0u8; HEADER_SIZE];
         header[OFF_MAGIC..OFF_MAGIC + 8].copy_from_slice(&MAGIC);
         header[OFF_LAYOUT..OFF_LAYOUT + 4].copy_from_slice(&LAYOUT_VERSION.to_le_bytes());
@@ -207,11 +287,23 @@ impl RingWriter {
         header[OFF_PID..OFF_PID + 4].copy_from_slice(&producer_pid.to_le_bytes());
         header[OFF_FLAGS..OFF_FLAGS + 4].copy_from_slice(&FLAG_ALIVE.to_le_bytes());
         file.write_all(&header)?;
-        file.set_len((HEADER_SIZE + capacity) as u64)?;
+        let len = (HEADER_SIZE + capacity) as libc::off_t;
+        // SAFETY: reserving blocks for a file we own; posix_fallocate returns the error
+        // number instead of setting errno.
+        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+        if rc != 0 {
+            return Err(std::io::Error::from_raw_os_error(rc));
+        }
         // SAFETY: the file was just created by us with O_EXCL and mode 0600; only the
         // collector maps it besides us, and both sides access shared fields through
         // atomics and the data area under the ring protocol.
-        unsafe { MmapMut::map_mut(&file) }
+        let map = unsafe { MmapMut::map_mut(&file) }?;
+        let guard = Guard::register(map.as_ptr(), map.len())?;
+        Ok(Shared {
+            guard,
+            map,
+            capacity,
+        })
     }
 
     /// The ring file.
@@ -238,6 +330,9 @@ impl RingWriter {
     /// fits at every position once the consumer has drained the ring. Any smaller frame
     /// refused as [`WriteError::Full`] fits once the consumer has caught up.
     pub fn try_write(&mut self, payload: &[u8]) -> Result<(), WriteError> {
+        if self.shared.guard.hit() {
+            return Err(WriteError::Lost);
+        }
         let cap = self.shared.capacity;
         let frame = 4 + payload.len();
         if frame > cap / 2 {
@@ -277,7 +372,22 @@ impl RingWriter {
         self.shared
             .u64_at(OFF_WRITE_POS)
             .store(self.write_pos, Ordering::Release);
+        if self.shared.guard.hit() {
+            return Err(WriteError::Lost);
+        }
         Ok(())
+    }
+
+    /// Whether the ring file was truncated under the mapping (see [`crate::sigbus`]).
+    pub fn is_lost(&self) -> bool {
+        self.shared.guard.hit()
+    }
+
+    /// The header's [`Tally`], for the producer's threads to count into. The
+    /// reference lives as long as the mapping: a producer that hands it out keeps the
+    /// ring mapped until the process exits ([`std::mem::forget`]).
+    pub fn tally(&self) -> &Tally {
+        self.shared.tally()
     }
 
     /// Adds to the header's dropped counters (records lost before reaching the ring,
@@ -304,6 +414,9 @@ pub struct RingReader {
     shared: Shared,
     path: PathBuf,
     read_pos: u64,
+    /// The ring file's device and inode, and its owner.
+    id: (u64, u64),
+    owner: u32,
     _file: File,
 }
 
@@ -319,7 +432,8 @@ impl RingReader {
             .write(true)
             .open(path)
             .map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
+        let meta = file.metadata().map_err(io)?;
+        let len = meta.len();
         let corrupt = |offset: u64, reason: String| RingError::Corrupt {
             path: path.to_path_buf(),
             offset,
@@ -334,6 +448,8 @@ impl RingReader {
         // SAFETY: the producer created this file for exactly this sharing; all shared
         // fields are read through atomics and every value is validated before use.
         let map = unsafe { MmapMut::map_mut(&file) }.map_err(io)?;
+        // Before the first access: the file may shrink under us at any time.
+        let guard = Guard::register(map.as_ptr(), map.len()).map_err(io)?;
         if map[OFF_MAGIC..OFF_MAGIC + 8] != MAGIC {
             return Err(RingError::BadMagic {
                 path: path.to_path_buf(),
@@ -379,7 +495,14 @@ impl RingReader {
                 format!("capacity {capacity} does not match the file size {len}"),
             ));
         }
+        if guard.hit() {
+            return Err(corrupt(
+                0,
+                "the file was truncated while its header was read".into(),
+            ));
+        }
         let shared = Shared {
+            guard,
             map,
             capacity: capacity as usize,
         };
@@ -388,6 +511,8 @@ impl RingReader {
             shared,
             path: path.to_path_buf(),
             read_pos,
+            id: (meta.dev(), meta.ino()),
+            owner: meta.uid(),
             _file: file,
         })
     }
@@ -395,6 +520,34 @@ impl RingReader {
     /// The ring file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The user that owns the ring file.
+    pub fn owner(&self) -> u32 {
+        self.owner
+    }
+
+    /// Whether process `pid` maps this ring file, per `/proc/<pid>/maps`: a live
+    /// producer always does (it never unmaps its ring). `None` when /proc cannot tell
+    /// (not mounted, the process gone).
+    pub fn mapped_by(&self, pid: u32) -> Option<bool> {
+        let maps = match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+            Ok(m) => m,
+            // A process whose maps this user may not read (another user's, or one
+            // that made itself undumpable) is not a producer: a producer loaded
+            // libgpuprof.so as this user and is dumpable.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Some(false),
+            Err(_) => return None,
+        };
+        let (dev, ino) = self.id;
+        let (major, minor) = (libc::major(dev), libc::minor(dev));
+        let want_dev = format!("{major:02x}:{minor:02x}");
+        Some(maps.lines().any(|l| {
+            // address perms offset dev inode path
+            let mut f = l.split_ascii_whitespace().skip(3);
+            f.next() == Some(want_dev.as_str())
+                && f.next().and_then(|i| i.parse::<u64>().ok()) == Some(ino)
+        }))
     }
 
     /// The header as it is now.
@@ -407,9 +560,17 @@ impl RingReader {
             flags: s.u32_at(OFF_FLAGS).load(Ordering::Acquire),
             dropped_records: s.u64_at(OFF_DROPPED_RECORDS).load(Ordering::Relaxed),
             dropped_frames: s.u64_at(OFF_DROPPED_FRAMES).load(Ordering::Relaxed),
+            launches: s.tally().launches.load(Ordering::Relaxed),
+            kernels: s.tally().kernels.load(Ordering::Relaxed),
+            produced: s.tally().produced.load(Ordering::Relaxed),
             write_pos: s.u64_at(OFF_WRITE_POS).load(Ordering::Acquire),
             read_pos: self.read_pos,
         }
+    }
+
+    /// Whether the ring file was truncated while mapped: what is in it is gone.
+    pub fn is_lost(&self) -> bool {
+        self.shared.guard.hit()
     }
 
     /// Whether the producer has written its last frame.
@@ -421,6 +582,13 @@ impl RingReader {
     pub fn try_read(&mut self) -> Result<Option<Vec<u8>>, RingError> {
         let cap = self.shared.capacity as u64;
         let write = self.shared.u64_at(OFF_WRITE_POS).load(Ordering::Acquire);
+        if self.shared.guard.hit() {
+            return Err(RingError::Corrupt {
+                path: self.path.clone(),
+                offset: 0,
+                reason: "the file was truncated while it was read; its records are lost".into(),
+            });
+        }
         let corrupt = |offset: u64, reason: String| RingError::Corrupt {
             path: self.path.clone(),
             offset,
@@ -479,6 +647,12 @@ impl RingReader {
                 len as usize,
             )
         };
+        if self.shared.guard.hit() {
+            return Err(corrupt(
+                0,
+                "the file was truncated while it was read; its records are lost".into(),
+            ));
+        }
         self.read_pos += skipped + 4 + len;
         self.shared
             .u64_at(OFF_READ_POS)

@@ -71,9 +71,22 @@ fn create_open_round_trip() {
             flags: FLAG_ALIVE,
             dropped_records: 0,
             dropped_frames: 0,
+            launches: 0,
+            kernels: 0,
+            produced: 0,
             write_pos: 0,
             read_pos: 0,
         }
+    );
+    use std::sync::atomic::Ordering::Relaxed;
+    writer.tally().launches.fetch_add(3, Relaxed);
+    writer.tally().kernels.fetch_add(2, Relaxed);
+    writer.tally().produced.fetch_add(7, Relaxed);
+    let h = reader.header();
+    assert_eq!((h.launches, h.kernels, h.produced), (3, 2, 7));
+    assert_eq!(
+        &peek(&path, 48, 24)[..],
+        &[3u64.to_le_bytes(), 2u64.to_le_bytes(), 7u64.to_le_bytes()].concat()[..]
     );
 }
 
@@ -671,4 +684,41 @@ fn a_zombie_is_not_alive() {
     assert!(!process_alive(pid));
     child.wait().expect("reap");
     assert!(!process_alive(pid));
+}
+
+/// Every byte of a ring is reserved when it is made: the file's blocks cover it.
+#[test]
+fn a_ring_reserves_its_space_on_the_file_system() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = TempDir::new("reserve");
+    let path = dir.path().join("ring");
+    let _w = RingWriter::create(&path, 1 << 20, 1).unwrap();
+    let meta = std::fs::metadata(&path).unwrap();
+    assert!(
+        meta.blocks() * 512 >= (HEADER_SIZE + (1 << 20)) as u64,
+        "{} blocks of 512 bytes",
+        meta.blocks()
+    );
+}
+
+/// A ring truncated under both mappings: the producer's next write and the reader's
+/// next read report it, and neither process faults.
+#[test]
+fn a_ring_truncated_while_mapped_is_reported_on_both_sides() {
+    let dir = TempDir::new("truncated");
+    let (mut writer, mut reader) = ring(&dir, 1 << 16);
+    writer.try_write(&payload(1, 100)).unwrap();
+    assert_eq!(read_one(&mut reader), payload(1, 100));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(writer.path())
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    assert_eq!(writer.try_write(&payload(2, 100)), Err(WriteError::Lost));
+    assert!(writer.is_lost());
+    assert_eq!(writer.try_write(&payload(3, 100)), Err(WriteError::Lost));
+    let err = reader.try_read().unwrap_err().to_string();
+    assert!(err.contains("truncated while it was read"), "{err}");
+    assert!(reader.is_lost());
 }

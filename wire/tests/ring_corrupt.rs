@@ -97,13 +97,14 @@ fn bad_magic() {
 fn wrong_layout_version() {
     let dir = TempDir::new("layout");
     let (path, _w) = valid_ring(&dir, &[]);
-    patch(&path, OFF_LAYOUT, &2u32.to_le_bytes());
+    let older = LAYOUT_VERSION - 1;
+    patch(&path, OFF_LAYOUT, &older.to_le_bytes());
     match open_err(&path) {
         RingError::Version {
             path: p,
             found,
             expected,
-        } => assert_eq!((p, found, expected), (path, 2, 1)),
+        } => assert_eq!((p, found, expected), (path, older, LAYOUT_VERSION)),
         e => panic!("{e:?}"),
     }
 }
