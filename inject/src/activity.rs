@@ -158,6 +158,15 @@ unsafe fn decode_buffer(t: &tracer::Tracer, buffer: *mut u8, valid: usize) {
                 break;
             }
         }
+        // SAFETY: CUPTI returned a complete record; every record starts with its kind.
+        let kind = unsafe { (*rec).kind };
+        if matches!(
+            kind,
+            cupti_sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_KERNEL
+                | cupti_sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+        ) {
+            crate::tally::kernel_completed();
+        }
         // SAFETY: CUPTI returned a complete record of the loaded release.
         match unsafe { t.layouts.decode(rec as *const u8, &mut intern) } {
             Decoded::Record(r) => emit(r),

@@ -26,7 +26,7 @@ use crate::log::warn;
 use crate::state::{self, State};
 use cupti::callback;
 
-use crate::{counters, device, gemm, tracer};
+use crate::{counters, device, gemm, tally, tracer};
 
 /// The driver-API calls that launch GPU work whose kernels we attribute.
 pub const LAUNCH_CBIDS: &[u32] = &[
@@ -80,6 +80,7 @@ pub unsafe extern "C" fn on_callback(
             match cbid {
                 CUPTI_CBID_RESOURCE_CONTEXT_CREATED => on_context_created(r),
                 CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED => {
+                    tally::graph_node_created();
                     if let Some(t) = tracer::get() {
                         gemm::on_graph_node_created(t.cupti, r);
                     }
@@ -111,6 +112,7 @@ fn on_api(cbid: u32, d: &CUpti_CallbackData) {
     }
     let now = callback::timestamp(t.cupti);
     if d.callbackSite == CUPTI_API_ENTER {
+        tally::launch_enter();
         gemm::on_launch_enter(d.correlationId, !measurable);
         if !slot.is_null() {
             // SAFETY: CUPTI gives each API call an 8-byte slot kept from enter to exit.
@@ -118,6 +120,13 @@ fn on_api(cbid: u32, d: &CUpti_CallbackData) {
         }
     } else if d.callbackSite == CUPTI_API_EXIT {
         gemm::on_launch_exit();
+        if tally::single_kernel(cbid) {
+            // SAFETY: at API exit CUPTI points `functionReturnValue` at the call's
+            // CUresult (checked for null).
+            let ok = !d.functionReturnValue.is_null()
+                && unsafe { *(d.functionReturnValue as *const u32) } == 0;
+            tally::launch_exit(ok);
+        }
         let start = if slot.is_null() {
             now
         } else {

@@ -16,8 +16,6 @@ use wire::{InternedString, Record};
 
 static TX: OnceLock<Sender<Record>> = OnceLock::new();
 
-/// Records produced (handed off or lost trying), for `End`.
-pub static PRODUCED: AtomicU64 = AtomicU64::new(0);
 /// Records lost because the channel was full.
 pub static CHANNEL_DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Activity records of kinds no decoder converts (skipped, not lost).
@@ -33,7 +31,7 @@ pub fn open(capacity: usize) -> Option<Receiver<Record>> {
 /// Hands one record to the writer. Never blocks; a full (or closed) channel counts
 /// a drop. Returns whether the record went through.
 pub fn send(r: Record) -> bool {
-    PRODUCED.fetch_add(1, Ordering::Relaxed);
+    crate::tally::produced(1);
     let Some(tx) = TX.get() else {
         CHANNEL_DROPPED.fetch_add(1, Ordering::Relaxed);
         return false;
@@ -50,7 +48,7 @@ pub fn send(r: Record) -> bool {
 /// Counts a record produced and lost before the hand-off (e.g. its name could not
 /// be sent).
 pub fn lost() {
-    PRODUCED.fetch_add(1, Ordering::Relaxed);
+    crate::tally::produced(1);
     CHANNEL_DROPPED.fetch_add(1, Ordering::Relaxed);
 }
 

@@ -27,6 +27,7 @@ mod preload;
 mod session;
 mod startup;
 mod state;
+mod tally;
 mod this_library;
 mod tracer;
 mod tracing;

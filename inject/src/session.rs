@@ -2,15 +2,17 @@
 //! ring directory, this process's ring file, and in env-var-only mode the collector.
 
 use std::ffi::OsStr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use wire::ring::RingWriter;
 use wire::{session_dir, ProcessInfo};
 
-use crate::log::info;
+use crate::log::{info, warn};
 use crate::options::Options;
 
 /// This process's place in a session.
@@ -24,6 +26,14 @@ pub struct Session {
 /// processes this one starts join the same session.
 pub fn open(opts: &Options, pid: u32) -> Result<Session, String> {
     if let Some(dir) = &opts.session_dir {
+        if session_dir::collector_gone(dir) {
+            return Err(format!(
+                "{}={} has no running collector (its {} is missing or names a process that has exited)",
+                wire::env::SESSION_DIR,
+                dir.display(),
+                session_dir::COLLECTOR_PID
+            ));
+        }
         let ring = create_ring(dir, opts, pid)?;
         return Ok(Session {
             dir: dir.clone(),
@@ -45,6 +55,7 @@ pub fn open(opts: &Options, pid: u32) -> Result<Session, String> {
     };
     if let Err(e) = spawn_collector(&collector, &dir, &out, pid) {
         let _ = std::fs::remove_file(ring.path());
+        let _ = std::fs::remove_file(dir.join(session_dir::COLLECTOR_PID));
         let _ = std::fs::remove_dir(&dir);
         return Err(format!(
             "cannot start the collector {}: {e}",
@@ -62,9 +73,24 @@ pub fn open(opts: &Options, pid: u32) -> Result<Session, String> {
     Ok(Session { dir, ring })
 }
 
+/// Smallest ring taken when the file system has no room for the one asked for.
+const MIN_RING: usize = 256 << 10;
+
+/// This process's ring, smaller than asked (and said so) when the ring directory's
+/// file system cannot reserve the full size: a full tmpfs must never fault a write.
 fn create_ring(dir: &Path, opts: &Options, pid: u32) -> Result<RingWriter, String> {
-    RingWriter::create(&session_dir::ring_path(dir, pid), opts.ring_size, pid)
-        .map_err(|e| format!("cannot create the ring: {e}"))
+    let path = session_dir::ring_path(dir, pid);
+    let ring = RingWriter::create_fitting(&path, opts.ring_size, MIN_RING.min(opts.ring_size), pid)
+        .map_err(|e| format!("cannot create the ring: {e}"))?;
+    if ring.capacity() < opts.ring_size {
+        warn!(
+            "{} has no room for a ring of {}; using {} (more records are dropped if the collector falls behind)",
+            dir.display(),
+            session_dir::show_size(opts.ring_size as u64),
+            session_dir::show_size(ring.capacity() as u64)
+        );
+    }
+    Ok(ring)
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -113,11 +139,28 @@ fn shared_or_null(fd: libc::c_int) -> Stdio {
     }
 }
 
+/// How long a starting collector may take to write its pid file.
+const COLLECTOR_START: Duration = Duration::from_secs(10);
+
 /// Starts `gpuprof collect` detached: a new session (it survives our process group's
 /// signals), reparented to init at once (a double fork, so it never lingers as our
 /// zombie), stdin from /dev/null, stdout and stderr shared with us unless they are
-/// pipes (see [`shared_or_null`]).
+/// pipes (see [`shared_or_null`]). Returns once the collector has written its pid
+/// file (it is draining); an error when it exits first (it says why on its stderr)
+/// or takes longer than [`COLLECTOR_START`].
+///
+/// The collector inherits the write end of a pipe and never writes to it: the read
+/// end here sees end-of-file exactly when the collector has exited.
 fn spawn_collector(bin: &Path, dir: &Path, out: &Path, pid: u32) -> std::io::Result<()> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into `fds`.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just made by pipe2 and are owned here alone.
+    let (alive_rd, alive_wr) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let wr = alive_wr.as_raw_fd();
     let mut cmd = Command::new(bin);
     cmd.arg("collect")
         .arg("--session-dir")
@@ -132,23 +175,64 @@ fn spawn_collector(bin: &Path, dir: &Path, out: &Path, pid: u32) -> std::io::Res
         .stdout(shared_or_null(libc::STDOUT_FILENO))
         .stderr(shared_or_null(libc::STDERR_FILENO));
     // SAFETY: the closure runs in the forked child before exec and only makes
-    // async-signal-safe calls (setsid, fork, _exit).
+    // async-signal-safe calls (setsid, fork, fcntl, _exit).
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             match libc::fork() {
                 -1 => Err(std::io::Error::last_os_error()),
-                0 => Ok(()),
+                0 => {
+                    // The collector keeps the pipe's write end across exec.
+                    if libc::fcntl(wr, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                }
                 _ => libc::_exit(0),
             }
         });
     }
-    let mut child = cmd.spawn()?;
+    let spawned = cmd.spawn();
+    drop(alive_wr);
+    let mut child = spawned?;
     // The intermediate process exits at once; reap it.
     child.wait()?;
-    Ok(())
+    wait_until_draining(&alive_rd, dir)
+}
+
+/// Waits for the collector's pid file, or for the collector's end of the pipe to
+/// close (it exited), or for [`COLLECTOR_START`].
+fn wait_until_draining(alive: &OwnedFd, dir: &Path) -> std::io::Result<()> {
+    let deadline = Instant::now() + COLLECTOR_START;
+    loop {
+        if session_dir::read_collector_pid(dir).is_some() {
+            return Ok(());
+        }
+        let mut p = libc::pollfd {
+            fd: alive.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; a 5 ms timeout.
+        let n = unsafe { libc::poll(&mut p, 1, 5) };
+        if n > 0 {
+            // Nothing is ever written: readable or hung up means the collector exited.
+            if session_dir::read_collector_pid(dir).is_some() {
+                return Ok(());
+            }
+            return Err(std::io::Error::other(
+                "it exited during start-up (its error is on stderr, unless that is a pipe)",
+            ));
+        }
+        if Instant::now() >= deadline {
+            return Err(std::io::Error::other(format!(
+                "it did not start draining within {} s",
+                COLLECTOR_START.as_secs()
+            )));
+        }
+    }
 }
 
 /// `CLOCK_REALTIME` now, ns.

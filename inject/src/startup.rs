@@ -10,7 +10,7 @@ use cupti::Cupti;
 use crate::log::{debug, info, warn};
 use crate::options::Options;
 use crate::state::{self, State};
-use crate::{exit, handoff, session, tracer, tracing, writer};
+use crate::{exit, handoff, session, tally, tracer, tracing, writer};
 
 /// What started the profiler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,8 +80,11 @@ fn trace(cupti: &'static Cupti, opts: &Options) -> Result<(), String> {
     let ring_path = session.ring.path().to_path_buf();
     let (ctl_tx, ctl_rx) = crossbeam_channel::bounded(1);
     let process = session::process_info(cupti, pid, start_ns);
+    let tally: *const wire::ring::Tally = session.ring.tally();
     writer::spawn(session.ring, session.dir.clone(), rx, process, ctl_rx)
         .map_err(|e| unsubscribe(format!("cannot start the writer thread: {e}")))?;
+    // SAFETY: the writer thread owns the ring from here and never unmaps it.
+    unsafe { tally::publish(tally) };
     exit::install(
         pid,
         Duration::from_millis(opts.exit_timeout_ms),

@@ -17,7 +17,7 @@ use cupti_sys::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_NONE;
 use wire::ring::{RingWriter, WriteError};
 use wire::{DropSource, Dropped, End, ProcessInfo, Record};
 
-use crate::handoff::{CHANNEL_DROPPED, PRODUCED};
+use crate::handoff::CHANNEL_DROPPED;
 use crate::log::{debug, warn};
 use crate::state;
 use crate::tracer;
@@ -56,6 +56,8 @@ struct Writer {
     in_header: [u64; 3],
     /// The collector died: nothing more is written (the ring is deleted at exit).
     abandoned: bool,
+    /// Records lost since the ring file was truncated by another process.
+    lost_to_truncation: Option<u64>,
 }
 
 /// Starts the writer with `process` as the ring's first record.
@@ -77,16 +79,20 @@ pub fn spawn(
         reported: [0; 3],
         in_header: [0; 3],
         abandoned: false,
+        lost_to_truncation: None,
     };
     std::thread::Builder::new()
         .name("gpuprof-writer".into())
         .spawn(move || {
             crate::guard::mark_internal();
             crate::guard::guarded("the writer thread", (), || {
-                PRODUCED.fetch_add(1, Ordering::Relaxed);
+                crate::tally::produced(1);
                 w.write(vec![Record::Process(process)], None);
                 w.run(ctl);
             });
+            // The launching threads count into the ring header until the process
+            // exits (`launches`): the mapping stays.
+            std::mem::forget(w);
         })
 }
 
@@ -132,7 +138,10 @@ impl Writer {
                 self.write_batch(std::mem::take(&mut batch), None);
                 next_tick = now + TICK;
             }
-            if self.abandoned {
+            if let Some(n) = &mut self.lost_to_truncation {
+                *n += batch.iter().filter(|r| !accounting(r)).count() as u64;
+                batch.clear();
+            } else if self.abandoned {
                 batch.clear();
             } else if now >= next_flush && wire::session_dir::collector_gone(&self.dir) {
                 self.abandon();
@@ -168,7 +177,7 @@ impl Writer {
             match cupti::activity::take_dropped(t.cupti, &t.subscriber) {
                 Ok(n) => {
                     self.lost[0] += n;
-                    PRODUCED.fetch_add(n, Ordering::Relaxed);
+                    crate::tally::produced(n);
                 }
                 Err(e) => debug!("cuptiActivityGetNumDroppedRecords: {e}"),
             }
@@ -199,6 +208,7 @@ impl Writer {
 
     /// Pending strings, then `batch`, then any new losses.
     fn write_batch(&mut self, batch: Vec<Record>, wait: Option<Instant>) {
+        crate::tally::settle();
         self.poll_losses();
         let mut frame = std::mem::take(&mut self.pending);
         frame.extend(batch);
@@ -206,7 +216,32 @@ impl Writer {
         self.write(frame, wait);
     }
 
+    /// The ring file was truncated under us: nothing written reaches the collector.
+    /// Profiling stops; what is lost is counted and said at exit (the collector can
+    /// no longer be told).
+    fn on_truncated(&mut self, lost: u64) {
+        if self.lost_to_truncation.is_none() {
+            warn!(
+                "{} was truncated by another process; profiling is off, the program runs unprofiled",
+                self.ring.path().display()
+            );
+            state::disable();
+            self.lost_to_truncation = Some(0);
+        }
+        if let Some(n) = &mut self.lost_to_truncation {
+            *n += lost;
+        }
+    }
+
     fn finish(&mut self, mut batch: Vec<Record>, deadline: Instant) {
+        if let Some(n) = self.lost_to_truncation {
+            let n = n + batch.iter().filter(|r| !accounting(r)).count() as u64;
+            warn!(
+                "{n} records of this process were lost with its truncated ring {}",
+                self.ring.path().display()
+            );
+            return;
+        }
         if !self.abandoned && wire::session_dir::collector_gone(&self.dir) {
             self.abandon();
         }
@@ -236,7 +271,7 @@ impl Writer {
         let mut frame = std::mem::take(&mut self.pending);
         frame.extend(self.dropped_records());
         frame.push(Record::End(End {
-            records: PRODUCED.load(Ordering::Relaxed),
+            records: crate::tally::produced_total(),
         }));
         if !self.write(frame, wait) {
             debug!("the last frame did not fit in the ring; the stream ends without End");
@@ -275,8 +310,16 @@ impl Writer {
                 stack.push(first);
                 continue;
             }
+            if self.lost_to_truncation.is_some() {
+                self.on_truncated(recs.iter().filter(|r| !accounting(r)).count() as u64);
+                continue;
+            }
             match self.try_write(&bytes, wait) {
                 Ok(()) => self.delivered(&recs),
+                Err(WriteError::Lost) => {
+                    self.on_truncated(recs.iter().filter(|r| !accounting(r)).count() as u64);
+                    ok = false;
+                }
                 Err(e) => {
                     debug!("ring refused a frame of {} records: {e}", recs.len());
                     let too_large = matches!(e, WriteError::TooLarge(_));
