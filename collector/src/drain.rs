@@ -33,6 +33,23 @@ const OPEN_GRACE: Duration = Duration::from_secs(2);
 struct Ring {
     reader: RingReader,
     pid: u32,
+    /// When `/proc/<pid>/maps` last showed the ring mapped by its producer.
+    verified: Option<Instant>,
+    /// When a frame was last read (or the ring opened).
+    last_data: Instant,
+}
+
+/// How often a live producer is checked to still map its ring.
+const VERIFY_EVERY: Duration = Duration::from_secs(1);
+
+/// What one producer's stream delivered, to compare with its header's tally.
+#[derive(Debug, Default, Clone, Copy)]
+struct Received {
+    /// Records other than `Dropped` and `End`.
+    records: u64,
+    kernels: u64,
+    /// Reported in `Dropped { source: Cupti }`.
+    cupti_dropped: u64,
 }
 
 /// Counts for the progress line and the final message.
@@ -60,6 +77,13 @@ pub struct Drainer {
     dropped_in_headers_done: u64,
     /// Per producer pid, the losses its stream reported in `Dropped` records.
     dropped_reported: BTreeMap<u32, u64>,
+    /// Per producer pid, what reached us (see [`Received`]).
+    received: BTreeMap<u32, Received>,
+    /// Records read from rings that could not be written to the session file.
+    unsaved: u64,
+    /// Whether the session lacks something a complete run would have (see
+    /// [`Drainer::incomplete`]).
+    incomplete: bool,
     notes: Vec<String>,
 }
 
@@ -80,6 +104,9 @@ impl Drainer {
             dropped_in_records: 0,
             dropped_in_headers_done: 0,
             dropped_reported: BTreeMap::new(),
+            received: BTreeMap::new(),
+            unsaved: 0,
+            incomplete: false,
             notes: Vec::new(),
         })
     }
@@ -108,8 +135,24 @@ impl Drainer {
                 Ok(reader) => {
                     self.unopened.remove(&path);
                     let pid = reader.header().producer_pid;
+                    if let Some(why) = foreign(&reader, &entry.file_name(), pid) {
+                        // Not deleted: gpuprof did not make it.
+                        self.notes
+                            .push(format!("skipped {}: {why}", path.display()));
+                        self.incomplete = true;
+                        self.done.insert(path);
+                        continue;
+                    }
                     self.pids.insert(pid);
-                    self.rings.insert(path, Ring { reader, pid });
+                    self.rings.insert(
+                        path,
+                        Ring {
+                            reader,
+                            pid,
+                            verified: None,
+                            last_data: Instant::now(),
+                        },
+                    );
                 }
                 Err(e) => {
                     let first = *self
@@ -138,10 +181,20 @@ impl Drainer {
             let finished = ring.reader.is_finished();
             let (read, ok) = self.read_all(&mut ring);
             any |= read > 0;
+            if read > 0 {
+                ring.last_data = Instant::now();
+            }
             if !ok {
                 self.retire(path, ring, None);
             } else if finished {
                 self.retire(path, ring, Some(true));
+            } else if !self.producer_maps(&mut ring) {
+                self.notes.push(format!(
+                    "process {} runs but does not map {}: not its producer (a stale or forged ring); stopped reading it",
+                    ring.pid,
+                    path.display()
+                ));
+                self.retire(path, ring, None);
             } else if !process_alive(ring.pid) {
                 // The producer may have finished just before it exited.
                 let finished = ring.reader.is_finished();
@@ -153,6 +206,46 @@ impl Drainer {
             }
         }
         any
+    }
+
+    /// Whether the ring's producer still maps it, checked against `/proc` at most once
+    /// per [`VERIFY_EVERY`] (true in between, and when `/proc` cannot tell). A process
+    /// that has exited is left to the liveness check.
+    fn producer_maps(&self, ring: &mut Ring) -> bool {
+        if ring.verified.is_some_and(|t| t.elapsed() < VERIFY_EVERY) {
+            return true;
+        }
+        match ring.reader.mapped_by(ring.pid) {
+            Some(false) if process_alive(ring.pid) => {
+                // The producer may have just exited (its maps are empty then).
+                !process_alive(ring.pid)
+            }
+            _ => {
+                ring.verified = Some(Instant::now());
+                true
+            }
+        }
+    }
+
+    /// Stops following rings whose producers still run but have written nothing for
+    /// `idle` (`gpuprof record` calls this once the program it started has exited:
+    /// a process it left behind must not keep the session open forever).
+    pub fn retire_idle(&mut self, idle: Duration) {
+        let paths: Vec<PathBuf> = self
+            .rings
+            .iter()
+            .filter(|(_, r)| r.last_data.elapsed() >= idle)
+            .map(|(p, _)| p.clone())
+            .collect();
+        for path in paths {
+            let ring = self.rings.remove(&path).expect("ring listed");
+            self.notes.push(format!(
+                "process {} still runs, silent for {} s after the program exited; its later records are lost",
+                ring.pid,
+                idle.as_secs()
+            ));
+            self.retire(path, ring, None);
+        }
     }
 
     /// Reads what is in the ring now; `false` when the ring is corrupt (noted).
@@ -175,18 +268,30 @@ impl Drainer {
     }
 
     fn take(&mut self, pid: u32, payload: &[u8]) {
-        match wire::decode_batch(payload) {
+        let records = match wire::decode_batch(payload) {
             Ok(records) => {
+                let got = self.received.entry(pid).or_default();
                 for r in &records {
                     match r {
-                        Record::Kernel(_) => self.kernels += 1,
-                        Record::Dropped(d) => {
-                            self.dropped_in_records += d.records;
-                            *self.dropped_reported.entry(pid).or_default() += d.records;
+                        Record::Kernel(_) => {
+                            self.kernels += 1;
+                            got.kernels += 1;
+                            got.records += 1;
                         }
-                        _ => {}
+                        Record::Dropped(d) => {
+                            self.dropped_in_records =
+                                self.dropped_in_records.saturating_add(d.records);
+                            let reported = self.dropped_reported.entry(pid).or_default();
+                            *reported = reported.saturating_add(d.records);
+                            if d.source == DropSource::Cupti {
+                                got.cupti_dropped = got.cupti_dropped.saturating_add(d.records);
+                            }
+                        }
+                        Record::End(_) => {}
+                        _ => got.records += 1,
                     }
                 }
+                records
             }
             Err(e) => {
                 // Not written: it would stop every reader of the session file there,
@@ -195,39 +300,72 @@ impl Drainer {
                     "process {pid}: skipped a frame of {} bytes that does not decode: {e}",
                     payload.len()
                 ));
+                self.incomplete = true;
                 return;
             }
+        };
+        if !self.append(pid, payload) {
+            self.unsaved += records
+                .iter()
+                .filter(|r| !matches!(r, Record::Dropped(_) | Record::End(_)))
+                .count() as u64;
         }
-        self.append(pid, payload);
     }
 
-    fn append(&mut self, pid: u32, payload: &[u8]) {
-        if let Some(w) = &mut self.writer {
-            if let Err(e) = w.append(pid, payload) {
-                self.notes
-                    .push(format!("stopped writing the session file: {e}"));
-                self.writer = None;
-            }
+    /// Writes one frame; false when it could not be (the session file failed).
+    fn append(&mut self, pid: u32, payload: &[u8]) -> bool {
+        let Some(w) = &mut self.writer else {
+            return false;
+        };
+        if let Err(e) = w.append(pid, payload) {
+            self.notes
+                .push(format!("stopped writing the session file: {e}"));
+            self.writer = None;
+            self.incomplete = true;
+            return false;
         }
+        true
     }
 
     /// `finished`: `Some(true)` the stream ended, `Some(false)` its producer is gone,
     /// `None` the ring could not be read to its end (already noted).
     fn retire(&mut self, path: PathBuf, ring: Ring, finished: Option<bool>) {
         let missing = self.unreported_drops(&ring);
-        if missing > 0 {
-            self.dropped_in_headers_done += missing;
-            let dropped = [Record::Dropped(Dropped {
-                source: DropSource::Ring,
-                records: missing,
-            })];
-            match wire::encode_batch(&dropped) {
-                Ok(payload) => self.append(ring.pid, &payload),
+        let (undelivered, unwritten) = if ring.reader.is_lost() {
+            (0, 0)
+        } else {
+            self.undelivered(&ring, missing)
+        };
+        let mut accounting = Vec::new();
+        for (source, records) in [
+            (DropSource::Ring, missing),
+            (DropSource::Undelivered, undelivered),
+            (DropSource::Unwritten, unwritten),
+        ] {
+            if records > 0 {
+                self.dropped_in_headers_done = self.dropped_in_headers_done.saturating_add(records);
+                accounting.push(Record::Dropped(Dropped { source, records }));
+            }
+        }
+        if undelivered + unwritten > 0 {
+            self.notes.push(format!(
+                "process {} ended before its records were delivered: {undelivered} kernels never left CUPTI, {unwritten} records were not written to the ring",
+                ring.pid
+            ));
+        }
+        if !accounting.is_empty() {
+            match wire::encode_batch(&accounting) {
+                Ok(payload) => {
+                    self.append(ring.pid, &payload);
+                }
                 Err(e) => self.notes.push(format!(
-                    "process {}: cannot encode the ring's drop count: {e}",
+                    "process {}: cannot encode the ring's drop counts: {e}",
                     ring.pid
                 )),
             }
+        }
+        if finished != Some(true) || undelivered + unwritten > 0 {
+            self.incomplete = true;
         }
         if finished == Some(false) {
             self.notes.push(format!(
@@ -276,6 +414,29 @@ impl Drainer {
         }
     }
 
+    /// What the producer made that neither reached the ring nor was counted as
+    /// dropped: kernels launched whose records never left CUPTI (less the records
+    /// CUPTI said it dropped), and records produced but not yet written to the ring
+    /// when the process ended. `missing` is the header's unreported drop count.
+    fn undelivered(&self, ring: &Ring, missing: u64) -> (u64, u64) {
+        let h = ring.reader.header();
+        let got = self.received.get(&ring.pid).copied().unwrap_or_default();
+        let dropped = self
+            .dropped_reported
+            .get(&ring.pid)
+            .copied()
+            .unwrap_or(0)
+            .saturating_add(missing);
+        let in_cupti = h
+            .launches
+            .saturating_sub(h.kernels)
+            .saturating_sub(got.cupti_dropped);
+        let unwritten = h
+            .produced
+            .saturating_sub(got.records.saturating_add(dropped));
+        (in_cupti, unwritten)
+    }
+
     /// Losses in `ring`'s header counter that its stream has not reported (so far).
     fn unreported_drops(&self, ring: &Ring) -> u64 {
         let reported = self.dropped_reported.get(&ring.pid).copied().unwrap_or(0);
@@ -288,6 +449,21 @@ impl Drainer {
     /// Notes for the user, in the order they arose.
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// Whether the session lacks something a complete run would have: a stream that
+    /// did not end (its process was killed, aborted or `_exit`ed, or outlived the
+    /// collector), records that never reached the ring, a ring that could not be read
+    /// to its end, a frame that did not decode, or frames not written to the session
+    /// file. Losses counted by design (a full ring, channel or CUPTI buffer) do not
+    /// make a session incomplete: they are in the report.
+    pub fn incomplete(&self) -> bool {
+        self.incomplete
+    }
+
+    /// Records read from rings but not written to the session file (it failed).
+    pub fn unsaved(&self) -> u64 {
+        self.unsaved
     }
 
     /// Flushes the session file to disk. Errors if any frame could not be written.
@@ -342,6 +518,27 @@ impl Progress {
             self.shown = false;
         }
     }
+}
+
+/// Why a ring file in our directory is not a producer's: owned by another user, or
+/// its header's pid is not the one in its name.
+fn foreign(reader: &RingReader, name: &std::ffi::OsStr, pid: u32) -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if reader.owner() != me {
+        return Some(format!(
+            "owned by uid {}, not by this user (uid {me})",
+            reader.owner()
+        ));
+    }
+    let named = wire::session_dir::parse_ring_file_name(name);
+    if named != Some(pid) {
+        return Some(format!(
+            "its header names process {pid}, its file name {}",
+            named.map_or("no process".to_string(), |n| format!("process {n}"))
+        ));
+    }
+    None
 }
 
 /// `3 processes, 12345 kernels, 0 dropped`.

@@ -14,6 +14,7 @@ use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, ExitStatus};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use wire::ring::process_alive;
@@ -107,6 +108,26 @@ fn wind_up(drainer: &mut Drainer, ring_dir: RingDir, interrupted: bool) -> (Coun
     (counts, written)
 }
 
+/// Exit status when the program succeeded but the session is incomplete
+/// ([`Drainer::incomplete`]); README's "Exit status" lists every code.
+pub const INCOMPLETE: u8 = 3;
+
+/// The program's exit code, or [`INCOMPLETE`] in place of a success when the session
+/// lacks something (said on stderr).
+fn with_completeness(code: u8, drainer: &Drainer) -> u8 {
+    if drainer.unsaved() > 0 {
+        eprintln!(
+            "gpuprof: {} records could not be written to the session file",
+            drainer.unsaved()
+        );
+    }
+    if code == 0 && drainer.incomplete() {
+        eprintln!("gpuprof: the session is incomplete (see above); exit status {INCOMPLETE}");
+        return INCOMPLETE;
+    }
+    code
+}
+
 /// The exit code a shell would show for `status`.
 fn exit_code(status: ExitStatus) -> u8 {
     match (status.code(), status.signal()) {
@@ -171,7 +192,7 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
     let (status, interrupted) = follow(&mut drainer, &mut child)?;
     let code = match status {
         Some(s) => exit_code(s),
-        None => 130,
+        None => signals::stop_code(),
     };
     let (counts, written) = wind_up(&mut drainer, ring_dir, interrupted);
     if interrupted {
@@ -181,7 +202,7 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
     }
     if let Err(e) = written {
         eprintln!("gpuprof: error: {e:#}");
-        return Ok(ExitCode::from(code));
+        return Ok(ExitCode::from(with_completeness(code, &drainer)));
     }
     match load(&session_path) {
         Ok(loaded) => {
@@ -198,8 +219,12 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         describe(&counts),
         out_dir.display()
     );
-    Ok(ExitCode::from(code))
+    Ok(ExitCode::from(with_completeness(code, &drainer)))
 }
+
+/// How long a process the program left running may stay silent before the session
+/// ends without it.
+const LEFT_BEHIND: Duration = Duration::from_secs(10);
 
 /// Drains until the child has exited and every ring is done, or until a stop signal.
 /// Returns the child's status (if it exited) and whether collection was interrupted.
@@ -208,10 +233,13 @@ fn follow(drainer: &mut Drainer, child: &mut Child) -> Result<(Option<ExitStatus
     let mut status = None;
     let interrupted = loop {
         let sig = signals::poll();
-        if sig.forward_interrupt && status.is_none() {
+        let forward = sig
+            .forward
+            .or(sig.forward_interrupt.then_some(libc::SIGINT));
+        if let (Some(signal), None) = (forward, status) {
             // SAFETY: kill has no memory-safety preconditions; the child is not reaped
             // yet (status is None), so its pid cannot have been reused.
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
         }
         if sig.stop {
             break true;
@@ -221,6 +249,9 @@ fn follow(drainer: &mut Drainer, child: &mut Child) -> Result<(Option<ExitStatus
         }
         drainer.discover();
         drainer.drain();
+        if status.is_some() {
+            drainer.retire_idle(LEFT_BEHIND);
+        }
         progress.update(&drainer.counts());
         if status.is_some() && drainer.all_done() {
             break false;
@@ -251,7 +282,9 @@ pub fn collect(args: &CollectArgs) -> Result<ExitCode> {
     let ring_dir = RingDir(args.session_dir.clone());
 
     let interrupted = loop {
-        if signals::poll().stop {
+        let sig = signals::poll();
+        // Not the program's supervisor: any termination request ends collection.
+        if sig.stop || sig.forward.is_some() {
             break true;
         }
         let owner_gone = !process_alive(args.owner_pid);
@@ -263,12 +296,15 @@ pub fn collect(args: &CollectArgs) -> Result<ExitCode> {
         std::thread::sleep(POLL);
     };
     let (counts, written) = wind_up(&mut drainer, ring_dir, interrupted);
-    written?;
+    if let Err(e) = written {
+        with_completeness(0, &drainer);
+        return Err(e);
+    }
     eprintln!(
         "gpuprof: session written to {} ({}); gpuprof report {}",
         out_dir.display(),
         describe(&counts),
         out_dir.display()
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(with_completeness(0, &drainer)))
 }

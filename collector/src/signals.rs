@@ -1,6 +1,8 @@
 //! Ctrl+C and termination for the collector, samply's way: the first Ctrl+C belongs to
 //! the profiled program, the second ends the collector (which still writes what it
-//! has). SIGTERM and SIGHUP end the collector at once, also after writing.
+//! has). The first SIGTERM or SIGHUP is passed on to the program (as a supervisor
+//! does: the collector keeps draining while the program shuts down); a second one
+//! ends the collector at once, also after writing.
 //!
 //! A Ctrl+C typed at the terminal reaches the whole foreground process group, the
 //! program included, so it is not sent again; a SIGINT sent to the collector alone
@@ -8,11 +10,15 @@
 //! forwarded to the program. The handler only touches atomics; the collector's loop
 //! looks at them every few milliseconds.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
 static FORWARD: AtomicBool = AtomicBool::new(false);
 static TERMINATE: AtomicBool = AtomicBool::new(false);
+/// SIGTERM or SIGHUP received and not yet passed on (the signal number).
+static PASS_ON: AtomicI32 = AtomicI32::new(0);
+static TERMS: AtomicU32 = AtomicU32::new(0);
+static LAST_TERM: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     if sig == libc::SIGINT {
@@ -27,7 +33,12 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut
             FORWARD.store(true, Ordering::SeqCst);
         }
     } else {
-        TERMINATE.store(true, Ordering::SeqCst);
+        LAST_TERM.store(sig, Ordering::SeqCst);
+        if TERMS.fetch_add(1, Ordering::SeqCst) == 0 {
+            PASS_ON.store(sig, Ordering::SeqCst);
+        } else {
+            TERMINATE.store(true, Ordering::SeqCst);
+        }
     }
 }
 
@@ -55,14 +66,27 @@ pub fn install() -> std::io::Result<()> {
 pub struct Pending {
     /// A SIGINT sent to the collector alone: send one to the program.
     pub forward_interrupt: bool,
-    /// A second Ctrl+C, SIGTERM or SIGHUP: stop collecting now.
+    /// The first SIGTERM or SIGHUP: send it to the program.
+    pub forward: Option<libc::c_int>,
+    /// A second Ctrl+C, a second SIGTERM or SIGHUP: stop collecting now.
     pub stop: bool,
+}
+
+/// The exit status of a collector stopped by its signals: 128 + the last one.
+pub fn stop_code() -> u8 {
+    if TERMINATE.load(Ordering::SeqCst) {
+        let last = LAST_TERM.load(Ordering::SeqCst);
+        (128 + if last > 0 { last } else { libc::SIGTERM }) as u8
+    } else {
+        (128 + libc::SIGINT) as u8
+    }
 }
 
 /// Takes the pending forward request and says whether to stop.
 pub fn poll() -> Pending {
     Pending {
         forward_interrupt: FORWARD.swap(false, Ordering::SeqCst),
+        forward: Some(PASS_ON.swap(0, Ordering::SeqCst)).filter(|s| *s != 0),
         stop: INTERRUPTS.load(Ordering::SeqCst) >= 2 || TERMINATE.load(Ordering::SeqCst),
     }
 }

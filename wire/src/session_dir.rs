@@ -124,11 +124,13 @@ pub fn read_collector_pid(dir: &Path) -> Option<u32> {
     text.trim().parse().ok()
 }
 
-/// Whether the session's collector is known to be gone: `collector.pid` names a
-/// process that has exited. No pid file (the collector has not started draining yet)
-/// is not "gone".
+/// Whether the session's collector is gone: `collector.pid` is missing or unreadable,
+/// or names a process that has exited. A collector writes the file before any
+/// producer joins (`gpuprof record` before starting the program; `gpuprof collect`
+/// before the process that started it goes on), so a missing file means the
+/// collector removed the directory, or never ran.
 pub fn collector_gone(dir: &Path) -> bool {
-    read_collector_pid(dir).is_some_and(|pid| !crate::ring::process_alive(pid))
+    read_collector_pid(dir).is_none_or(|pid| !crate::ring::process_alive(pid))
 }
 
 /// A producer's clean-up at exit: when the collector is gone nobody will drain or

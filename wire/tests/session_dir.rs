@@ -51,10 +51,8 @@ fn ring_file_names_round_trip() {
 fn collector_pid_file() {
     let dir = scratch("pid");
     assert_eq!(session_dir::read_collector_pid(&dir), None);
-    assert!(
-        !session_dir::collector_gone(&dir),
-        "no pid file is not gone"
-    );
+    // Collectors write the file before any producer joins: none means none runs.
+    assert!(session_dir::collector_gone(&dir), "no pid file is gone");
     session_dir::write_collector_pid(&dir, std::process::id()).unwrap();
     assert_eq!(
         std::fs::read_to_string(dir.join("collector.pid")).unwrap(),
@@ -74,8 +72,10 @@ fn collector_pid_file() {
     // A hostile pid file: too long to be a pid, or not a number.
     std::fs::write(dir.join(COLLECTOR_PID), "1".repeat(100_000)).unwrap();
     assert_eq!(session_dir::read_collector_pid(&dir), None);
+    assert!(session_dir::collector_gone(&dir));
     std::fs::write(dir.join(COLLECTOR_PID), "init\n").unwrap();
     assert_eq!(session_dir::read_collector_pid(&dir), None);
+    assert!(session_dir::collector_gone(&dir));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -99,6 +99,8 @@ pub fn drop_source_name(source: DropSource) -> &'static str {
         DropSource::Cupti => "cupti",
         DropSource::Channel => "channel",
         DropSource::Ring => "ring",
+        DropSource::Undelivered => "undelivered",
+        DropSource::Unwritten => "unwritten",
     }
 }
 
@@ -206,6 +208,8 @@ pub fn summarize(records: &[(u32, Record)]) -> Summary {
                     DropSource::Cupti => 0,
                     DropSource::Channel => 1,
                     DropSource::Ring => 2,
+                    DropSource::Undelivered => 3,
+                    DropSource::Unwritten => 4,
                 };
                 *dropped.entry(key).or_default() += d.records;
             }
@@ -272,14 +276,20 @@ pub fn summarize(records: &[(u32, Record)]) -> Summary {
         })
         .collect();
 
-    let dropped = [DropSource::Cupti, DropSource::Channel, DropSource::Ring]
-        .into_iter()
-        .enumerate()
-        .map(|(i, source)| DroppedStats {
-            source: drop_source_name(source).to_string(),
-            records: dropped.get(&(i as u8)).copied().unwrap_or(0),
-        })
-        .collect();
+    let dropped = [
+        DropSource::Cupti,
+        DropSource::Channel,
+        DropSource::Ring,
+        DropSource::Undelivered,
+        DropSource::Unwritten,
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, source)| DroppedStats {
+        source: drop_source_name(source).to_string(),
+        records: dropped.get(&(i as u8)).copied().unwrap_or(0),
+    })
+    .collect();
 
     let unfinished = {
         let mut v: Vec<u32> = processes
