@@ -126,7 +126,11 @@ pub fn run_injected_within(
     }
     assert!(reader.is_finished());
     let h = reader.header();
-    assert_eq!((h.dropped_records, h.dropped_frames), (0, 0), "no drops");
+    assert_eq!(
+        (h.dropped_records, h.dropped_frames),
+        (0, 0),
+        "no drops: {h:?}"
+    );
     assert!(!records.iter().any(|r| matches!(r, Record::Dropped(_))));
     match records.last() {
         Some(Record::End(e)) => assert_eq!(e.records, records.len() as u64 - 1),

@@ -45,8 +45,12 @@ impl SimCommand {
         self
     }
 
-    /// libgpuprof.so writes its ring into `dir`, with no collector.
+    /// libgpuprof.so writes its ring into `dir`, with this test process as its
+    /// collector (named in `dir/collector.pid`, as a collector does before any
+    /// producer joins): the test reads the ring itself.
     pub fn session_dir(mut self, dir: &Path) -> SimCommand {
+        wire::session_dir::write_collector_pid(dir, std::process::id())
+            .expect("write collector.pid");
         self.0.env("GPUPROF_SESSION_DIR", dir);
         self
     }

@@ -36,6 +36,11 @@ impl TimedChild {
         }
     }
 
+    /// Its process id.
+    pub fn id(&self) -> u32 {
+        self.child.as_ref().expect("child").id()
+    }
+
     /// Whether it has exited (non-blocking).
     pub fn exited(&mut self) -> bool {
         self.child

@@ -102,6 +102,23 @@ fn produce(scenario: &str) -> i32 {
         send(&mut ring, &records);
     }
     match scenario {
+        "tally" => {
+            // Killed with records in flight: 30 more kernels launched than left
+            // CUPTI... of the 60 that left it, 10 (and 5 other records) were never
+            // written; 52 records were (Process, String, 50 kernels).
+            use std::sync::atomic::Ordering::Relaxed;
+            let t = ring.tally();
+            t.launches.store(80, Relaxed);
+            t.kernels.store(60, Relaxed);
+            t.produced.store(67, Relaxed);
+            Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status()
+                .unwrap();
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
         "die" => {
             // Ends without finishing its stream, killed by a signal.
             Command::new("kill")
@@ -366,7 +383,7 @@ fn record_passes_the_exit_code_and_cleans_up() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("  channel        3\n  ring           7\n"),
+        stdout.contains("  channel            3\n  ring               7\n  undelivered        0\n  unwritten          0\n"),
         "{stdout}"
     );
     // 50 kernels in 4 KiB of ring: the collector kept up through many wrap-arounds.
@@ -409,6 +426,50 @@ fn record_reports_a_producer_that_died_and_passes_its_signal() {
     assert_eq!(v["kernel_count"], 50);
     assert_eq!(v["unfinished"], serde_json::json!([pid]));
     assert!(!Path::new(&notes(&scratch)[0].1).exists());
+}
+
+/// A producer killed with records in flight: the ring header's tally counts them.
+#[test]
+fn records_in_flight_when_a_producer_is_killed_are_counted() {
+    let scratch = Scratch::new("drain-tally");
+    let out = record(&scratch, "tally", &[], None).wait(LIMIT);
+    assert_eq!(code(&out.status), Some(128 + 9), "{}", text(&out.stderr));
+    let pid = notes(&scratch)[0].0;
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "gpuprof: process {pid} ended before its records were delivered: 20 kernels never left CUPTI, 15 records were not written to the ring\n"
+        )),
+        "{stderr}"
+    );
+    let v = report_json(&scratch.join("out"));
+    assert_eq!(v["kernel_count"], 50);
+    let dropped: Vec<(String, u64)> = v["dropped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["source"].as_str().unwrap().to_string(),
+                d["records"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        dropped,
+        [
+            ("cupti", 0),
+            ("channel", 0),
+            ("ring", 0),
+            ("undelivered", 20),
+            ("unwritten", 15)
+        ]
+        .map(|(s, n)| (s.to_string(), n))
+    );
+    assert!(
+        stderr.contains("(1 process, 50 kernels, 35 dropped)"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -648,10 +709,13 @@ fn collect_ends_on_its_own_when_the_owner_dies() {
     let pid = own.id();
     assert!(!own.wait().unwrap().success());
     let out = coll.wait(LIMIT);
-    assert_eq!(code(&out.status), Some(0), "{}", text(&out.stderr));
+    // A stream that did not end: the session is incomplete.
+    assert_eq!(code(&out.status), Some(3), "{}", text(&out.stderr));
     assert!(text(&out.stderr).starts_with(&format!(
         "gpuprof: process {pid} ended without finishing its stream\n"
     )));
+    assert!(text(&out.stderr)
+        .ends_with("gpuprof: the session is incomplete (see above); exit status 3\n"));
     assert!(!dir.exists());
     assert_eq!(
         report_json(&out_dir)["unfinished"],

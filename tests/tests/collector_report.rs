@@ -185,10 +185,12 @@ NVTX ranges
       1     0    3.800        2   3.500       43.75  llm: step
 
 Dropped records
-  source   records
-  cupti          2
-  channel        0
-  ring           0
+  source       records
+  cupti              2
+  channel            0
+  ring               0
+  undelivered        0
+  unwritten          0
 
 Processes whose stream did not finish: 4243
 ";
@@ -234,6 +236,8 @@ source,records
 cupti,2
 channel,0
 ring,0
+undelivered,0
+unwritten,0
 
 # unfinished
 pid
@@ -295,6 +299,8 @@ fn report_json_is_exact() {
             {"source": "cupti", "records": 2},
             {"source": "channel", "records": 0},
             {"source": "ring", "records": 0},
+            {"source": "undelivered", "records": 0},
+            {"source": "unwritten", "records": 0},
         ],
         "unfinished": [4243],
     });
@@ -353,7 +359,7 @@ fn truncated_session_reports_what_was_read_then_fails() {
         t.contains("Processes whose stream did not finish: 4242, 4243\n"),
         "{t}"
     );
-    assert!(t.contains("  cupti          0\n"), "{t}");
+    assert!(t.contains("  cupti              0\n"), "{t}");
 }
 
 #[test]
@@ -466,8 +472,8 @@ fn empty_session_reports_zeros() {
     assert_eq!(
         text(&out.stdout),
         "Processes\n  (none: the session holds no records)\n\nKernels by GPU time (0 kernels, 0.000 µs)\n  (none)\n\n\
-         Memory copies and sets\n  (none)\n\nNVTX ranges\n  (none)\n\nDropped records\n  source   records\n  \
-         cupti          0\n  channel        0\n  ring           0\n"
+         Memory copies and sets\n  (none)\n\nNVTX ranges\n  (none)\n\nDropped records\n  source       records\n  \
+         cupti              0\n  channel            0\n  ring               0\n  undelivered        0\n  unwritten          0\n"
     );
 }
 

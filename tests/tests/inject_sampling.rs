@@ -198,5 +198,10 @@ fn the_default_sampling_set_starts_and_sums_exactly() {
 }
 
 fn run_sampling(name: &str, release: &str, env: &[(&str, &str)]) -> (Finished, Vec<Record>) {
-    run_cudarc_injected(&format!("sampling-{name}"), release, env)
+    // Nothing drains the ring while the program runs (the test reads it after), and
+    // samples come per wall-clock interval: a slow, loaded machine makes more of them
+    // than the default 64 MiB holds.
+    let mut env = env.to_vec();
+    env.push(("GPUPROF_RING_SIZE", "512M"));
+    run_cudarc_injected(&format!("sampling-{name}"), release, &env)
 }

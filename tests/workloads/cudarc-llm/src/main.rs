@@ -55,6 +55,22 @@ struct Shape {
     /// graph replayed for every step.
     #[arg(long)]
     graph_decode: bool,
+    /// How the program ends after printing its summary line: returning from main,
+    /// or the ways a profiler cannot see coming (abort(), _exit(0) without exit
+    /// handlers, SIGKILL to itself).
+    #[arg(long, value_enum, default_value_t = EndBy::Return)]
+    end_by: EndBy,
+    /// Sleep this long after the work, before ending.
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    linger_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum EndBy {
+    Return,
+    Abort,
+    Exit,
+    Kill,
 }
 
 fn positive(v: &str) -> Result<usize, String> {
@@ -398,6 +414,12 @@ fn main() -> Result<()> {
         }
         model.lm_head(&shape, 1)?;
     }
+    // Tests that break something mid-run hold the decode steps until they are done.
+    if let Some(flag) = std::env::var_os("CUDARC_LLM_WAIT_FOR") {
+        while !std::path::Path::new(&flag).exists() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
     if shape.graph_decode {
         // One decode step captured (nothing runs), then replayed once per step.
         // Activations are allocated before the capture, as graph-based engines do.
@@ -441,5 +463,18 @@ fn main() -> Result<()> {
         model.launches,
         model.gemms
     );
-    Ok(())
+    std::thread::sleep(std::time::Duration::from_millis(shape.linger_ms));
+    use std::io::Write;
+    std::io::stdout().flush()?;
+    match shape.end_by {
+        EndBy::Return => Ok(()),
+        EndBy::Abort => std::process::abort(),
+        // SAFETY: ends the process at once; nothing after this runs.
+        EndBy::Exit => unsafe { libc::_exit(0) },
+        EndBy::Kill => {
+            // SAFETY: signals this process; SIGKILL cannot be caught.
+            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            unreachable!("SIGKILL was delivered")
+        }
+    }
 }
