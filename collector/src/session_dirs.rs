@@ -16,7 +16,7 @@ pub fn make_ring_dir() -> Result<PathBuf> {
     let pid = std::process::id();
     let dir = session_dir::make_ring_dir(pid)?;
     if let Err(e) = write_collector_pid(&dir) {
-        let _ = std::fs::remove_dir_all(&dir);
+        let _ = session_dir::remove_ring_dir(&dir);
         return Err(e);
     }
     Ok(dir)
