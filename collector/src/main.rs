@@ -12,6 +12,7 @@ mod doctor;
 mod doctor_counters;
 mod drain;
 mod metrics_cmd;
+mod output_file;
 mod record;
 mod report;
 mod roofline_cmd;
