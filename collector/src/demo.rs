@@ -47,12 +47,56 @@ const SIM_LIBRARIES: &[(&str, &[&str])] = &[
     ("libcublasLt.so", &["libcublasLt.so.12", "libcublasLt.so"]),
 ];
 
-/// Removes the simulated stack's directory on every path out.
-struct SimDir(PathBuf);
+/// The simulated stack's directory, made new (mode 0700) under the temporary
+/// directory; on every path out the links made in it and then the directory are
+/// removed, and nothing else.
+struct SimDir {
+    dir: PathBuf,
+    links: Vec<PathBuf>,
+}
+
+impl SimDir {
+    /// `$TMPDIR/gpuprof-demo-sim-<pid>-<n>` with the first `n` whose name is free.
+    fn new() -> Result<SimDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        let base = std::env::temp_dir();
+        let pid = std::process::id();
+        for n in 0..100 {
+            let dir = base.join(format!("gpuprof-demo-sim-{pid}-{n}"));
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => {
+                    return Ok(SimDir {
+                        dir,
+                        links: Vec::new(),
+                    })
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| format!("cannot create {}", dir.display()))
+                }
+            }
+        }
+        bail!(
+            "cannot create a directory for the simulated stack under {}: gpuprof-demo-sim-{pid}-0 to -99 exist",
+            base.display()
+        )
+    }
+
+    fn link(&mut self, target: &Path, name: &str) -> Result<()> {
+        let at = self.dir.join(name);
+        std::os::unix::fs::symlink(target, &at)
+            .with_context(|| format!("cannot link {name} in {}", self.dir.display()))?;
+        self.links.push(at);
+        Ok(())
+    }
+}
 
 impl Drop for SimDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        for l in &self.links {
+            let _ = std::fs::remove_file(l);
+        }
+        let _ = std::fs::remove_dir(&self.dir);
     }
 }
 
@@ -111,10 +155,7 @@ fn nvtx_library(exe_dir: &Path) -> Result<PathBuf> {
 /// links with NVIDIA's names.
 fn sim_stack(exe_dir: &Path) -> Result<SimDir> {
     let nvtx = nvtx_library(exe_dir)?;
-    let dir = std::env::temp_dir().join(format!("gpuprof-demo-sim-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let sim = SimDir(dir);
+    let mut sim = SimDir::new()?;
     let mut links: Vec<(PathBuf, &str)> = vec![(nvtx, "libnvToolsExt.so")];
     for (built, names) in SIM_LIBRARIES {
         let target = exe_dir.join(built);
@@ -128,8 +169,7 @@ fn sim_stack(exe_dir: &Path) -> Result<SimDir> {
         links.extend(names.iter().map(|n| (target.clone(), *n)));
     }
     for (target, name) in links {
-        std::os::unix::fs::symlink(&target, sim.0.join(name))
-            .with_context(|| format!("cannot link {name} in {}", sim.0.display()))?;
+        sim.link(&target, name)?;
     }
     Ok(sim)
 }
@@ -165,8 +205,8 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             if args.sim { "" } else { "no usable GPU here: " }
         );
         // The profiled program (and only it) gets these.
-        env.push(("LD_LIBRARY_PATH", sim.0.clone().into()));
-        env.push((wire::env::CUPTI_LIB, sim.0.join("libcupti.so.13").into()));
+        env.push(("LD_LIBRARY_PATH", sim.dir.clone().into()));
+        env.push((wire::env::CUPTI_LIB, sim.dir.join("libcupti.so.13").into()));
         Some(sim)
     };
     // A short run: every measured launch gets every counter (CUPTI replays each

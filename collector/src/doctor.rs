@@ -5,7 +5,7 @@
 //! without a driver (CUPTI 13.2 overflows its stack), which must not take doctor down.
 
 use std::ffi::{OsStr, OsString};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
@@ -84,7 +84,16 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     println!("\nCUPTI candidates, in the order libgpuprof.so tries them:");
     let mut chosen: Option<usize> = None;
     let explicit_failed = std::cell::Cell::new(false);
+    let explicit_dir = inputs
+        .gpuprof_cupti_lib
+        .as_ref()
+        .is_some_and(|p| Path::new(p).is_dir());
     for (i, c) in candidates.iter().enumerate() {
+        // A GPUPROF_CUPTI_LIB directory is an explicit choice: with nothing usable in
+        // it, libgpuprof.so tries no further source.
+        if explicit_dir && chosen.is_none() && c.source.after_explicit() {
+            explicit_failed.set(true);
+        }
         let verdict = match probe_in_child(c) {
             Ok(desc) => {
                 if chosen.is_none() && !explicit_failed.get() {
@@ -120,9 +129,15 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         supported.join(", ")
     );
     if explicit_failed.get() {
-        println!(
-            "GPUPROF_CUPTI_LIB names a library that cannot be used: profiling would stay off."
-        );
+        if explicit_dir {
+            println!(
+                "GPUPROF_CUPTI_LIB names a directory without a usable libcupti: profiling would stay off."
+            );
+        } else {
+            println!(
+                "GPUPROF_CUPTI_LIB names a library that cannot be used: profiling would stay off."
+            );
+        }
         return Ok(ExitCode::from(1));
     }
     if let (Some(i), Ok(_)) = (chosen, &driver) {

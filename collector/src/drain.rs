@@ -90,7 +90,13 @@ pub struct Drainer {
 impl Drainer {
     /// Creates the session file `session_path` for the rings of `dir`.
     pub fn new(dir: &Path, session_path: &Path) -> Result<Drainer> {
-        let writer = SessionWriter::create(session_path)
+        let file = crate::output_file::create_new(session_path).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot create the session file {}: {e}",
+                session_path.display()
+            )
+        })?;
+        let writer = SessionWriter::new(file, session_path)
             .map_err(|e| anyhow::anyhow!("cannot create the session file {e}"))?;
         Ok(Drainer {
             dir: dir.to_path_buf(),

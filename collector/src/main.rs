@@ -12,6 +12,7 @@ mod doctor;
 mod doctor_counters;
 mod drain;
 mod metrics_cmd;
+mod output_file;
 mod record;
 mod report;
 mod roofline_cmd;
@@ -105,7 +106,8 @@ enum Command {
     /// profiled process makes the ring directory and starts
     /// `gpuprof collect --session-dir DIR --out OUT --owner-pid PID`, which drains the
     /// rings into OUT/session.gpuprof until PID has exited and every ring is done,
-    /// removes DIR, and prints where the session is.
+    /// removes DIR (only gpuprof's own files in it, and DIR itself when libgpuprof.so
+    /// made it and nothing else is in it), and prints where the session is.
     #[command(hide = true)]
     Collect(record::CollectArgs),
 }

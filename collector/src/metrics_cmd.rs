@@ -113,6 +113,8 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             println!("{}", serde_json::to_string(&out)?);
             return Ok(ExitCode::SUCCESS);
         } else {
+            // The child reads the same list; a warning about it is said here.
+            user_metrics(args);
             plan_in_child(lib)?
         };
         match args.format {
@@ -208,13 +210,24 @@ fn architecture(chip: &str) -> Option<String> {
     default_set_for(chip).map(|s| s.architecture.name().to_string())
 }
 
-/// The metric list of --metrics or $GPUPROF_METRICS, if any.
+/// The metric list of --metrics or $GPUPROF_METRICS, if any. A variable that is not
+/// UTF-8 text is a warning (printed by the process the user started, not by the
+/// planning child) and the default set applies.
 fn user_metrics(args: &Args) -> Option<String> {
-    args.metrics.clone().or_else(|| {
-        std::env::var(METRICS_ENV)
-            .ok()
-            .filter(|v| !v.trim().is_empty())
-    })
+    if let Some(m) = &args.metrics {
+        return Some(m.clone());
+    }
+    match std::env::var_os(METRICS_ENV)?.into_string() {
+        Ok(v) => Some(v).filter(|v| !v.trim().is_empty()),
+        Err(v) => {
+            if !args.in_child {
+                eprintln!(
+                    "gpuprof: warning: {METRICS_ENV}={v:?} is not UTF-8 text; using the default set"
+                );
+            }
+            None
+        }
+    }
 }
 
 /// In the child: plans through `lib`'s Profiler Host API with [`cupti::plan::plan`].

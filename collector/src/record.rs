@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use wire::ring::process_alive;
+use wire::session_dir;
 
 use crate::drain::{describe, Counts, Drainer, Progress, POLL};
 use crate::report::{load, render_report, Format};
@@ -66,8 +67,9 @@ impl RecordArgs {
 
 #[derive(clap::Args)]
 pub struct CollectArgs {
-    /// The ring directory (GPUPROF_SESSION_DIR of the profiled processes). Removed at
-    /// the end.
+    /// The ring directory (GPUPROF_SESSION_DIR of the profiled processes). It must
+    /// belong to the user running gpuprof. Removed at the end when gpuprof made it
+    /// (only gpuprof's own files in it are deleted, then the directory if empty).
     #[arg(long, value_name = "DIR")]
     session_dir: PathBuf,
     /// Output directory for session.gpuprof (created; an existing one must be empty).
@@ -79,15 +81,17 @@ pub struct CollectArgs {
     owner_pid: u32,
 }
 
-/// Removes the ring directory when dropped, on every path out.
+/// Removes the ring directory when dropped, on every path out: this collector's
+/// `collector.pid`, then `wire::session_dir::remove_ring_dir` (gpuprof's files and the
+/// directory, only when gpuprof made it and nothing else is in it; what stays is
+/// named in a warning).
 struct RingDir(PathBuf);
 
 impl Drop for RingDir {
     fn drop(&mut self) {
-        if let Err(e) = std::fs::remove_dir_all(&self.0) {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                eprintln!("gpuprof: warning: cannot remove {}: {e}", self.0.display());
-            }
+        session_dir::remove_collector_pid(&self.0, std::process::id());
+        if let Err(kept) = session_dir::remove_ring_dir(&self.0) {
+            eprintln!("gpuprof: warning: {kept}");
         }
     }
 }
@@ -266,10 +270,21 @@ fn follow(drainer: &mut Drainer, child: &mut Child) -> Result<(Option<ExitStatus
 }
 
 pub fn collect(args: &CollectArgs) -> Result<ExitCode> {
-    if !args.session_dir.is_dir() {
+    // Not followed through a symbolic link, and never another user's: a collector
+    // reads, writes and removes files in it.
+    let meta = std::fs::symlink_metadata(&args.session_dir).ok();
+    if !meta.as_ref().is_some_and(|m| m.is_dir()) {
         anyhow::bail!(
             "--session-dir {}: not a directory",
             args.session_dir.display()
+        );
+    }
+    if let Some(uid) = meta.as_ref().and_then(session_dir::foreign_owner) {
+        anyhow::bail!(
+            "--session-dir {}: belongs to uid {uid}, not to uid {} who runs gpuprof; \
+             gpuprof collects only from ring directories of its own user",
+            args.session_dir.display(),
+            session_dir::euid()
         );
     }
     let (out_dir, _) = session_dirs::prepare_out_dir(&args.out)?;

@@ -223,13 +223,11 @@ pub fn trace(args: &TraceArgs) -> Result<()> {
     warn_damage(&loaded, "trace");
     let trace = analysis::chrome_trace(&loaded.records);
     let events = trace["traceEvents"].as_array().map_or(0, Vec::len);
-    let write = || -> std::io::Result<()> {
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&output)?);
-        serde_json::to_writer(&mut w, &trace)?;
-        w.write_all(b"\n")?;
-        w.flush()
-    };
-    write().with_context(|| format!("cannot write {}", output.display()))?;
+    crate::output_file::write_replacing(&output, |w| {
+        serde_json::to_writer(&mut *w, &trace)?;
+        w.write_all(b"\n")
+    })
+    .with_context(|| format!("cannot write {}", output.display()))?;
     eprintln!(
         "gpuprof: trace written to {} ({events} events); open it in Perfetto (ui.perfetto.dev) or chrome://tracing",
         output.display()

@@ -39,7 +39,8 @@ impl Args {
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+    crate::output_file::write_replacing(path, |w| w.write_all(text.as_bytes()))
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// `base` with `-n` before its extension.

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use wire::{env, session_dir};
 
+use crate::output_file;
+
 /// The name of the session file inside an output directory.
 pub const SESSION_FILE: &str = "session.gpuprof";
 
@@ -16,7 +18,7 @@ pub fn make_ring_dir() -> Result<PathBuf> {
     let pid = std::process::id();
     let dir = session_dir::make_ring_dir(pid)?;
     if let Err(e) = write_collector_pid(&dir) {
-        let _ = std::fs::remove_dir_all(&dir);
+        let _ = session_dir::remove_ring_dir(&dir);
         return Err(e);
     }
     Ok(dir)
@@ -33,8 +35,9 @@ pub fn write_collector_pid(dir: &Path) -> Result<()> {
 }
 
 /// The output directory: `explicit`, else `$GPUPROF_OUT`, else
-/// `./gpuprof-<YYYYmmdd-HHMMSS>-<pid>`. Created if missing; an existing directory must
-/// be empty. Returns it and whether it was created here.
+/// `./gpuprof-<YYYYmmdd-HHMMSS>-<pid>`. Created if missing (mode 0700); an existing
+/// directory must be empty and ours ([`prepare_out_dir`]). Returns it and whether it
+/// was created here.
 pub fn make_out_dir(explicit: Option<&Path>) -> Result<(PathBuf, bool)> {
     let dir = match explicit {
         Some(d) => d.to_path_buf(),
@@ -46,10 +49,14 @@ pub fn make_out_dir(explicit: Option<&Path>) -> Result<(PathBuf, bool)> {
     prepare_out_dir(&dir)
 }
 
-/// Creates `dir` or accepts it when it is an empty directory.
+/// Creates `dir` (mode 0700, `output_file::make_dir`) or accepts it when it is an
+/// empty directory of the user running gpuprof (`output_file::check_own_dir`).
 pub fn prepare_out_dir(dir: &Path) -> Result<(PathBuf, bool)> {
-    match std::fs::read_dir(dir) {
-        Ok(mut entries) => {
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => {
+            output_file::check_own_dir(dir, &meta)?;
+            let mut entries = std::fs::read_dir(dir)
+                .with_context(|| format!("cannot use the output directory {}", dir.display()))?;
             if entries.next().is_some() {
                 bail!(
                     "the output directory {} already exists and is not empty; name another one with -o (or GPUPROF_OUT)",
@@ -58,17 +65,15 @@ pub fn prepare_out_dir(dir: &Path) -> Result<(PathBuf, bool)> {
             }
             Ok((dir.to_path_buf(), false))
         }
+        Ok(_) => bail!(
+            "the output path {} exists and is not a directory",
+            dir.display()
+        ),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(dir)
+            output_file::make_dir(dir)
                 .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
             Ok((dir.to_path_buf(), true))
         }
-        Err(e) if dir.exists() && !dir.is_dir() => Err(e).with_context(|| {
-            format!(
-                "the output path {} exists and is not a directory",
-                dir.display()
-            )
-        }),
         Err(e) => {
             Err(e).with_context(|| format!("cannot use the output directory {}", dir.display()))
         }

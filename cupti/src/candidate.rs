@@ -14,6 +14,17 @@ pub enum Source {
     LoaderPath,
 }
 
+impl Source {
+    /// Whether candidates from here are tried only after `GPUPROF_CUPTI_LIB`'s: once
+    /// they are reached, an explicit choice has failed and none of them is used.
+    pub fn after_explicit(self) -> bool {
+        matches!(
+            self,
+            Source::PythonPackage | Source::CudaHome | Source::LoaderPath
+        )
+    }
+}
+
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

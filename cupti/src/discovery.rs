@@ -47,17 +47,29 @@ impl Inputs {
 }
 
 /// Finds and loads the CUPTI to use. `driver_version` as in [`Cupti::open`].
+///
+/// An explicit choice is honoured or reported, never replaced: a `GPUPROF_CUPTI_LIB`
+/// file that cannot be used, or a directory without a usable libcupti (none at all
+/// included), is [`LoadError::Explicit`]; only a library already loaded in the
+/// process comes before it.
 pub fn discover(
     inputs: &Inputs,
     driver_version: Option<i32>,
 ) -> Result<(Candidate, Cupti), LoadError> {
+    let explicit_dir = inputs
+        .gpuprof_cupti_lib
+        .as_deref()
+        .map(Path::new)
+        .filter(|p| p.is_dir());
     let mut rejected = Vec::new();
     for c in candidates(inputs) {
+        if let Some(dir) = explicit_dir.filter(|_| c.source.after_explicit()) {
+            return Err(explicit_dir_error(dir, &rejected));
+        }
         match Cupti::open(&c.path, driver_version) {
             Ok(cupti) => return Ok((c, cupti)),
             Err(reason) => {
-                // An explicit choice is honoured or reported, never replaced.
-                if c.source == Source::EnvVar && !is_dir(inputs.gpuprof_cupti_lib.as_deref()) {
+                if c.source == Source::EnvVar && explicit_dir.is_none() {
                     return Err(LoadError::Explicit {
                         path: PathBuf::from(&c.path),
                         reason,
@@ -71,11 +83,31 @@ pub fn discover(
             }
         }
     }
-    Err(LoadError::NotFound(rejected))
+    match explicit_dir {
+        Some(dir) => Err(explicit_dir_error(dir, &rejected)),
+        None => Err(LoadError::NotFound(rejected)),
+    }
 }
 
-fn is_dir(p: Option<&std::ffi::OsStr>) -> bool {
-    p.is_some_and(|p| Path::new(p).is_dir())
+/// `GPUPROF_CUPTI_LIB` names `dir` and nothing in it could be used; `rejected`: every
+/// library tried so far (the directory's, and any already loaded).
+fn explicit_dir_error(dir: &Path, rejected: &[Rejection]) -> LoadError {
+    let reason = if !rejected.is_empty() {
+        let tried: Vec<String> = rejected
+            .iter()
+            .map(|r| format!("{}: {}", r.path, r.reason))
+            .collect();
+        format!(
+            "no libcupti in the directory can be used ({})",
+            tried.join("; ")
+        )
+    } else {
+        "the directory holds no libcupti.so* file".to_string()
+    };
+    LoadError::Explicit {
+        path: dir.to_path_buf(),
+        reason,
+    }
 }
 
 /// The candidates, in order, deduplicated by resolved file.
@@ -350,5 +382,43 @@ mod tests {
             }
             other => panic!("expected an explicit-path error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn an_explicit_directory_without_cupti_is_an_error_not_a_fallback() {
+        let tmp = std::env::temp_dir().join(format!("gpuprof-disc-dir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).unwrap();
+        std::fs::write(tmp.join("libcudart.so.12"), b"").unwrap();
+        let inputs = Inputs {
+            gpuprof_cupti_lib: Some(tmp.clone().into()),
+            ..Inputs::default()
+        };
+        match discover(&inputs, None) {
+            Err(e @ LoadError::Explicit { .. }) => assert_eq!(
+                e.to_string(),
+                format!(
+                    "GPUPROF_CUPTI_LIB={}: the directory holds no libcupti.so* file",
+                    tmp.display()
+                )
+            ),
+            other => panic!("expected an explicit-path error, got {other:?}"),
+        }
+        // A truncated library there is refused before it is loaded, and nothing
+        // else is tried.
+        std::fs::write(tmp.join("libcupti.so.13"), b"\x7fELF").unwrap();
+        match discover(&inputs, None) {
+            Err(e @ LoadError::Explicit { .. }) => assert_eq!(
+                e.to_string(),
+                format!(
+                    "GPUPROF_CUPTI_LIB={d}: no libcupti in the directory can be used \
+                     ({d}/libcupti.so.13: not loaded: a file of 4 bytes is too short for an \
+                     ELF header (64 bytes))",
+                    d = tmp.display()
+                )
+            ),
+            other => panic!("expected an explicit-path error, got {other:?}"),
+        }
+        std::fs::remove_dir_all(&tmp).unwrap();
     }
 }

@@ -25,7 +25,9 @@ pub fn preload_perf_libraries(cupti: &Path) -> Vec<String> {
     let mut loaded = Vec::new();
     for name in ["libnvperf_host.so", "libnvperf_target.so"] {
         let path = dir.join(name);
-        if !path.is_file() {
+        if !path.is_file() || crate::library::check_before_loading(path.as_os_str()).is_err() {
+            // A file that is not a whole library is not loaded; libcupti then says
+            // what it misses.
             continue;
         }
         // SAFETY: NVIDIA's perf library from the same installation as the libcupti
@@ -51,6 +53,8 @@ pub fn preload_perf_libraries(cupti: &Path) -> Vec<String> {
 /// 12.6-13.1; 13.2 and later need one (13.3+ answer `CUPTI_ERROR_UNKNOWN`).
 /// The library is never unloaded.
 pub fn open_host_api(path: &OsStr) -> Result<&'static CuptiFns, String> {
+    crate::library::check_before_loading(path)
+        .map_err(|e| format!("{}: {e}", Path::new(path).display()))?;
     preload_perf_libraries(Path::new(path));
     // SAFETY: loading a libcupti runs NVIDIA's initialisers, safe in any process.
     let lib = unsafe { libloading::Library::new(path) }.map_err(|e| {

@@ -13,6 +13,7 @@ pub mod activity;
 pub mod callback;
 mod candidate;
 mod discovery;
+mod elf_check;
 mod error;
 mod host_library;
 mod library;
@@ -25,6 +26,7 @@ pub mod profiler;
 mod version;
 
 pub use discovery::{candidates, discover, Candidate, Inputs, Rejection, Source};
+pub use elf_check::check_shared_object;
 pub use error::{CuptiError, LoadError};
 pub use host_library::{open_host_api, preload_perf_libraries};
 pub use library::{driver_init, driver_loaded, driver_version, required_functions, Cupti};

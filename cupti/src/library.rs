@@ -55,6 +55,7 @@ impl Cupti {
     /// checks it. `driver_version` is `cuDriverGetVersion`'s answer when known: a
     /// CUPTI newer than the driver's CUDA major cannot work and is rejected.
     pub fn open(path: &OsStr, driver_version: Option<i32>) -> Result<Cupti, String> {
+        check_before_loading(path)?;
         // SAFETY: loading a shared library runs its initialisers. libcupti's are
         // NVIDIA's own and safe to run in any process that may use CUDA.
         let lib = unsafe { libloading::Library::new(path) }
@@ -214,6 +215,17 @@ fn resolved_path(requested: &OsStr, symbol: *const core::ffi::c_void) -> PathBuf
     // SAFETY: dli_fname is a NUL-terminated string owned by the loader.
     let name = unsafe { core::ffi::CStr::from_ptr(info.dli_fname) };
     PathBuf::from(std::ffi::OsStr::from_bytes(name.to_bytes()))
+}
+
+/// For a library named by a path (not a bare name the loader searches for): that it
+/// is a whole shared object ([`crate::check_shared_object`]), so that `dlopen` of a
+/// truncated file is a message, not SIGBUS in the loader. A path that names nothing
+/// is left to `dlopen`, whose message says so.
+pub(crate) fn check_before_loading(path: &OsStr) -> Result<(), String> {
+    if !path.as_bytes().contains(&b'/') || std::fs::metadata(path).is_err() {
+        return Ok(());
+    }
+    crate::elf_check::check_shared_object(Path::new(path)).map_err(|e| format!("not loaded: {e}"))
 }
 
 /// The loader's message for a failed dlopen (libloading keeps it in the source).

@@ -7,7 +7,9 @@
 //! (`counters::sampling::disable`: only after the flush, as disabling can finalize
 //! CUPTI and lose undelivered activity buffers), then the writer drains, writes
 //! `End` and the ring's finished flag while we wait at most
-//! `GPUPROF_EXIT_TIMEOUT_MS`; a ring whose collector is gone is deleted.
+//! `GPUPROF_EXIT_TIMEOUT_MS`; a ring whose collector is gone is deleted (and the
+//! directory, by `wire::session_dir`'s rules, when it was the last ring; what those
+//! rules leave in place is named in a warning).
 //!
 //! Fork: the child disables profiling (no CUPTI call, no ring: both belong to the
 //! parent). A child that execs starts over through the environment
@@ -120,5 +122,7 @@ fn on_exit() {
             }
         }
     }
-    wire::session_dir::remove_if_orphaned(&a.dir, &a.ring);
+    if let Err(kept) = wire::session_dir::remove_if_orphaned(&a.dir, &a.ring) {
+        warn!("{kept}");
+    }
 }

@@ -1,6 +1,14 @@
 //! Configuration: `GPUPROF_*` environment variables, read once at start-up. An invalid
 //! value gets a warning naming the variable and the value used instead.
 //!
+//! Every variable is read as the bytes the environment holds (`OsString`). Paths
+//! (`GPUPROF_SESSION_DIR`, `GPUPROF_COLLECTOR`, `GPUPROF_OUT`) are taken as they are;
+//! any other value that is not UTF-8 is a warning naming the variable, and the
+//! default applies, except where the default would do what the user asked to limit:
+//! `GPUPROF_DISABLE` then turns profiling off, and `GPUPROF_COUNTER_RANGE` (a range
+//! name no NVTX message can match) turns per-kernel counters off rather than measuring
+//! everywhere.
+//!
 //! Hardware counters (see `counters.rs`):
 //! - `GPUPROF_COUNTERS`: `kernel` (default): per-kernel counters from CUPTI's range
 //!   profiler, one pass group per measured launch; `sampling`: GPU-wide counter
@@ -16,6 +24,7 @@
 //! A measured launch is serialised with the rest of the GPU's work (the range
 //! profiler brackets it); the launch policy bounds how many are.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::log::{self, Level};
@@ -115,23 +124,54 @@ impl Default for Options {
     }
 }
 
-struct Reader<'a, F: Fn(&str) -> Option<String>> {
+struct Reader<'a, F: Fn(&str) -> Option<OsString>> {
     get: &'a F,
     warnings: Vec<String>,
 }
 
-impl<F: Fn(&str) -> Option<String>> Reader<'_, F> {
-    fn value(&self, key: &str) -> Option<String> {
+/// A variable's value as text.
+enum Text {
+    Unset,
+    Utf8(String),
+    /// Not UTF-8 (already warned about).
+    Invalid,
+}
+
+impl<F: Fn(&str) -> Option<OsString>> Reader<'_, F> {
+    fn raw(&self, key: &str) -> Option<OsString> {
         (self.get)(key).filter(|v| !v.is_empty())
     }
 
+    /// The value as text; one not UTF-8 is a warning ending with `instead`, what
+    /// is used in its place.
+    fn text(&mut self, key: &str, instead: &str) -> Text {
+        match self.raw(key).map(OsString::into_string) {
+            None => Text::Unset,
+            Some(Ok(v)) => Text::Utf8(v),
+            Some(Err(v)) => {
+                self.warnings
+                    .push(format!("{key}={v:?} is not UTF-8 text; {instead}"));
+                Text::Invalid
+            }
+        }
+    }
+
+    /// The value as text, `None` when unset or not UTF-8 (then the default applies,
+    /// `instead` describing it).
+    fn value(&mut self, key: &str, instead: &str) -> Option<String> {
+        match self.text(key, instead) {
+            Text::Utf8(v) => Some(v),
+            Text::Unset | Text::Invalid => None,
+        }
+    }
+
     fn path(&self, key: &str) -> Option<PathBuf> {
-        self.value(key).map(PathBuf::from)
+        self.raw(key).map(PathBuf::from)
     }
 
     /// A byte size in `min..=max`.
     fn size(&mut self, key: &str, default: u64, min: u64, max: u64) -> u64 {
-        let Some(v) = self.value(key) else {
+        let Some(v) = self.value(key, &format!("using {}", show_size(default))) else {
             return default;
         };
         match parse_size(&v) {
@@ -150,7 +190,7 @@ impl<F: Fn(&str) -> Option<String>> Reader<'_, F> {
 
     /// A plain integer in `min..=max`.
     fn count(&mut self, key: &str, default: u64, min: u64, max: u64) -> u64 {
-        let Some(v) = self.value(key) else {
+        let Some(v) = self.value(key, &format!("using {default}")) else {
             return default;
         };
         match v.trim().parse::<u64>() {
@@ -168,13 +208,13 @@ impl<F: Fn(&str) -> Option<String>> Reader<'_, F> {
 impl Options {
     /// Reads the environment. Problems are returned as warnings to print once the log
     /// level is known.
-    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> (Options, Vec<String>) {
+    pub fn from_env(get: impl Fn(&str) -> Option<OsString>) -> (Options, Vec<String>) {
         let d = Options::default();
         let mut r = Reader {
             get: &get,
             warnings: Vec::new(),
         };
-        let log = match r.value("GPUPROF_LOG") {
+        let log = match r.value("GPUPROF_LOG", "using warn") {
             None => Level::Warn,
             Some(v) => Level::parse(&v).unwrap_or_else(|| {
                 r.warnings.push(format!(
@@ -185,9 +225,10 @@ impl Options {
         };
         // Whoever sets the variable means to turn profiling off: a value not understood
         // turns it off too, with a warning, rather than leaving it on.
-        let disabled = match r.value("GPUPROF_DISABLE") {
-            None => false,
-            Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+        let disabled = match r.text("GPUPROF_DISABLE", "taking it as 1") {
+            Text::Unset => false,
+            Text::Invalid => true,
+            Text::Utf8(v) => match v.trim().to_ascii_lowercase().as_str() {
                 "0" | "false" | "no" | "off" => false,
                 "1" | "true" | "yes" | "on" => true,
                 _ => {
@@ -220,7 +261,7 @@ impl Options {
             wire::ring::MAX_CAPACITY as u64,
         ) as usize;
         let exit_timeout_ms = r.count("GPUPROF_EXIT_TIMEOUT_MS", d.exit_timeout_ms, 0, 600_000);
-        let counters = match r.value(env::COUNTERS) {
+        let counters = match r.value(env::COUNTERS, "using kernel") {
             None => CounterMode::Kernel,
             Some(v) => match v.trim().to_ascii_lowercase().as_str() {
                 "off" => CounterMode::Off,
@@ -242,22 +283,24 @@ impl Options {
             1,
             10_000_000,
         );
-        let metrics = r.value(env::METRICS).and_then(|v| {
-            let names: Vec<String> = v
-                .split(',')
-                .map(str::trim)
-                .filter(|m| !m.is_empty())
-                .map(str::to_owned)
-                .collect();
-            if names.is_empty() || names.iter().any(|m| m.contains('\0')) {
-                r.warnings.push(format!(
-                    "GPUPROF_METRICS={v:?} names no metrics; using the default set"
-                ));
-                return None;
-            }
-            Some(names)
-        });
-        let replay = match r.value(env::REPLAY) {
+        let metrics = r
+            .value(env::METRICS, "using the default set")
+            .and_then(|v| {
+                let names: Vec<String> = v
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|m| !m.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                if names.is_empty() || names.iter().any(|m| m.contains('\0')) {
+                    r.warnings.push(format!(
+                        "GPUPROF_METRICS={v:?} names no metrics; using the default set"
+                    ));
+                    return None;
+                }
+                Some(names)
+            });
+        let replay = match r.value(env::REPLAY, "using none") {
             None => Replay::None,
             Some(v) => match v.trim().to_ascii_lowercase().as_str() {
                 "none" => Replay::None,
@@ -270,7 +313,11 @@ impl Options {
                 }
             },
         };
-        let gemm = match r.value("GPUPROF_GEMM").as_deref().map(str::trim) {
+        let gemm = match r
+            .value("GPUPROF_GEMM", "using on")
+            .as_deref()
+            .map(str::trim)
+        {
             None | Some("on") | Some("1") => true,
             Some("off") | Some("0") => false,
             Some(v) => {
@@ -279,7 +326,18 @@ impl Options {
                 true
             }
         };
-        let counter_range = r.value("GPUPROF_COUNTER_RANGE");
+        // A range name that is not UTF-8 matches no NVTX message gpuprof reads:
+        // measuring everywhere instead would be the opposite of what was asked.
+        let range_instead = match counters {
+            CounterMode::Kernel => "no NVTX range can match it; per-kernel counters are off",
+            CounterMode::Sampling | CounterMode::Off => "ignoring it",
+        };
+        let (counter_range, counters) = match r.text("GPUPROF_COUNTER_RANGE", range_instead) {
+            Text::Unset => (None, counters),
+            Text::Utf8(v) => (Some(v), counters),
+            Text::Invalid if counters == CounterMode::Kernel => (None, CounterMode::Off),
+            Text::Invalid => (None, counters),
+        };
         let opts = Options {
             log,
             disabled,
@@ -305,7 +363,7 @@ impl Options {
 
     /// Reads the process environment and applies the log level.
     pub fn load() -> Options {
-        let (opts, warnings) = Options::from_env(|k| std::env::var(k).ok());
+        let (opts, warnings) = Options::from_env(|k: &str| std::env::var_os(k));
         log::set_level(opts.log);
         for w in warnings {
             log::warn!("{w}");
@@ -318,8 +376,19 @@ impl Options {
 mod tests {
     use super::*;
 
-    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |k| pairs.iter().find(|p| p.0 == k).map(|p| p.1.to_string())
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+        move |k| pairs.iter().find(|p| p.0 == k).map(|p| p.1.into())
+    }
+
+    /// An environment of raw bytes.
+    fn env_bytes<'a>(pairs: &'a [(&'a str, &'a [u8])]) -> impl Fn(&str) -> Option<OsString> + 'a {
+        use std::os::unix::ffi::OsStrExt;
+        move |k| {
+            pairs
+                .iter()
+                .find(|p| p.0 == k)
+                .map(|p| std::ffi::OsStr::from_bytes(p.1).to_os_string())
+        }
     }
 
     #[test]
@@ -457,6 +526,59 @@ mod tests {
                 "GPUPROF_RING_SIZE=\"1K\" is not a size from 4K to 2G (bytes, or with suffix K, M, G); using 64M"
                     .to_string(),
             ]
+        );
+    }
+
+    #[test]
+    fn values_that_are_not_utf8_warn_and_take_the_safe_default() {
+        let (o, w) = Options::from_env(env_bytes(&[
+            ("GPUPROF_LOG", b"in\xfffo"),
+            ("GPUPROF_RING_SIZE", b"4\xffK"),
+            ("GPUPROF_COUNTER_LAUNCHES", b"\xff"),
+            ("GPUPROF_METRICS", b"dram__bytes_read.sum\xff"),
+            ("GPUPROF_GEMM", b"o\xfff"),
+            ("GPUPROF_COUNTER_RANGE", b"dec\xffode"),
+            // Paths are bytes on Unix: taken as they are.
+            ("GPUPROF_OUT", b"/tmp/out-\xff"),
+        ]));
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(
+            o,
+            Options {
+                counters: CounterMode::Off,
+                out: Some(PathBuf::from(std::ffi::OsStr::from_bytes(b"/tmp/out-\xff"))),
+                ..Options::default()
+            }
+        );
+        assert_eq!(
+            w,
+            vec![
+                r#"GPUPROF_LOG="in\xFFfo" is not UTF-8 text; using warn"#.to_string(),
+                r#"GPUPROF_RING_SIZE="4\xFFK" is not UTF-8 text; using 64M"#.to_string(),
+                r#"GPUPROF_COUNTER_LAUNCHES="\xFF" is not UTF-8 text; using 64"#.to_string(),
+                r#"GPUPROF_METRICS="dram__bytes_read.sum\xFF" is not UTF-8 text; using the default set"#
+                    .to_string(),
+                r#"GPUPROF_GEMM="o\xFFf" is not UTF-8 text; using on"#.to_string(),
+                r#"GPUPROF_COUNTER_RANGE="dec\xFFode" is not UTF-8 text; no NVTX range can match it; per-kernel counters are off"#
+                    .to_string(),
+            ]
+        );
+        // Under PM sampling the range does not apply: ignored, sampling stays on.
+        let (o, w) = Options::from_env(env_bytes(&[
+            ("GPUPROF_COUNTERS", b"sampling"),
+            ("GPUPROF_COUNTER_RANGE", b"\xfe"),
+        ]));
+        assert_eq!((o.counters, o.counter_range), (CounterMode::Sampling, None));
+        assert_eq!(
+            w,
+            vec![r#"GPUPROF_COUNTER_RANGE="\xFE" is not UTF-8 text; ignoring it"#.to_string()]
+        );
+        // Whoever sets GPUPROF_DISABLE means to turn profiling off.
+        let (o, w) = Options::from_env(env_bytes(&[("GPUPROF_DISABLE", b"\xff")]));
+        assert!(o.disabled);
+        assert_eq!(
+            w,
+            vec![r#"GPUPROF_DISABLE="\xFF" is not UTF-8 text; taking it as 1"#.to_string()]
         );
     }
 }

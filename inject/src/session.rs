@@ -45,7 +45,7 @@ pub fn open(opts: &Options, pid: u32) -> Result<Session, String> {
     let ring = match create_ring(&dir, opts, pid) {
         Ok(r) => r,
         Err(e) => {
-            let _ = std::fs::remove_dir(&dir);
+            let _ = session_dir::remove_ring_dir(&dir);
             return Err(e);
         }
     };
@@ -55,8 +55,7 @@ pub fn open(opts: &Options, pid: u32) -> Result<Session, String> {
     };
     if let Err(e) = spawn_collector(&collector, &dir, &out, pid) {
         let _ = std::fs::remove_file(ring.path());
-        let _ = std::fs::remove_file(dir.join(session_dir::COLLECTOR_PID));
-        let _ = std::fs::remove_dir(&dir);
+        let _ = session_dir::remove_ring_dir(&dir);
         return Err(format!(
             "cannot start the collector {}: {e}",
             collector.display()

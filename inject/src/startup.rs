@@ -37,7 +37,27 @@ pub fn start(trigger: Trigger) -> State {
 /// The loaded CUPTI, kept for the life of the process.
 static CUPTI: OnceLock<Cupti> = OnceLock::new();
 
+/// Why a privileged process is not profiled: its environment was set by a user with
+/// fewer rights than it runs with, and the profiler acts on that environment.
+const PRIVILEGED: &str = "this process runs with privileges its user does not have (AT_SECURE: \
+     setuid, setgid or file capabilities); gpuprof does not act on its environment \
+     (GPUPROF_COLLECTOR, GPUPROF_OUT, GPUPROF_SESSION_DIR, GPUPROF_CUPTI_LIB)";
+
+/// Whether the kernel marked this process `AT_SECURE`: set-user-ID, set-group-ID or
+/// with file capabilities. The dynamic loader ignores `LD_LIBRARY_PATH` there for
+/// the same reason.
+fn privileged() -> bool {
+    // SAFETY: getauxval only reads the auxiliary vector the kernel gave the process.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
 fn start_up(trigger: Trigger) -> Result<(), String> {
+    // Before the environment is read at all: in such a process, starting
+    // GPUPROF_COLLECTOR, writing to GPUPROF_OUT / GPUPROF_SESSION_DIR or loading
+    // GPUPROF_CUPTI_LIB would do it with privileges the user who set them lacks.
+    if privileged() {
+        return Err(PRIVILEGED.into());
+    }
     let opts = Options::load();
     debug!("start-up ({trigger:?}), pid {}", std::process::id());
     if opts.disabled {

@@ -681,6 +681,9 @@ fn collect_drains_until_the_owner_is_gone_and_removes_the_ring_dir() {
     let scratch = Scratch::new("collect-ok");
     let dir = scratch.join("ring-dir");
     std::fs::create_dir(&dir).unwrap();
+    // As the first profiled process makes it: gpuprof removes only directories it
+    // marked as its own.
+    std::fs::write(dir.join(wire::session_dir::MARKER), "").unwrap();
     let mut own = owner(&scratch, &dir, "parent");
     let out_dir = scratch.join("out");
     let coll = collect(&dir, &out_dir, own.id());
@@ -703,6 +706,9 @@ fn collect_ends_on_its_own_when_the_owner_dies() {
     let scratch = Scratch::new("collect-die");
     let dir = scratch.join("ring-dir");
     std::fs::create_dir(&dir).unwrap();
+    // As the first profiled process makes it: gpuprof removes only directories it
+    // marked as its own.
+    std::fs::write(dir.join(wire::session_dir::MARKER), "").unwrap();
     let mut own = owner(&scratch, &dir, "die");
     let out_dir = scratch.join("out");
     let coll = collect(&dir, &out_dir, own.id());

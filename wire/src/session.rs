@@ -62,17 +62,31 @@ pub struct SessionWriter {
 }
 
 impl SessionWriter {
-    /// Creates `path` (it must not exist) and writes the header.
+    /// Creates `path` (it must not exist, and a symbolic link there is not followed:
+    /// `O_EXCL`, `O_NOFOLLOW`), mode 0600 as the collector's own output files are,
+    /// and writes the header.
     pub fn create(path: &Path) -> Result<SessionWriter, SessionError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|source| SessionError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        SessionWriter::new(file, path)
+    }
+
+    /// Writes the header into `file`, a new empty file the caller created at `path`
+    /// (the collector creates its output files in one place, `output_file.rs`).
+    pub fn new(file: File, path: &Path) -> Result<SessionWriter, SessionError> {
         let io = |source| SessionError::Io {
             path: path.to_path_buf(),
             source,
         };
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(io)?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         out.write_all(&MAGIC).map_err(io)?;
         out.write_all(&FORMAT_VERSION.to_le_bytes()).map_err(io)?;

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! /dev/shm/gpuprof-<pid>-<n>/      mode 0700; else under $TMPDIR, else /tmp
+//!     .gpuprof-ring-dir            the marker: gpuprof made this directory
 //!     collector.pid                the draining collector's pid, written atomically
 //!     ring-<pid>.ring              one producer's ring (see [`crate::ring`])
 //! ```
@@ -10,16 +11,25 @@
 //! process makes the directory; every profiled process creates its ring in it. The
 //! collector removes the directory when it is done; a producer that finds the
 //! collector gone removes its own ring, and the last one out the directory.
+//!
+//! Removal never deletes what gpuprof did not make ([`remove_ring_dir`]): only the
+//! file names above (and the temporary names they are built under) in a directory
+//! that holds the marker and belongs to this user, then `rmdir`, which leaves a
+//! directory with anything else in it where it is.
 
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::env;
 
 /// The file in a ring directory holding the draining collector's pid.
 pub const COLLECTOR_PID: &str = "collector.pid";
+
+/// The file [`make_ring_dir`] puts in every directory it makes: only a directory with
+/// it is ever removed.
+pub const MARKER: &str = ".gpuprof-ring-dir";
 
 /// How many `gpuprof-<pid>-<n>` names [`make_ring_dir`] tries.
 const MAX_DIRS: u32 = 1000;
@@ -42,6 +52,38 @@ pub fn parse_ring_file_name(name: &std::ffi::OsStr) -> Option<u32> {
     std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
+/// Whether `name` is one of the files gpuprof puts in a ring directory: a ring
+/// (`ring-<pid>.ring`), a ring being built (`.ring-<pid>.ring.<pid>.new`, see
+/// [`crate::ring::RingWriter::create`]), `collector.pid` or the temporary name it is
+/// written under (`.collector.pid.<pid>`), or the marker.
+pub fn is_gpuprof_file(name: &std::ffi::OsStr) -> bool {
+    fn digits(b: &[u8]) -> bool {
+        !b.is_empty() && b.iter().all(u8::is_ascii_digit)
+    }
+    let b = name.as_bytes();
+    if parse_ring_file_name(name).is_some() || name == COLLECTOR_PID || name == MARKER {
+        return true;
+    }
+    if let Some(pid) = b
+        .strip_prefix(b".")
+        .and_then(|r| r.strip_prefix(COLLECTOR_PID.as_bytes()))
+        .and_then(|r| r.strip_prefix(b"."))
+    {
+        return digits(pid);
+    }
+    // .ring-<pid>.ring.<pid>.new
+    let Some(rest) = b.strip_prefix(b".").and_then(|r| r.strip_suffix(b".new")) else {
+        return false;
+    };
+    match rest.iter().rposition(|c| *c == b'.') {
+        Some(dot) => {
+            digits(&rest[dot + 1..])
+                && parse_ring_file_name(std::ffi::OsStr::from_bytes(&rest[..dot])).is_some()
+        }
+        None => false,
+    }
+}
+
 /// `dir/ring-<pid>.ring`.
 pub fn ring_path(dir: &Path, pid: u32) -> PathBuf {
     dir.join(ring_file_name(pid))
@@ -62,6 +104,14 @@ pub enum RingDirError {
     AllTaken { base: PathBuf, pid: u32 },
 }
 
+/// A ring directory (or part of one) that a clean-up left where it is, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("left {} in place: {why}", dir.display())]
+pub struct Kept {
+    pub dir: PathBuf,
+    pub why: String,
+}
+
 /// Where ring directories go: the first writable directory of `/dev/shm`, `$TMPDIR`
 /// (when set and not empty) and `/tmp`. Rings want tmpfs; the others are fallbacks
 /// for containers without `/dev/shm`.
@@ -78,18 +128,115 @@ pub fn ring_dir_base() -> Option<PathBuf> {
     .find(|d| d.is_dir() && writable(d))
 }
 
-/// Makes `<base>/gpuprof-<pid>-<n>` (mode 0700) with the first free `n`.
+/// Makes `<base>/gpuprof-<pid>-<n>` (mode 0700) with the first free `n`, and the
+/// [`MARKER`] in it.
 pub fn make_ring_dir(pid: u32) -> Result<PathBuf, RingDirError> {
     let base = ring_dir_base().ok_or(RingDirError::NoBase)?;
     for n in 0..MAX_DIRS {
         let path = base.join(format!("gpuprof-{pid}-{n}"));
         match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-            Ok(()) => return Ok(path),
+            Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(source) => return Err(RingDirError::Create { path, source }),
         }
+        // The directory is new and ours (mkdir does not reuse a name), so the marker
+        // cannot exist; O_EXCL and O_NOFOLLOW say so to the kernel all the same.
+        let marked = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path.join(MARKER))
+            .and_then(|mut f| writeln!(f, "gpuprof ring directory, made by process {pid}"));
+        return match marked {
+            Ok(()) => Ok(path),
+            Err(source) => {
+                let _ = std::fs::remove_file(path.join(MARKER));
+                let _ = std::fs::remove_dir(&path);
+                Err(RingDirError::Create { path, source })
+            }
+        };
     }
     Err(RingDirError::AllTaken { base, pid })
+}
+
+/// This process's effective uid, the owner every file it creates gets.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// `Some(uid)` when `meta` (of a directory gpuprof is asked to use) belongs to another
+/// user than this process's effective one.
+pub fn foreign_owner(meta: &std::fs::Metadata) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    (meta.uid() != euid()).then_some(meta.uid())
+}
+
+/// Removes a ring directory and the gpuprof files in it, and nothing else:
+/// - a path that is not a directory (a symbolic link included) or a directory of
+///   another user is not touched;
+/// - a directory without the [`MARKER`] was not made by gpuprof: it stays, with all
+///   it holds (the caller removes its own files first);
+/// - otherwise the files [`is_gpuprof_file`] recognises go, and when nothing else is
+///   left the marker and the directory; a directory holding anything else stays,
+///   marker included, and the names found are in the answer.
+///
+/// A directory already gone is `Ok`.
+pub fn remove_ring_dir(dir: &Path) -> Result<(), Kept> {
+    let kept = |why: String| Kept {
+        dir: dir.to_path_buf(),
+        why,
+    };
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(kept(format!("cannot look at it: {e}"))),
+    };
+    if !meta.is_dir() {
+        return Err(kept("it is not a directory".into()));
+    }
+    if let Some(uid) = foreign_owner(&meta) {
+        return Err(kept(format!(
+            "it belongs to uid {uid}, not to uid {}",
+            euid()
+        )));
+    }
+    match std::fs::symlink_metadata(dir.join(MARKER)) {
+        Ok(m) if m.is_file() => {}
+        _ => {
+            return Err(kept(format!(
+                "gpuprof did not make it (it has no {MARKER})"
+            )))
+        }
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| kept(format!("cannot list it: {e}")))?;
+    let mut foreign = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let is_file = entry.file_type().is_ok_and(|t| !t.is_dir());
+        if name == MARKER {
+            continue;
+        }
+        if is_file && is_gpuprof_file(&name) {
+            if let Err(e) = std::fs::remove_file(entry.path()) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    foreign.push(format!("{} ({e})", name.to_string_lossy()));
+                }
+            }
+        } else {
+            foreign.push(name.to_string_lossy().into_owned());
+        }
+    }
+    if !foreign.is_empty() {
+        foreign.sort();
+        return Err(kept(format!(
+            "it holds files gpuprof did not make: {}",
+            foreign.join(", ")
+        )));
+    }
+    let _ = std::fs::remove_file(dir.join(MARKER));
+    std::fs::remove_dir(dir).map_err(|e| kept(format!("cannot remove it: {e}")))
 }
 
 /// Whether this process may create files in `dir`.
@@ -102,13 +249,30 @@ fn writable(dir: &Path) -> bool {
 }
 
 /// Writes `pid` to `dir/collector.pid`, atomically: a producer never reads a
-/// half-written file.
+/// half-written file. The temporary name is created new (`O_EXCL`, not through a
+/// symbolic link), mode 0600.
 pub fn write_collector_pid(dir: &Path, pid: u32) -> std::io::Result<()> {
     let tmp = dir.join(format!(".{COLLECTOR_PID}.{pid}"));
-    let mut f = std::fs::File::create(&tmp)?;
-    writeln!(f, "{pid}")?;
-    drop(f);
-    std::fs::rename(&tmp, dir.join(COLLECTOR_PID))
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&tmp)
+        .and_then(|mut f| writeln!(f, "{pid}"))
+        .and_then(|()| std::fs::rename(&tmp, dir.join(COLLECTOR_PID)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Removes `dir/collector.pid` when it names `pid` (the collector's own file, at its
+/// end; another collector's is left alone).
+pub fn remove_collector_pid(dir: &Path, pid: u32) {
+    if read_collector_pid(dir) == Some(pid) {
+        let _ = std::fs::remove_file(dir.join(COLLECTOR_PID));
+    }
 }
 
 /// The pid in `dir/collector.pid`, when the file is there and holds one. The file is
@@ -134,21 +298,28 @@ pub fn collector_gone(dir: &Path) -> bool {
 }
 
 /// A producer's clean-up at exit: when the collector is gone nobody will drain or
-/// delete `ring`, so delete it, and the directory (with the stale pid file) when it
-/// was the last ring. Returns whether the ring was removed.
-pub fn remove_if_orphaned(dir: &Path, ring: &Path) -> bool {
+/// delete `ring` (this producer's own), so delete it; when no other ring (or ring
+/// being built) is left, remove the directory with [`remove_ring_dir`]'s rules.
+/// `Ok(false)`: the collector is not gone, nothing was done; `Ok(true)`: the ring was
+/// removed (and the directory, when this was the last); `Err`: the ring was removed,
+/// and what was left in place and why.
+pub fn remove_if_orphaned(dir: &Path, ring: &Path) -> Result<bool, Kept> {
     if !collector_gone(dir) {
-        return false;
+        return Ok(false);
     }
     let _ = std::fs::remove_file(ring);
-    let only_pid_left = std::fs::read_dir(dir)
-        .map(|entries| entries.flatten().all(|e| e.file_name() == COLLECTOR_PID))
+    let others = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries.flatten().any(|e| {
+                let n = e.file_name();
+                is_gpuprof_file(&n) && n != COLLECTOR_PID && n != MARKER
+            })
+        })
         .unwrap_or(false);
-    if only_pid_left {
-        let _ = std::fs::remove_file(dir.join(COLLECTOR_PID));
-        let _ = std::fs::remove_dir(dir);
+    if others {
+        return Ok(true);
     }
-    true
+    remove_ring_dir(dir).map(|()| true)
 }
 
 /// The output directory when none is named: `gpuprof-<YYYYmmdd-HHMMSS>-<pid>`

@@ -1,11 +1,11 @@
 //! The ring-directory contract both sides call (`wire::session_dir`): ring file names
-//! round-trip, the collector's pid file, orphan clean-up, sizes and the default output
-//! directory's name.
+//! round-trip, the collector's pid file, orphan clean-up (only gpuprof's own files, only
+//! in a directory gpuprof made), sizes and the default output directory's name.
 
 use std::ffi::OsStr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use gpuprof_wire::session_dir::{self, COLLECTOR_PID};
+use gpuprof_wire::session_dir::{self, Kept, COLLECTOR_PID, MARKER};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("wire-session-dir-{}-{name}", std::process::id()));
@@ -89,9 +89,134 @@ fn dead_pid() -> u32 {
     max + 1
 }
 
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn gpuprof_file_names_are_recognised_and_nothing_else() {
+    for name in [
+        "ring-1.ring",
+        "ring-4294967295.ring",
+        ".ring-12.ring.12.new",
+        "collector.pid",
+        ".collector.pid.77",
+        MARKER,
+    ] {
+        assert!(session_dir::is_gpuprof_file(OsStr::new(name)), "{name}");
+    }
+    for name in [
+        "keep.txt",
+        "ring-1.ring~",
+        ".ring-12.ring.new",
+        ".ring-12.ring.x.new",
+        ".ring-x.ring.12.new",
+        ".collector.pid.",
+        ".collector.pid.1x",
+        "collector.pid.old",
+        ".gpuprof-ring-dir.bak",
+        "session.gpuprof",
+    ] {
+        assert!(!session_dir::is_gpuprof_file(OsStr::new(name)), "{name}");
+    }
+}
+
+#[test]
+fn a_ring_directory_is_made_with_its_marker_and_removed_with_it() {
+    let pid = dead_pid() + 1;
+    let dir = session_dir::make_ring_dir(pid).unwrap();
+    assert_eq!(names(&dir), vec![MARKER]);
+    assert_eq!(
+        std::fs::read_to_string(dir.join(MARKER)).unwrap(),
+        format!("gpuprof ring directory, made by process {pid}\n")
+    );
+    std::fs::write(session_dir::ring_path(&dir, 5), b"").unwrap();
+    std::fs::write(dir.join(".ring-6.ring.6.new"), b"").unwrap();
+    session_dir::write_collector_pid(&dir, 9).unwrap();
+    assert_eq!(session_dir::remove_ring_dir(&dir), Ok(()));
+    assert!(!dir.exists());
+    // Gone already: nothing to do.
+    assert_eq!(session_dir::remove_ring_dir(&dir), Ok(()));
+}
+
+#[test]
+fn removal_leaves_what_gpuprof_did_not_make() {
+    // Made by gpuprof, with a file of someone else's in it: gpuprof's files go, the
+    // directory, its marker and the other file stay.
+    let dir = session_dir::make_ring_dir(dead_pid() + 2).unwrap();
+    std::fs::write(dir.join("keep.txt"), b"mine").unwrap();
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    std::fs::write(session_dir::ring_path(&dir, 5), b"").unwrap();
+    session_dir::write_collector_pid(&dir, 9).unwrap();
+    assert_eq!(
+        session_dir::remove_ring_dir(&dir),
+        Err(Kept {
+            dir: dir.clone(),
+            why: "it holds files gpuprof did not make: keep.txt, sub".into()
+        })
+    );
+    assert_eq!(names(&dir), vec![MARKER, "keep.txt", "sub"]);
+    assert_eq!(std::fs::read(dir.join("keep.txt")).unwrap(), b"mine");
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // Not made by gpuprof (no marker): nothing in it is touched.
+    let dir = scratch("no-marker");
+    std::fs::write(session_dir::ring_path(&dir, 5), b"").unwrap();
+    session_dir::write_collector_pid(&dir, 9).unwrap();
+    let err = session_dir::remove_ring_dir(&dir).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "left {} in place: gpuprof did not make it (it has no .gpuprof-ring-dir)",
+            dir.display()
+        )
+    );
+    assert_eq!(names(&dir), vec!["collector.pid", "ring-5.ring"]);
+
+    // A symbolic link to a ring directory is not followed.
+    let real = session_dir::make_ring_dir(dead_pid() + 3).unwrap();
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    assert_eq!(
+        session_dir::remove_ring_dir(&link),
+        Err(Kept {
+            dir: link.clone(),
+            why: "it is not a directory".into()
+        })
+    );
+    assert_eq!(names(&real), vec![MARKER]);
+    assert_eq!(session_dir::remove_ring_dir(&real), Ok(()));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_directory_of_another_user_is_not_touched() {
+    if session_dir::euid() != 0 {
+        println!("skipped: giving a directory to another user needs root");
+        return;
+    }
+    let dir = session_dir::make_ring_dir(dead_pid() + 4).unwrap();
+    std::fs::write(session_dir::ring_path(&dir, 5), b"").unwrap();
+    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+    assert_eq!(
+        session_dir::remove_ring_dir(&dir),
+        Err(Kept {
+            dir: dir.clone(),
+            why: "it belongs to uid 65534, not to uid 0".into()
+        })
+    );
+    assert_eq!(names(&dir), vec![MARKER, "ring-5.ring"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn orphaned_rings_are_removed_by_the_last_one_out() {
-    let dir = scratch("orphan");
+    let dir = session_dir::make_ring_dir(dead_pid() + 5).unwrap();
     let (a, b) = (
         session_dir::ring_path(&dir, 1),
         session_dir::ring_path(&dir, 2),
@@ -101,17 +226,47 @@ fn orphaned_rings_are_removed_by_the_last_one_out() {
 
     // A live collector: nothing is removed.
     session_dir::write_collector_pid(&dir, std::process::id()).unwrap();
-    assert!(!session_dir::remove_if_orphaned(&dir, &a));
+    assert_eq!(session_dir::remove_if_orphaned(&dir, &a), Ok(false));
     assert!(a.exists());
 
     // The collector is gone: each producer removes its ring; the last one the
-    // directory and the stale pid file.
+    // directory, its marker and the stale pid file.
     session_dir::write_collector_pid(&dir, dead_pid()).unwrap();
     assert!(session_dir::collector_gone(&dir));
-    assert!(session_dir::remove_if_orphaned(&dir, &a));
+    assert_eq!(session_dir::remove_if_orphaned(&dir, &a), Ok(true));
     assert!(!a.exists() && b.exists() && dir.join(COLLECTOR_PID).exists());
-    assert!(session_dir::remove_if_orphaned(&dir, &b));
+    assert_eq!(session_dir::remove_if_orphaned(&dir, &b), Ok(true));
     assert!(!dir.exists());
+}
+
+#[test]
+fn an_orphaned_ring_in_a_directory_gpuprof_did_not_make_goes_alone() {
+    // GPUPROF_SESSION_DIR named a directory of the user's with a stale pid file in it.
+    let dir = scratch("orphan-foreign");
+    std::fs::write(dir.join("keep.txt"), b"mine").unwrap();
+    let a = session_dir::ring_path(&dir, 1);
+    std::fs::write(&a, b"").unwrap();
+    session_dir::write_collector_pid(&dir, dead_pid()).unwrap();
+    assert_eq!(
+        session_dir::remove_if_orphaned(&dir, &a),
+        Err(Kept {
+            dir: dir.clone(),
+            why: "gpuprof did not make it (it has no .gpuprof-ring-dir)".into()
+        })
+    );
+    assert_eq!(names(&dir), vec!["collector.pid", "keep.txt"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_collector_removes_only_its_own_pid_file() {
+    let dir = scratch("own-pid");
+    session_dir::write_collector_pid(&dir, 41).unwrap();
+    session_dir::remove_collector_pid(&dir, 42);
+    assert_eq!(names(&dir), vec!["collector.pid"]);
+    session_dir::remove_collector_pid(&dir, 41);
+    assert_eq!(names(&dir), Vec::<String>::new());
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -125,8 +280,10 @@ fn ring_dirs_are_private_and_numbered() {
     assert_eq!(second, base.join(format!("gpuprof-{pid}-1")));
     let mode = std::fs::metadata(&first).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
-    std::fs::remove_dir(&first).unwrap();
-    std::fs::remove_dir(&second).unwrap();
+    let marker = std::fs::metadata(first.join(MARKER)).unwrap();
+    assert_eq!(marker.permissions().mode() & 0o777, 0o600);
+    assert_eq!(session_dir::remove_ring_dir(&first), Ok(()));
+    assert_eq!(session_dir::remove_ring_dir(&second), Ok(()));
 }
 
 #[test]

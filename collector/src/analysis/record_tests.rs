@@ -106,6 +106,14 @@ fn summary_of_a_small_session() {
                 source: "ring".into(),
                 records: 0
             },
+            DroppedStats {
+                source: "undelivered".into(),
+                records: 0
+            },
+            DroppedStats {
+                source: "unwritten".into(),
+                records: 0
+            },
         ]
     );
     assert_eq!(s.unfinished, vec![11]);
@@ -133,7 +141,13 @@ fn empty_session_still_lists_every_drop_source() {
             .iter()
             .map(|d| (d.source.as_str(), d.records))
             .collect::<Vec<_>>(),
-        [("cupti", 0), ("channel", 0), ("ring", 0)]
+        [
+            ("cupti", 0),
+            ("channel", 0),
+            ("ring", 0),
+            ("undelivered", 0),
+            ("unwritten", 0)
+        ]
     );
 }
 

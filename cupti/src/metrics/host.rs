@@ -127,6 +127,12 @@ impl Host {
         if let Some((_, inner)) = loaded.iter().find(|(p, _)| *p == key) {
             return Ok(Host { inner });
         }
+        crate::library::check_before_loading(path.as_os_str()).map_err(|reason| {
+            MetricError::Load {
+                path: path.to_path_buf(),
+                reason,
+            }
+        })?;
         // SAFETY: loading a shared library runs its initialisers; libnvperf_host's are
         // NVIDIA's own and need no GPU or driver.
         let lib = unsafe { libloading::Library::new(path) }.map_err(|e| MetricError::Load {
