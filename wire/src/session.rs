@@ -388,6 +388,11 @@ impl SessionReader {
         self.len
     }
 
+    /// Where the next frame is read from.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
     /// The next frame, `None` at the end of the file.
     ///
     /// After [`SessionError::Damaged`] the reader has moved past the damaged bytes (call

@@ -8,6 +8,7 @@ use serde::Serialize;
 use wire::{DropSource, Record};
 
 use super::counters::{counters, Counters};
+use super::integrity::Integrity;
 use super::names::{demangle, lookup, strings};
 use super::nvtx::{range_stats, RangeStats};
 
@@ -34,6 +35,9 @@ pub struct Summary {
     pub unfinished: Vec<u32>,
     /// See [`counters`].
     pub counters: Counters,
+    /// What the report leaves out (damaged parts of the session file, impossible
+    /// records): empty from [`summarize`], filled in by whoever read the file.
+    pub integrity: Integrity,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -303,5 +307,6 @@ pub fn summarize(records: &[(u32, Record)]) -> Summary {
         dropped,
         unfinished,
         counters: counters(records),
+        integrity: Integrity::default(),
     }
 }
