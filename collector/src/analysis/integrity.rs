@@ -2,11 +2,15 @@
 //! by whoever read the file, `crate::session::load`) and records whose values cannot
 //! be true ([`screen`]).
 //!
-//! A record is impossible when an interval ends before it starts, lasts longer than
+//! A record is impossible when an interval ends before it starts or lasts longer than
 //! [`MAX_SPAN_NS`] (a year: no kernel, copy or API call does, and timestamps near
-//! `u64::MAX` would otherwise add up to nonsense), or a counter value is not a finite
-//! number. Such records are left out of every analysis and counted by kind; the rest of
-//! the session is reported as usual.
+//! `u64::MAX` would otherwise add up to nonsense), a counter value is not a finite
+//! number of at most [`MAX_COUNTER_VALUE`] in magnitude, or a GEMM has a matrix of
+//! more than [`MAX_MATRIX_ELEMENTS`] elements. Such records are left out of every
+//! analysis and counted by kind; the rest of the session is reported as usual. The
+//! bounds keep every sum the analyses make finite: 1e30 is far beyond any count a GPU
+//! makes (an exabyte of DRAM traffic is 1e18 bytes), and a matrix of 2^48 elements
+//! (256 TB at one byte each) is beyond any GPU's memory.
 
 use std::collections::BTreeMap;
 
@@ -15,6 +19,10 @@ use wire::Record;
 
 /// The longest interval a record may span: 366 days, in ns.
 pub const MAX_SPAN_NS: u64 = 366 * 86_400 * 1_000_000_000;
+/// The largest counter value, in magnitude.
+pub const MAX_COUNTER_VALUE: f64 = 1e30;
+/// The most elements a GEMM operand (A, B or C) may have.
+pub const MAX_MATRIX_ELEMENTS: u128 = 1 << 48;
 
 /// A damaged region of the session file, skipped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -88,8 +96,15 @@ fn impossible(record: &Record) -> Option<(&'static str, &'static str)> {
     let finite = |values: &[wire::MetricValue]| -> Option<&'static str> {
         values
             .iter()
-            .any(|m| !m.value.is_finite())
-            .then_some("a counter value is not a finite number")
+            .any(|m| !m.value.is_finite() || m.value.abs() > MAX_COUNTER_VALUE)
+            .then_some("a counter value is not a finite number up to 1e30")
+    };
+    let matrices = |g: &wire::Gemm| -> Option<&'static str> {
+        let (m, n, k) = (g.m as u128, g.n as u128, g.k as u128);
+        [m * k, k * n, m * n]
+            .iter()
+            .any(|e| *e > MAX_MATRIX_ELEMENTS)
+            .then_some("a matrix of more than 2^48 elements")
     };
     match record {
         Record::Kernel(k) => span(k.start_ns, k.end_ns).map(|r| ("kernel", r)),
@@ -101,6 +116,7 @@ fn impossible(record: &Record) -> Option<(&'static str, &'static str)> {
             .or_else(|| finite(&s.metrics))
             .map(|r| ("counter sample", r)),
         Record::KernelCounters(k) => finite(&k.metrics).map(|r| ("kernel counters", r)),
+        Record::Gemm(g) => matrices(g).map(|r| ("gemm", r)),
         _ => None,
     }
 }
@@ -132,7 +148,7 @@ pub fn screen(records: Vec<(u32, Record)>) -> (Vec<(u32, Record)>, Vec<Impossibl
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wire::testing::{kernel, launch};
+    use wire::testing::{gemm, kernel, launch};
     use wire::{CounterSample, KernelCounters, MetricValue};
 
     #[test]
@@ -165,6 +181,17 @@ mod tests {
             ),
             (
                 2,
+                Record::KernelCounters(KernelCounters {
+                    correlation_id: 3,
+                    group: 0,
+                    metrics: vec![metric(-1e30), metric(1e30)],
+                }),
+            ),
+            (2, gemm(5, 1, 0, 1 << 24, 1 << 24, 1 << 24)),
+            (2, gemm(6, 1, 0, 1 << 24, (1 << 24) + 1, 1 << 24)),
+            (2, gemm(7, 1, 0, u64::MAX, 1, 0)),
+            (
+                2,
                 Record::CounterSample(CounterSample {
                     device_id: 0,
                     start_ns: 0,
@@ -180,7 +207,7 @@ mod tests {
             .filter(|(_, r)| kept.contains(r))
             .map(|(i, _)| i)
             .collect();
-        assert_eq!(kept_ids, [0, 3, 5, 8]);
+        assert_eq!(kept_ids, [0, 3, 5, 9, 10]);
         let row = |kind: &str, reason: &str, records| ImpossibleRecords {
             kind: kind.into(),
             reason: reason.into(),
@@ -191,15 +218,16 @@ mod tests {
             [
                 row(
                     "counter sample",
-                    "a counter value is not a finite number",
+                    "a counter value is not a finite number up to 1e30",
                     1
                 ),
+                row("gemm", "a matrix of more than 2^48 elements", 2),
                 row("kernel", "ends before it starts", 1),
                 row("kernel", "lasts longer than a year", 2),
                 row(
                     "kernel counters",
-                    "a counter value is not a finite number",
-                    1
+                    "a counter value is not a finite number up to 1e30",
+                    2
                 ),
                 row("launch", "ends before it starts", 1),
             ]
