@@ -85,7 +85,8 @@ enum Command {
     /// shapes, else hardware FLOPs from counters, per DRAM byte), y its achieved FLOP/s,
     /// area its GPU time, colour its family; the DRAM bandwidth slope and the compute
     /// peaks of the data types used. Kernels without FLOPs or DRAM bytes are in the
-    /// CSV / JSON with the reason, not on the chart.
+    /// CSV / JSON with the reason, not on the chart. Exits with status 3 after writing
+    /// them when the session file is damaged (as `report`).
     ///
     /// Example: gpuprof roofline run1 -o run1/roofline.svg
     #[command(after_long_help = gpuprof_collector::analysis::peaks::PEAKS_FILE_HELP)]

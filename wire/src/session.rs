@@ -110,8 +110,8 @@ pub enum SessionError {
         found: u32,
         expected: u32,
     },
-    /// The file cannot be read past this point (a damaged header, or a format 1 frame
-    /// length that cannot be right).
+    /// A damaged header (nothing can be read), a format 1 frame length that cannot be
+    /// right (nothing after it can be framed), or a frame too large to write.
     #[error("{}: corrupt at offset {offset}: {reason}", path.display())]
     Corrupt {
         path: PathBuf,
