@@ -53,15 +53,19 @@ enum Command {
     /// sets, NVTX ranges, dropped records.
     ///
     /// SESSION is the output directory of `gpuprof record` (or the session.gpuprof file
-    /// in it). A damaged file is reported up to the damage, with a warning naming the
-    /// offset, and the command then exits non-zero. A peaks file that cannot be read or
-    /// is invalid is an error (exit status 2).
+    /// in it). Damaged frames of the file are skipped and every other frame is
+    /// reported; the report lists what was skipped (offsets, bytes), a warning names
+    /// each damaged region, and the command exits with status 3 (also when the file is
+    /// cut short). A file that cannot be read at all (not a session file, a damaged
+    /// header, a newer format or record protocol) and a peaks file that cannot be read
+    /// or is invalid are errors (exit status 2).
     #[command(after_long_help = gpuprof_collector::analysis::peaks::PEAKS_FILE_HELP)]
     Report(report::ReportArgs),
     /// Write a session as a Chrome trace event JSON file for Perfetto or
     /// chrome://tracing: kernels, copies and sets per (process, GPU, stream), NVTX
     /// ranges and launch calls per thread, and a flow arrow from each launch to its
-    /// kernel.
+    /// kernel. Exits with status 3 after writing it when the session file is damaged
+    /// (as `report`).
     Trace(report::TraceArgs),
     /// Profile the built-in LLM-shaped workload: report, roofline and trace
     ///
@@ -82,7 +86,8 @@ enum Command {
     /// shapes, else hardware FLOPs from counters, per DRAM byte), y its achieved FLOP/s,
     /// area its GPU time, colour its family; the DRAM bandwidth slope and the compute
     /// peaks of the data types used. Kernels without FLOPs or DRAM bytes are in the
-    /// CSV / JSON with the reason, not on the chart.
+    /// CSV / JSON with the reason, not on the chart. Exits with status 3 after writing
+    /// them when the session file is damaged (as `report`).
     ///
     /// Example: gpuprof roofline run1 -o run1/roofline.svg
     #[command(after_long_help = gpuprof_collector::analysis::peaks::PEAKS_FILE_HELP)]
@@ -119,10 +124,10 @@ fn main() -> ExitCode {
         Command::Metrics(args) => metrics_cmd::run(&args),
         Command::Record(args) => record::record(&args),
         Command::Collect(args) => record::collect(&args),
-        Command::Report(args) => report::report(&args).map(|()| ExitCode::SUCCESS),
-        Command::Trace(args) => report::trace(&args).map(|()| ExitCode::SUCCESS),
+        Command::Report(args) => report::report(&args),
+        Command::Trace(args) => report::trace(&args),
         Command::Demo(args) => demo::run(&args),
-        Command::Roofline(args) => roofline_cmd::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Roofline(args) => roofline_cmd::run(&args),
     };
     match result {
         Ok(code) => code,

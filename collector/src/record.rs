@@ -21,7 +21,7 @@ use wire::ring::process_alive;
 use wire::session_dir;
 
 use crate::drain::{describe, Counts, Drainer, Progress, POLL};
-use crate::report::{load, render_report, Format};
+use crate::report::{finish, load, render_report, warn_damage, Format};
 use crate::session_dirs::{self, SESSION_FILE};
 use crate::signals;
 
@@ -210,10 +210,13 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
     }
     match load(&session_path) {
         Ok(loaded) => {
-            print!("{}", render_report(&loaded.records, Format::Table, None));
-            if let Some(e) = loaded.damage {
-                eprintln!("gpuprof: error: {e}");
-            }
+            warn_damage(&loaded, "report");
+            print!(
+                "{}",
+                render_report(&loaded.records, &loaded.integrity, Format::Table, None)
+            );
+            // The program's exit status stays ours; the damage is stated.
+            let _ = finish(&loaded, "report");
         }
         Err(e) => eprintln!("gpuprof: error: {e:#}"),
     }

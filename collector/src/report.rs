@@ -1,31 +1,30 @@
 //! `gpuprof report` and `gpuprof trace`: read a session file, analyse, print or write.
 //!
-//! A damaged session file (cut short, or a frame that does not decode) is never a
-//! reason to show nothing: what was read before the damage is reported, after a
-//! warning naming the file and offset, and the command then fails with the error.
+//! A damaged session file is never a reason to show nothing: every frame that verifies
+//! is read (`gpuprof_collector::session::load`), the output states what was skipped
+//! (offsets and bytes), a warning on stderr names each damaged region, and the command
+//! exits with [`EXIT_INCOMPLETE`] after writing its output. A file that cannot be read
+//! at all (not a session, a damaged header, a newer format) is an error, exit status 2.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::ValueEnum;
-use gpuprof_collector::analysis::efficiency::efficiency;
 use gpuprof_collector::analysis::peaks::{parse_overrides, Overrides};
+use gpuprof_collector::analysis::Integrity;
 use gpuprof_collector::{analysis, render};
-use wire::session::{SessionError, SessionReader};
 use wire::Record;
 
-use crate::session_dirs::SESSION_FILE;
+pub use gpuprof_collector::render::Format;
+pub use gpuprof_collector::session::{load, Loaded};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// Aligned columns for reading.
-    Table,
-    /// One section per table (`# name`, header row, rows).
-    Csv,
-    /// One object: {"processes": [...], "kernels": [...], ...}.
-    Json,
-}
+/// Exit status of `report`, `trace` and `roofline` when the output was written but the
+/// session file is damaged or cut short: what was written leaves that part out.
+pub const EXIT_INCOMPLETE: u8 = 3;
+
+/// Damaged regions named one by one on stderr; the rest are counted.
+const WARN_REGIONS: usize = 10;
 
 #[derive(clap::Args)]
 pub struct ReportArgs {
@@ -87,134 +86,92 @@ impl TraceArgs {
     }
 }
 
-/// The records of a session file, and the damage that stopped reading, if any.
-pub struct Loaded {
-    pub path: PathBuf,
-    pub records: Vec<(u32, Record)>,
-    pub frames: usize,
-    pub damage: Option<SessionError>,
-}
-
-/// The session file of `session` (a directory or the file itself).
-pub fn session_file(session: &Path) -> PathBuf {
-    if session.is_dir() {
-        session.join(SESSION_FILE)
-    } else {
-        session.to_path_buf()
-    }
-}
-
-/// Reads every frame up to the end or the first damage. Errors only when nothing can
-/// be read (missing file, not a session file, header cut short).
-pub fn load(session: &Path) -> Result<Loaded> {
-    let path = session_file(session);
-    if !path.exists() {
-        if session.is_dir() {
-            anyhow::bail!("{}: no {SESSION_FILE} in this directory", session.display());
-        }
-        anyhow::bail!("{}: no such file or directory", path.display());
-    }
-    // The session errors name the file; their text already includes the I/O cause.
-    let mut reader = SessionReader::open(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut records = Vec::new();
-    let mut frames = 0;
-    let damage = loop {
-        match reader.next_frame() {
-            Ok(Some(frame)) => {
-                frames += 1;
-                records.extend(frame.records.into_iter().map(|r| (frame.pid, r)));
-            }
-            Ok(None) => break None,
-            Err(e) => break Some(e),
-        }
-    };
-    Ok(Loaded {
-        path,
-        records,
-        frames,
-        damage,
-    })
-}
-
-/// Where the damage is, for the warning.
-fn damage_offset(e: &SessionError) -> Option<u64> {
-    match e {
-        SessionError::Corrupt { offset, .. } | SessionError::Truncated { offset, .. } => {
-            Some(*offset)
-        }
-        _ => None,
-    }
-}
-
-/// Warns on stderr that what follows covers only part of the file.
+/// Warns on stderr about each part of the file the output leaves out.
 pub fn warn_damage(loaded: &Loaded, what: &str) {
-    if let Some(e) = &loaded.damage {
-        let at = damage_offset(e)
-            .map(|o| format!(" at offset {o}"))
-            .unwrap_or_default();
+    let p = loaded.path.display();
+    let damaged = &loaded.integrity.damaged;
+    for d in damaged.iter().take(WARN_REGIONS) {
         eprintln!(
-            "gpuprof: warning: {} is damaged{at}; the {what} covers only the {} frame{} before it",
-            loaded.path.display(),
+            "gpuprof: warning: {p}: damaged at offset {}: {}; {} bytes skipped",
+            d.offset, d.reason, d.bytes
+        );
+    }
+    if damaged.len() > WARN_REGIONS {
+        eprintln!(
+            "gpuprof: warning: {p}: {} more damaged regions skipped",
+            damaged.len() - WARN_REGIONS
+        );
+    }
+    if let Some(t) = &loaded.integrity.truncated {
+        eprintln!(
+            "gpuprof: warning: {p} is damaged at offset {}; the {what} covers only the {} frame{} before it",
+            t.offset,
             loaded.frames,
             if loaded.frames == 1 { "" } else { "s" }
         );
     }
 }
 
-/// Turns the damage into the command's error, after the output was written.
-pub fn fail_on_damage(loaded: Loaded) -> Result<()> {
-    match loaded.damage {
-        Some(e) => Err(anyhow::anyhow!("{e}")),
-        None => Ok(()),
+/// After the output was written: says what it leaves out and gives the exit status,
+/// [`EXIT_INCOMPLETE`] when the file is damaged or cut short.
+pub fn finish(loaded: &Loaded, what: &str) -> ExitCode {
+    let i = &loaded.integrity;
+    if !i.damaged.is_empty() {
+        eprintln!(
+            "gpuprof: error: {}: {} damaged frame{} ({} bytes) skipped; the {what} covers the {} frame{} that verify",
+            loaded.path.display(),
+            i.damaged.len(),
+            if i.damaged.len() == 1 { "" } else { "s" },
+            i.damaged_bytes(),
+            loaded.frames,
+            if loaded.frames == 1 { "" } else { "s" }
+        );
+    }
+    if let Some(e) = &loaded.stopped {
+        eprintln!("gpuprof: error: {e}");
+    }
+    if i.file_complete() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_INCOMPLETE)
     }
 }
 
 /// The report of `records` in `format`, with the peaks of `$GPUPROF_PEAKS` (a bad file
 /// is a warning and the built-in peaks are used).
-pub fn render_report(records: &[(u32, Record)], format: Format, top: Option<usize>) -> String {
+pub fn render_report(
+    records: &[(u32, Record)],
+    integrity: &Integrity,
+    format: Format,
+    top: Option<usize>,
+) -> String {
     let peaks = load_peaks(None).unwrap_or_else(|e| {
         eprintln!("gpuprof: warning: {e:#}; using the built-in peaks");
         Overrides::default()
     });
-    render_report_with(records, format, top, &peaks)
+    render::report(records, integrity, format, top, &peaks)
 }
 
-/// The report of `records` in `format`, with `peaks` overriding the built-in peaks.
-pub fn render_report_with(
-    records: &[(u32, Record)],
-    format: Format,
-    top: Option<usize>,
-    peaks: &Overrides,
-) -> String {
-    let summary = analysis::summarize(records);
-    let roofline = efficiency(records, peaks);
-    match format {
-        Format::Table => render::table_with(&summary, Some(&roofline), Some(top.unwrap_or(20))),
-        Format::Csv => render::csv_with(&summary, Some(&roofline), top),
-        Format::Json => {
-            let mut s =
-                serde_json::to_string_pretty(&render::json_with(&summary, Some(&roofline), top))
-                    .expect("JSON values serialise");
-            s.push('\n');
-            s
-        }
-    }
-}
-
-pub fn report(args: &ReportArgs) -> Result<()> {
+pub fn report(args: &ReportArgs) -> Result<ExitCode> {
     // A bad peaks file fails before any output.
     let peaks = load_peaks(args.peaks.as_deref())?;
     let loaded = load(&args.session)?;
     warn_damage(&loaded, "report");
-    let text = render_report_with(&loaded.records, args.format, args.top, &peaks);
+    let text = render::report(
+        &loaded.records,
+        &loaded.integrity,
+        args.format,
+        args.top,
+        &peaks,
+    );
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|_| out.flush())
         .context("cannot write the report")?;
-    fail_on_damage(loaded)
+    Ok(finish(&loaded, "report"))
 }
 
-pub fn trace(args: &TraceArgs) -> Result<()> {
+pub fn trace(args: &TraceArgs) -> Result<ExitCode> {
     let loaded = load(&args.session)?;
     let output = match &args.output {
         Some(o) => o.clone(),
@@ -232,7 +189,7 @@ pub fn trace(args: &TraceArgs) -> Result<()> {
         "gpuprof: trace written to {} ({events} events); open it in Perfetto (ui.perfetto.dev) or chrome://tracing",
         output.display()
     );
-    fail_on_damage(loaded)
+    Ok(finish(&loaded, "trace"))
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! (CSV and JSON), from the same analysis as the report.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use gpuprof_collector::analysis::efficiency::efficiency;
@@ -52,7 +53,7 @@ fn numbered(base: &Path, n: usize) -> PathBuf {
     base.with_file_name(format!("{stem}-{n}.svg"))
 }
 
-pub fn run(args: &Args) -> Result<()> {
+pub fn run(args: &Args) -> Result<ExitCode> {
     let peaks = report::load_peaks(args.peaks.as_deref())?;
     let loaded = report::load(&args.session)?;
     report::warn_damage(&loaded, "roofline");
@@ -113,5 +114,5 @@ pub fn run(args: &Args) -> Result<()> {
     for g in &no_peaks {
         eprintln!("gpuprof: warning: no chart for {g}; give peaks with --peaks FILE");
     }
-    report::fail_on_damage(loaded)
+    Ok(report::finish(&loaded, "roofline"))
 }

@@ -330,7 +330,7 @@ fn report_top_limits_the_kernel_table() {
 }
 
 #[test]
-fn truncated_session_reports_what_was_read_then_fails() {
+fn truncated_session_reports_what_was_read_then_exits_3() {
     let (dir, offsets) = session("report-truncated");
     let file = dir.join("session.gpuprof");
     let len = std::fs::metadata(&file).unwrap().len();
@@ -339,15 +339,18 @@ fn truncated_session_reports_what_was_read_then_fails() {
     f.set_len(len - 5).unwrap();
     let last = offsets[3];
     let out = run(&["report", dir.path().to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
     let p = file.display();
-    let payload = len - last - 8;
+    let payload = len - last - 20;
+    let reason = format!(
+        "frame of {payload} bytes, only {} left in the file",
+        payload - 5
+    );
     assert_eq!(
         text(&out.stderr),
         format!(
             "gpuprof: warning: {p} is damaged at offset {last}; the report covers only the 3 frames before it\n\
-             gpuprof: error: {p}: truncated at offset {last}: frame of {payload} bytes, only {} left in the file\n",
-            payload - 5
+             gpuprof: error: {p}: truncated at offset {last}: {reason}\n"
         )
     );
     let t = text(&out.stdout);
@@ -360,51 +363,219 @@ fn truncated_session_reports_what_was_read_then_fails() {
         "{t}"
     );
     assert!(t.contains("  cupti              0\n"), "{t}");
+    assert!(
+        t.ends_with(&format!(
+            "\nSession file damage\n  cut short at offset {last} ({} bytes not read): {reason}\n",
+            len - 5 - last
+        )),
+        "{t}"
+    );
+    let out = run(&["report", dir.path().to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["session_damage"],
+        serde_json::json!({
+            "damaged_frames": 0,
+            "damaged_bytes": 0,
+            "damaged": [],
+            "truncated": {"offset": last, "bytes": len - 5 - last, "reason": reason},
+        })
+    );
 }
 
+/// The report of the session without its second frame (pid 4242's NVTX ranges,
+/// launches, three kernels, the copy and the set), then the damage.
+const TABLE_WITHOUT_FRAME_1: &str = "\
+Processes
+  pid 4242: ./llm --steps 2
+    host node1; CUPTI API 130401 (record layouts 13.4) from /opt/cuda/libcupti.so.13
+    device 0: NVIDIA H100 80GB HBM3 (compute capability 9.0, 132 SMs)
+    1 kernels, 1.000 µs GPU time; stream complete
+  pid 4243: (no process record)
+    1 kernels, 1.500 µs GPU time; stream did not finish
+
+Kernels by GPU time (2 kernels, 2.500 µs)
+  time %  total µs  calls  mean µs  min µs  max µs  grid    block    name
+   60.00     1.500      1    1.500   1.500   1.500  1x1x1   256x1x1  rmsnorm_kernel
+   40.00     1.000      1    1.000   1.000   1.000  64x1x1  256x1x1  gemm(float*, float*, int)
+
+Roofline
+  (no FLOPs: no cuBLAS GEMM shapes and no FLOP counters in this session; see GPUPROF_GEMM and GPUPROF_COUNTERS)
+
+Memory copies and sets
+  (none)
+
+NVTX ranges
+  (none)
+
+Dropped records
+  source       records
+  cupti              2
+  channel            0
+  ring               0
+  undelivered        0
+  unwritten          0
+
+Processes whose stream did not finish: 4243
+
+Session file damage
+  1 damaged frame skipped (BYTES bytes): the tables above leave them out
+  offset  bytes  reason
+";
+
 #[test]
-fn corrupt_frame_is_an_error_with_its_offset() {
-    let (dir, offsets) = session("report-corrupt");
+fn a_damaged_frame_is_skipped_the_rest_reported_and_the_damage_stated() {
+    let (dir, offsets) = session("report-damaged");
     let file = dir.join("session.gpuprof");
     let mut bytes = std::fs::read(&file).unwrap();
-    // Garble the payload of the second frame (its first MessagePack byte).
-    let at = offsets[1] as usize + 8;
-    bytes[at] = 0xc1; // never used in MessagePack
+    // One bit of the second frame's payload.
+    bytes[offsets[1] as usize + 20 + 7] ^= 0x10;
     std::fs::write(&file, &bytes).unwrap();
-    let out = run(&["report", file.to_str().unwrap(), "--format", "json"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = text(&out.stderr);
+    let (at, lost) = (offsets[1], offsets[2] - offsets[1]);
     let p = file.display();
-    let first = format!(
-        "gpuprof: warning: {p} is damaged at offset {o}; the report covers only the 1 frame before it\n\
-         gpuprof: error: {p}: corrupt at offset {o}: frame does not decode: ",
-        o = offsets[1]
+    let stderr = format!(
+        "gpuprof: warning: {p}: damaged at offset {at}: payload checksum mismatch; {lost} bytes skipped\n\
+         gpuprof: error: {p}: 1 damaged frame ({lost} bytes) skipped; the report covers the 3 frames that verify\n"
     );
-    assert!(err.starts_with(&first), "{err}");
-    // What was read before the damage is still there.
+
+    let out = run(&["report", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(text(&out.stderr), stderr);
+    let width = lost.to_string().len().max(5);
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "{}  {at:>6}  {lost:>width$}  payload checksum mismatch\n",
+            TABLE_WITHOUT_FRAME_1.replace("BYTES", &lost.to_string())
+        )
+    );
+
+    let out = run(&["report", file.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(text(&out.stderr), stderr);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["processes"][0]["pid"], 4242);
-    assert_eq!(v["kernel_count"], 0);
+    assert_eq!(
+        (v["kernel_count"].as_u64(), v["kernel_ns"].as_u64()),
+        (Some(2), Some(2500))
+    );
+    assert_eq!(
+        v["session_damage"],
+        serde_json::json!({
+            "damaged_frames": 1,
+            "damaged_bytes": lost,
+            "damaged": [{"offset": at, "bytes": lost, "reason": "payload checksum mismatch"}],
+            "truncated": null,
+        })
+    );
+    assert!(v.get("impossible_records").is_none());
+
+    let out = run(&["report", file.to_str().unwrap(), "--format", "csv"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out.stdout).ends_with(&format!(
+            "\n# unfinished\npid\n4243\n\n# session_damage\nkind,offset,bytes,reason\n\
+             damaged,{at},{lost},payload checksum mismatch\n"
+        )),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // trace and roofline write their output and exit 3 too.
+    let trace = dir.join("t.json");
+    let out = run(&[
+        "trace",
+        file.to_str().unwrap(),
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let kernels = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "kernel")
+        .count();
+    assert_eq!(kernels, 2);
+    let (warning, error) = stderr.split_once('\n').unwrap();
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "{warning}\ngpuprof: trace written to {} (6 events); open it in Perfetto \
+             (ui.perfetto.dev) or chrome://tracing\n{}",
+            trace.display(),
+            error.replace("the report covers", "the trace covers")
+        )
+    );
 }
 
 #[test]
-fn frame_length_over_the_limit_is_corrupt() {
-    let (dir, offsets) = session("report-huge-frame");
+fn a_damaged_frame_length_skips_to_the_next_frame() {
+    let (dir, offsets) = session("report-bad-length");
     let file = dir.join("session.gpuprof");
     let mut bytes = std::fs::read(&file).unwrap();
     let at = offsets[2] as usize;
-    bytes[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    // The third frame's length: its header no longer verifies.
+    bytes[at + 4..at + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+    std::fs::write(&file, &bytes).unwrap();
+    let out = run(&["report", file.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let lost = offsets[3] - offsets[2];
+    let p = file.display();
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "gpuprof: warning: {p}: damaged at offset {at}: frame header checksum mismatch; skipped to the next intact frame; {lost} bytes skipped\n\
+             gpuprof: error: {p}: 1 damaged frame ({lost} bytes) skipped; the report covers the 3 frames that verify\n"
+        )
+    );
+    // Everything but pid 4243's frame: its kernel, and the name it used.
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kernel_count"], 4);
+    assert_eq!(v["unfinished"], serde_json::json!([]));
+    assert_eq!(v["processes"].as_array().unwrap().len(), 1);
+    assert_eq!(v["session_damage"]["damaged"][0]["offset"], at);
+}
+
+#[test]
+fn a_damaged_header_or_a_newer_protocol_is_an_error_and_no_output() {
+    let (dir, _) = session("report-header");
+    let file = dir.join("session.gpuprof");
+    let good = std::fs::read(&file).unwrap();
+    let mut bytes = good.clone();
+    bytes[12] ^= 0x40;
     std::fs::write(&file, &bytes).unwrap();
     let out = run(&["report", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    let err = text(&out.stderr);
-    assert!(
-        err.ends_with(&format!(
-            "gpuprof: error: {}: corrupt at offset {}: frame length 4294967295 exceeds the 1073741824-byte limit\n",
+    assert_eq!(text(&out.stdout), "");
+    let crc = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap());
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "gpuprof: error: {}: corrupt at offset 0: header checksum mismatch (stored {:#010x}, \
+             computed {:#010x}): the format and protocol versions cannot be trusted\n",
             file.display(),
-            offsets[2]
-        )),
-        "{err}"
+            crc(&bytes[16..20]),
+            wire::session::crc32c(&bytes[..16])
+        )
+    );
+    // A header a newer gpuprof wrote, intact: record protocol 99.
+    let mut bytes = good;
+    bytes[12..16].copy_from_slice(&99u32.to_le_bytes());
+    let sum = wire::session::crc32c(&bytes[..16]);
+    bytes[16..20].copy_from_slice(&sum.to_le_bytes());
+    std::fs::write(&file, &bytes).unwrap();
+    let out = run(&["report", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stdout), "");
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "gpuprof: error: {}: record protocol 99 (header offset 12) is newer than this gpuprof reads ({}); upgrade gpuprof\n",
+            file.display(),
+            wire::PROTOCOL_VERSION
+        )
     );
 }
 
@@ -418,7 +589,7 @@ fn files_that_are_not_sessions() {
     assert_eq!(
         text(&out.stderr),
         format!(
-            "gpuprof: error: {}: truncated at offset 0: the 16-byte header is cut short at 7 bytes\n",
+            "gpuprof: error: {}: truncated at offset 0: the 20-byte header is cut short at 7 bytes\n",
             p.display()
         )
     );

@@ -1,27 +1,90 @@
 //! The session file: the durable record of a run, written by the collector.
 //!
+//! Format version 2, what [`SessionWriter`] writes (integers little-endian, CRC-32C as
+//! in iSCSI / ext4):
+//!
 //! ```text
-//! header:  magic "GPUPROFS" | u32 LE format version | u32 LE record protocol version
-//! frames:  u32 LE payload length | u32 LE producer pid | payload (a MessagePack batch)
+//! header, 20 bytes:
+//!    0  magic "GPUPROFS"
+//!    8  u32 format version (2)
+//!   12  u32 record protocol version (the writer's crate::PROTOCOL_VERSION)
+//!   16  u32 CRC-32C of bytes 0..16
+//! frames, one after the other, each a 20-byte frame header and its payload:
+//!    0  sync marker C1 47 50 46 (0xC1 "GPF")
+//!    4  u32 payload length, at most MAX_FRAME
+//!    8  u32 producer pid
+//!   12  u32 CRC-32C of the payload
+//!   16  u32 CRC-32C of frame bytes 0..16 (marker, length, pid, payload CRC)
+//!   20  payload: one MessagePack batch (crate::encode_batch)
 //! ```
-//! Frames are appended as the collector drains rings; a file cut short (a collector
-//! that died mid-write) reads up to its last whole frame and then reports where it
-//! ends. Readers accept every format version up to their own.
+//!
+//! Frames are appended as the collector drains rings. What a reader does with each
+//! part:
+//!
+//! - The header: the magic, then (format 2 and later) the header CRC, before either
+//!   version is believed: a damaged header is [`SessionError::Corrupt`] at offset 0,
+//!   never a misread version. A format newer than [`FORMAT_VERSION`] is
+//!   [`SessionError::Version`]; a record protocol newer than [`crate::PROTOCOL_VERSION`]
+//!   is [`SessionError::Protocol`] (file, offset 12, value). Every later format keeps
+//!   these first 20 bytes, so that any reader can check them.
+//! - A frame is believed when its marker and its header CRC match. Its payload CRC then
+//!   says whether the payload is intact: if not, the frame (whose length is known to be
+//!   right) is skipped as [`SessionError::Damaged`] and reading goes on at the next one.
+//! - A frame header that does not verify (a flipped bit in the marker, length, pid or
+//!   either CRC) means the length cannot be trusted: the reader scans forward byte by
+//!   byte for the next marker whose header CRC verifies, and reports the bytes from
+//!   the damaged frame up to that frame (or to the end of the file) as one
+//!   [`SessionError::Damaged`] region. A flipped bit therefore costs exactly the frame
+//!   it is in. A scan accepts nothing on the marker alone: a candidate needs the marker
+//!   and its header CRC (a chance of 2^-64 per offset for bytes that are not a frame
+//!   header), and its records are used only when the payload CRC matches too. The one
+//!   thing that can pass a scan is a whole, valid frame stored byte for byte inside
+//!   another frame's payload (say, in a command-line argument).
+//! - A frame whose checksums match and whose payload still does not decode (a record
+//!   kind this reader does not know) is skipped as [`SessionError::Damaged`] too.
+//! - A file cut short (a collector that died mid-write) reads up to its last whole
+//!   frame, then [`SessionError::Truncated`] says where it ends: fewer bytes left than a
+//!   frame header, or a frame header that verifies and a payload the file is too short
+//!   for.
+//!
+//! Format version 1 (gpuprof before frame checksums) is still read: a 16-byte header
+//! (magic, format, protocol) and frames of `u32 length | u32 pid | payload`, with no
+//! marker and no checksum. In such a file only a frame that does not decode is
+//! detected (and skipped); a length that cannot be right ends reading there, and a
+//! flipped bit that still decodes goes unnoticed.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::record::Record;
 
 /// First bytes of a session file.
 pub const MAGIC: [u8; 8] = *b"GPUPROFS";
-/// Version of the file framing.
-pub const FORMAT_VERSION: u32 = 1;
-/// Bytes of the header.
-pub const HEADER_LEN: u64 = 16;
+/// Version of the file framing this gpuprof writes (and the newest it reads).
+pub const FORMAT_VERSION: u32 = 2;
+/// Bytes of the header (format 2).
+pub const HEADER_LEN: u64 = 20;
+/// Bytes of a frame header (format 2), before the payload.
+pub const FRAME_HEADER_LEN: u64 = 20;
+/// First bytes of every frame (format 2). 0xC1 is never a MessagePack type byte and
+/// never part of UTF-8 text, so the marker turns up inside payloads only in binary
+/// fields (integers, floats); the header CRC rules those out.
+pub const SYNC: [u8; 4] = [0xC1, b'G', b'P', b'F'];
 /// Largest frame a reader accepts (a corrupt length must not allocate gigabytes).
 pub const MAX_FRAME: u32 = 1 << 30;
+
+/// Format version 1: a 16-byte header, frames without markers or checksums.
+const V1_HEADER_LEN: u64 = 16;
+const V1_FRAME_HEADER_LEN: u64 = 8;
+/// Where the record protocol version is in the header (every format).
+const PROTOCOL_OFFSET: u64 = 12;
+
+/// CRC-32C of `bytes`.
+pub fn crc32c(bytes: &[u8]) -> u32 {
+    crc32c::crc32c(bytes)
+}
 
 /// What went wrong with a session file.
 #[derive(Debug, thiserror::Error)]
@@ -40,18 +103,63 @@ pub enum SessionError {
         found: u32,
         expected: u32,
     },
+    #[error("{}: record protocol {found} (header offset {offset}) is newer than this gpuprof reads ({expected}); upgrade gpuprof", path.display())]
+    Protocol {
+        path: PathBuf,
+        offset: u64,
+        found: u32,
+        expected: u32,
+    },
+    /// A damaged header (nothing can be read), a format 1 frame length that cannot be
+    /// right (nothing after it can be framed), or a frame too large to write.
     #[error("{}: corrupt at offset {offset}: {reason}", path.display())]
     Corrupt {
         path: PathBuf,
         offset: u64,
         reason: String,
     },
+    /// `bytes` bytes from `offset` were skipped; the next call reads on after them.
+    #[error("{}: damaged at offset {offset}: {reason}; {bytes} bytes skipped", path.display())]
+    Damaged {
+        path: PathBuf,
+        offset: u64,
+        bytes: u64,
+        reason: String,
+    },
+    /// The file ends inside a frame (or its header); asking again gives the same error.
     #[error("{}: truncated at offset {offset}: {reason}", path.display())]
     Truncated {
         path: PathBuf,
         offset: u64,
         reason: String,
     },
+}
+
+/// The 20-byte frame header of `payload` from `pid`.
+fn frame_header(pid: u32, payload: &[u8]) -> [u8; FRAME_HEADER_LEN as usize] {
+    let mut h = [0u8; FRAME_HEADER_LEN as usize];
+    h[0..4].copy_from_slice(&SYNC);
+    h[4..8].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    h[8..12].copy_from_slice(&pid.to_le_bytes());
+    h[12..16].copy_from_slice(&crc32c(payload).to_le_bytes());
+    let own = crc32c(&h[0..16]);
+    h[16..20].copy_from_slice(&own.to_le_bytes());
+    h
+}
+
+/// The 20-byte file header this gpuprof writes.
+fn file_header() -> [u8; HEADER_LEN as usize] {
+    let mut h = [0u8; HEADER_LEN as usize];
+    h[0..8].copy_from_slice(&MAGIC);
+    h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    h[12..16].copy_from_slice(&crate::PROTOCOL_VERSION.to_le_bytes());
+    let crc = crc32c(&h[0..16]);
+    h[16..20].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
 }
 
 /// Appends frames to a new session file.
@@ -88,10 +196,7 @@ impl SessionWriter {
             source,
         };
         let mut out = BufWriter::with_capacity(1 << 20, file);
-        out.write_all(&MAGIC).map_err(io)?;
-        out.write_all(&FORMAT_VERSION.to_le_bytes()).map_err(io)?;
-        out.write_all(&crate::PROTOCOL_VERSION.to_le_bytes())
-            .map_err(io)?;
+        out.write_all(&file_header()).map_err(io)?;
         Ok(SessionWriter {
             out,
             path: path.to_path_buf(),
@@ -105,21 +210,21 @@ impl SessionWriter {
             path: self.path.clone(),
             source,
         };
-        let len = u32::try_from(payload.len())
-            .ok()
-            .filter(|l| *l <= MAX_FRAME)
-            .ok_or_else(|| SessionError::Corrupt {
+        if u32::try_from(payload.len()).map_or(true, |l| l > MAX_FRAME) {
+            return Err(SessionError::Corrupt {
                 path: self.path.clone(),
                 offset: self.offset,
                 reason: format!(
                     "frame of {} bytes exceeds the {MAX_FRAME}-byte limit",
                     payload.len()
                 ),
-            })?;
-        self.out.write_all(&len.to_le_bytes()).map_err(io)?;
-        self.out.write_all(&pid.to_le_bytes()).map_err(io)?;
+            });
+        }
+        self.out
+            .write_all(&frame_header(pid, payload))
+            .map_err(io)?;
         self.out.write_all(payload).map_err(io)?;
-        self.offset += 8 + payload.len() as u64;
+        self.offset += FRAME_HEADER_LEN + payload.len() as u64;
         Ok(())
     }
 
@@ -154,10 +259,40 @@ pub struct Frame {
     pub records: Vec<Record>,
 }
 
+/// A format 2 frame header that verified.
+#[derive(Debug, Clone, Copy)]
+struct FrameHead {
+    len: u32,
+    pid: u32,
+    payload_crc: u32,
+}
+
+/// Why the bytes at a frame's start are not a frame header that verifies.
+#[derive(Debug, Clone, Copy)]
+enum BadHead {
+    NoMarker,
+    Checksum,
+    Length(u32),
+}
+
+impl BadHead {
+    fn reason(self) -> String {
+        match self {
+            BadHead::NoMarker => "no frame marker".into(),
+            BadHead::Checksum => "frame header checksum mismatch".into(),
+            BadHead::Length(len) => {
+                format!("frame length {len} exceeds the {MAX_FRAME}-byte limit")
+            }
+        }
+    }
+}
+
 /// Reads a session file frame by frame.
 pub struct SessionReader {
-    input: BufReader<File>,
+    file: File,
     path: PathBuf,
+    format: u32,
+    protocol: u32,
     offset: u64,
     len: u64,
 }
@@ -169,119 +304,311 @@ impl SessionReader {
             path: path.to_path_buf(),
             source,
         };
+        let corrupt = |offset: u64, reason: String| SessionError::Corrupt {
+            path: path.to_path_buf(),
+            offset,
+            reason,
+        };
+        let truncated = |reason: String| SessionError::Truncated {
+            path: path.to_path_buf(),
+            offset: 0,
+            reason,
+        };
         let file = File::open(path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
-        let mut input = BufReader::with_capacity(1 << 20, file);
         let mut header = [0u8; HEADER_LEN as usize];
         let have = len.min(HEADER_LEN) as usize;
-        input.read_exact(&mut header[..have]).map_err(io)?;
+        file.read_exact_at(&mut header[..have], 0).map_err(io)?;
         // A short file that is not the start of a session file is not one.
         if header[..have.min(8)] != MAGIC[..have.min(8)] {
             return Err(SessionError::BadMagic {
                 path: path.to_path_buf(),
             });
         }
-        if len < HEADER_LEN {
-            return Err(SessionError::Truncated {
-                path: path.to_path_buf(),
-                offset: 0,
-                reason: format!("the {HEADER_LEN}-byte header is cut short at {len} bytes"),
-            });
+        if have < 12 {
+            return Err(truncated(format!(
+                "the {HEADER_LEN}-byte header is cut short at {len} bytes"
+            )));
         }
-        let format = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
-        if format == 0 {
-            return Err(SessionError::Corrupt {
-                path: path.to_path_buf(),
-                offset: 8,
-                reason: "session format version 0".into(),
-            });
+        let format = u32_at(&header, 8);
+        let header_len = if format == 1 {
+            V1_HEADER_LEN
+        } else {
+            HEADER_LEN
+        };
+        if len < header_len {
+            return Err(truncated(format!(
+                "the {header_len}-byte header is cut short at {len} bytes"
+            )));
         }
-        if format > FORMAT_VERSION {
-            return Err(SessionError::Version {
+        if format != 1 {
+            // Nothing in the header is believed before its checksum.
+            let stored = u32_at(&header, 16);
+            let computed = crc32c(&header[..16]);
+            if stored != computed {
+                return Err(corrupt(
+                    0,
+                    format!(
+                        "header checksum mismatch (stored {stored:#010x}, computed \
+                         {computed:#010x}): the format and protocol versions cannot be trusted"
+                    ),
+                ));
+            }
+            if format == 0 {
+                return Err(corrupt(8, "session format version 0".into()));
+            }
+            if format > FORMAT_VERSION {
+                return Err(SessionError::Version {
+                    path: path.to_path_buf(),
+                    found: format,
+                    expected: FORMAT_VERSION,
+                });
+            }
+        }
+        let protocol = u32_at(&header, PROTOCOL_OFFSET as usize);
+        if protocol == 0 {
+            return Err(corrupt(PROTOCOL_OFFSET, "record protocol version 0".into()));
+        }
+        if protocol > crate::PROTOCOL_VERSION {
+            return Err(SessionError::Protocol {
                 path: path.to_path_buf(),
-                found: format,
-                expected: FORMAT_VERSION,
+                offset: PROTOCOL_OFFSET,
+                found: protocol,
+                expected: crate::PROTOCOL_VERSION,
             });
         }
         Ok(SessionReader {
-            input,
+            file,
             path: path.to_path_buf(),
-            offset: HEADER_LEN,
+            format,
+            protocol,
+            offset: header_len,
             len,
         })
     }
 
+    /// The file's format version (1 or 2).
+    pub fn format_version(&self) -> u32 {
+        self.format
+    }
+
+    /// The record protocol version the writer spoke.
+    pub fn protocol_version(&self) -> u32 {
+        self.protocol
+    }
+
+    /// The file's length when it was opened.
+    pub fn file_len(&self) -> u64 {
+        self.len
+    }
+
+    /// Where the next frame is read from.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
     /// The next frame, `None` at the end of the file.
     ///
-    /// After a [`SessionError::Truncated`] or an oversized frame length, the reader stays
-    /// at the frame that failed (calling again gives the same error); after a frame that
-    /// does not decode, it continues with the next frame.
+    /// After [`SessionError::Damaged`] the reader has moved past the damaged bytes (call
+    /// again for the frames after them). After [`SessionError::Truncated`] it stays at
+    /// the frame that failed (calling again gives the same error). After
+    /// [`SessionError::Corrupt`] (format 1 only: a frame length over the limit) it is at
+    /// the end of the file.
     pub fn next_frame(&mut self) -> Result<Option<Frame>, SessionError> {
-        if self.offset == self.len {
+        if self.offset >= self.len {
             return Ok(None);
         }
-        let start = self.offset;
-        if self.len - start < 8 {
-            return Err(SessionError::Truncated {
-                path: self.path.clone(),
-                offset: start,
-                reason: format!("{} bytes left, a frame header is 8", self.len - start),
-            });
+        if self.format == 1 {
+            return self.next_frame_v1();
         }
-        let mut head = [0u8; 8];
-        self.input
-            .read_exact(&mut head)
-            .map_err(|source| SessionError::Io {
-                path: self.path.clone(),
-                source,
-            })?;
-        let len = u32::from_le_bytes(head[..4].try_into().expect("4 bytes"));
-        let pid = u32::from_le_bytes(head[4..].try_into().expect("4 bytes"));
-        let err = if len > MAX_FRAME {
-            Some(SessionError::Corrupt {
-                path: self.path.clone(),
+        let start = self.offset;
+        let left = self.len - start;
+        if left < FRAME_HEADER_LEN {
+            return Err(self.truncated(
+                start,
+                format!("{left} bytes left, a frame header is {FRAME_HEADER_LEN}"),
+            ));
+        }
+        let head = match self.read_head(start)? {
+            Ok(head) => head,
+            Err(bad) => {
+                // The length cannot be trusted: find the next frame that verifies.
+                let next = self.scan(start + 1)?;
+                let end = next.unwrap_or(self.len);
+                self.offset = end;
+                let to = if next.is_some() {
+                    "the next intact frame"
+                } else {
+                    "the end of the file (no intact frame follows)"
+                };
+                return Err(self.damaged(
+                    start,
+                    end - start,
+                    format!("{}; skipped to {to}", bad.reason()),
+                ));
+            }
+        };
+        let len = head.len as u64;
+        if left - FRAME_HEADER_LEN < len {
+            return Err(self.truncated(
+                start,
+                format!(
+                    "frame of {len} bytes, only {} left in the file",
+                    left - FRAME_HEADER_LEN
+                ),
+            ));
+        }
+        let mut payload = vec![0u8; len as usize];
+        self.file
+            .read_exact_at(&mut payload, start + FRAME_HEADER_LEN)
+            .map_err(|source| self.io(source))?;
+        let frame_len = FRAME_HEADER_LEN + len;
+        self.offset = start + frame_len;
+        if crc32c(&payload) != head.payload_crc {
+            return Err(self.damaged(start, frame_len, "payload checksum mismatch".into()));
+        }
+        match crate::decode_batch(&payload) {
+            Ok(records) => Ok(Some(Frame {
+                pid: head.pid,
                 offset: start,
-                reason: format!("frame length {len} exceeds the {MAX_FRAME}-byte limit"),
-            })
-        } else if self.len - start - 8 < len as u64 {
-            Some(SessionError::Truncated {
+                records,
+            })),
+            Err(e) => Err(self.damaged(start, frame_len, format!("frame does not decode: {e}"))),
+        }
+    }
+
+    /// A format 1 frame: no marker, no checksum.
+    fn next_frame_v1(&mut self) -> Result<Option<Frame>, SessionError> {
+        let start = self.offset;
+        let left = self.len - start;
+        if left < V1_FRAME_HEADER_LEN {
+            return Err(self.truncated(
+                start,
+                format!("{left} bytes left, a frame header is {V1_FRAME_HEADER_LEN}"),
+            ));
+        }
+        let mut head = [0u8; V1_FRAME_HEADER_LEN as usize];
+        self.file
+            .read_exact_at(&mut head, start)
+            .map_err(|source| self.io(source))?;
+        let len = u32_at(&head, 0);
+        let pid = u32_at(&head, 4);
+        if len > MAX_FRAME {
+            // Nothing to resynchronise on in format 1.
+            self.offset = self.len;
+            return Err(SessionError::Corrupt {
                 path: self.path.clone(),
                 offset: start,
                 reason: format!(
-                    "frame of {len} bytes, only {} left in the file",
-                    self.len - start - 8
+                    "frame length {len} exceeds the {MAX_FRAME}-byte limit (format 1 has no \
+                     frame markers to read on from)"
                 ),
-            })
-        } else {
-            None
-        };
-        if let Some(err) = err {
-            // Stay at the frame's start, in step with `self.offset`.
-            self.input
-                .seek_relative(-8)
-                .map_err(|source| SessionError::Io {
-                    path: self.path.clone(),
-                    source,
-                })?;
-            return Err(err);
+            });
+        }
+        let len = len as u64;
+        if left - V1_FRAME_HEADER_LEN < len {
+            return Err(self.truncated(
+                start,
+                format!(
+                    "frame of {len} bytes, only {} left in the file",
+                    left - V1_FRAME_HEADER_LEN
+                ),
+            ));
         }
         let mut payload = vec![0u8; len as usize];
-        self.input
-            .read_exact(&mut payload)
-            .map_err(|source| SessionError::Io {
-                path: self.path.clone(),
-                source,
-            })?;
-        self.offset = start + 8 + len as u64;
-        let records = crate::decode_batch(&payload).map_err(|e| SessionError::Corrupt {
-            path: self.path.clone(),
-            offset: start,
-            reason: format!("frame does not decode: {e}"),
-        })?;
-        Ok(Some(Frame {
-            pid,
-            offset: start,
-            records,
+        self.file
+            .read_exact_at(&mut payload, start + V1_FRAME_HEADER_LEN)
+            .map_err(|source| self.io(source))?;
+        let frame_len = V1_FRAME_HEADER_LEN + len;
+        self.offset = start + frame_len;
+        match crate::decode_batch(&payload) {
+            Ok(records) => Ok(Some(Frame {
+                pid,
+                offset: start,
+                records,
+            })),
+            Err(e) => Err(self.damaged(start, frame_len, format!("frame does not decode: {e}"))),
+        }
+    }
+
+    /// The frame header at `at` (which has [`FRAME_HEADER_LEN`] bytes before the end),
+    /// if it verifies.
+    fn read_head(&self, at: u64) -> Result<Result<FrameHead, BadHead>, SessionError> {
+        let mut h = [0u8; FRAME_HEADER_LEN as usize];
+        self.file
+            .read_exact_at(&mut h, at)
+            .map_err(|source| self.io(source))?;
+        if h[0..4] != SYNC {
+            return Ok(Err(BadHead::NoMarker));
+        }
+        if crc32c(&h[0..16]) != u32_at(&h, 16) {
+            return Ok(Err(BadHead::Checksum));
+        }
+        let len = u32_at(&h, 4);
+        if len > MAX_FRAME {
+            // Only a writer that ignored the limit, or a checksum collision.
+            return Ok(Err(BadHead::Length(len)));
+        }
+        Ok(Ok(FrameHead {
+            len,
+            pid: u32_at(&h, 8),
+            payload_crc: u32_at(&h, 12),
         }))
+    }
+
+    /// The offset of the first frame header at or after `from` that verifies.
+    fn scan(&self, from: u64) -> Result<Option<u64>, SessionError> {
+        const CHUNK: usize = 1 << 16;
+        let mut buf = vec![0u8; CHUNK];
+        let mut pos = from;
+        while self.len.saturating_sub(pos) >= FRAME_HEADER_LEN {
+            let n = (self.len - pos).min(CHUNK as u64) as usize;
+            self.file
+                .read_exact_at(&mut buf[..n], pos)
+                .map_err(|source| self.io(source))?;
+            for (i, w) in buf[..n].windows(SYNC.len()).enumerate() {
+                if w != SYNC {
+                    continue;
+                }
+                let at = pos + i as u64;
+                if self.len - at < FRAME_HEADER_LEN {
+                    // No whole frame header fits after this one either.
+                    return Ok(None);
+                }
+                if self.read_head(at)?.is_ok() {
+                    return Ok(Some(at));
+                }
+            }
+            if pos + n as u64 == self.len {
+                break;
+            }
+            // The last SYNC.len() - 1 bytes again: a marker may straddle the chunks.
+            pos += (n - (SYNC.len() - 1)) as u64;
+        }
+        Ok(None)
+    }
+
+    fn io(&self, source: std::io::Error) -> SessionError {
+        SessionError::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn truncated(&self, offset: u64, reason: String) -> SessionError {
+        SessionError::Truncated {
+            path: self.path.clone(),
+            offset,
+            reason,
+        }
+    }
+
+    fn damaged(&self, offset: u64, bytes: u64, reason: String) -> SessionError {
+        SessionError::Damaged {
+            path: self.path.clone(),
+            offset,
+            bytes,
+            reason,
+        }
     }
 }

@@ -476,3 +476,95 @@ proptest! {
         drain(&mut reader)?;
     }
 }
+
+/// Cases of the property below: `GPUPROF_FUZZ_CASES`, default 256.
+fn fuzz_config() -> ProptestConfig {
+    let cases = std::env::var("GPUPROF_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    ProptestConfig {
+        cases,
+        failure_persistence: Some(Box::new(proptest::test_runner::FileFailurePersistence::Off)),
+        ..ProptestConfig::default()
+    }
+}
+
+/// A ring file made of arbitrary bytes: header fields mostly plausible, sometimes not,
+/// positions near each other or anywhere, a data area of random bytes with frame
+/// lengths and wrap markers sprinkled in, the file sometimes of the wrong size.
+fn arbitrary_ring() -> impl Strategy<Value = Vec<u8>> {
+    let u64s = prop_oneof![
+        0u64..9000,
+        any::<u64>(),
+        (0u64..8).prop_map(|k| u64::MAX - k)
+    ];
+    let data = proptest::collection::vec(
+        prop_oneof![
+            6 => any::<u8>().prop_map(|b| vec![b]),
+            1 => (0u32..5000).prop_map(|l| l.to_le_bytes().to_vec()),
+            1 => Just(WRAP.to_le_bytes().to_vec()),
+        ],
+        0..1200,
+    );
+    (
+        prop_oneof![9 => Just(MAGIC), 1 => any::<[u8; 8]>()],
+        prop_oneof![9 => Just(LAYOUT_VERSION), 1 => any::<u32>()],
+        prop_oneof![9 => Just(gpuprof_wire::PROTOCOL_VERSION), 1 => any::<u32>()],
+        prop_oneof![8 => Just(4096u64), 1 => Just(8192u64), 1 => u64s.clone()],
+        (u64s.clone(), -64i64..5000),
+        any::<u32>(),
+        data,
+        prop_oneof![8 => Just(0i64), 1 => -5000i64..5000],
+    )
+        .prop_map(
+            |(magic, layout, protocol, capacity, (read, delta), flags, data, size_delta)| {
+                let mut b = vec![0u8; HEADER_SIZE + 4096];
+                b[..8].copy_from_slice(&magic);
+                b[8..12].copy_from_slice(&layout.to_le_bytes());
+                b[12..16].copy_from_slice(&protocol.to_le_bytes());
+                b[16..24].copy_from_slice(&capacity.to_le_bytes());
+                b[24..28].copy_from_slice(&7u32.to_le_bytes());
+                b[28..32].copy_from_slice(&flags.to_le_bytes());
+                let write = read.wrapping_add_signed(delta);
+                b[128..136].copy_from_slice(&write.to_le_bytes());
+                b[256..264].copy_from_slice(&read.to_le_bytes());
+                let data: Vec<u8> = data.into_iter().flatten().take(4096).collect();
+                b[HEADER_SIZE..HEADER_SIZE + data.len()].copy_from_slice(&data);
+                let len = (b.len() as i64 + size_delta).max(0) as usize;
+                b.resize(len, 0);
+                b
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(fuzz_config())]
+
+    #[test]
+    fn arbitrary_ring_files_give_errors_never_panics(bytes in arbitrary_ring()) {
+        let dir = TempDir::new("ring-bytes");
+        let path = dir.join("ring-7.ring");
+        std::fs::write(&path, &bytes).unwrap();
+        let Ok(mut reader) = RingReader::open(&path) else { return Ok(()) };
+        let h = reader.header();
+        prop_assert_eq!(HEADER_SIZE as u64 + h.capacity, bytes.len() as u64);
+        let _ = reader.is_finished();
+        // Each frame takes at least 4 bytes of at most one capacity.
+        for _ in 0..=h.capacity / 4 {
+            match reader.try_read() {
+                Ok(Some(frame)) => {
+                    prop_assert!(frame.len() as u64 + 4 <= h.capacity, "frame of {}", frame.len())
+                }
+                Ok(None) => return Ok(()),
+                Err(RingError::Corrupt { offset, .. }) => {
+                    prop_assert!(offset < bytes.len() as u64);
+                    prop_assert!(reader.try_read().is_err());
+                    return Ok(());
+                }
+                Err(e) => prop_assert!(false, "unexpected error {e:?}"),
+            }
+        }
+        prop_assert!(false, "more frames than a ring can hold");
+    }
+}

@@ -392,7 +392,7 @@ pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficienc
         let ns = k.end_ns.saturating_sub(k.start_ns);
         acc.calls += 1;
         acc.pids.insert(*pid);
-        acc.ns += ns;
+        acc.ns = acc.ns.saturating_add(ns);
         let gemm = gemms.launches.get(&i).cloned();
         if let Some(g) = &gemm {
             acc.gemm_launches += 1;
@@ -732,7 +732,9 @@ pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficienc
         let math = shape.math().ok();
         let peak_flops = g.peaks.as_ref().zip(math).and_then(|(p, m)| p.flops(m));
         let bandwidth = g.peaks.as_ref().and_then(Peaks::bandwidth);
-        let gpu_ns: u64 = ls.iter().map(|&i| launches[i].ns).sum();
+        let gpu_ns = ls
+            .iter()
+            .fold(0u64, |sum, &i| sum.saturating_add(launches[i].ns));
         let model_flops: f64 = ls
             .iter()
             .filter_map(|&i| launches[i].gemm.as_ref().map(GemmLaunch::flops))

@@ -5,6 +5,8 @@
 //! strings, correlation ids, NVTX marker ids) are per process, so every lookup is
 //! keyed by pid as well.
 //!
+//! - [`integrity`]: records whose values cannot be true, screened out and counted, and
+//!   the damage of the session file, for the report to state;
 //! - [`summary`]: per-process facts, kernel and copy aggregation, drops, processes
 //!   whose stream did not end;
 //! - [`counters`](mod@counters): counter plans and statuses, kernel counters merged per kernel,
@@ -20,6 +22,7 @@ pub mod counters;
 pub mod efficiency;
 pub mod family;
 pub mod gemm;
+pub mod integrity;
 mod names;
 pub mod nvtx;
 mod peak_table;
@@ -37,6 +40,7 @@ pub use counters::{
 };
 pub use efficiency::{efficiency, Efficiency, GpuPeaks, KernelRow, Missing, Rollup, ShapeRow};
 pub use family::Family;
+pub use integrity::{screen, DamagedRegion, ImpossibleRecords, Integrity, Truncation};
 pub use names::{copy_kind_name, demangle, dims, launch_api_name, lookup, percent, strings};
 pub use nvtx::{pair_ranges, range_stats, Range, RangeKind, RangeStats, RangeTotals, Ranges};
 pub use peaks::{parse_overrides, Overrides, Peaks, PEAKS_FILE_HELP};

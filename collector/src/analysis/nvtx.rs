@@ -219,7 +219,7 @@ pub fn range_stats(records: &[(u32, Record)]) -> RangeTotals {
             continue;
         };
         a.count += 1;
-        a.wall_ns += end.saturating_sub(r.start_ns);
+        a.wall_ns = a.wall_ns.saturating_add(end.saturating_sub(r.start_ns));
         a.kernels.extend(kernels);
     }
 
@@ -232,7 +232,10 @@ pub fn range_stats(records: &[(u32, Record)]) -> RangeTotals {
             open: a.open,
             wall_ns: a.wall_ns,
             kernels: a.kernels.len() as u64,
-            gpu_ns: a.kernels.iter().map(|i| duration(*i)).sum(),
+            gpu_ns: a
+                .kernels
+                .iter()
+                .fold(0u64, |sum, i| sum.saturating_add(duration(*i))),
         })
         .collect();
     // Stable sort: equal wall times keep the (domain, name) order of the BTreeMap.

@@ -142,11 +142,11 @@ fn rollup<'a>(name: &str, launches: impl Iterator<Item = &'a LaunchValues>) -> R
     let (mut any_flops, mut any_peak, mut any_bw) = (false, false, false);
     for l in launches {
         r.launches += 1;
-        r.gpu_ns += l.ns;
+        r.gpu_ns = r.gpu_ns.saturating_add(l.ns);
         if let Some(f) = l.flops {
             any_flops = true;
             flops += f;
-            r.flops_ns += l.ns;
+            r.flops_ns = r.flops_ns.saturating_add(l.ns);
             match l.source {
                 Some(FlopSource::Model) => r.model_flops += f,
                 _ => r.hw_flops += f,
@@ -164,7 +164,7 @@ fn rollup<'a>(name: &str, launches: impl Iterator<Item = &'a LaunchValues>) -> R
         }
         if let Some(b) = l.bytes {
             r.bytes += b;
-            r.bytes_ns += l.ns;
+            r.bytes_ns = r.bytes_ns.saturating_add(l.ns);
             if let Some(w) = l.bandwidth.filter(|w| *w > 0.0) {
                 any_bw = true;
                 bytes_at_bw += b / w;

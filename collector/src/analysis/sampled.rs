@@ -189,14 +189,17 @@ pub fn attribute(kernels: &[KernelSpan], windows: &[Window]) -> Attribution {
             for k in &active {
                 let (a, b) = (k.start_ns.max(s), k.end_ns.min(e));
                 if b > a {
-                    *shares.entry(k.mangled).or_default() += b - a;
+                    let share = shares.entry(k.mangled).or_default();
+                    *share = share.saturating_add(b - a);
                     covered.push((a, b));
                 }
             }
             let length = e.saturating_sub(s);
-            idle.sampled_ns += length;
-            idle.idle_ns += length - union(&mut covered);
-            let busy: u64 = shares.values().sum();
+            idle.sampled_ns = idle.sampled_ns.saturating_add(length);
+            idle.idle_ns = idle
+                .idle_ns
+                .saturating_add(length.saturating_sub(union(&mut covered)));
+            let busy = shares.values().fold(0u64, |sum, o| sum.saturating_add(*o));
             if busy == 0 {
                 idle.windows += 1;
                 for (m, v) in &w.metrics {
@@ -210,7 +213,7 @@ pub fn attribute(kernels: &[KernelSpan], windows: &[Window]) -> Attribution {
             for (name, o) in shares {
                 let acc = per_kernel.entry(name).or_default();
                 acc.samples += 1;
-                acc.overlap_ns += o;
+                acc.overlap_ns = acc.overlap_ns.saturating_add(o);
                 for (m, v) in &w.metrics {
                     let share = *v * o as f64 / busy as f64;
                     acc.metrics
@@ -239,17 +242,21 @@ pub fn attribute(kernels: &[KernelSpan], windows: &[Window]) -> Attribution {
 /// Total length of the union of the intervals.
 fn union(intervals: &mut [(u64, u64)]) -> u64 {
     intervals.sort_unstable();
-    let mut total = 0;
+    let mut total = 0u64;
     let mut current: Option<(u64, u64)> = None;
     for &(a, b) in intervals.iter() {
         match current {
             Some((ca, cb)) if a <= cb => current = Some((ca, cb.max(b))),
             Some((ca, cb)) => {
-                total += cb - ca;
+                total = add(total, cb - ca);
                 current = Some((a, b));
             }
             None => current = Some((a, b)),
         }
     }
-    total + current.map_or(0, |(a, b)| b - a)
+    add(total, current.map_or(0, |(a, b)| b - a))
+}
+
+fn add(a: u64, b: u64) -> u64 {
+    a.saturating_add(b)
 }

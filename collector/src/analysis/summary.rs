@@ -8,6 +8,7 @@ use serde::Serialize;
 use wire::{DropSource, Record};
 
 use super::counters::{counters, Counters};
+use super::integrity::Integrity;
 use super::names::{demangle, lookup, strings};
 use super::nvtx::{range_stats, RangeStats};
 
@@ -34,6 +35,9 @@ pub struct Summary {
     pub unfinished: Vec<u32>,
     /// See [`counters`].
     pub counters: Counters,
+    /// What the report leaves out (damaged parts of the session file, impossible
+    /// records): empty from [`summarize`], filled in by whoever read the file.
+    pub integrity: Integrity,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -109,6 +113,12 @@ fn duration(start: u64, end: u64) -> u64 {
     end.saturating_sub(start)
 }
 
+/// Totals saturate: records that sum past `u64::MAX` (which the screen of
+/// [`super::integrity`] leaves out of a loaded session) never wrap to a small number.
+fn add(a: u64, b: u64) -> u64 {
+    a.saturating_add(b)
+}
+
 /// Builds the whole summary.
 pub fn summarize(records: &[(u32, Record)]) -> Summary {
     let strings = strings(records);
@@ -174,9 +184,9 @@ pub fn summarize(records: &[(u32, Record)]) -> Summary {
             Record::Kernel(k) => {
                 let ns = duration(k.start_ns, k.end_ns);
                 kernel_count += 1;
-                kernel_ns += ns;
+                kernel_ns = add(kernel_ns, ns);
                 processes[p].kernels += 1;
-                processes[p].kernel_ns += ns;
+                processes[p].kernel_ns = add(processes[p].kernel_ns, ns);
                 let name = lookup(&strings, *pid, k.name).unwrap_or("");
                 let acc = kernels.entry(name).or_insert(Acc {
                     calls: 0,
@@ -186,7 +196,7 @@ pub fn summarize(records: &[(u32, Record)]) -> Summary {
                     configs: HashMap::new(),
                 });
                 acc.calls += 1;
-                acc.total += ns;
+                acc.total = add(acc.total, ns);
                 acc.min = acc.min.min(ns);
                 acc.max = acc.max.max(ns);
                 *acc.configs.entry((k.grid, k.block)).or_default() += 1;
@@ -194,14 +204,14 @@ pub fn summarize(records: &[(u32, Record)]) -> Summary {
             Record::Memcpy(m) => {
                 let t = transfers.entry((false, m.copy_kind)).or_default();
                 t.0 += 1;
-                t.1 += m.bytes;
-                t.2 += duration(m.start_ns, m.end_ns);
+                t.1 = add(t.1, m.bytes);
+                t.2 = add(t.2, duration(m.start_ns, m.end_ns));
             }
             Record::Memset(m) => {
                 let t = transfers.entry((true, 0)).or_default();
                 t.0 += 1;
-                t.1 += m.bytes;
-                t.2 += duration(m.start_ns, m.end_ns);
+                t.1 = add(t.1, m.bytes);
+                t.2 = add(t.2, duration(m.start_ns, m.end_ns));
             }
             Record::Dropped(d) => {
                 let key = match d.source {
@@ -211,7 +221,8 @@ pub fn summarize(records: &[(u32, Record)]) -> Summary {
                     DropSource::Undelivered => 3,
                     DropSource::Unwritten => 4,
                 };
-                *dropped.entry(key).or_default() += d.records;
+                let n = dropped.entry(key).or_default();
+                *n = add(*n, d.records);
             }
             Record::End(_) => processes[p].finished = true,
             Record::Context(_)
@@ -313,5 +324,6 @@ pub fn summarize(records: &[(u32, Record)]) -> Summary {
         dropped,
         unfinished,
         counters: counters(records),
+        integrity: Integrity::default(),
     }
 }

@@ -28,29 +28,75 @@
 //! SI prefixes and percentages with one decimal; CSV and JSON give plain numbers and
 //! percentages rounded to two decimals (`*_pct`), empty / `null` where unknown.
 //!
+//! What the report leaves out gets its sections last, only when there is something to
+//! state (`integrity`): damaged regions of the session file with their offsets and
+//! sizes, where the file is cut short, and impossible records by kind (table `Session
+//! file damage`, `Impossible records`; CSV and JSON `session_damage`,
+//! `impossible_records`).
+//!
 //! This module holds the base report, the helpers the sections share (`grid`,
 //! `csv_cell`, `micros`, `value`, ...) and the public entry points; the counters
 //! sections are rendered in `counters`, the roofline sections in `roofline`.
 
 mod cells;
 mod counters;
+mod integrity;
 mod roofline;
 
 use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use crate::analysis::efficiency::Efficiency;
-use crate::analysis::{dims, percent, Summary};
+use crate::analysis::efficiency::{efficiency, Efficiency};
+use crate::analysis::peaks::Overrides;
+use crate::analysis::{dims, percent, summarize, Integrity, Summary};
 use cells::{csv_cell, grid, grid_or_none, mean_ns, pct, shown};
 use counters::{
     counters_json, counters_table, KERNEL_COUNTER_COLUMNS, PLAN_COLUMNS, SAMPLED_COLUMNS,
     SAMPLE_COLUMNS,
 };
+use integrity::{integrity_csv, integrity_json, integrity_table};
 use roofline::{roofline_csv, roofline_json, roofline_table};
 
 pub use cells::{micros, value};
 pub use roofline::si;
+
+/// The formats of `gpuprof report`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned columns for reading.
+    Table,
+    /// One section per table (`# name`, header row, rows).
+    Csv,
+    /// One object: {"processes": [...], "kernels": [...], ...}.
+    Json,
+}
+
+/// What `gpuprof report` prints for `records` (as [`crate::session::load`] gives
+/// them) and what was left out of them: the summary, the counters and the roofline
+/// with `peaks`, in `format`, the kernel table limited to `top` (default 20 in the
+/// table, all in CSV and JSON).
+pub fn report(
+    records: &[(u32, wire::Record)],
+    integrity: &Integrity,
+    format: Format,
+    top: Option<usize>,
+    peaks: &Overrides,
+) -> String {
+    let mut summary = summarize(records);
+    summary.integrity = integrity.clone();
+    let roofline = efficiency(records, peaks);
+    match format {
+        Format::Table => table_with(&summary, Some(&roofline), Some(top.unwrap_or(20))),
+        Format::Csv => csv_with(&summary, Some(&roofline), top),
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(&json_with(&summary, Some(&roofline), top))
+                .expect("JSON values serialise");
+            s.push('\n');
+            s
+        }
+    }
+}
 
 /// The report as aligned text. `top` limits the kernel table (`None` or 0: all).
 pub fn table(s: &Summary, top: Option<usize>) -> String {
@@ -233,6 +279,7 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
             pids.join(", ")
         );
     }
+    integrity_table(&mut out, &s.integrity);
     out
 }
 
@@ -405,6 +452,7 @@ pub fn csv_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) 
     if let Some(r) = v.get("roofline") {
         roofline_csv(&mut out, r);
     }
+    integrity_csv(&mut out, &v);
     out
 }
 
@@ -539,5 +587,6 @@ pub fn json_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>)
     if let Some(e) = roofline.filter(|e| e.any()) {
         out["roofline"] = roofline_json(e, top);
     }
+    integrity_json(&mut out, &s.integrity);
     out
 }

@@ -1,0 +1,123 @@
+//! The report's statement of what it leaves out ([`Integrity`]): damaged regions of the
+//! session file (offset, bytes, why), a cut tail, and impossible records by kind. Shown
+//! only when there is something to state, so the report of an intact session is
+//! unchanged: table `Session file damage` and `Impossible records`, JSON
+//! `session_damage` and `impossible_records`, CSV sections of the same names.
+
+use std::fmt::Write;
+
+use serde_json::{json, Value};
+
+use super::cells::{csv_cell, grid, plural};
+use crate::analysis::Integrity;
+
+/// Damaged regions listed in the table; JSON and CSV list all.
+const TABLE_REGIONS: usize = 20;
+
+pub(super) fn integrity_table(out: &mut String, i: &Integrity) {
+    if !i.file_complete() {
+        out.push_str("\nSession file damage\n");
+        if !i.damaged.is_empty() {
+            let _ = writeln!(
+                out,
+                "  {} skipped ({}): the tables above leave them out",
+                plural(i.damaged.len() as u64, "damaged frame", "damaged frames"),
+                plural(i.damaged_bytes(), "byte", "bytes")
+            );
+            let rows: Vec<Vec<String>> = i
+                .damaged
+                .iter()
+                .take(TABLE_REGIONS)
+                .map(|d| vec![d.offset.to_string(), d.bytes.to_string(), d.reason.clone()])
+                .collect();
+            grid(
+                out,
+                &["offset", "bytes", "reason"],
+                &[true, true, false],
+                &rows,
+            );
+            if i.damaged.len() > TABLE_REGIONS {
+                let _ = writeln!(
+                    out,
+                    "  ... {} more (--format json lists all)",
+                    i.damaged.len() - TABLE_REGIONS
+                );
+            }
+        }
+        if let Some(t) = &i.truncated {
+            let _ = writeln!(
+                out,
+                "  cut short at offset {} ({} not read): {}",
+                t.offset,
+                plural(t.bytes, "byte", "bytes"),
+                t.reason
+            );
+        }
+    }
+    if !i.impossible.is_empty() {
+        out.push_str("\nImpossible records (left out)\n");
+        let rows: Vec<Vec<String>> = i
+            .impossible
+            .iter()
+            .map(|r| vec![r.kind.clone(), r.records.to_string(), r.reason.clone()])
+            .collect();
+        grid(
+            out,
+            &["kind", "records", "reason"],
+            &[false, true, false],
+            &rows,
+        );
+    }
+}
+
+/// Adds `session_damage` and `impossible_records` to the report object `v` when there
+/// is something to state.
+pub(super) fn integrity_json(v: &mut Value, i: &Integrity) {
+    if !i.file_complete() {
+        v["session_damage"] = json!({
+            "damaged_frames": i.damaged.len(),
+            "damaged_bytes": i.damaged_bytes(),
+            "damaged": i.damaged,
+            "truncated": i.truncated,
+        });
+    }
+    if !i.impossible.is_empty() {
+        v["impossible_records"] = json!(i.impossible);
+    }
+}
+
+pub(super) const DAMAGE_COLUMNS: [&str; 4] = ["kind", "offset", "bytes", "reason"];
+pub(super) const IMPOSSIBLE_COLUMNS: [&str; 3] = ["kind", "records", "reason"];
+
+/// The CSV sections of [`integrity_json`]'s fields of `v`, each after an empty line.
+pub(super) fn integrity_csv(out: &mut String, v: &Value) {
+    let mut section = |name: &str, columns: &[&str], rows: Vec<Value>| {
+        let _ = writeln!(out, "\n# {name}");
+        out.push_str(&columns.join(","));
+        out.push('\n');
+        for row in rows {
+            let cells: Vec<String> = columns.iter().map(|c| csv_cell(&row[*c])).collect();
+            out.push_str(&cells.join(","));
+            out.push('\n');
+        }
+    };
+    if let Some(d) = v.get("session_damage") {
+        let tagged = |kind: &str, mut row: Value| {
+            row["kind"] = json!(kind);
+            row
+        };
+        let mut rows: Vec<Value> = d["damaged"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| tagged("damaged", r.clone()))
+            .collect();
+        if !d["truncated"].is_null() {
+            rows.push(tagged("truncated", d["truncated"].clone()));
+        }
+        section("session_damage", &DAMAGE_COLUMNS, rows);
+    }
+    if let Some(rows) = v.get("impossible_records").and_then(Value::as_array) {
+        section("impossible_records", &IMPOSSIBLE_COLUMNS, rows.clone());
+    }
+}
