@@ -195,6 +195,13 @@ impl Drainer {
             } else if finished {
                 self.retire(path, ring, Some(true));
             } else if !self.producer_maps(&mut ring) {
+                if ring.reader.is_finished() {
+                    // It finished and unmapped since the flag was read above.
+                    let (read, _) = self.read_all(&mut ring);
+                    any |= read > 0;
+                    self.retire(path, ring, Some(true));
+                    continue;
+                }
                 self.notes.push(format!(
                     "process {} runs but does not map {}: not its producer (a stale or forged ring); stopped reading it",
                     ring.pid,
