@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use wire::ring::{process_alive, RingReader};
-use wire::session::SessionWriter;
+use wire::session::{SessionError, SessionWriter};
 use wire::{DropSource, Dropped, Record};
 
 /// How long a ring file may stay unreadable (its producer is still writing the header)
@@ -81,6 +81,12 @@ pub struct Drainer {
     received: BTreeMap<u32, Received>,
     /// Records read from rings that could not be written to the session file.
     unsaved: u64,
+    /// The session file's file system is full: frames are counted, not written, and
+    /// per pid what is owed goes into its reserve at the end.
+    full: bool,
+    unsaved_by_pid: BTreeMap<u32, u64>,
+    /// Accounting records (drop counts) that could not be written.
+    owed: BTreeMap<u32, Vec<Record>>,
     /// Whether the session lacks something a complete run would have (see
     /// [`Drainer::incomplete`]).
     incomplete: bool,
@@ -112,6 +118,9 @@ impl Drainer {
             dropped_reported: BTreeMap::new(),
             received: BTreeMap::new(),
             unsaved: 0,
+            full: false,
+            unsaved_by_pid: BTreeMap::new(),
+            owed: BTreeMap::new(),
             incomplete: false,
             notes: Vec::new(),
         })
@@ -318,26 +327,47 @@ impl Drainer {
             }
         };
         if !self.append(pid, payload) {
-            self.unsaved += records
+            let n = records
                 .iter()
                 .filter(|r| !matches!(r, Record::Dropped(_) | Record::End(_)))
                 .count() as u64;
+            self.unsaved += n;
+            *self.unsaved_by_pid.entry(pid).or_default() += n;
+            // The stream's own drop counts are owed too.
+            self.owed.entry(pid).or_default().extend(
+                records
+                    .into_iter()
+                    .filter(|r| matches!(r, Record::Dropped(_))),
+            );
         }
     }
 
     /// Writes one frame; false when it could not be (the session file failed).
     fn append(&mut self, pid: u32, payload: &[u8]) -> bool {
+        if self.full {
+            return false;
+        }
         let Some(w) = &mut self.writer else {
             return false;
         };
-        if let Err(e) = w.append(pid, payload) {
-            self.notes
-                .push(format!("stopped writing the session file: {e}"));
-            self.writer = None;
-            self.incomplete = true;
-            return false;
+        match w.append(pid, payload) {
+            Ok(()) => true,
+            Err(e @ SessionError::Full { .. }) => {
+                self.notes.push(format!(
+                    "{e}; the records of later frames are counted, not written"
+                ));
+                self.full = true;
+                self.incomplete = true;
+                false
+            }
+            Err(e) => {
+                self.notes
+                    .push(format!("stopped writing the session file: {e}"));
+                self.writer = None;
+                self.incomplete = true;
+                false
+            }
         }
-        true
     }
 
     /// `finished`: `Some(true)` the stream ended, `Some(false)` its producer is gone,
@@ -369,7 +399,9 @@ impl Drainer {
         if !accounting.is_empty() {
             match wire::encode_batch(&accounting) {
                 Ok(payload) => {
-                    self.append(ring.pid, &payload);
+                    if !self.append(ring.pid, &payload) {
+                        self.owed.entry(ring.pid).or_default().extend(accounting);
+                    }
                 }
                 Err(e) => self.notes.push(format!(
                     "process {}: cannot encode the ring's drop counts: {e}",
@@ -423,7 +455,7 @@ impl Drainer {
         Counts {
             processes: self.pids.len(),
             kernels: self.kernels,
-            dropped: self.dropped_in_records + self.dropped_in_headers_done + live,
+            dropped: self.dropped_in_records + self.dropped_in_headers_done + live + self.unsaved,
         }
     }
 
@@ -481,6 +513,9 @@ impl Drainer {
 
     /// Flushes the session file to disk. Errors if any frame could not be written.
     pub fn finish(&mut self) -> Result<()> {
+        if self.full {
+            self.close_full();
+        }
         match &mut self.writer {
             Some(w) => w
                 .sync()
@@ -489,6 +524,34 @@ impl Drainer {
                 "the session file {} is incomplete (see above)",
                 self.session_path.display()
             ),
+        }
+    }
+}
+
+impl Drainer {
+    /// After the file system filled: one closing frame per process into the
+    /// session file's reserve, with what it owes (its drop counts that were not
+    /// written) and `Dropped { Unsaved }` for its records that were not.
+    fn close_full(&mut self) {
+        let Some(w) = &mut self.writer else { return };
+        let mut pids: BTreeSet<u32> = self.owed.keys().copied().collect();
+        pids.extend(self.unsaved_by_pid.keys());
+        for pid in pids {
+            let mut records = self.owed.remove(&pid).unwrap_or_default();
+            if let Some(n) = self.unsaved_by_pid.get(&pid).filter(|n| **n > 0) {
+                records.push(Record::Dropped(Dropped {
+                    source: DropSource::Unsaved,
+                    records: *n,
+                }));
+            }
+            let written = wire::encode_batch(&records)
+                .map_err(|e| e.to_string())
+                .and_then(|p| w.append_last(pid, &p).map_err(|e| e.to_string()));
+            if let Err(e) = written {
+                self.notes.push(format!(
+                    "process {pid}: its closing drop counts could not be written either: {e}"
+                ));
+            }
         }
     }
 }

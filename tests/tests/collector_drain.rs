@@ -383,7 +383,7 @@ fn record_passes_the_exit_code_and_cleans_up() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("  channel            3\n  ring               7\n  undelivered        0\n  unwritten          0\n"),
+        stdout.contains("  channel            3\n  ring               7\n  undelivered        0\n  unwritten          0\n  unsaved            0\n"),
         "{stdout}"
     );
     // 50 kernels in 4 KiB of ring: the collector kept up through many wrap-arounds.
@@ -462,7 +462,8 @@ fn records_in_flight_when_a_producer_is_killed_are_counted() {
             ("channel", 0),
             ("ring", 0),
             ("undelivered", 20),
-            ("unwritten", 15)
+            ("unwritten", 15),
+            ("unsaved", 0)
         ]
         .map(|(s, n)| (s.to_string(), n))
     );

@@ -93,7 +93,7 @@ fn cudarc_client_under_record() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("  cupti              0\n  channel            0\n  ring               0\n  undelivered        0\n  unwritten          0\n"),
+        stdout.contains("  cupti              0\n  channel            0\n  ring               0\n  undelivered        0\n  unwritten          0\n  unsaved            0\n"),
         "{stdout}"
     );
     assert!(!stdout.contains("did not finish"), "{stdout}");

@@ -191,6 +191,7 @@ Dropped records
   ring               0
   undelivered        0
   unwritten          0
+  unsaved            0
 
 Processes whose stream did not finish: 4243
 ";
@@ -238,6 +239,7 @@ channel,0
 ring,0
 undelivered,0
 unwritten,0
+unsaved,0
 
 # unfinished
 pid
@@ -301,6 +303,7 @@ fn report_json_is_exact() {
             {"source": "ring", "records": 0},
             {"source": "undelivered", "records": 0},
             {"source": "unwritten", "records": 0},
+            {"source": "unsaved", "records": 0},
         ],
         "unfinished": [4243],
     });
@@ -416,6 +419,7 @@ Dropped records
   ring               0
   undelivered        0
   unwritten          0
+  unsaved            0
 
 Processes whose stream did not finish: 4243
 
@@ -644,7 +648,7 @@ fn empty_session_reports_zeros() {
         text(&out.stdout),
         "Processes\n  (none: the session holds no records)\n\nKernels by GPU time (0 kernels, 0.000 µs)\n  (none)\n\n\
          Memory copies and sets\n  (none)\n\nNVTX ranges\n  (none)\n\nDropped records\n  source       records\n  \
-         cupti              0\n  channel            0\n  ring               0\n  undelivered        0\n  unwritten          0\n"
+         cupti              0\n  channel            0\n  ring               0\n  undelivered        0\n  unwritten          0\n  unsaved            0\n"
     );
 }
 

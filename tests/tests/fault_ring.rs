@@ -83,16 +83,23 @@ fn kernels_of_a_normal_run(scratch: &Scratch) -> u64 {
     assert_eq!(code(&o), Some(0), "{}", o.stderr);
     assert!(o.stdout.starts_with(SUMMARY), "{}", o.stdout);
     let r = report_json(&out);
-    for source in ["cupti", "channel", "ring", "undelivered", "unwritten"] {
+    for source in [
+        "cupti",
+        "channel",
+        "ring",
+        "undelivered",
+        "unwritten",
+        "unsaved",
+    ] {
         assert_eq!(dropped(&r, source), 0, "{source}");
     }
     r["kernel_count"].as_u64().expect("kernel_count")
 }
 
 /// A program that ends without running exit handlers (abort(), _exit(), SIGKILL):
-/// the kernels still in CUPTI's buffers are counted as undelivered, exactly: with the
-/// program idle for 300 ms before it ends, nothing is in flight in the process, so
-/// kernels reported + undelivered = the kernels of a normal run. (How many are still
+/// the kernels still in CUPTI's buffers are counted as undelivered, exactly, and
+/// records out of CUPTI but not yet in the ring as unwritten: kernels reported +
+/// undelivered = the kernels of a normal run when nothing was in flight. (How many are still
 /// in CUPTI depends on when its last periodic flush was; collector_drain.rs's
 /// `records_in_flight_when_a_producer_is_killed_are_counted` pins the arithmetic.)
 #[test]
@@ -115,8 +122,15 @@ fn a_program_that_ends_abruptly_loses_no_kernel_silently() {
         let kernels = r["kernel_count"].as_u64().unwrap();
         let undelivered = dropped(&r, "undelivered");
         let unwritten = dropped(&r, "unwritten");
-        assert_eq!(unwritten, 0, "{how}: nothing in flight after 300 ms idle");
-        assert_eq!(kernels + undelivered, normal, "{how}: {r}");
+        // Kernels still in CUPTI are counted exactly; records out of CUPTI but not
+        // yet in the ring may be kernels or not, so with some in flight the count is
+        // bounded from both sides.
+        if unwritten == 0 {
+            assert_eq!(kernels + undelivered, normal, "{how}: {r}");
+        } else {
+            assert!(kernels + undelivered <= normal, "{how}: {r}");
+            assert!(kernels + undelivered + unwritten >= normal, "{how}: {r}");
+        }
         let pid = r["unfinished"][0].as_u64().expect("an unfinished process");
         assert!(
             undelivered == 0
@@ -169,14 +183,7 @@ fn an_exit_timeout_of_zero_counts_what_it_loses() {
 /// With 128 KiB not even the smallest ring fits: profiling is off with one warning.
 #[test]
 fn a_small_dev_shm_gives_a_smaller_ring_never_a_fault() {
-    let probe = Command::new("unshare")
-        .args(["-m", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /dev/shm"])
-        .output();
-    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
-        eprintln!(
-            "skipped: cannot mount a private /dev/shm (needs root and unshare(1)): {:?}",
-            probe.map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
-        );
+    if !can_mount_privately() {
         return;
     }
     let scratch = Scratch::new("small-shm");
@@ -217,7 +224,14 @@ fn a_small_dev_shm_gives_a_smaller_ring_never_a_fault() {
                 warnings[0]
             );
             assert_eq!(r["kernel_count"], 107);
-            for source in ["cupti", "channel", "ring", "undelivered", "unwritten"] {
+            for source in [
+                "cupti",
+                "channel",
+                "ring",
+                "undelivered",
+                "unwritten",
+                "unsaved",
+            ] {
                 assert_eq!(dropped(&r, source), 0, "{source}");
             }
         } else {
@@ -408,4 +422,75 @@ fn a_collector_that_cannot_start_leaves_nothing_behind() {
         );
         assert!(shm_dirs_of(pid).is_empty(), "{collector}: left in /dev/shm");
     }
+}
+
+/// Whether this test process may mount a private tmpfs (root, unshare(1)); says why
+/// not.
+fn can_mount_privately() -> bool {
+    let probe = Command::new("unshare")
+        .args(["-m", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /dev/shm"])
+        .output();
+    let ok = probe.as_ref().is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "skipped: cannot mount a private tmpfs (needs root and unshare(1)): {:?}",
+            probe.map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        );
+    }
+    ok
+}
+
+/// The output file system fills mid-run (a 128 KiB tmpfs; the whole session is about
+/// 115 KiB of frames plus the 64 KiB reserve): frames that do not fit are refused
+/// whole, their records counted in a closing frame the file kept room for; the
+/// session reads without damage, the program's output is unchanged, record exits 3.
+#[test]
+fn a_full_disk_for_the_session_is_counted_in_the_session() {
+    if !can_mount_privately() {
+        return;
+    }
+    let scratch = Scratch::new("disk-full");
+    let disk = scratch.join("disk");
+    std::fs::create_dir(&disk).unwrap();
+    let report = scratch.join("report.json");
+    let inner = record(&disk.join("out"), &[]);
+    let mut cmd = Command::new("unshare");
+    cmd.args(["-m", "sh", "-c"])
+        .arg(format!(
+            "mount -t tmpfs -o size=128k tmpfs {d} || exit 99; \"$@\"; rc=$?; \
+             {gpuprof} report --format json {d}/out > {r}; echo report=$? >&2; exit $rc",
+            d = disk.display(),
+            gpuprof = artifact("gpuprof").display(),
+            r = report.display()
+        ))
+        .arg("sh")
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    cmd.env_clear();
+    for (k, v) in inner.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    let o = TimedChild::spawn(cmd, LIMIT).wait();
+    assert_eq!(code(&o), Some(3), "{}", o.stderr);
+    assert!(o.stdout.starts_with(SUMMARY), "{}", o.stdout);
+    assert!(o.stderr.contains("no room for a frame of "), "{}", o.stderr);
+    let unsaved: u64 = o
+        .stderr
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("gpuprof: ")?
+                .strip_suffix(" records could not be written to the session file")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no count of unsaved records: {}", o.stderr));
+    assert!(unsaved > 0);
+    assert!(o.stderr.contains("report=0\n"), "{}", o.stderr);
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).unwrap()).expect("report JSON");
+    assert_eq!(dropped(&r, "unsaved"), unsaved, "{r}");
+    assert!(r.get("session_damage").is_none_or(|d| d.is_null()), "{r}");
+    assert!(r["kernel_count"].as_u64().unwrap() < 107);
 }

@@ -319,6 +319,9 @@ pub enum DropSource {
     /// Records made in the process but not yet written to the ring when it ended
     /// that way. Counted by the collector from the ring header's tally.
     Unwritten,
+    /// Records the collector read but could not write to the session file (its file
+    /// system was full); counted in a closing frame the file keeps room for.
+    Unsaved,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -55,6 +55,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -133,7 +134,21 @@ pub enum SessionError {
         offset: u64,
         reason: String,
     },
+    /// The file system has no room for the frame; nothing of it was written, and the
+    /// writer's reserve still takes one closing frame ([`SessionWriter::append_last`]).
+    #[error("{}: no room for a frame of {bytes} bytes at offset {offset}: {source}", path.display())]
+    Full {
+        path: PathBuf,
+        offset: u64,
+        bytes: u64,
+        source: std::io::Error,
+    },
 }
+
+/// Bytes kept allocated past the end of a session file for its closing frame.
+pub const RESERVE: u64 = 64 << 10;
+/// Space is reserved this much at a time.
+const RESERVE_STEP: u64 = 8 << 20;
 
 /// The 20-byte frame header of `payload` from `pid`.
 fn frame_header(pid: u32, payload: &[u8]) -> [u8; FRAME_HEADER_LEN as usize] {
@@ -163,10 +178,19 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
 }
 
 /// Appends frames to a new session file.
+///
+/// Space is reserved before it is written (`fallocate` with `FALLOC_FL_KEEP_SIZE`,
+/// [`RESERVE_STEP`] at a time): a frame is written only when the blocks for it and for
+/// [`RESERVE`] more bytes are allocated, so a full file system refuses a whole frame
+/// ([`SessionError::Full`]) rather than cutting one short, and the closing frame that
+/// counts what was refused still fits. On a file system without `fallocate` the
+/// writer writes plainly (no such promise).
 pub struct SessionWriter {
     out: BufWriter<File>,
     path: PathBuf,
     offset: u64,
+    /// Blocks are allocated up to here; `None` when the file system cannot reserve.
+    reserved: Option<u64>,
 }
 
 impl SessionWriter {
@@ -197,19 +221,70 @@ impl SessionWriter {
         };
         let mut out = BufWriter::with_capacity(1 << 20, file);
         out.write_all(&file_header()).map_err(io)?;
-        Ok(SessionWriter {
+        let mut w = SessionWriter {
             out,
             path: path.to_path_buf(),
             offset: HEADER_LEN,
-        })
+            reserved: Some(0),
+        };
+        w.reserve(0).map_err(io)?;
+        Ok(w)
+    }
+
+    /// Makes sure blocks are allocated through `offset + bytes + RESERVE`.
+    fn reserve(&mut self, bytes: u64) -> std::io::Result<()> {
+        let Some(done) = self.reserved else {
+            return Ok(());
+        };
+        let need = self.offset + bytes + RESERVE;
+        if need <= done {
+            return Ok(());
+        }
+        let to = need.max(done + RESERVE_STEP);
+        // SAFETY: fallocate on a file we own; KEEP_SIZE allocates without changing
+        // the file's size.
+        let rc = unsafe {
+            libc::fallocate(
+                self.out.get_ref().as_raw_fd(),
+                libc::FALLOC_FL_KEEP_SIZE,
+                done as libc::off_t,
+                (to - done) as libc::off_t,
+            )
+        };
+        if rc == 0 {
+            self.reserved = Some(to);
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EOPNOTSUPP | libc::ENOSYS) => {
+                self.reserved = None;
+                Ok(())
+            }
+            // Less than a step may still fit: take exactly what is needed.
+            _ if to > need => {
+                // SAFETY: as above.
+                let rc = unsafe {
+                    libc::fallocate(
+                        self.out.get_ref().as_raw_fd(),
+                        libc::FALLOC_FL_KEEP_SIZE,
+                        done as libc::off_t,
+                        (need - done) as libc::off_t,
+                    )
+                };
+                if rc == 0 {
+                    self.reserved = Some(need);
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            }
+            _ => Err(e),
+        }
     }
 
     /// Appends one frame: `payload` is a batch as [`crate::encode_batch`] makes it.
     pub fn append(&mut self, pid: u32, payload: &[u8]) -> Result<(), SessionError> {
-        let io = |source| SessionError::Io {
-            path: self.path.clone(),
-            source,
-        };
         if u32::try_from(payload.len()).map_or(true, |l| l > MAX_FRAME) {
             return Err(SessionError::Corrupt {
                 path: self.path.clone(),
@@ -220,11 +295,49 @@ impl SessionWriter {
                 ),
             });
         }
+        let bytes = FRAME_HEADER_LEN + payload.len() as u64;
+        if let Err(source) = self.reserve(bytes) {
+            return Err(SessionError::Full {
+                path: self.path.clone(),
+                offset: self.offset,
+                bytes,
+                source,
+            });
+        }
+        let io = |source| SessionError::Io {
+            path: self.path.clone(),
+            source,
+        };
         self.out
             .write_all(&frame_header(pid, payload))
             .map_err(io)?;
         self.out.write_all(payload).map_err(io)?;
-        self.offset += FRAME_HEADER_LEN + payload.len() as u64;
+        self.offset += bytes;
+        Ok(())
+    }
+
+    /// Appends a closing frame of at most [`RESERVE`] bytes into the reserve, after
+    /// [`SessionError::Full`]: the frame that counts what could not be written.
+    pub fn append_last(&mut self, pid: u32, payload: &[u8]) -> Result<(), SessionError> {
+        let io = |source| SessionError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let bytes = FRAME_HEADER_LEN + payload.len() as u64;
+        if bytes > RESERVE {
+            return Err(SessionError::Corrupt {
+                path: self.path.clone(),
+                offset: self.offset,
+                reason: format!(
+                    "a closing frame of {bytes} bytes exceeds the {RESERVE}-byte reserve"
+                ),
+            });
+        }
+        self.out
+            .write_all(&frame_header(pid, payload))
+            .map_err(io)?;
+        self.out.write_all(payload).map_err(io)?;
+        self.offset += bytes;
         Ok(())
     }
 

@@ -114,6 +114,10 @@ fn summary_of_a_small_session() {
                 source: "unwritten".into(),
                 records: 0
             },
+            DroppedStats {
+                source: "unsaved".into(),
+                records: 0
+            },
         ]
     );
     assert_eq!(s.unfinished, vec![11]);
@@ -146,7 +150,8 @@ fn empty_session_still_lists_every_drop_source() {
             ("channel", 0),
             ("ring", 0),
             ("undelivered", 0),
-            ("unwritten", 0)
+            ("unwritten", 0),
+            ("unsaved", 0)
         ]
     );
 }

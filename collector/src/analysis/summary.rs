@@ -105,6 +105,7 @@ pub fn drop_source_name(source: DropSource) -> &'static str {
         DropSource::Ring => "ring",
         DropSource::Undelivered => "undelivered",
         DropSource::Unwritten => "unwritten",
+        DropSource::Unsaved => "unsaved",
     }
 }
 
@@ -220,6 +221,7 @@ pub fn summarize(records: &[(u32, Record)]) -> Summary {
                     DropSource::Ring => 2,
                     DropSource::Undelivered => 3,
                     DropSource::Unwritten => 4,
+                    DropSource::Unsaved => 5,
                 };
                 let n = dropped.entry(key).or_default();
                 *n = add(*n, d.records);
@@ -293,6 +295,7 @@ pub fn summarize(records: &[(u32, Record)]) -> Summary {
         DropSource::Ring,
         DropSource::Undelivered,
         DropSource::Unwritten,
+        DropSource::Unsaved,
     ]
     .into_iter()
     .enumerate()
