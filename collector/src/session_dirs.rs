@@ -13,8 +13,10 @@ use crate::output_file;
 pub use gpuprof_collector::session::SESSION_FILE;
 
 /// Makes the session's ring directory (`wire::session_dir::make_ring_dir`) and writes
-/// `collector.pid` in it.
+/// `collector.pid` in it. Ring directories of ended runs (killed before they could
+/// clean up) are removed first.
 pub fn make_ring_dir() -> Result<PathBuf> {
+    let _ = session_dir::remove_stale_ring_dirs();
     let pid = std::process::id();
     let dir = session_dir::make_ring_dir(pid)?;
     if let Err(e) = write_collector_pid(&dir) {

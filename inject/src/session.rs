@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use wire::ring::RingWriter;
 use wire::{session_dir, ProcessInfo};
 
-use crate::log::{info, warn};
+use crate::log::{debug, info, warn};
 use crate::options::Options;
 
 /// This process's place in a session.
@@ -41,6 +41,14 @@ pub fn open(opts: &Options, pid: u32) -> Result<Session, String> {
         });
     }
     let collector = collector_binary(opts)?;
+    // Ring directories of ended runs (killed before they could clean up) hold tmpfs.
+    let (removed, _) = session_dir::remove_stale_ring_dirs();
+    for d in removed {
+        debug!(
+            "removed {}, the ring directory of an ended run",
+            d.display()
+        );
+    }
     let dir = session_dir::make_ring_dir(pid).map_err(|e| e.to_string())?;
     let ring = match create_ring(&dir, opts, pid) {
         Ok(r) => r,

@@ -160,6 +160,66 @@ pub fn make_ring_dir(pid: u32) -> Result<PathBuf, RingDirError> {
     Err(RingDirError::AllTaken { base, pid })
 }
 
+/// Removes the ring directories of ended runs under [`ring_dir_base`]: a run killed
+/// before it could clean up (SIGKILL, a crash, a power cut of the container) leaves
+/// its directory in tmpfs, holding memory. A directory is stale when its creator (the
+/// pid in `gpuprof-<pid>-<n>`), its collector and every producer named by a ring file
+/// in it have all exited; it is then removed by [`remove_ring_dir`]'s rules (ours,
+/// marked, nothing foreign in it). Returns the directories removed and those left.
+pub fn remove_stale_ring_dirs() -> (Vec<PathBuf>, Vec<Kept>) {
+    let (mut removed, mut kept) = (Vec::new(), Vec::new());
+    let Some(base) = ring_dir_base() else {
+        return (removed, kept);
+    };
+    let Ok(entries) = std::fs::read_dir(&base) else {
+        return (removed, kept);
+    };
+    for entry in entries.flatten() {
+        let Some(creator) = parse_ring_dir_name(&entry.file_name()) else {
+            continue;
+        };
+        let dir = entry.path();
+        if !stale(&dir, creator) {
+            continue;
+        }
+        match remove_ring_dir(&dir) {
+            Ok(()) => removed.push(dir),
+            Err(k) => kept.push(k),
+        }
+    }
+    (removed, kept)
+}
+
+/// The creator pid of a ring directory name `gpuprof-<pid>-<n>`.
+pub fn parse_ring_dir_name(name: &std::ffi::OsStr) -> Option<u32> {
+    let rest = name.as_bytes().strip_prefix(b"gpuprof-")?;
+    let dash = rest.iter().position(|b| *b == b'-')?;
+    let (pid, n) = (&rest[..dash], &rest[dash + 1..]);
+    let digits = |b: &[u8]| !b.is_empty() && b.len() <= 10 && b.iter().all(u8::is_ascii_digit);
+    if !digits(pid) || !digits(n) {
+        return None;
+    }
+    std::str::from_utf8(pid).ok()?.parse().ok()
+}
+
+fn stale(dir: &Path, creator: u32) -> bool {
+    use crate::ring::process_alive;
+    // Only directories of this user, marked as gpuprof's (checked again on removal).
+    let ours = std::fs::symlink_metadata(dir)
+        .is_ok_and(|m| m.is_dir() && foreign_owner(&m).is_none())
+        && std::fs::symlink_metadata(dir.join(MARKER)).is_ok_and(|m| m.is_file());
+    if !ours || process_alive(creator) || !collector_gone(dir) {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries
+        .flatten()
+        .filter_map(|e| parse_ring_file_name(&e.file_name()))
+        .all(|pid| !process_alive(pid))
+}
+
 /// This process's effective uid, the owner every file it creates gets.
 pub fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.

@@ -322,3 +322,81 @@ fn default_out_dir_names_time_and_pid() {
         "{t}"
     );
 }
+
+/// Ring directories of ended runs are removed at the next start; a live session's,
+/// an unmarked one and one holding foreign files are not.
+#[test]
+fn stale_ring_dirs_of_ended_runs_are_removed() {
+    let Some(base) = session_dir::ring_dir_base() else {
+        return;
+    };
+    let dead = dead_pid();
+    let me = std::process::id();
+    let make = |creator: u32, n: u32, marked: bool, collector: u32, rings: &[u32]| {
+        let dir = base.join(format!("gpuprof-{creator}-{n}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        if marked {
+            std::fs::write(dir.join(session_dir::MARKER), "").unwrap();
+        }
+        session_dir::write_collector_pid(&dir, collector).unwrap();
+        for pid in rings {
+            std::fs::write(dir.join(session_dir::ring_file_name(*pid)), "").unwrap();
+        }
+        dir
+    };
+    let stale = make(dead, 900_001, true, dead, &[dead]);
+    let creator_alive = make(me, 900_002, true, dead, &[dead]);
+    let producer_alive = make(dead, 900_003, true, dead, &[me]);
+    let collector_alive = make(dead, 900_004, true, me, &[]);
+    let unmarked = make(dead, 900_005, false, dead, &[]);
+    let foreign_file = make(dead, 900_006, true, dead, &[]);
+    std::fs::write(foreign_file.join("notes.txt"), "mine").unwrap();
+
+    let (removed, kept) = session_dir::remove_stale_ring_dirs();
+    assert!(removed.contains(&stale), "{removed:?}");
+    assert!(!stale.exists());
+    for d in [&creator_alive, &producer_alive, &collector_alive, &unmarked] {
+        assert!(d.exists(), "{} removed", d.display());
+        assert!(!removed.contains(d));
+    }
+    assert!(foreign_file.join("notes.txt").exists());
+    assert!(kept.iter().any(|k| k.dir == foreign_file), "{kept:?}");
+    for d in [
+        creator_alive,
+        producer_alive,
+        collector_alive,
+        unmarked,
+        foreign_file,
+    ] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
+
+#[test]
+fn ring_dir_names_parse() {
+    use std::ffi::OsStr;
+    assert_eq!(
+        session_dir::parse_ring_dir_name(OsStr::new("gpuprof-42-0")),
+        Some(42)
+    );
+    assert_eq!(
+        session_dir::parse_ring_dir_name(OsStr::new("gpuprof-42-17")),
+        Some(42)
+    );
+    for bad in [
+        "gpuprof-42",
+        "gpuprof--0",
+        "gpuprof-x-0",
+        "gpuprof-42-",
+        "gpuprof-42-0x",
+        "other-42-0",
+        "gpuprof-99999999999-0",
+    ] {
+        assert_eq!(
+            session_dir::parse_ring_dir_name(OsStr::new(bad)),
+            None,
+            "{bad}"
+        );
+    }
+}
