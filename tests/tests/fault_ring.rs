@@ -68,6 +68,16 @@ fn shm_dirs_of(pid: u32) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
+/// Whether `pid` runs (a zombie does not: the detached collector is reaped by
+/// whoever adopted it, not by us).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
 fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + LIMIT;
     while !cond() {
@@ -342,9 +352,7 @@ fn sigterm_to_record_is_passed_to_the_program() {
     let o = run.wait();
     assert_eq!(code(&o), Some(7), "{}", o.stderr);
     assert_eq!(o.stdout.lines().next(), Some("terminated"), "{}", o.stdout);
-    // SAFETY: as above; signal 0 only checks for existence.
-    let gone = unsafe { libc::kill(program, 0) } != 0;
-    assert!(gone, "the program {program} still runs");
+    assert!(!alive(program as u32), "the program {program} still runs");
 }
 
 /// A ring file that names a live process that is not its producer (pid 1) is read
@@ -493,4 +501,70 @@ fn a_full_disk_for_the_session_is_counted_in_the_session() {
     assert_eq!(dropped(&r, "unsaved"), unsaved, "{r}");
     assert!(r.get("session_damage").is_none_or(|d| d.is_null()), "{r}");
     assert!(r["kernel_count"].as_u64().unwrap() < 107);
+}
+
+/// Env-var-only mode with the collector stopped (SIGSTOP) mid-run: the program never
+/// waits for it beyond its exit timeout, its output and status are unchanged; once the
+/// collector runs again it writes the session, every loss counted, and leaves nothing
+/// in /dev/shm.
+#[test]
+fn a_stopped_collector_never_holds_up_the_program() {
+    let scratch = Scratch::new("stopped-collector");
+    let out = scratch.join("out");
+    let mut cmd = SimCommand::new(Command::new(artifact("cudarc-llm")))
+        .cupti("13.4")
+        .injected(gpuprof_tests::Injection::Driver)
+        .command();
+    let flag = scratch.join("stopped");
+    cmd.env("GPUPROF_OUT", &out)
+        .env("GPUPROF_COLLECTOR", artifact("gpuprof"))
+        .env("GPUPROF_RING_SIZE", "256K")
+        .env("GPUPROF_EXIT_TIMEOUT_MS", "1000")
+        .env("CUDARC_LLM_WAIT_FOR", &flag)
+        .args(["--decode-steps", "40"]);
+    let run = TimedChild::spawn(cmd, LIMIT);
+    let program = run.id();
+    let mut collector = None;
+    wait_for("the collector's pid", || {
+        collector = shm_dirs_of(program).iter().find_map(|d| {
+            std::fs::read_to_string(d.join("collector.pid"))
+                .ok()?
+                .trim()
+                .parse::<i32>()
+                .ok()
+        });
+        collector.is_some()
+    });
+    let collector = collector.unwrap();
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(collector, libc::SIGSTOP) };
+    std::fs::write(&flag, "").unwrap();
+    let started = Instant::now();
+    let o = run.wait();
+    let took = started.elapsed();
+    // SAFETY: as above.
+    unsafe { libc::kill(collector, libc::SIGCONT) };
+    assert_eq!(code(&o), Some(0), "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        "cudarc-llm: ok: 2 layers, prompt 128, 40 decode steps: 492 kernel launches, 371 GEMMs\n"
+    );
+    assert!(took < Duration::from_secs(60), "the program took {took:?}");
+    wait_for("the collector to finish", || !alive(collector as u32));
+    assert!(shm_dirs_of(program).is_empty(), "left in /dev/shm");
+    let r = report_json(&out);
+    let lost: u64 = [
+        "cupti",
+        "channel",
+        "ring",
+        "undelivered",
+        "unwritten",
+        "unsaved",
+    ]
+    .iter()
+    .map(|s| dropped(&r, s))
+    .sum();
+    let kernels = r["kernel_count"].as_u64().unwrap();
+    assert!(lost > 0, "a 256K ring with nobody draining it fills: {r}");
+    assert!(kernels + lost >= 863, "{r}");
 }
