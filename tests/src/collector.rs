@@ -44,6 +44,20 @@ pub fn record_on_sim(release: &str) -> Command {
     cmd
 }
 
+/// The ring directories of a session whose creator (the `gpuprof record` process, or
+/// in env-var-only mode the first profiled process) had `pid`.
+pub fn shm_dirs_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("gpuprof-{pid}-");
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A fresh directory under `target/<profile>/scratch/`, removed on drop.
 pub struct Scratch(PathBuf);
 

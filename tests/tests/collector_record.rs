@@ -2,12 +2,13 @@
 //! on the simulated CUDA stack, the collector draining its ring, the report read back.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use gpuprof_tests::{
-    artifact, cudarc_llm_calls, gpuprof_command, kernel_calls, sim_cupti, sim_lib_dir, Scratch,
+    artifact, cudarc_llm_calls, gpuprof_command, kernel_calls, shm_dirs_of, sim_cupti, sim_lib_dir,
+    Scratch,
 };
 
 fn text(b: &[u8]) -> String {
@@ -47,18 +48,6 @@ fn finish(mut child: Child) -> Output {
         std::thread::sleep(Duration::from_millis(20));
     }
     child.wait_with_output().unwrap()
-}
-
-fn shm_dirs_of(pid: u32) -> Vec<PathBuf> {
-    let prefix = format!("gpuprof-{pid}-");
-    std::fs::read_dir("/dev/shm")
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-                .map(|e| e.path())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn report_json(out: &Path) -> serde_json::Value {

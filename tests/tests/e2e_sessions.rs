@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use gpuprof_tests::{
     artifact, compile_c, cudarc_llm_calls, cupti_major, gpuprof_command, kernel_calls,
-    manifest_release, record_on_sim, sim_cupti, sim_lib_dir, venv_python, Injection, Scratch,
-    SimCommand, TimedChild,
+    manifest_release, record_on_sim, shm_dirs_of, sim_cupti, sim_lib_dir, venv_python, Injection,
+    Scratch, SimCommand, TimedChild,
 };
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -192,20 +192,6 @@ impl Drop for CollectorGuard {
             sigkill(pid);
         }
     }
-}
-
-/// The ring directories of a session whose creator (the `gpuprof record` process, or
-/// in env-var-only mode the first profiled process) had `pid`.
-fn shm_dirs_of(pid: u32) -> Vec<PathBuf> {
-    let prefix = format!("gpuprof-{pid}-");
-    std::fs::read_dir("/dev/shm")
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-                .map(|e| e.path())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// `gpuprof record [ARGS] -o OUT -- CMD` on the simulated stack with CUPTI `release`.

@@ -24,27 +24,8 @@ use wire::Record;
 /// The other user of the rows that need one.
 const NOBODY: u32 = 65534;
 
-/// Every kernel lasts `1000 + blocks` ns: `driver_workload`'s output is then exact.
-const MODEL: &str = "[[kernel]]\nname = \"*\"\nduration_ns = \"1000 + blocks\"\n";
-
-/// What `tests/c/driver_workload.c` prints with [`MODEL`] (as `sim_driver_api.rs`
-/// checks it unprofiled).
-const WORKLOAD_STDOUT: &str = "alloc 0x700000000000
-round trip equal
-fill regs=40 shared=1024 max_threads=1024
-elapsed 0.002020 ms
-graph nodes 3
-graph replayed 3 times
-bad function handle 400
-block too large 1
-bad stream 400
-range past end 1
-not device memory 1
-unknown function 500
-double free 1
-end capture not capturing 401
-destroyed context 201
-";
+const MODEL: &str = gpuprof_tests::DRIVER_WORKLOAD_MODEL;
+const WORKLOAD_STDOUT: &str = gpuprof_tests::DRIVER_WORKLOAD_STDOUT;
 
 /// This process's effective uid (`/proc/self/status`, second `Uid:` field).
 fn euid() -> u32 {

@@ -10,7 +10,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use gpuprof_tests::{
-    artifact, gpuprof_command, record_on_sim, Finished, Scratch, SimCommand, TimedChild,
+    artifact, gpuprof_command, record_on_sim, shm_dirs_of, Finished, Scratch, SimCommand,
+    TimedChild,
 };
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -53,19 +54,6 @@ fn code(o: &Finished) -> Option<i32> {
     o.status
         .code()
         .or_else(|| o.status.signal().map(|s| 128 + s))
-}
-
-/// The ring directories `gpuprof record` (pid `pid`) made under /dev/shm.
-fn shm_dirs_of(pid: u32) -> Vec<PathBuf> {
-    let prefix = format!("gpuprof-{pid}-");
-    std::fs::read_dir("/dev/shm")
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-                .map(|e| e.path())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Whether `pid` runs (a zombie does not: the detached collector is reaped by
@@ -199,21 +187,10 @@ fn a_small_dev_shm_gives_a_smaller_ring_never_a_fault() {
     let scratch = Scratch::new("small-shm");
     for (size, fits) in [("8m", true), ("128k", false)] {
         let out = scratch.join(size);
-        let inner = record(&out, &[]);
-        let mut cmd = Command::new("unshare");
-        cmd.args(["-m", "sh", "-c"])
-            .arg(format!(
-                "mount -t tmpfs -o size={size} tmpfs /dev/shm && exec \"$@\""
-            ))
-            .arg("sh")
-            .arg(inner.get_program())
-            .args(inner.get_args());
-        cmd.env_clear();
-        for (k, v) in inner.get_envs() {
-            if let Some(v) = v {
-                cmd.env(k, v);
-            }
-        }
+        let cmd = in_private_mount(
+            &format!("mount -t tmpfs -o size={size} tmpfs /dev/shm && exec \"$@\""),
+            &record(&out, &[]),
+        );
         let o = TimedChild::spawn(cmd, LIMIT).wait();
         assert_eq!(code(&o), Some(0), "{size}: {}", o.stderr);
         assert!(o.stdout.starts_with(SUMMARY), "{size}: {}", o.stdout);
@@ -432,6 +409,22 @@ fn a_collector_that_cannot_start_leaves_nothing_behind() {
     }
 }
 
+/// `unshare -m sh -c SCRIPT sh INNER...`: `script` runs in a private mount namespace
+/// with `inner`'s program and arguments as `"$@"`, and `inner`'s environment only.
+fn in_private_mount(script: &str, inner: &Command) -> Command {
+    let mut cmd = Command::new("unshare");
+    cmd.args(["-m", "sh", "-c", script, "sh"])
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    cmd.env_clear();
+    for (k, v) in inner.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    cmd
+}
+
 /// Whether this test process may mount a private tmpfs (root, unshare(1)); says why
 /// not.
 fn can_mount_privately() -> bool {
@@ -461,25 +454,16 @@ fn a_full_disk_for_the_session_is_counted_in_the_session() {
     let disk = scratch.join("disk");
     std::fs::create_dir(&disk).unwrap();
     let report = scratch.join("report.json");
-    let inner = record(&disk.join("out"), &[]);
-    let mut cmd = Command::new("unshare");
-    cmd.args(["-m", "sh", "-c"])
-        .arg(format!(
+    let cmd = in_private_mount(
+        &format!(
             "mount -t tmpfs -o size=128k tmpfs {d} || exit 99; \"$@\"; rc=$?; \
              {gpuprof} report --format json {d}/out > {r}; echo report=$? >&2; exit $rc",
             d = disk.display(),
             gpuprof = artifact("gpuprof").display(),
             r = report.display()
-        ))
-        .arg("sh")
-        .arg(inner.get_program())
-        .args(inner.get_args());
-    cmd.env_clear();
-    for (k, v) in inner.get_envs() {
-        if let Some(v) = v {
-            cmd.env(k, v);
-        }
-    }
+        ),
+        &record(&disk.join("out"), &[]),
+    );
     let o = TimedChild::spawn(cmd, LIMIT).wait();
     assert_eq!(code(&o), Some(3), "{}", o.stderr);
     assert!(o.stdout.starts_with(SUMMARY), "{}", o.stdout);

@@ -18,7 +18,7 @@ fn cost_model(name: &str, text: &str) -> PathBuf {
 }
 
 /// Every kernel lasts `1000 + blocks` ns.
-const MODEL: &str = "[[kernel]]\nname = \"*\"\nduration_ns = \"1000 + blocks\"\n";
+const MODEL: &str = gpuprof_tests::DRIVER_WORKLOAD_MODEL;
 
 /// Runs a C client (compiled from `tests/c/<src>`) on the simulated stack and `$SIMCUDA_COST_MODEL` = `model`.
 fn run(src: &str, exe: &str, model: &PathBuf) -> Output {
@@ -49,25 +49,7 @@ fn stdout(o: &Output) -> String {
 fn a_driver_api_workload() {
     let model = cost_model("workload", MODEL);
     let out = run("driver_workload.c", "driver_workload", &model);
-    assert_eq!(
-        stdout(&out),
-        r#"alloc 0x700000000000
-round trip equal
-fill regs=40 shared=1024 max_threads=1024
-elapsed 0.002020 ms
-graph nodes 3
-graph replayed 3 times
-bad function handle 400
-block too large 1
-bad stream 400
-range past end 1
-not device memory 1
-unknown function 500
-double free 1
-end capture not capturing 401
-destroyed context 201
-"#
-    );
+    assert_eq!(stdout(&out), gpuprof_tests::DRIVER_WORKLOAD_STDOUT);
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     assert!(out.status.success());
 }
