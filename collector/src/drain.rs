@@ -412,6 +412,10 @@ impl Drainer {
         if finished != Some(true) || undelivered + unwritten > 0 {
             self.incomplete = true;
         }
+        if finished.is_none() {
+            // Its producer may still run: nothing more it writes will be read.
+            ring.reader.give_up();
+        }
         if finished == Some(false) {
             self.notes.push(format!(
                 "process {} ended without finishing its stream",

@@ -143,7 +143,9 @@ impl Writer {
                 batch.clear();
             } else if self.abandoned {
                 batch.clear();
-            } else if now >= next_flush && wire::session_dir::collector_gone(&self.dir) {
+            } else if now >= next_flush
+                && (wire::session_dir::collector_gone(&self.dir) || self.ring.reader_gone())
+            {
                 self.abandon();
                 batch.clear();
             }
@@ -161,12 +163,20 @@ impl Writer {
         }
     }
 
-    /// The collector died: say so once, stop profiling, write nothing more.
+    /// The collector died, or stopped reading our ring: say so once, stop profiling,
+    /// write nothing more.
     fn abandon(&mut self) {
-        warn!(
-            "the collector ({}) is gone; profiling is off, the program runs unprofiled",
-            self.dir.join("collector.pid").display()
-        );
+        if self.ring.reader_gone() {
+            warn!(
+                "the collector stopped reading {} (it found it damaged); profiling is off, the program runs unprofiled",
+                self.ring.path().display()
+            );
+        } else {
+            warn!(
+                "the collector ({}) is gone; profiling is off, the program runs unprofiled",
+                self.dir.join("collector.pid").display()
+            );
+        }
         state::disable();
         self.abandoned = true;
     }
@@ -242,7 +252,9 @@ impl Writer {
             );
             return;
         }
-        if !self.abandoned && wire::session_dir::collector_gone(&self.dir) {
+        if !self.abandoned
+            && (wire::session_dir::collector_gone(&self.dir) || self.ring.reader_gone())
+        {
             self.abandon();
         }
         if self.abandoned {

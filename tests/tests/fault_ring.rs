@@ -552,3 +552,66 @@ fn a_stopped_collector_never_holds_up_the_program() {
     assert!(lost > 0, "a 256K ring with nobody draining it fills: {r}");
     assert!(kernels + lost >= 863, "{r}");
 }
+
+/// A live ring whose header is overwritten with garbage (its write position far
+/// ahead): the collector stops reading it and tells the producer so through the
+/// header; the program stops profiling with one warning instead of filling the ring
+/// and waiting for space at exit, and its output and status are unchanged.
+#[test]
+fn a_ring_corrupted_while_live_is_given_up_on_both_sides() {
+    use std::os::unix::fs::FileExt;
+    let scratch = Scratch::new("corrupted");
+    let out = scratch.join("out");
+    let flag = scratch.join("corrupted");
+    let mut cmd = record(&out, &["--decode-steps", "40"]);
+    cmd.env("CUDARC_LLM_WAIT_FOR", &flag)
+        .env("GPUPROF_RING_SIZE", "256K");
+    let run = TimedChild::spawn(cmd, LIMIT);
+    let gpuprof = run.id();
+    let mut ring = None;
+    wait_for("the program's ring", || {
+        ring = shm_dirs_of(gpuprof).iter().find_map(|d| {
+            std::fs::read_dir(d)
+                .ok()?
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|x| x == "ring"))
+        });
+        ring.is_some()
+    });
+    let ring = ring.unwrap();
+    let file = std::fs::OpenOptions::new().write(true).open(&ring).unwrap();
+    // The write position (header offset 128), a terabyte ahead; again and again for
+    // a while, as the producer writes its own value back with its next frame.
+    for _ in 0..60 {
+        let _ = file.write_at(&(1u64 << 40).to_le_bytes(), 128);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::fs::write(&flag, "").unwrap();
+    let o = run.wait();
+    assert_eq!(code(&o), Some(3), "{}", o.stderr);
+    assert!(
+        o.stdout.starts_with(
+            "cudarc-llm: ok: 2 layers, prompt 128, 40 decode steps: 492 kernel launches, 371 GEMMs\n"
+        ),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stderr.contains("is not within one capacity"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains(&format!(
+            "gpuprof: the collector stopped reading {} (it found it damaged); profiling is off, the program runs unprofiled\n",
+            ring.display()
+        )),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        shm_dirs_of(gpuprof).is_empty(),
+        "ring directory left behind"
+    );
+}

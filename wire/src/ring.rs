@@ -45,6 +45,9 @@ pub const WRAP: u32 = u32::MAX;
 pub const FLAG_ALIVE: u32 = 1;
 /// Producer flag: the last frame has been written.
 pub const FLAG_FINISHED: u32 = 2;
+/// Consumer flag: the collector stopped reading this ring (it was corrupt, forged, or
+/// given up on); the producer stops writing to it.
+pub const FLAG_READER_GONE: u32 = 4;
 
 // Header layout (byte offsets).
 const OFF_MAGIC: usize = 0;
@@ -401,6 +404,11 @@ impl RingWriter {
             .fetch_add(frames, Ordering::Relaxed);
     }
 
+    /// Whether the collector stopped reading this ring ([`RingReader::give_up`]).
+    pub fn reader_gone(&self) -> bool {
+        self.shared.u32_at(OFF_FLAGS).load(Ordering::Acquire) & FLAG_READER_GONE != 0
+    }
+
     /// Marks the stream complete: no frame follows.
     pub fn finish(&mut self) {
         self.shared
@@ -571,6 +579,15 @@ impl RingReader {
     /// Whether the ring file was truncated while mapped: what is in it is gone.
     pub fn is_lost(&self) -> bool {
         self.shared.guard.hit()
+    }
+
+    /// Tells the producer that nothing it writes will be read
+    /// ([`RingWriter::reader_gone`]), so it stops instead of filling the ring and
+    /// waiting for space at exit.
+    pub fn give_up(&self) {
+        self.shared
+            .u32_at(OFF_FLAGS)
+            .fetch_or(FLAG_READER_GONE, Ordering::AcqRel);
     }
 
     /// Whether the producer has written its last frame.

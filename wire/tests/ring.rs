@@ -722,3 +722,14 @@ fn a_ring_truncated_while_mapped_is_reported_on_both_sides() {
     assert!(err.contains("truncated while it was read"), "{err}");
     assert!(reader.is_lost());
 }
+
+/// A reader that gives up says so to the producer through the header.
+#[test]
+fn a_reader_that_gives_up_tells_the_producer() {
+    let dir = TempDir::new("give-up");
+    let (writer, reader) = ring(&dir, 4096);
+    assert!(!writer.reader_gone());
+    reader.give_up();
+    assert!(writer.reader_gone());
+    assert_eq!(reader.header().flags, FLAG_ALIVE | FLAG_READER_GONE);
+}
