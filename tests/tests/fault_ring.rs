@@ -20,6 +20,10 @@ const LIMIT: Duration = Duration::from_secs(180);
 const SUMMARY: &str =
     "cudarc-llm: ok: 2 layers, prompt 128, 4 decode steps: 60 kernel launches, 47 GEMMs\n";
 
+/// The same with `--decode-steps 40`.
+const SUMMARY_40: &str =
+    "cudarc-llm: ok: 2 layers, prompt 128, 40 decode steps: 492 kernel launches, 371 GEMMs\n";
+
 /// `gpuprof record -o OUT -- cudarc-llm ARGS` on the simulated stack.
 fn record(out: &Path, args: &[&str]) -> Command {
     let mut c = record_on_sim("13.4");
@@ -64,6 +68,22 @@ fn alive(pid: u32) -> bool {
             .and_then(|(_, rest)| rest.split_whitespace().next())
             .is_some_and(|state| state != "Z" && state != "X")
     })
+}
+
+/// The ring file of the program `gpuprof record` (pid `gpuprof`) runs, once it is there.
+fn live_ring(gpuprof: u32) -> PathBuf {
+    let mut ring = None;
+    wait_for("the program's ring", || {
+        ring = shm_dirs_of(gpuprof).iter().find_map(|d| {
+            std::fs::read_dir(d)
+                .ok()?
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|x| x == "ring"))
+        });
+        ring.is_some()
+    });
+    ring.expect("found")
 }
 
 fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
@@ -248,18 +268,7 @@ fn a_ring_truncated_while_live_faults_neither_side() {
     cmd.env("CUDARC_LLM_WAIT_FOR", &flag);
     let run = TimedChild::spawn(cmd, LIMIT);
     let gpuprof = run.id();
-    let mut ring = None;
-    wait_for("the program's ring", || {
-        ring = shm_dirs_of(gpuprof).iter().find_map(|d| {
-            std::fs::read_dir(d)
-                .ok()?
-                .flatten()
-                .map(|e| e.path())
-                .find(|p| p.extension().is_some_and(|x| x == "ring"))
-        });
-        ring.is_some()
-    });
-    let ring = ring.unwrap();
+    let ring = live_ring(gpuprof);
     // Some frames first, so both sides have used the mapping.
     std::thread::sleep(Duration::from_millis(300));
     std::fs::OpenOptions::new()
@@ -271,13 +280,7 @@ fn a_ring_truncated_while_live_faults_neither_side() {
     std::fs::write(&flag, "").unwrap();
     let o = run.wait();
     assert_eq!(code(&o), Some(3), "{}", o.stderr);
-    assert!(
-        o.stdout.starts_with(
-            "cudarc-llm: ok: 2 layers, prompt 128, 40 decode steps: 492 kernel launches, 371 GEMMs\n"
-        ),
-        "{}",
-        o.stdout
-    );
+    assert!(o.stdout.starts_with(SUMMARY_40), "{}", o.stdout);
     assert!(
         o.stderr.contains(&format!(
             "gpuprof: {} was truncated by another process; profiling is off, the program runs unprofiled\n",
@@ -529,10 +532,7 @@ fn a_stopped_collector_never_holds_up_the_program() {
     // SAFETY: as above.
     unsafe { libc::kill(collector, libc::SIGCONT) };
     assert_eq!(code(&o), Some(0), "{}", o.stderr);
-    assert_eq!(
-        o.stdout,
-        "cudarc-llm: ok: 2 layers, prompt 128, 40 decode steps: 492 kernel launches, 371 GEMMs\n"
-    );
+    assert_eq!(o.stdout, SUMMARY_40);
     assert!(took < Duration::from_secs(60), "the program took {took:?}");
     wait_for("the collector to finish", || !alive(collector as u32));
     assert!(shm_dirs_of(program).is_empty(), "left in /dev/shm");
@@ -568,18 +568,7 @@ fn a_ring_corrupted_while_live_is_given_up_on_both_sides() {
         .env("GPUPROF_RING_SIZE", "256K");
     let run = TimedChild::spawn(cmd, LIMIT);
     let gpuprof = run.id();
-    let mut ring = None;
-    wait_for("the program's ring", || {
-        ring = shm_dirs_of(gpuprof).iter().find_map(|d| {
-            std::fs::read_dir(d)
-                .ok()?
-                .flatten()
-                .map(|e| e.path())
-                .find(|p| p.extension().is_some_and(|x| x == "ring"))
-        });
-        ring.is_some()
-    });
-    let ring = ring.unwrap();
+    let ring = live_ring(gpuprof);
     let file = std::fs::OpenOptions::new().write(true).open(&ring).unwrap();
     // The write position (header offset 128), a terabyte ahead; again and again for
     // a while, as the producer writes its own value back with its next frame.
@@ -590,13 +579,7 @@ fn a_ring_corrupted_while_live_is_given_up_on_both_sides() {
     std::fs::write(&flag, "").unwrap();
     let o = run.wait();
     assert_eq!(code(&o), Some(3), "{}", o.stderr);
-    assert!(
-        o.stdout.starts_with(
-            "cudarc-llm: ok: 2 layers, prompt 128, 40 decode steps: 492 kernel launches, 371 GEMMs\n"
-        ),
-        "{}",
-        o.stdout
-    );
+    assert!(o.stdout.starts_with(SUMMARY_40), "{}", o.stdout);
     assert!(
         o.stderr.contains("is not within one capacity"),
         "{}",
