@@ -246,8 +246,11 @@ fn a_thousand_single_bit_flips_change_no_report_silently() {
         r.frames.len()
     );
     assert_eq!(identical + damaged + header, 1000);
-    // Every flip in the header is an error; every other one costs its frame.
-    assert_eq!((identical, damaged, header), (0, 960, 40));
+    // Every flip in the header is an error (the 40 aimed there, and any of the spread
+    // ones that lands there); every other one costs its frame.
+    let in_header = flips(r).iter().filter(|b| *b / 8 < HEADER_LEN).count();
+    assert!(in_header >= 40, "{in_header}");
+    assert_eq!((identical, damaged, header), (0, 1000 - in_header, in_header));
 }
 
 #[test]
