@@ -4,7 +4,9 @@
 //! `gpuprof` binary (`main.rs`) drains rings and prints what these return.
 
 pub mod analysis;
+pub mod output_file;
 pub mod render;
 pub mod roofline_points;
 pub mod roofline_svg;
 pub mod session;
+pub mod store;

@@ -12,13 +12,14 @@ mod doctor;
 mod doctor_counters;
 mod drain;
 mod metrics_cmd;
-mod output_file;
 mod record;
 mod report;
 mod roofline_cmd;
 mod session_dirs;
 mod signals;
 mod version;
+
+use gpuprof_collector::output_file;
 
 /// A per-kernel GPU profiler for NVIDIA GPUs: timing, counters, GEMM shapes,
 /// roofline, MFU and MBU, for unmodified CUDA programs.

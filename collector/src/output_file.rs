@@ -106,6 +106,12 @@ pub fn make_dir(dir: &Path) -> io::Result<()> {
     std::fs::DirBuilder::new().mode(DIR_MODE).create(dir)
 }
 
+/// Makes the directory `dir` inside a directory of ours (mode 0700); fails when it
+/// exists (a symbolic link there included).
+pub fn make_dir_new(dir: &Path) -> io::Result<()> {
+    std::fs::DirBuilder::new().mode(DIR_MODE).create(dir)
+}
+
 /// `Err` naming the owner when the existing directory `dir` (`meta`: its metadata,
 /// symbolic links followed) belongs to another user than the one running gpuprof.
 pub fn check_own_dir(dir: &Path, meta: &std::fs::Metadata) -> anyhow::Result<()> {

@@ -1,0 +1,317 @@
+//! Reading a session: its sealed parts in order, each verified against its manifest
+//! before a byte of it is decoded.
+//!
+//! Everything here is read as hostile: names come from the reader's own table list
+//! (a manifest naming any other file is damaged), files are opened without following
+//! symbolic links, sizes are checked before reading, every file's CRC-32C must match
+//! its manifest, and a file that then fails to decode is skipped whole (never half its
+//! records). A part whose manifest does not verify is skipped whole; the rest of the
+//! session is read.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use wire::Record;
+
+use super::columns::RowReader;
+use super::manifest::{Manifest, MAX_BYTES, VERSION};
+use super::tables::{read_row, TableId, TABLE_IDS};
+use super::{parse_part_dir_name, MANIFEST_FILE, OLD_SESSION_FILE, PARTS_DIR, UNSEALED_PREFIX};
+
+/// The largest part file read (a part holds at most a few hundred thousand rows).
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+/// Rows per batch when decoding.
+const BATCH_ROWS: usize = 64 << 10;
+
+/// A session directory, listed.
+#[derive(Debug)]
+pub struct Store {
+    pub dir: PathBuf,
+    /// Sealed parts, by number.
+    pub parts: Vec<(u64, PathBuf)>,
+    /// Parts being written when the collector stopped (`.unsealed-<n>`), with their
+    /// bytes.
+    pub unsealed: Vec<(String, u64)>,
+    /// Entries of `parts/` that are not parts (not ours, or not directories).
+    pub strangers: Vec<String>,
+}
+
+/// A file or part skipped because it does not verify or decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// Relative to the session directory (`parts/00000003/kernels.parquet`).
+    pub file: String,
+    pub bytes: u64,
+    /// Records it held, as its manifest says (0 when the manifest itself is damaged:
+    /// then unknown).
+    pub records: u64,
+    pub reason: String,
+}
+
+/// One part's records in table order, and what of it could not be read.
+#[derive(Debug, Default)]
+pub struct Part {
+    pub number: u64,
+    pub records: Vec<(u32, Record)>,
+    pub damaged: Vec<Damage>,
+}
+
+fn is_old_session_file(path: &Path) -> Option<String> {
+    let mut f = File::open(path).ok()?;
+    let mut head = [0u8; 16];
+    f.read_exact(&mut head).ok()?;
+    if &head[..8] != b"GPUPROFS" {
+        return None;
+    }
+    let format = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes"));
+    Some(format!(
+        "{} is a session of format {format} (a single session.gpuprof file, gpuprof before \
+         the columnar session); this gpuprof reads format {VERSION} only (a directory of \
+         Parquet parts): record the run again",
+        path.display()
+    ))
+}
+
+impl Store {
+    /// Lists the session in `path` (the directory `gpuprof record` made, or its
+    /// `parts/` directory). Errors when it holds no session, or one of the old format.
+    pub fn open(path: &Path) -> anyhow::Result<Store> {
+        let meta =
+            std::fs::metadata(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        if !meta.is_dir() {
+            if let Some(old) = is_old_session_file(path) {
+                anyhow::bail!("{old}");
+            }
+            anyhow::bail!(
+                "{}: not a gpuprof session (a session is the directory `gpuprof record` writes)",
+                path.display()
+            );
+        }
+        let dir =
+            if path.file_name().is_some_and(|n| n == PARTS_DIR) && !path.join(PARTS_DIR).exists() {
+                path.parent().unwrap_or(path).to_path_buf()
+            } else {
+                path.to_path_buf()
+            };
+        let parts_dir = dir.join(PARTS_DIR);
+        if !parts_dir.is_dir() {
+            let old = dir.join(OLD_SESSION_FILE);
+            if let Some(msg) = is_old_session_file(&old) {
+                anyhow::bail!("{msg}");
+            }
+            anyhow::bail!(
+                "{}: no session here (no {PARTS_DIR}/ directory)",
+                dir.display()
+            );
+        }
+        let mut parts = Vec::new();
+        let mut strangers = Vec::new();
+        let entries = std::fs::read_dir(&parts_dir)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", parts_dir.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| anyhow::anyhow!("{}: {e}", parts_dir.display()))?;
+            let name = entry.file_name();
+            let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
+            match parse_part_dir_name(&name) {
+                Some(n) if is_dir => parts.push((n, entry.path())),
+                _ => strangers.push(name.to_string_lossy().into_owned()),
+            }
+        }
+        parts.sort();
+        strangers.sort();
+        let mut unsealed = Vec::new();
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name.starts_with(UNSEALED_PREFIX)
+                    && entry.file_type().map(|t| t.is_dir()).unwrap_or(false)
+                {
+                    unsealed.push((name, dir_bytes(&entry.path())));
+                }
+            }
+        }
+        unsealed.sort();
+        Ok(Store {
+            dir,
+            parts,
+            unsealed,
+            strangers,
+        })
+    }
+
+    /// Reads part `index` of [`Store::parts`]. Errors only for a part of a newer
+    /// session version than this gpuprof reads.
+    pub fn read_part(&self, index: usize) -> anyhow::Result<Part> {
+        let (number, path) = &self.parts[index];
+        let rel = |file: &str| format!("{PARTS_DIR}/{}/{file}", super::part_dir_name(*number));
+        let mut part = Part {
+            number: *number,
+            ..Part::default()
+        };
+        let manifest = match read_file(&path.join(MANIFEST_FILE), MAX_BYTES)
+            .and_then(|b| Manifest::parse(&b))
+        {
+            Ok(m) => m,
+            Err(reason) => {
+                part.damaged.push(Damage {
+                    file: rel(MANIFEST_FILE),
+                    bytes: dir_bytes(path),
+                    records: 0,
+                    reason: format!("{reason}; the whole part is skipped"),
+                });
+                return Ok(part);
+            }
+        };
+        if manifest.version > VERSION {
+            anyhow::bail!(
+                "{}: session version {}, newer than this gpuprof reads ({VERSION}); use a newer gpuprof",
+                path.join(MANIFEST_FILE).display(),
+                manifest.version
+            );
+        }
+        if let Err(reason) = check_files(&manifest) {
+            part.damaged.push(Damage {
+                file: rel(MANIFEST_FILE),
+                bytes: dir_bytes(path),
+                records: manifest.records,
+                reason: format!("{reason}; the whole part is skipped"),
+            });
+            return Ok(part);
+        }
+        // In table order, whatever order the manifest lists them in.
+        for &id in TABLE_IDS {
+            let Some(entry) = manifest.files.iter().find(|f| f.table == id.table().name) else {
+                continue;
+            };
+            let damaged = |reason: String| Damage {
+                file: rel(&entry.file),
+                bytes: entry.bytes,
+                records: entry.rows,
+                reason,
+            };
+            let bytes = match read_file(&path.join(&entry.file), MAX_FILE_BYTES) {
+                Ok(b) => b,
+                Err(reason) => {
+                    part.damaged.push(damaged(reason));
+                    continue;
+                }
+            };
+            if bytes.len() as u64 != entry.bytes {
+                part.damaged.push(damaged(format!(
+                    "{} bytes, the manifest says {}",
+                    bytes.len(),
+                    entry.bytes
+                )));
+                continue;
+            }
+            let crc = crc32c::crc32c(&bytes);
+            if crc != entry.crc32c {
+                part.damaged.push(damaged(format!(
+                    "checksum mismatch (manifest {:08x}, file {crc:08x})",
+                    entry.crc32c
+                )));
+                continue;
+            }
+            match decode(id, bytes) {
+                Ok(records) if records.len() as u64 == entry.rows => part.records.extend(records),
+                Ok(records) => part.damaged.push(damaged(format!(
+                    "{} rows, the manifest says {}",
+                    records.len(),
+                    entry.rows
+                ))),
+                Err(reason) => part.damaged.push(damaged(reason)),
+            }
+        }
+        Ok(part)
+    }
+}
+
+/// Every file a manifest lists is a known table's, under its own name, once.
+fn check_files(m: &Manifest) -> Result<(), String> {
+    let mut seen = Vec::new();
+    for f in &m.files {
+        let Some(id) = TABLE_IDS.iter().find(|id| id.table().name == f.table) else {
+            return Err(format!("the manifest names an unknown table {:?}", f.table));
+        };
+        if f.file != format!("{}.parquet", id.table().name) {
+            return Err(format!(
+                "the manifest names the file {:?} for table {}",
+                f.file, f.table
+            ));
+        }
+        if seen.contains(id) {
+            return Err(format!("the manifest lists table {} twice", f.table));
+        }
+        seen.push(*id);
+    }
+    let rows: u64 = m.files.iter().fold(0u64, |s, f| s.saturating_add(f.rows));
+    if rows != m.records {
+        return Err(format!(
+            "the manifest's files hold {rows} rows, its total says {}",
+            m.records
+        ));
+    }
+    Ok(())
+}
+
+/// The bytes of the regular file `path`, at most `max` of them; never through a
+/// symbolic link.
+fn read_file(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("cannot open: {e}"))?;
+    let meta = f.metadata().map_err(|e| format!("cannot stat: {e}"))?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > max {
+        return Err(format!(
+            "{} bytes, more than a part file can be ({max})",
+            meta.len()
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.by_ref()
+        .take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > max {
+        return Err(format!("more than {max} bytes"));
+    }
+    Ok(bytes)
+}
+
+fn decode(id: TableId, bytes: Vec<u8>) -> Result<Vec<(u32, Record)>, String> {
+    let table = id.table();
+    let (names, kinds) = (table.names(), table.kinds());
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
+        .and_then(|b| b.with_batch_size(BATCH_ROWS).build())
+        .map_err(|e| format!("not a readable Parquet file: {e}"))?;
+    let mut out = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|e| format!("does not decode: {e}"))?;
+        let mut rows = RowReader::new(&batch, &names, &kinds)
+            .map_err(|e| format!("table {}: {e}", table.name))?;
+        for row in 0..batch.num_rows() {
+            out.push(read_row(id, &mut rows, row).map_err(|e| format!("row {row}: {e}"))?);
+        }
+    }
+    Ok(out)
+}
+
+/// Bytes of the regular files directly in `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .filter(|m| m.is_file())
+                .fold(0u64, |s, m| s.saturating_add(m.len()))
+        })
+        .unwrap_or(0)
+}

@@ -1,0 +1,387 @@
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use wire::testing::*;
+use wire::*;
+
+use super::tables::table_of;
+use super::*;
+
+struct Tmp(PathBuf);
+impl Tmp {
+    fn new(name: &str) -> Tmp {
+        let d = std::env::temp_dir().join(format!("gpuprof-store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Tmp(d)
+    }
+}
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One record of every kind, with values that differ field by field.
+fn every_kind(pid: u32) -> Vec<Record> {
+    vec![
+        Record::Process(ProcessInfo {
+            pid,
+            ppid: 11,
+            command: vec!["python".into(), "infer.py".into(), "--x=ü".into()],
+            host: "node-7".into(),
+            start_ns: 1_700_000_000_000_000_001,
+            profiler_version: "0.1.0".into(),
+            cupti_api_version: 130401,
+            cupti_layouts: "13.4".into(),
+            cupti_path: "/usr/lib/libcupti.so.13".into(),
+        }),
+        Record::Device(DeviceInfo {
+            id: 3,
+            name: "NVIDIA H100 80GB HBM3".into(),
+            compute_capability: (9, 0),
+            sm_count: 132,
+            core_clock_khz: 1_980_000,
+            memory_clock_khz: 2_619_000,
+            memory_bus_width_bits: 5120,
+            global_memory_bytes: 85_520_809_984,
+            l2_cache_bytes: 52_428_800,
+            uuid: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16],
+        }),
+        Record::Context(ContextInfo {
+            context_id: 4,
+            device_id: 3,
+        }),
+        string(9, "ampere_bf16_s16816gemm"),
+        Record::CounterPlan(CounterPlan {
+            device_id: 3,
+            chip: "GH100".into(),
+            mode: "kernel".into(),
+            groups: vec![vec![1, 2, 3], vec![], vec![7]],
+            policy: "first 64 launches of each kernel".into(),
+        }),
+        Record::CounterStatus(CounterStatus {
+            message: "counters off".into(),
+        }),
+        Record::GemmStatus(GemmStatus {
+            message: "no cuBLAS".into(),
+        }),
+        graph_node(0xdead_beef_0001, 77),
+        cloned(0xdead_beef_0002, 0xdead_beef_0001),
+        Record::Launch(Launch {
+            correlation_id: 77,
+            cbid: 307,
+            runtime: true,
+            thread_id: 0xffff_0000_1234,
+            start_ns: 1_700_000_000_000_001_000,
+            end_ns: 1_700_000_000_000_001_900,
+        }),
+        gemm(77, 5, 1, 4096, 128, 8192),
+        Record::Kernel(Kernel {
+            device_id: 3,
+            context_id: 4,
+            stream_id: 13,
+            correlation_id: 77,
+            start_ns: 1_700_000_000_000_002_000,
+            end_ns: 1_700_000_000_000_009_000,
+            name: 9,
+            grid: [132, -1, 3],
+            block: [384, 2, 1],
+            registers_per_thread: 168,
+            static_shared_memory: -5,
+            dynamic_shared_memory: 196_608,
+            graph_id: 21,
+            graph_node_id: 0xdead_beef_0002,
+        }),
+        Record::Memcpy(Memcpy {
+            device_id: 3,
+            context_id: 4,
+            stream_id: 14,
+            correlation_id: 78,
+            start_ns: 10,
+            end_ns: 20,
+            bytes: 1 << 33,
+            copy_kind: 1,
+            src_kind: 2,
+            dst_kind: 3,
+            graph_node_id: 5,
+        }),
+        Record::Memset(Memset {
+            device_id: 3,
+            context_id: 4,
+            stream_id: 15,
+            correlation_id: 79,
+            start_ns: 30,
+            end_ns: 40,
+            bytes: 4096,
+            value: 0xab,
+            memory_kind: 3,
+            graph_node_id: 6,
+        }),
+        marker(marker_flags::START, 2, 8, 50, 9, 10),
+        Record::Overhead(Overhead {
+            kind: 2,
+            start_ns: 60,
+            end_ns: 70,
+            thread_id: 8,
+        }),
+        counters(77, 1, &[(9, 1.5e12), (10, -0.25)]),
+        counters(78, 0, &[]),
+        sample(80, 90, &[(11, f64::MAX), (12, 0.0)]),
+        Record::Dropped(Dropped {
+            source: DropSource::Undelivered,
+            records: 12,
+        }),
+        Record::End(End { records: u64::MAX }),
+    ]
+}
+
+fn write(dir: &Path, batches: &[(u32, Vec<Record>)]) -> StoreWriter {
+    let mut w = StoreWriter::create(dir, PartLimits::default()).unwrap();
+    for (pid, records) in batches {
+        for r in records {
+            w.push(*pid, r);
+        }
+        w.seal().unwrap();
+    }
+    w
+}
+
+fn read_all(dir: &Path) -> (Vec<(u32, Record)>, Vec<Damage>) {
+    let store = Store::open(dir).unwrap();
+    let mut records = Vec::new();
+    let mut damaged = Vec::new();
+    for i in 0..store.parts.len() {
+        let p = store.read_part(i).unwrap();
+        records.extend(p.records);
+        damaged.extend(p.damaged);
+    }
+    (records, damaged)
+}
+
+/// `records` of `pid` as a part gives them back: in table order, file order within.
+fn in_table_order(pid: u32, records: &[Record]) -> Vec<(u32, Record)> {
+    let mut v: Vec<(u32, Record)> = records.iter().map(|r| (pid, r.clone())).collect();
+    v.sort_by_key(|(_, r)| table_of(r));
+    v
+}
+
+#[test]
+fn every_record_kind_comes_back_as_written() {
+    let t = Tmp::new("kinds");
+    let records = every_kind(4242);
+    let mut kinds = records.iter().map(table_of).collect::<Vec<_>>();
+    kinds.dedup();
+    assert_eq!(
+        kinds,
+        tables::TABLE_IDS.to_vec(),
+        "every table, in table order"
+    );
+    let w = write(&t.0, &[(4242, records.clone())]);
+    assert_eq!(w.parts(), 1);
+    let (back, damaged) = read_all(&t.0);
+    assert!(damaged.is_empty(), "{damaged:?}");
+    assert_eq!(back, in_table_order(4242, &records));
+    // Nothing else is left in the directory: the part, and the reserve.
+    let mut names: Vec<String> = std::fs::read_dir(&t.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, [".reserve", "parts"]);
+    let part = t.0.join("parts/00000001");
+    let mut files: Vec<String> = std::fs::read_dir(&part)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), tables::TABLES.len() + 1);
+    assert!(files.contains(&"kernels.parquet".to_string()));
+    assert!(files.contains(&"manifest.json".to_string()));
+}
+
+#[test]
+fn parts_are_read_in_order_and_records_keep_their_order_within_a_table() {
+    let t = Tmp::new("order");
+    let a: Vec<Record> = (0..5).map(|i| k(1, i, 100 + i as u64, 200)).collect();
+    let b: Vec<Record> = (5..9).map(|i| k(1, i, 100 + i as u64, 200)).collect();
+    let mut first = vec![string(1, "k")];
+    first.extend(a.clone());
+    write(&t.0, &[(7, first.clone()), (8, b.clone())]);
+    let (back, _) = read_all(&t.0);
+    let mut want = in_table_order(7, &first);
+    want.extend(in_table_order(8, &b));
+    assert_eq!(back, want);
+}
+
+#[test]
+fn a_part_seals_when_it_is_full_or_old() {
+    let t = Tmp::new("limits");
+    let mut w = StoreWriter::create(
+        &t.0,
+        PartLimits {
+            rows: 3,
+            age: Duration::from_millis(50),
+        },
+    )
+    .unwrap();
+    assert!(!w.due());
+    w.push(1, &k(1, 1, 1, 2));
+    w.push(1, &k(1, 2, 1, 2));
+    assert!(!w.due());
+    w.push(1, &k(1, 3, 1, 2));
+    assert!(w.due());
+    w.seal().unwrap();
+    assert!(!w.due());
+    w.push(1, &k(1, 4, 1, 2));
+    std::thread::sleep(Duration::from_millis(60));
+    assert!(w.due());
+    w.seal().unwrap();
+    assert_eq!(w.parts(), 2);
+    assert_eq!(Store::open(&t.0).unwrap().parts.len(), 2);
+}
+
+fn flip(path: &Path, at: usize) {
+    let mut b = std::fs::read(path).unwrap();
+    b[at] ^= 0x10;
+    std::fs::write(path, b).unwrap();
+}
+
+#[test]
+fn a_damaged_file_is_skipped_with_its_record_count_and_the_rest_is_read() {
+    let t = Tmp::new("damaged");
+    let records: Vec<Record> = (0..50)
+        .map(|i| k(1, i, 100, 200))
+        .chain((0..30).map(|i| launch(i, 1, 50, 60)))
+        .collect();
+    write(&t.0, &[(3, records.clone())]);
+    let file = t.0.join("parts/00000001/kernels.parquet");
+    let len = std::fs::metadata(&file).unwrap().len();
+    flip(&file, 40);
+    let (back, damaged) = read_all(&t.0);
+    assert_eq!(back.len(), 30);
+    assert!(back.iter().all(|(_, r)| matches!(r, Record::Launch(_))));
+    assert_eq!(damaged.len(), 1);
+    assert_eq!(damaged[0].file, "parts/00000001/kernels.parquet");
+    assert_eq!(damaged[0].records, 50);
+    assert_eq!(damaged[0].bytes, len);
+    assert!(
+        damaged[0]
+            .reason
+            .starts_with("checksum mismatch (manifest "),
+        "{}",
+        damaged[0].reason
+    );
+}
+
+#[test]
+fn a_damaged_manifest_skips_its_part_and_only_it() {
+    let t = Tmp::new("manifest");
+    write(
+        &t.0,
+        &[
+            (3, vec![k(1, 1, 1, 2)]),
+            (3, vec![k(1, 2, 1, 2), k(1, 3, 1, 2)]),
+        ],
+    );
+    flip(&t.0.join("parts/00000001/manifest.json"), 20);
+    let (back, damaged) = read_all(&t.0);
+    assert_eq!(back.len(), 2);
+    assert_eq!(damaged.len(), 1);
+    assert_eq!(damaged[0].file, "parts/00000001/manifest.json");
+    assert_eq!(damaged[0].records, 0);
+    assert!(
+        damaged[0].reason.starts_with("checksum mismatch (stored ")
+            && damaged[0].reason.ends_with("; the whole part is skipped"),
+        "{}",
+        damaged[0].reason
+    );
+}
+
+#[test]
+fn a_manifest_naming_another_file_is_not_followed() {
+    let t = Tmp::new("hostile");
+    write(&t.0, &[(3, vec![k(1, 1, 1, 2)])]);
+    let path = t.0.join("parts/00000001/manifest.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let json = text.lines().next().unwrap().replace(
+        "\"file\":\"kernels.parquet\"",
+        "\"file\":\"../../../etc/passwd\"",
+    );
+    let forged = format!("{json}\ncrc32c {:08x}\n", crc32c::crc32c(json.as_bytes()));
+    std::fs::write(&path, forged).unwrap();
+    let (back, damaged) = read_all(&t.0);
+    assert!(back.is_empty());
+    assert_eq!(
+        damaged[0].reason,
+        "the manifest names the file \"../../../etc/passwd\" for table kernels; the whole part is skipped"
+    );
+}
+
+#[test]
+fn an_unsealed_part_and_strangers_are_listed() {
+    let t = Tmp::new("unsealed");
+    write(&t.0, &[(3, vec![k(1, 1, 1, 2)])]);
+    std::fs::create_dir(t.0.join(".unsealed-00000002")).unwrap();
+    std::fs::write(t.0.join(".unsealed-00000002/kernels.parquet"), [0u8; 100]).unwrap();
+    std::fs::write(t.0.join("parts/notes.txt"), "x").unwrap();
+    std::fs::write(t.0.join("parts/00000009"), "not a directory").unwrap();
+    let s = Store::open(&t.0).unwrap();
+    assert_eq!(s.parts.len(), 1);
+    assert_eq!(s.unsealed, vec![(".unsealed-00000002".to_string(), 100)]);
+    assert_eq!(s.strangers, ["00000009", "notes.txt"]);
+}
+
+#[test]
+fn an_old_session_file_is_refused_naming_its_format() {
+    let t = Tmp::new("old");
+    let mut old = b"GPUPROFS".to_vec();
+    old.extend(2u32.to_le_bytes());
+    old.extend(4u32.to_le_bytes());
+    old.extend([0u8; 4]);
+    std::fs::write(t.0.join("session.gpuprof"), &old).unwrap();
+    let want = format!(
+        "{} is a session of format 2 (a single session.gpuprof file, gpuprof before the \
+         columnar session); this gpuprof reads format 3 only (a directory of Parquet parts): \
+         record the run again",
+        t.0.join("session.gpuprof").display()
+    );
+    assert_eq!(Store::open(&t.0).unwrap_err().to_string(), want);
+    assert_eq!(
+        Store::open(&t.0.join("session.gpuprof"))
+            .unwrap_err()
+            .to_string(),
+        want
+    );
+    std::fs::remove_file(t.0.join("session.gpuprof")).unwrap();
+    assert_eq!(
+        Store::open(&t.0).unwrap_err().to_string(),
+        format!("{}: no session here (no parts/ directory)", t.0.display())
+    );
+}
+
+#[test]
+fn a_newer_part_version_is_an_error_naming_it() {
+    let t = Tmp::new("newer");
+    write(&t.0, &[(3, vec![k(1, 1, 1, 2)])]);
+    let path = t.0.join("parts/00000001/manifest.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let json = text
+        .lines()
+        .next()
+        .unwrap()
+        .replace("\"version\":3", "\"version\":4");
+    std::fs::write(
+        &path,
+        format!("{json}\ncrc32c {:08x}\n", crc32c::crc32c(json.as_bytes())),
+    )
+    .unwrap();
+    let s = Store::open(&t.0).unwrap();
+    assert_eq!(
+        s.read_part(0).unwrap_err().to_string(),
+        format!(
+            "{}: session version 4, newer than this gpuprof reads (3); use a newer gpuprof",
+            path.display()
+        )
+    );
+}

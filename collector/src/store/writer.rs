@@ -1,0 +1,305 @@
+//! Writing a session: records are appended to per-table columns in memory and sealed
+//! into a part when the part holds [`PartLimits::rows`] rows or is
+//! [`PartLimits::age`] old, and at the end.
+//!
+//! Sealing a part: every non-empty table is encoded as one Parquet file (zstd) in
+//! memory, the files are written into a new directory `.unsealed-<n>` of the session
+//! directory (`O_EXCL | O_NOFOLLOW`, 0600) with the manifest last, each synced, and
+//! the directory is renamed to `parts/<n>`. A part is therefore either whole under
+//! `parts/` or not there; a collector killed mid-seal leaves an `.unsealed-<n>`
+//! directory, which readers report as lost records.
+//!
+//! A full file system: when a part cannot be written, its directory is removed, its
+//! records are counted per process as not saved ([`SealFailure`]) and the caller stops
+//! sealing. The session directory holds a reserve file ([`RESERVE_BYTES`], written at
+//! creation) that [`StoreWriter::release_reserve`] deletes to make room for one last
+//! small part with the drop counts.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow_array::RecordBatch;
+use arrow_schema::{Field, Schema};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
+use wire::Record;
+
+use super::columns::RowWriter;
+use super::manifest::{FileEntry, Manifest, FORMAT, VERSION};
+use super::tables::{table_of, write_row, TableId, TABLES, TABLE_IDS};
+use super::{part_dir_name, PARTS_DIR, RESERVE_FILE, UNSEALED_PREFIX};
+use crate::output_file;
+
+/// Bytes kept aside in the session directory for the last part after the file system
+/// filled.
+pub const RESERVE_BYTES: usize = 256 << 10;
+
+/// When a part is sealed.
+#[derive(Debug, Clone, Copy)]
+pub struct PartLimits {
+    /// Rows in all tables.
+    pub rows: usize,
+    /// Time since the part's first row.
+    pub age: Duration,
+}
+
+impl Default for PartLimits {
+    fn default() -> Self {
+        PartLimits {
+            rows: 256 << 10,
+            age: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What one process has in the part being filled, for the accounting of a part that
+/// cannot be written.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Records other than `Dropped` and `End`.
+    records: u64,
+    /// Its `Dropped` records, still owed to the session if the part is lost.
+    dropped: Vec<Record>,
+}
+
+/// A part that could not be written.
+#[derive(Debug)]
+pub struct SealFailure {
+    pub error: std::io::Error,
+    /// Whether the file system is full (no space, or over quota).
+    pub full: bool,
+    /// Per pid: records (but `Dropped` / `End`) of the lost part, and its drop counts.
+    pub lost: BTreeMap<u32, (u64, Vec<Record>)>,
+}
+
+pub struct StoreWriter {
+    dir: PathBuf,
+    limits: PartLimits,
+    tables: Vec<Option<RowWriter>>,
+    rows: usize,
+    first_row: Option<Instant>,
+    pending: BTreeMap<u32, Pending>,
+    next_part: u64,
+    props: WriterProperties,
+    bytes_written: u64,
+}
+
+fn properties() -> WriterProperties {
+    let mut b = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).expect("level 3")))
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_max_row_group_row_count(Some(1 << 20));
+    // Timestamps and ids that grow row by row: deltas, not dictionaries.
+    for t in TABLES {
+        for (name, _) in t.columns {
+            if name.ends_with("_ns") || *name == "correlation_id" || *name == "call" {
+                let path = ColumnPath::from(*name);
+                b = b
+                    .set_column_dictionary_enabled(path.clone(), false)
+                    .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+            }
+        }
+    }
+    b.build()
+}
+
+/// The Arrow schema of table `id`.
+pub fn schema(id: TableId) -> Arc<Schema> {
+    let t = id.table();
+    Arc::new(Schema::new(
+        t.columns
+            .iter()
+            .map(|(name, kind)| Field::new(*name, kind.data_type(), false))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+fn is_full(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
+}
+
+impl StoreWriter {
+    /// Starts a session in `dir` (an empty directory of ours): makes `parts/` and the
+    /// reserve file.
+    pub fn create(dir: &Path, limits: PartLimits) -> std::io::Result<StoreWriter> {
+        output_file::make_dir_new(&dir.join(PARTS_DIR))?;
+        let mut reserve = output_file::create_new(&dir.join(RESERVE_FILE))?;
+        reserve.write_all(&vec![0u8; RESERVE_BYTES])?;
+        reserve.sync_all()?;
+        Ok(StoreWriter {
+            dir: dir.to_path_buf(),
+            limits,
+            tables: TABLES.iter().map(|_| None).collect(),
+            rows: 0,
+            first_row: None,
+            pending: BTreeMap::new(),
+            next_part: 1,
+            props: properties(),
+            bytes_written: 0,
+        })
+    }
+
+    /// Appends one record of process `pid`.
+    pub fn push(&mut self, pid: u32, record: &Record) {
+        let id = table_of(record);
+        let w = self.tables[id as usize].get_or_insert_with(|| RowWriter::new(&id.table().kinds()));
+        write_row(w, pid, record);
+        self.rows += 1;
+        self.first_row.get_or_insert_with(Instant::now);
+        let p = self.pending.entry(pid).or_default();
+        match record {
+            Record::Dropped(_) => p.dropped.push(record.clone()),
+            Record::End(_) => {}
+            _ => p.records += 1,
+        }
+    }
+
+    /// Whether the part being filled should be sealed now.
+    pub fn due(&self) -> bool {
+        self.rows >= self.limits.rows
+            || self
+                .first_row
+                .is_some_and(|t| t.elapsed() >= self.limits.age)
+    }
+
+    /// Rows waiting to be sealed.
+    pub fn buffered(&self) -> usize {
+        self.rows
+    }
+
+    /// Bytes of the parts sealed so far (files and manifests).
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written
+    }
+
+    /// Parts sealed so far.
+    pub fn parts(&self) -> u64 {
+        self.next_part - 1
+    }
+
+    /// Drops what is buffered, as a part that could not be written would be, and
+    /// returns its accounting.
+    pub fn discard(&mut self) -> BTreeMap<u32, (u64, Vec<Record>)> {
+        for t in self.tables.iter_mut().flatten() {
+            t.finish();
+        }
+        self.rows = 0;
+        self.first_row = None;
+        std::mem::take(&mut self.pending)
+            .into_iter()
+            .map(|(pid, p)| (pid, (p.records, p.dropped)))
+            .collect()
+    }
+
+    /// Deletes the reserve file, making room for a last part.
+    pub fn release_reserve(&mut self) {
+        let _ = std::fs::remove_file(self.dir.join(RESERVE_FILE));
+    }
+
+    /// Seals what is buffered as the next part (nothing when nothing is).
+    pub fn seal(&mut self) -> Result<(), SealFailure> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let mut files = Vec::new();
+        let mut encoded = Vec::new();
+        for &id in TABLE_IDS {
+            let Some(w) = &mut self.tables[id as usize] else {
+                continue;
+            };
+            if w.rows() == 0 {
+                continue;
+            }
+            let rows = w.rows() as u64;
+            let batch = RecordBatch::try_new(schema(id), w.finish())
+                .expect("a table's columns match its schema");
+            let bytes = self.encode(&batch);
+            let name = format!("{}.parquet", id.table().name);
+            files.push(FileEntry {
+                table: id.table().name.to_string(),
+                file: name,
+                rows,
+                bytes: bytes.len() as u64,
+                crc32c: crc32c::crc32c(&bytes),
+            });
+            encoded.push(bytes);
+        }
+        let part = self.next_part;
+        let manifest = Manifest {
+            format: FORMAT.into(),
+            version: VERSION,
+            part,
+            records: self.rows as u64,
+            files,
+        };
+        self.rows = 0;
+        self.first_row = None;
+        let pending = std::mem::take(&mut self.pending);
+        match self.write_part(&manifest, &encoded) {
+            Ok(bytes) => {
+                self.next_part += 1;
+                self.bytes_written += bytes;
+                Ok(())
+            }
+            Err(error) => Err(SealFailure {
+                full: is_full(&error),
+                error,
+                lost: pending
+                    .into_iter()
+                    .map(|(pid, p)| (pid, (p.records, p.dropped)))
+                    .collect(),
+            }),
+        }
+    }
+
+    fn encode(&self, batch: &RecordBatch) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(self.props.clone()))
+            .expect("the writer takes the table's schema");
+        w.write(batch).expect("encoding into memory cannot fail");
+        w.close().expect("encoding into memory cannot fail");
+        out
+    }
+
+    /// Writes the part's files under `.unsealed-<n>` and renames it into `parts/`.
+    /// Returns the bytes written. On error, what was made is removed.
+    fn write_part(&self, manifest: &Manifest, encoded: &[Vec<u8>]) -> std::io::Result<u64> {
+        let name = part_dir_name(manifest.part);
+        let tmp = self.dir.join(format!("{UNSEALED_PREFIX}{name}"));
+        output_file::make_dir_new(&tmp)?;
+        let mut made: Vec<PathBuf> = Vec::new();
+        let result = (|| {
+            let mut total = 0u64;
+            let write = |path: PathBuf, bytes: &[u8], made: &mut Vec<PathBuf>| {
+                let mut f: File = output_file::create_new(&path)?;
+                made.push(path);
+                f.write_all(bytes)?;
+                f.sync_all()
+            };
+            for (entry, bytes) in manifest.files.iter().zip(encoded) {
+                write(tmp.join(&entry.file), bytes, &mut made)?;
+                total += bytes.len() as u64;
+            }
+            let m = manifest.to_bytes();
+            write(tmp.join(super::MANIFEST_FILE), &m, &mut made)?;
+            total += m.len() as u64;
+            File::open(&tmp)?.sync_all()?;
+            std::fs::rename(&tmp, self.dir.join(PARTS_DIR).join(&name))?;
+            File::open(self.dir.join(PARTS_DIR))?.sync_all()?;
+            Ok(total)
+        })();
+        if result.is_err() {
+            for p in &made {
+                let _ = std::fs::remove_file(p);
+            }
+            let _ = std::fs::remove_dir(&tmp);
+        }
+        result
+    }
+}
