@@ -27,8 +27,8 @@ pub struct Args {
     /// and CUPTI.
     #[arg(long)]
     gpu: bool,
-    /// Output directory (created; an existing one must be empty): session.gpuprof,
-    /// roofline.svg / .csv / .json, trace.json. Default: $GPUPROF_OUT, else
+    /// Output directory (created; an existing one must be empty): the session
+    /// (parts/), roofline.svg / .csv / .json, trace.json. Default: $GPUPROF_OUT, else
     /// ./gpuprof-<YYYYmmdd-HHMMSS>-<pid>.
     #[arg(short, long, value_name = "DIR")]
     output: Option<PathBuf>,

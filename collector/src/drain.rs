@@ -1,10 +1,11 @@
-//! Draining a session's rings into the session file (docs/SESSION.md), shared by
+//! Draining a session's rings into the session's parts (docs/SESSION.md), shared by
 //! `gpuprof record` and `gpuprof collect`.
 //!
 //! The caller polls: [`Drainer::discover`] opens rings that appeared in the ring
-//! directory (`ring-<pid>.ring`), [`Drainer::drain`] copies every complete frame of
-//! every ring into the session file, unchanged, under the pid of the ring's header, and
-//! decodes it for the live counts. A ring is done when it was finished before a drain
+//! directory (`ring-<pid>.ring`), [`Drainer::drain`] decodes every complete frame of
+//! every ring and appends its records to the session's tables under the pid of the
+//! ring's header, and seals a part when one is due
+//! ([`gpuprof_collector::store::PartLimits`]). A ring is done when it was finished before a drain
 //! that left it empty (the flag is read *before* draining, so a frame written between
 //! the last read and the flag cannot be lost), or when its producer is gone (drained
 //! once more; the stream did not end, which becomes a note). A done ring's file is
@@ -22,8 +23,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use gpuprof_collector::store::{PartLimits, SealFailure, StoreWriter};
 use wire::ring::{process_alive, RingReader};
-use wire::session::{SessionError, SessionWriter};
 use wire::{DropSource, Dropped, Record};
 
 /// How long a ring file may stay unreadable (its producer is still writing the header)
@@ -60,12 +61,12 @@ pub struct Counts {
     pub dropped: u64,
 }
 
-/// The rings of one session directory and the session file they go to.
+/// The rings of one session directory and the session they go to.
 pub struct Drainer {
     dir: PathBuf,
-    session_path: PathBuf,
-    /// `None` after a write error (already noted): frames are then read and dropped.
-    writer: Option<SessionWriter>,
+    out_dir: PathBuf,
+    /// `None` after a write error (already noted): frames are then read and counted.
+    writer: Option<StoreWriter>,
     rings: BTreeMap<PathBuf, Ring>,
     /// Ring files that could not be opened yet, with when they were first seen.
     unopened: BTreeMap<PathBuf, Instant>,
@@ -79,10 +80,10 @@ pub struct Drainer {
     dropped_reported: BTreeMap<u32, u64>,
     /// Per producer pid, what reached us (see [`Received`]).
     received: BTreeMap<u32, Received>,
-    /// Records read from rings that could not be written to the session file.
+    /// Records read from rings that could not be written to the session.
     unsaved: u64,
-    /// The session file's file system is full: frames are counted, not written, and
-    /// per pid what is owed goes into its reserve at the end.
+    /// The session's file system is full: records are counted, not written, and per
+    /// pid what is owed goes into a last part in the room of the reserve file.
     full: bool,
     unsaved_by_pid: BTreeMap<u32, u64>,
     /// Accounting records (drop counts) that could not be written.
@@ -94,19 +95,15 @@ pub struct Drainer {
 }
 
 impl Drainer {
-    /// Creates the session file `session_path` for the rings of `dir`.
-    pub fn new(dir: &Path, session_path: &Path) -> Result<Drainer> {
-        let file = crate::output_file::create_new(session_path).map_err(|e| {
-            anyhow::anyhow!(
-                "cannot create the session file {}: {e}",
-                session_path.display()
-            )
+    /// Starts the session in `out_dir` (an empty directory of ours) for the rings of
+    /// `dir`.
+    pub fn new(dir: &Path, out_dir: &Path, limits: PartLimits) -> Result<Drainer> {
+        let writer = StoreWriter::create(out_dir, limits).map_err(|e| {
+            anyhow::anyhow!("cannot start the session in {}: {e}", out_dir.display())
         })?;
-        let writer = SessionWriter::new(file, session_path)
-            .map_err(|e| anyhow::anyhow!("cannot create the session file {e}"))?;
         Ok(Drainer {
             dir: dir.to_path_buf(),
-            session_path: session_path.to_path_buf(),
+            out_dir: out_dir.to_path_buf(),
             writer: Some(writer),
             rings: BTreeMap::new(),
             unopened: BTreeMap::new(),
@@ -186,9 +183,17 @@ impl Drainer {
         }
     }
 
-    /// Copies every complete frame of every ring to the session file; retires rings
-    /// that are done. Returns whether any frame was read.
+    /// Reads every complete frame of every ring into the session; retires rings that
+    /// are done; seals a part when one is due. Returns whether any frame was read.
     pub fn drain(&mut self) -> bool {
+        let any = self.drain_rings();
+        if self.writer.as_ref().is_some_and(|w| w.due()) && !self.full {
+            self.seal();
+        }
+        any
+    }
+
+    fn drain_rings(&mut self) -> bool {
         let mut any = false;
         let paths: Vec<PathBuf> = self.rings.keys().cloned().collect();
         for path in paths {
@@ -316,8 +321,7 @@ impl Drainer {
                 records
             }
             Err(e) => {
-                // Not written: it would stop every reader of the session file there,
-                // and the frames after it are good.
+                // Its records are unknown; the frames after it are good.
                 self.notes.push(format!(
                     "process {pid}: skipped a frame of {} bytes that does not decode: {e}",
                     payload.len()
@@ -326,47 +330,67 @@ impl Drainer {
                 return;
             }
         };
-        if !self.append(pid, payload) {
-            let n = records
-                .iter()
-                .filter(|r| !matches!(r, Record::Dropped(_) | Record::End(_)))
-                .count() as u64;
-            self.unsaved += n;
-            *self.unsaved_by_pid.entry(pid).or_default() += n;
-            // The stream's own drop counts are owed too.
-            self.owed.entry(pid).or_default().extend(
-                records
-                    .into_iter()
-                    .filter(|r| matches!(r, Record::Dropped(_))),
-            );
+        self.append(pid, records);
+    }
+
+    /// Adds `records` of `pid` to the session, or counts them as not saved when it
+    /// can no longer be written.
+    fn append(&mut self, pid: u32, records: Vec<Record>) {
+        match &mut self.writer {
+            Some(w) if !self.full => {
+                for r in &records {
+                    w.push(pid, r);
+                }
+            }
+            _ => self.not_saved(pid, records),
         }
     }
 
-    /// Writes one frame; false when it could not be (the session file failed).
-    fn append(&mut self, pid: u32, payload: &[u8]) -> bool {
-        if self.full {
-            return false;
-        }
-        let Some(w) = &mut self.writer else {
-            return false;
+    fn not_saved(&mut self, pid: u32, records: Vec<Record>) {
+        let n = records
+            .iter()
+            .filter(|r| !matches!(r, Record::Dropped(_) | Record::End(_)))
+            .count() as u64;
+        self.count_unsaved(
+            pid,
+            n,
+            records
+                .into_iter()
+                .filter(|r| matches!(r, Record::Dropped(_))),
+        );
+    }
+
+    /// `n` records of `pid` not written; its drop counts `dropped` are owed.
+    fn count_unsaved(&mut self, pid: u32, n: u64, dropped: impl IntoIterator<Item = Record>) {
+        self.unsaved += n;
+        *self.unsaved_by_pid.entry(pid).or_default() += n;
+        self.owed.entry(pid).or_default().extend(dropped);
+    }
+
+    /// Seals the part being filled; a part that cannot be written is counted as not
+    /// saved, and on a full file system nothing more is written.
+    fn seal(&mut self) {
+        let Some(w) = &mut self.writer else { return };
+        let Err(SealFailure { error, full, lost }) = w.seal() else {
+            return;
         };
-        match w.append(pid, payload) {
-            Ok(()) => true,
-            Err(e @ SessionError::Full { .. }) => {
-                self.notes.push(format!(
-                    "{e}; the records of later frames are counted, not written"
-                ));
-                self.full = true;
-                self.incomplete = true;
-                false
-            }
-            Err(e) => {
-                self.notes
-                    .push(format!("stopped writing the session file: {e}"));
-                self.writer = None;
-                self.incomplete = true;
-                false
-            }
+        self.incomplete = true;
+        let records: u64 = lost.values().map(|(n, _)| n).sum();
+        for (pid, (n, dropped)) in lost {
+            self.count_unsaved(pid, n, dropped);
+        }
+        if full {
+            self.notes.push(format!(
+                "the file system of {} is full ({error}): a part of {records} records was not written; later records are counted, not written",
+                self.out_dir.display()
+            ));
+            self.full = true;
+        } else {
+            self.notes.push(format!(
+                "stopped writing the session in {}: {error}; a part of {records} records was not written, later records are counted",
+                self.out_dir.display()
+            ));
+            self.writer = None;
         }
     }
 
@@ -397,17 +421,7 @@ impl Drainer {
             ));
         }
         if !accounting.is_empty() {
-            match wire::encode_batch(&accounting) {
-                Ok(payload) => {
-                    if !self.append(ring.pid, &payload) {
-                        self.owed.entry(ring.pid).or_default().extend(accounting);
-                    }
-                }
-                Err(e) => self.notes.push(format!(
-                    "process {}: cannot encode the ring's drop counts: {e}",
-                    ring.pid
-                )),
-            }
+            self.append(ring.pid, accounting);
         }
         if finished != Some(true) || undelivered + unwritten > 0 {
             self.incomplete = true;
@@ -510,34 +524,47 @@ impl Drainer {
         self.incomplete
     }
 
-    /// Records read from rings but not written to the session file (it failed).
+    /// Removes the session started in the output directory, before anything was
+    /// written to it (the program could not be started).
+    pub fn discard(self) {
+        if let Some(w) = self.writer {
+            w.remove_unused();
+        }
+    }
+
+    /// Records read from rings but not written to the session (it failed).
     pub fn unsaved(&self) -> u64 {
         self.unsaved
     }
 
-    /// Flushes the session file to disk. Errors if any frame could not be written.
+    /// Seals the last part. Errors if any record could not be written.
     pub fn finish(&mut self) -> Result<()> {
+        if !self.full {
+            self.seal();
+        }
         if self.full {
             self.close_full();
         }
         match &mut self.writer {
-            Some(w) => w
-                .sync()
-                .map_err(|e| anyhow::anyhow!("cannot write the session file {e}")),
+            Some(w) => {
+                w.release_reserve();
+                Ok(())
+            }
             None => anyhow::bail!(
-                "the session file {} is incomplete (see above)",
-                self.session_path.display()
+                "the session in {} is incomplete (see above)",
+                self.out_dir.display()
             ),
         }
     }
 }
 
 impl Drainer {
-    /// After the file system filled: one closing frame per process into the
-    /// session file's reserve, with what it owes (its drop counts that were not
-    /// written) and `Dropped { Unsaved }` for its records that were not.
+    /// After the file system filled: the reserve file makes room for one last part
+    /// with what each process owes (its drop counts that were not written) and
+    /// `Dropped { Unsaved }` for its records that were not.
     fn close_full(&mut self) {
         let Some(w) = &mut self.writer else { return };
+        w.release_reserve();
         let mut pids: BTreeSet<u32> = self.owed.keys().copied().collect();
         pids.extend(self.unsaved_by_pid.keys());
         for pid in pids {
@@ -548,14 +575,15 @@ impl Drainer {
                     records: *n,
                 }));
             }
-            let written = wire::encode_batch(&records)
-                .map_err(|e| e.to_string())
-                .and_then(|p| w.append_last(pid, &p).map_err(|e| e.to_string()));
-            if let Err(e) = written {
-                self.notes.push(format!(
-                    "process {pid}: its closing drop counts could not be written either: {e}"
-                ));
+            for r in &records {
+                w.push(pid, r);
             }
+        }
+        if let Err(f) = w.seal() {
+            self.notes.push(format!(
+                "the closing drop counts could not be written either: {}",
+                f.error
+            ));
         }
     }
 }

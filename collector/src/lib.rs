@@ -1,6 +1,6 @@
 //! The collector's analysis: pure functions from records to reports, with no I/O, so
 //! tests (and benchmarks) can feed them hand-built or recorded data; and reading a
-//! session file ([`session`]), which every command that analyses one goes through. The
+//! session ([`session`], stored as [`store`] describes), which every command that analyses one goes through. The
 //! `gpuprof` binary (`main.rs`) drains rings and prints what these return.
 
 pub mod analysis;

@@ -37,8 +37,8 @@ enum Command {
     /// Starts CMD with CUDA_INJECTION64_PATH naming libgpuprof.so ($GPUPROF_LIB, else
     /// the one beside this binary) and GPUPROF_SESSION_DIR naming a fresh ring
     /// directory on /dev/shm ($TMPDIR without /dev/shm). Every CUDA process CMD starts
-    /// writes its own ring there; gpuprof drains them into DIR/session.gpuprof while
-    /// CMD runs, prints the report when CMD and its profiled processes have ended,
+    /// writes its own ring there; gpuprof drains them into the session in DIR (Parquet
+    /// parts, sealed every few seconds) while CMD runs, prints the report when CMD and its profiled processes have ended,
     /// removes the ring directory and exits with CMD's exit status (128 + N when
     /// signal N ended it; 127 when CMD is not found).
     ///
@@ -53,20 +53,20 @@ enum Command {
     /// shape, kernel family, NVTX range and run) with the peaks used, memory copies and
     /// sets, NVTX ranges, dropped records.
     ///
-    /// SESSION is the output directory of `gpuprof record` (or the session.gpuprof file
-    /// in it). Damaged frames of the file are skipped and every other frame is
-    /// reported; the report lists what was skipped (offsets, bytes), a warning names
-    /// each damaged region, and the command exits with status 3 (also when the file is
-    /// cut short). A file that cannot be read at all (not a session file, a damaged
-    /// header, a newer format or record protocol) and a peaks file that cannot be read
+    /// SESSION is the output directory of `gpuprof record`. Damaged files of the
+    /// session are skipped and everything else is reported; the report lists what was
+    /// skipped (files, records, bytes), a warning names each damaged file, and the
+    /// command exits with status 3 (also when a part was never sealed because the
+    /// collector was killed). A session that cannot be read at all (not a session, the
+    /// old single-file format, a newer version) and a peaks file that cannot be read
     /// or is invalid are errors (exit status 2).
     #[command(after_long_help = gpuprof_collector::analysis::peaks::PEAKS_FILE_HELP)]
     Report(report::ReportArgs),
     /// Write a session as a Chrome trace event JSON file for Perfetto or
     /// chrome://tracing: kernels, copies and sets per (process, GPU, stream), NVTX
     /// ranges and launch calls per thread, and a flow arrow from each launch to its
-    /// kernel. Exits with status 3 after writing it when the session file is damaged
-    /// (as `report`).
+    /// kernel. Exits with status 3 after writing it when the session is damaged (as
+    /// `report`).
     Trace(report::TraceArgs),
     /// Profile the built-in LLM-shaped workload: report, roofline and trace
     ///
@@ -88,7 +88,7 @@ enum Command {
     /// area its GPU time, colour its family; the DRAM bandwidth slope and the compute
     /// peaks of the data types used. Kernels without FLOPs or DRAM bytes are in the
     /// CSV / JSON with the reason, not on the chart. Exits with status 3 after writing
-    /// them when the session file is damaged (as `report`).
+    /// them when the session is damaged (as `report`).
     ///
     /// Example: gpuprof roofline run1 -o run1/roofline.svg
     #[command(after_long_help = gpuprof_collector::analysis::peaks::PEAKS_FILE_HELP)]
@@ -111,7 +111,7 @@ enum Command {
     /// When a program runs with only CUDA_INJECTION64_PATH=libgpuprof.so, its first
     /// profiled process makes the ring directory and starts
     /// `gpuprof collect --session-dir DIR --out OUT --owner-pid PID`, which drains the
-    /// rings into OUT/session.gpuprof until PID has exited and every ring is done,
+    /// rings into the session in OUT until PID has exited and every ring is done,
     /// removes DIR (only gpuprof's own files in it, and DIR itself when libgpuprof.so
     /// made it and nothing else is in it), and prints where the session is.
     #[command(hide = true)]

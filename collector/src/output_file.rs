@@ -1,4 +1,4 @@
-//! Where and how `gpuprof` writes its output: every file (`session.gpuprof`,
+//! Where and how `gpuprof` writes its output: every file (the session's parts,
 //! `trace.json`, `roofline.svg` / `.csv` / `.json`) is created here, and every output
 //! directory is made or accepted here.
 //!
@@ -8,7 +8,7 @@
 //!   opened when it exists: `O_CREAT | O_EXCL | O_NOFOLLOW`, mode 0600 (the session
 //!   holds every profiled command line, tokens in arguments included; a user who wants
 //!   to share a file changes its mode afterwards).
-//! - The session file is new in a new or empty directory ([`create_new`]). Files a
+//! - The session's files are new, in a new or empty directory ([`create_new`]). Files a
 //!   user re-writes (`gpuprof trace`, `gpuprof roofline` run again) are written whole
 //!   under a fresh temporary name in the same directory and renamed over the final
 //!   name ([`write_replacing`]): `rename` replaces a symbolic link planted at that

@@ -2,8 +2,8 @@
 //! (docs/SESSION.md).
 //!
 //! `record` makes the ring and output directories, starts CMD with the injection
-//! variables, drains rings until CMD has exited and every ring is done, writes the
-//! session file, removes the ring directory, prints the report and exits with CMD's
+//! variables, drains rings until CMD has exited and every ring is done, seals the
+//! session's last part, removes the ring directory, prints the report and exits with CMD's
 //! exit status (128 + the signal number when a signal ended it).
 //!
 //! `collect` is the same loop for env-var-only mode, where the first profiled process
@@ -22,12 +22,13 @@ use wire::session_dir;
 
 use crate::drain::{describe, Counts, Drainer, Progress, POLL};
 use crate::report::{finish, load, render_report, warn_damage, Format};
-use crate::session_dirs::{self, SESSION_FILE};
+use crate::session_dirs;
 use crate::signals;
+use gpuprof_collector::store::PartLimits;
 
 #[derive(clap::Args)]
 pub struct RecordArgs {
-    /// Output directory for session.gpuprof (created; an existing one must be empty).
+    /// Output directory for the session (created; an existing one must be empty).
     /// Default: $GPUPROF_OUT, else ./gpuprof-<YYYYmmdd-HHMMSS>-<pid>.
     #[arg(short, long, value_name = "DIR")]
     output: Option<PathBuf>,
@@ -72,7 +73,7 @@ pub struct CollectArgs {
     /// (only gpuprof's own files in it are deleted, then the directory if empty).
     #[arg(long, value_name = "DIR")]
     session_dir: PathBuf,
-    /// Output directory for session.gpuprof (created; an existing one must be empty).
+    /// Output directory for the session (created; an existing one must be empty).
     #[arg(long, value_name = "OUT")]
     out: PathBuf,
     /// The process that started the session: collection ends once it is gone and every
@@ -97,7 +98,7 @@ impl Drop for RingDir {
 }
 
 /// The end of collection, for record and collect alike: stop following rings whose
-/// producers still run (when interrupted), take the counts, sync the session file,
+/// producers still run (when interrupted), take the counts, seal the session's last part,
 /// remove the ring directory, and print the drainer's notes.
 fn wind_up(drainer: &mut Drainer, ring_dir: RingDir, interrupted: bool) -> (Counts, Result<()>) {
     if interrupted {
@@ -121,7 +122,7 @@ pub const INCOMPLETE: u8 = 3;
 fn with_completeness(code: u8, drainer: &Drainer) -> u8 {
     if drainer.unsaved() > 0 {
         eprintln!(
-            "gpuprof: {} records could not be written to the session file",
+            "gpuprof: {} records could not be written to the session",
             drainer.unsaved()
         );
     }
@@ -149,9 +150,8 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         .map(session_dirs::check_ring_size)
         .transpose()?;
     let (out_dir, created) = session_dirs::make_out_dir(args.output.as_deref())?;
-    let session_path = out_dir.join(SESSION_FILE);
     let ring_dir = RingDir(session_dirs::make_ring_dir()?);
-    let mut drainer = Drainer::new(&ring_dir.0, &session_path)?;
+    let mut drainer = Drainer::new(&ring_dir.0, &out_dir, PartLimits::default())?;
     signals::install().context("cannot install signal handlers")?;
 
     let program = &args.command[0];
@@ -174,8 +174,7 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
-            drop(drainer);
-            let _ = std::fs::remove_file(&session_path);
+            drainer.discard();
             if created {
                 let _ = std::fs::remove_dir(&out_dir);
             }
@@ -208,7 +207,7 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         eprintln!("gpuprof: error: {e:#}");
         return Ok(ExitCode::from(with_completeness(code, &drainer)));
     }
-    match load(&session_path) {
+    match load(&out_dir) {
         Ok(loaded) => {
             warn_damage(&loaded, "report");
             print!(
@@ -291,8 +290,7 @@ pub fn collect(args: &CollectArgs) -> Result<ExitCode> {
         );
     }
     let (out_dir, _) = session_dirs::prepare_out_dir(&args.out)?;
-    let session_path = out_dir.join(SESSION_FILE);
-    let mut drainer = Drainer::new(&args.session_dir, &session_path)?;
+    let mut drainer = Drainer::new(&args.session_dir, &out_dir, PartLimits::default())?;
     signals::install().context("cannot install signal handlers")?;
     session_dirs::write_collector_pid(&args.session_dir)?;
     // From here on the directory is ours to remove (before, a failure leaves it to the

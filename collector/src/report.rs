@@ -1,10 +1,11 @@
-//! `gpuprof report` and `gpuprof trace`: read a session file, analyse, print or write.
+//! `gpuprof report` and `gpuprof trace`: read a session, analyse, print or write.
 //!
-//! A damaged session file is never a reason to show nothing: every frame that verifies
-//! is read (`gpuprof_collector::session::load`), the output states what was skipped
-//! (offsets and bytes), a warning on stderr names each damaged region, and the command
-//! exits with [`EXIT_INCOMPLETE`] after writing its output. A file that cannot be read
-//! at all (not a session, a damaged header, a newer format) is an error, exit status 2.
+//! A damaged session is never a reason to show nothing: every part and file that
+//! verifies is read (`gpuprof_collector::session::load`), the output states what was
+//! skipped (files, records, bytes), a warning on stderr names each damaged file, and
+//! the command exits with [`EXIT_INCOMPLETE`] after writing its output. A session that
+//! cannot be read at all (not a session, the old format, a newer version) is an error,
+//! exit status 2.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -20,7 +21,7 @@ pub use gpuprof_collector::render::Format;
 pub use gpuprof_collector::session::{load, Loaded};
 
 /// Exit status of `report`, `trace` and `roofline` when the output was written but the
-/// session file is damaged or cut short: what was written leaves that part out.
+/// session is damaged or has a part never sealed: what was written leaves that out.
 pub const EXIT_INCOMPLETE: u8 = 3;
 
 /// Damaged regions named one by one on stderr; the rest are counted.
@@ -28,8 +29,7 @@ const WARN_REGIONS: usize = 10;
 
 #[derive(clap::Args)]
 pub struct ReportArgs {
-    /// A session: the output directory of `gpuprof record` / `collect`, or the
-    /// session.gpuprof file in it.
+    /// A session: the output directory of `gpuprof record` / `collect`.
     #[arg(value_name = "SESSION")]
     session: PathBuf,
     /// Output format. CSV and JSON carry the same tables, with times in integer ns.
@@ -66,12 +66,11 @@ pub fn load_peaks(explicit: Option<&Path>) -> Result<Overrides> {
 
 #[derive(clap::Args)]
 pub struct TraceArgs {
-    /// A session: the output directory of `gpuprof record` / `collect`, or the
-    /// session.gpuprof file in it.
+    /// A session: the output directory of `gpuprof record` / `collect`.
     #[arg(value_name = "SESSION")]
     session: PathBuf,
-    /// Where to write the trace (Chrome trace event JSON). Default: trace.json beside
-    /// the session file.
+    /// Where to write the trace (Chrome trace event JSON). Default: trace.json in the
+    /// session directory.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
 }
@@ -86,49 +85,59 @@ impl TraceArgs {
     }
 }
 
-/// Warns on stderr about each part of the file the output leaves out.
+/// Warns on stderr about each part of the session the output leaves out.
 pub fn warn_damage(loaded: &Loaded, what: &str) {
-    let p = loaded.path.display();
+    let p = loaded.dir.display();
     let damaged = &loaded.integrity.damaged;
     for d in damaged.iter().take(WARN_REGIONS) {
         eprintln!(
-            "gpuprof: warning: {p}: damaged at offset {}: {}; {} bytes skipped",
-            d.offset, d.reason, d.bytes
+            "gpuprof: warning: {p}: {} is damaged ({}); its {} records are left out of the {what}",
+            d.file, d.reason, d.records
         );
     }
     if damaged.len() > WARN_REGIONS {
         eprintln!(
-            "gpuprof: warning: {p}: {} more damaged regions skipped",
+            "gpuprof: warning: {p}: {} more damaged files skipped",
             damaged.len() - WARN_REGIONS
         );
     }
-    if let Some(t) = &loaded.integrity.truncated {
+    for u in &loaded.integrity.unsealed {
         eprintln!(
-            "gpuprof: warning: {p} is damaged at offset {}; the {what} covers only the {} frame{} before it",
-            t.offset,
-            loaded.frames,
-            if loaded.frames == 1 { "" } else { "s" }
+            "gpuprof: warning: {p}: {} was never sealed (the collector stopped while writing it); its records are not in the {what}",
+            u.dir
         );
     }
 }
 
 /// After the output was written: says what it leaves out and gives the exit status,
-/// [`EXIT_INCOMPLETE`] when the file is damaged or cut short.
+/// [`EXIT_INCOMPLETE`] when the session is damaged or a part was never sealed.
 pub fn finish(loaded: &Loaded, what: &str) -> ExitCode {
     let i = &loaded.integrity;
     if !i.damaged.is_empty() {
         eprintln!(
-            "gpuprof: error: {}: {} damaged frame{} ({} bytes) skipped; the {what} covers the {} frame{} that verify",
-            loaded.path.display(),
+            "gpuprof: error: {}: {} damaged file{} ({} records, {} bytes) skipped; the {what} covers the rest of the {} part{}",
+            loaded.dir.display(),
             i.damaged.len(),
             if i.damaged.len() == 1 { "" } else { "s" },
+            i.damaged_records(),
             i.damaged_bytes(),
-            loaded.frames,
-            if loaded.frames == 1 { "" } else { "s" }
+            loaded.parts,
+            if loaded.parts == 1 { "" } else { "s" }
         );
     }
-    if let Some(e) = &loaded.stopped {
-        eprintln!("gpuprof: error: {e}");
+    if !i.unsealed.is_empty() {
+        eprintln!(
+            "gpuprof: error: {}: {} part{} never sealed; the {what} covers the {} sealed part{}",
+            loaded.dir.display(),
+            i.unsealed.len(),
+            if i.unsealed.len() == 1 {
+                " was"
+            } else {
+                "s were"
+            },
+            loaded.parts,
+            if loaded.parts == 1 { "" } else { "s" }
+        );
     }
     if i.file_complete() {
         ExitCode::SUCCESS
@@ -175,7 +184,7 @@ pub fn trace(args: &TraceArgs) -> Result<ExitCode> {
     let loaded = load(&args.session)?;
     let output = match &args.output {
         Some(o) => o.clone(),
-        None => loaded.path.with_file_name("trace.json"),
+        None => loaded.dir.join("trace.json"),
     };
     warn_damage(&loaded, "trace");
     let trace = analysis::chrome_trace(&loaded.records);

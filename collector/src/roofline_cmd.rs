@@ -13,13 +13,12 @@ use crate::report;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A session: the output directory of `gpuprof record` / `collect`, or the
-    /// session.gpuprof file in it.
+    /// A session: the output directory of `gpuprof record` / `collect`.
     #[arg(value_name = "SESSION")]
     session: PathBuf,
     /// The chart (SVG). The points are written beside it, with the extensions .csv and
     /// .json. With kernels on several GPU models, one chart per model:
-    /// NAME-1.svg, NAME-2.svg, ... Default: roofline.svg beside the session file.
+    /// NAME-1.svg, NAME-2.svg, ... Default: roofline.svg in the session directory.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Peak FLOP/s and DRAM bandwidth per GPU model (TOML), overriding the built-in
@@ -59,7 +58,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     report::warn_damage(&loaded, "roofline");
     let svg = match &args.output {
         Some(o) => o.clone(),
-        None => loaded.path.with_file_name("roofline.svg"),
+        None => loaded.dir.join("roofline.svg"),
     };
     let e = efficiency(&loaded.records, &peaks);
     let rows = points(&e);

@@ -9,9 +9,6 @@ use wire::{env, session_dir};
 
 use crate::output_file;
 
-/// The name of the session file inside an output directory.
-pub use gpuprof_collector::session::SESSION_FILE;
-
 /// Makes the session's ring directory (`wire::session_dir::make_ring_dir`) and writes
 /// `collector.pid` in it. Ring directories of ended runs (killed before they could
 /// clean up) are removed first.

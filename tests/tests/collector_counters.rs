@@ -3,8 +3,8 @@
 
 use std::process::Output;
 
+use gpuprof_collector::store::write_parts;
 use gpuprof_tests::{gpuprof_command, Scratch};
-use wire::session::SessionWriter;
 use wire::testing::{self, counters, string as s, values};
 use wire::{CounterPlan, CounterSample, CounterStatus, End, Kernel, ProcessInfo, Record};
 
@@ -99,7 +99,7 @@ fn frames() -> Vec<(u32, Vec<Record>)> {
 /// The session of `frames`, without the counter records when `with_counters` is false.
 fn session(name: &str, with_counters: bool) -> Scratch {
     let dir = Scratch::new(name);
-    let mut w = SessionWriter::create(&dir.join("session.gpuprof")).unwrap();
+    let mut w: Vec<(u32, Vec<Record>)> = Vec::new();
     for (pid, mut records) in frames() {
         if !with_counters {
             records.retain(|r| {
@@ -112,10 +112,9 @@ fn session(name: &str, with_counters: bool) -> Scratch {
                 )
             });
         }
-        w.append(pid, &wire::encode_batch(&records).unwrap())
-            .unwrap();
+        w.push((pid, records.to_vec()));
     }
-    w.sync().unwrap();
+    write_parts(&dir.join(""), &w).unwrap();
     dir
 }
 
@@ -353,10 +352,9 @@ fn sampling_session(name: &str, with_samples: bool) -> Scratch {
     }
     records.push(Record::End(End { records: 10 }));
     let dir = Scratch::new(name);
-    let mut w = SessionWriter::create(&dir.join("session.gpuprof")).unwrap();
-    w.append(5000, &wire::encode_batch(&records).unwrap())
-        .unwrap();
-    w.sync().unwrap();
+    let mut w: Vec<(u32, Vec<Record>)> = Vec::new();
+    w.push((5000, records.to_vec()));
+    write_parts(&dir.join(""), &w).unwrap();
     dir
 }
 
@@ -472,7 +470,7 @@ fn samples_are_attributed_to_kernels_by_overlap_with_idle_time_kept() {
 fn a_metric_name_of_70000_characters_is_printed() {
     let long = "m".repeat(70_000);
     let dir = Scratch::new("counters-long-name");
-    let mut w = SessionWriter::create(&dir.join("session.gpuprof")).unwrap();
+    let mut w: Vec<(u32, Vec<Record>)> = Vec::new();
     for (pid, records) in frames() {
         let records: Vec<Record> = records
             .into_iter()
@@ -481,10 +479,9 @@ fn a_metric_name_of_70000_characters_is_printed() {
                 r => r,
             })
             .collect();
-        w.append(pid, &wire::encode_batch(&records).unwrap())
-            .unwrap();
+        w.push((pid, records.to_vec()));
     }
-    w.sync().unwrap();
+    write_parts(&dir.join(""), &w).unwrap();
     let out = run(&["report", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);

@@ -1,11 +1,12 @@
-//! `gpuprof report` and `gpuprof trace` on small session files written with the real
-//! `SessionWriter`: exact output in every format, damaged files, the trace read back.
+//! `gpuprof report` and `gpuprof trace` on small sessions written with the real
+//! session writer (`store::write_parts`, one part per frame): exact output in every
+//! format, damaged sessions, the trace read back.
 
 use std::path::Path;
 use std::process::Output;
 
+use gpuprof_collector::store::write_parts;
 use gpuprof_tests::{gpuprof_command, Scratch};
-use wire::session::SessionWriter;
 use wire::testing::{self, marker, string as s};
 use wire::{
     marker_flags, ContextInfo, DeviceInfo, DropSource, Dropped, End, Kernel, Memcpy, Memset,
@@ -139,22 +140,20 @@ fn frames() -> Vec<(u32, Vec<Record>)> {
     ]
 }
 
-fn write_session(path: &Path, frames: &[(u32, Vec<Record>)]) -> Vec<u64> {
-    let mut w = SessionWriter::create(path).unwrap();
-    let mut offsets = Vec::new();
-    for (pid, records) in frames {
-        offsets.push(w.len());
-        w.append(*pid, &wire::encode_batch(records).unwrap())
-            .unwrap();
-    }
-    w.sync().unwrap();
-    offsets
+fn write_session(dir: &Path, frames: &[(u32, Vec<Record>)]) {
+    write_parts(dir, frames).unwrap();
 }
 
-fn session(name: &str) -> (Scratch, Vec<u64>) {
+fn session(name: &str) -> (Scratch, ()) {
     let dir = Scratch::new(name);
-    let offsets = write_session(&dir.join("session.gpuprof"), &frames());
-    (dir, offsets)
+    write_session(dir.path(), &frames());
+    (dir, ())
+}
+
+fn flip(path: &Path, at: usize) {
+    let mut b = std::fs::read(path).unwrap();
+    b[at] ^= 0x10;
+    std::fs::write(path, b).unwrap();
 }
 
 const TABLE: &str = "\
@@ -199,7 +198,7 @@ Processes whose stream did not finish: 4243
 #[test]
 fn report_table_is_exact() {
     let (dir, _) = session("report-table");
-    for arg in [dir.path().to_path_buf(), dir.join("session.gpuprof")] {
+    for arg in [dir.path().to_path_buf(), dir.join("parts")] {
         let out = run(&["report", arg.to_str().unwrap()]);
         assert!(out.status.success(), "{}", text(&out.stderr));
         assert_eq!(text(&out.stdout), TABLE);
@@ -333,27 +332,25 @@ fn report_top_limits_the_kernel_table() {
 }
 
 #[test]
-fn truncated_session_reports_what_was_read_then_exits_3() {
-    let (dir, offsets) = session("report-truncated");
-    let file = dir.join("session.gpuprof");
-    let len = std::fs::metadata(&file).unwrap().len();
-    // Cut the last frame (pid 4242's last kernel, the drop count and its End) short.
-    let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
-    f.set_len(len - 5).unwrap();
-    let last = offsets[3];
+fn an_unsealed_part_is_reported_as_lost_then_exits_3() {
+    let (dir, _) = session("report-unsealed");
+    // The collector was killed while sealing the last part (pid 4242's last kernel,
+    // the drop count and its End).
+    let unsealed = dir.join(".unsealed-00000004");
+    std::fs::rename(dir.join("parts/00000004"), &unsealed).unwrap();
+    std::fs::remove_file(unsealed.join("manifest.json")).unwrap();
+    let bytes: u64 = std::fs::read_dir(&unsealed)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
     let out = run(&["report", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(3));
-    let p = file.display();
-    let payload = len - last - 20;
-    let reason = format!(
-        "frame of {payload} bytes, only {} left in the file",
-        payload - 5
-    );
+    let p = dir.path().display();
     assert_eq!(
         text(&out.stderr),
         format!(
-            "gpuprof: warning: {p} is damaged at offset {last}; the report covers only the 3 frames before it\n\
-             gpuprof: error: {p}: truncated at offset {last}: {reason}\n"
+            "gpuprof: warning: {p}: .unsealed-00000004 was never sealed (the collector stopped while writing it); its records are not in the report\n\
+             gpuprof: error: {p}: 1 part was never sealed; the report covers the 3 sealed parts\n"
         )
     );
     let t = text(&out.stdout);
@@ -368,8 +365,7 @@ fn truncated_session_reports_what_was_read_then_exits_3() {
     assert!(t.contains("  cupti              0\n"), "{t}");
     assert!(
         t.ends_with(&format!(
-            "\nSession file damage\n  cut short at offset {last} ({} bytes not read): {reason}\n",
-            len - 5 - last
+            "\nSession damage\n  .unsealed-00000004 ({bytes} bytes) was never sealed: the collector stopped while writing it; its records are lost\n"
         )),
         "{t}"
     );
@@ -379,10 +375,11 @@ fn truncated_session_reports_what_was_read_then_exits_3() {
     assert_eq!(
         v["session_damage"],
         serde_json::json!({
-            "damaged_frames": 0,
+            "damaged_files": 0,
+            "damaged_records": 0,
             "damaged_bytes": 0,
             "damaged": [],
-            "truncated": {"offset": last, "bytes": len - 5 - last, "reason": reason},
+            "unsealed": [{"dir": ".unsealed-00000004", "bytes": bytes}],
         })
     );
 }
@@ -423,24 +420,36 @@ Dropped records
 
 Processes whose stream did not finish: 4243
 
-Session file damage
-  1 damaged frame skipped (BYTES bytes): the tables above leave them out
-  offset  bytes  reason
+Session damage
+  1 damaged file skipped (0 records, BYTES bytes): the tables above leave them out
+  file                          records  bytes  reason
 ";
 
 #[test]
-fn a_damaged_frame_is_skipped_the_rest_reported_and_the_damage_stated() {
-    let (dir, offsets) = session("report-damaged");
-    let file = dir.join("session.gpuprof");
-    let mut bytes = std::fs::read(&file).unwrap();
-    // One bit of the second frame's payload.
-    bytes[offsets[1] as usize + 20 + 7] ^= 0x10;
-    std::fs::write(&file, &bytes).unwrap();
-    let (at, lost) = (offsets[1], offsets[2] - offsets[1]);
-    let p = file.display();
+fn a_damaged_part_is_skipped_the_rest_reported_and_the_damage_stated() {
+    let (dir, _) = session("report-damaged");
+    // One bit of the second part's manifest: the whole part is skipped.
+    let manifest = dir.join("parts/00000002/manifest.json");
+    let m = std::fs::read(&manifest).unwrap();
+    flip(&manifest, 30);
+    let lost: u64 = std::fs::read_dir(dir.join("parts/00000002"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    let json =
+        String::from_utf8_lossy(&m[..m.iter().position(|b| *b == b'\n').unwrap()]).into_owned();
+    let stored = String::from_utf8_lossy(&m).lines().nth(1).unwrap()[7..].to_string();
+    let mut flipped = json.clone().into_bytes();
+    flipped[30] ^= 0x10;
+    let reason = format!(
+        "checksum mismatch (stored {stored}, computed {:08x}); the whole part is skipped",
+        crc32c(&flipped)
+    );
+    let file = "parts/00000002/manifest.json";
+    let p = dir.path().display();
     let stderr = format!(
-        "gpuprof: warning: {p}: damaged at offset {at}: payload checksum mismatch; {lost} bytes skipped\n\
-         gpuprof: error: {p}: 1 damaged frame ({lost} bytes) skipped; the report covers the 3 frames that verify\n"
+        "gpuprof: warning: {p}: {file} is damaged ({reason}); its 0 records are left out of the report\n\
+         gpuprof: error: {p}: 1 damaged file (0 records, {lost} bytes) skipped; the report covers the rest of the 4 parts\n"
     );
 
     let out = run(&["report", dir.path().to_str().unwrap()]);
@@ -450,12 +459,12 @@ fn a_damaged_frame_is_skipped_the_rest_reported_and_the_damage_stated() {
     assert_eq!(
         text(&out.stdout),
         format!(
-            "{}  {at:>6}  {lost:>width$}  payload checksum mismatch\n",
+            "{}  {file}        0  {lost:>width$}  {reason}\n",
             TABLE_WITHOUT_FRAME_1.replace("BYTES", &lost.to_string())
         )
     );
 
-    let out = run(&["report", file.to_str().unwrap(), "--format", "json"]);
+    let out = run(&["report", dir.path().to_str().unwrap(), "--format", "json"]);
     assert_eq!(out.status.code(), Some(3));
     assert_eq!(text(&out.stderr), stderr);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -466,20 +475,21 @@ fn a_damaged_frame_is_skipped_the_rest_reported_and_the_damage_stated() {
     assert_eq!(
         v["session_damage"],
         serde_json::json!({
-            "damaged_frames": 1,
+            "damaged_files": 1,
+            "damaged_records": 0,
             "damaged_bytes": lost,
-            "damaged": [{"offset": at, "bytes": lost, "reason": "payload checksum mismatch"}],
-            "truncated": null,
+            "damaged": [{"file": file, "bytes": lost, "records": 0, "reason": reason}],
+            "unsealed": [],
         })
     );
     assert!(v.get("impossible_records").is_none());
 
-    let out = run(&["report", file.to_str().unwrap(), "--format", "csv"]);
+    let out = run(&["report", dir.path().to_str().unwrap(), "--format", "csv"]);
     assert_eq!(out.status.code(), Some(3));
     assert!(
         text(&out.stdout).ends_with(&format!(
-            "\n# unfinished\npid\n4243\n\n# session_damage\nkind,offset,bytes,reason\n\
-             damaged,{at},{lost},payload checksum mismatch\n"
+            "\n# unfinished\npid\n4243\n\n# session_damage\nkind,file,records,bytes,reason\n\
+             damaged,{file},0,{lost},\"{reason}\"\n"
         )),
         "{}",
         text(&out.stdout)
@@ -489,7 +499,7 @@ fn a_damaged_frame_is_skipped_the_rest_reported_and_the_damage_stated() {
     let trace = dir.join("t.json");
     let out = run(&[
         "trace",
-        file.to_str().unwrap(),
+        dir.path().to_str().unwrap(),
         "-o",
         trace.to_str().unwrap(),
     ]);
@@ -506,8 +516,9 @@ fn a_damaged_frame_is_skipped_the_rest_reported_and_the_damage_stated() {
     assert_eq!(
         text(&out.stderr),
         format!(
-            "{warning}\ngpuprof: trace written to {} (6 events); open it in Perfetto \
+            "{}\ngpuprof: trace written to {} (6 events); open it in Perfetto \
              (ui.perfetto.dev) or chrome://tracing\n{}",
+            warning.replace("out of the report", "out of the trace"),
             trace.display(),
             error.replace("the report covers", "the trace covers")
         )
@@ -515,70 +526,76 @@ fn a_damaged_frame_is_skipped_the_rest_reported_and_the_damage_stated() {
 }
 
 #[test]
-fn a_damaged_frame_length_skips_to_the_next_frame() {
-    let (dir, offsets) = session("report-bad-length");
-    let file = dir.join("session.gpuprof");
-    let mut bytes = std::fs::read(&file).unwrap();
-    let at = offsets[2] as usize;
-    // The third frame's length: its header no longer verifies.
-    bytes[at + 4..at + 8].copy_from_slice(&u32::MAX.to_le_bytes());
-    std::fs::write(&file, &bytes).unwrap();
-    let out = run(&["report", file.to_str().unwrap(), "--format", "json"]);
+fn a_damaged_table_file_costs_its_records_only() {
+    let (dir, _) = session("report-bad-file");
+    // The kernels of the second part: three kernels; its launches, ranges, copy and
+    // set are still read.
+    let file = dir.join("parts/00000002/kernels.parquet");
+    let bytes = std::fs::metadata(&file).unwrap().len();
+    flip(&file, 10);
+    let out = run(&["report", dir.path().to_str().unwrap(), "--format", "json"]);
     assert_eq!(out.status.code(), Some(3));
-    let lost = offsets[3] - offsets[2];
-    let p = file.display();
-    assert_eq!(
-        text(&out.stderr),
-        format!(
-            "gpuprof: warning: {p}: damaged at offset {at}: frame header checksum mismatch; skipped to the next intact frame; {lost} bytes skipped\n\
-             gpuprof: error: {p}: 1 damaged frame ({lost} bytes) skipped; the report covers the 3 frames that verify\n"
-        )
-    );
-    // Everything but pid 4243's frame: its kernel, and the name it used.
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["kernel_count"], 4);
-    assert_eq!(v["unfinished"], serde_json::json!([]));
-    assert_eq!(v["processes"].as_array().unwrap().len(), 1);
-    assert_eq!(v["session_damage"]["damaged"][0]["offset"], at);
+    assert_eq!(v["kernel_count"], 2);
+    assert_eq!(v["transfers"].as_array().unwrap().len(), 2);
+    let d = &v["session_damage"]["damaged"][0];
+    assert_eq!(d["file"], "parts/00000002/kernels.parquet");
+    assert_eq!(
+        (d["records"].as_u64(), d["bytes"].as_u64()),
+        (Some(3), Some(bytes))
+    );
+    assert!(
+        d["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("checksum mismatch (manifest "),
+        "{d}"
+    );
 }
 
 #[test]
-fn a_damaged_header_or_a_newer_protocol_is_an_error_and_no_output() {
-    let (dir, _) = session("report-header");
-    let file = dir.join("session.gpuprof");
-    let good = std::fs::read(&file).unwrap();
-    let mut bytes = good.clone();
-    bytes[12] ^= 0x40;
-    std::fs::write(&file, &bytes).unwrap();
-    let out = run(&["report", file.to_str().unwrap()]);
+fn an_old_session_or_a_newer_part_is_an_error_and_no_output() {
+    let (dir, _) = session("report-versions");
+    // A part a newer gpuprof wrote, intact: version 4.
+    let manifest = dir.join("parts/00000003/manifest.json");
+    let text0 = std::fs::read_to_string(&manifest).unwrap();
+    let json = text0
+        .lines()
+        .next()
+        .unwrap()
+        .replace("\"version\":3", "\"version\":4");
+    std::fs::write(
+        &manifest,
+        format!("{json}\ncrc32c {:08x}\n", crc32c(json.as_bytes())),
+    )
+    .unwrap();
+    let out = run(&["report", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(text(&out.stdout), "");
-    let crc = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap());
     assert_eq!(
         text(&out.stderr),
         format!(
-            "gpuprof: error: {}: corrupt at offset 0: header checksum mismatch (stored {:#010x}, \
-             computed {:#010x}): the format and protocol versions cannot be trusted\n",
-            file.display(),
-            crc(&bytes[16..20]),
-            wire::session::crc32c(&bytes[..16])
+            "gpuprof: error: {}: session version 4, newer than this gpuprof reads (3); use a newer gpuprof\n",
+            manifest.display()
         )
     );
-    // A header a newer gpuprof wrote, intact: record protocol 99.
-    let mut bytes = good;
-    bytes[12..16].copy_from_slice(&99u32.to_le_bytes());
-    let sum = wire::session::crc32c(&bytes[..16]);
-    bytes[16..20].copy_from_slice(&sum.to_le_bytes());
-    std::fs::write(&file, &bytes).unwrap();
-    let out = run(&["report", file.to_str().unwrap()]);
+    // A session of the single-file format (2).
+    let old = Scratch::new("report-old-format");
+    let mut header = b"GPUPROFS".to_vec();
+    header.extend(2u32.to_le_bytes());
+    header.extend(4u32.to_le_bytes());
+    header.extend([0u8; 4]);
+    std::fs::write(old.join("session.gpuprof"), &header).unwrap();
+    let out = run(&["report", old.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(text(&out.stdout), "");
     assert_eq!(
         text(&out.stderr),
         format!(
-            "gpuprof: error: {}: record protocol 99 (header offset 12) is newer than this gpuprof reads ({}); upgrade gpuprof\n",
-            file.display(),
-            wire::PROTOCOL_VERSION
+            "gpuprof: error: {} is a session of format 2 (a single session.gpuprof file, gpuprof \
+             before the columnar session); this gpuprof reads format 3 only (a directory of Parquet \
+             parts): record the run again\n",
+            old.join("session.gpuprof").display()
         )
     );
 }
@@ -587,44 +604,34 @@ fn a_damaged_header_or_a_newer_protocol_is_an_error_and_no_output() {
 fn files_that_are_not_sessions() {
     let dir = Scratch::new("report-not-sessions");
     let p = dir.join("x.gpuprof");
-    std::fs::write(&p, b"GPUPROF").unwrap();
+    std::fs::write(&p, b"not a gpuprof session file").unwrap();
     let out = run(&["report", p.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         text(&out.stderr),
         format!(
-            "gpuprof: error: {}: truncated at offset 0: the 20-byte header is cut short at 7 bytes\n",
+            "gpuprof: error: {}: not a gpuprof session (a session is the directory `gpuprof record` writes)\n",
             p.display()
         )
     );
     assert_eq!(text(&out.stdout), "");
-
-    std::fs::write(&p, b"not a gpuprof session file").unwrap();
-    let out = run(&["report", p.to_str().unwrap()]);
-    assert_eq!(
-        text(&out.stderr),
-        format!(
-            "gpuprof: error: {}: not a gpuprof session file (bad magic at offset 0)\n",
-            p.display()
-        )
-    );
 
     let out = run(&["report", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         text(&out.stderr),
         format!(
-            "gpuprof: error: {}: no session.gpuprof in this directory\n",
+            "gpuprof: error: {}: no session here (no parts/ directory)\n",
             dir.path().display()
         )
     );
 
-    let missing = dir.join("missing.gpuprof");
+    let missing = dir.join("missing");
     let out = run(&["report", missing.to_str().unwrap()]);
     assert_eq!(
         text(&out.stderr),
         format!(
-            "gpuprof: error: {}: no such file or directory\n",
+            "gpuprof: error: {}: No such file or directory (os error 2)\n",
             missing.display()
         )
     );
@@ -641,7 +648,7 @@ fn files_that_are_not_sessions() {
 #[test]
 fn empty_session_reports_zeros() {
     let dir = Scratch::new("report-empty");
-    write_session(&dir.join("session.gpuprof"), &[]);
+    write_session(dir.path(), &[]);
     let out = run(&["report", dir.path().to_str().unwrap()]);
     assert!(out.status.success());
     assert_eq!(
@@ -730,4 +737,21 @@ fn trace_defaults_to_trace_json_beside_the_session() {
     let out = run(&["trace", dir.path().to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(dir.join("trace.json").is_file());
+}
+
+fn crc32c(b: &[u8]) -> u32 {
+    // CRC-32C (Castagnoli), bit by bit: the manifests' checksum, computed here
+    // independently of the writer.
+    let mut crc = !0u32;
+    for &byte in b {
+        crc ^= byte as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82f6_3b78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
 }

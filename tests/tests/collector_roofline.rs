@@ -27,13 +27,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use gpuprof_collector::store::{write_parts, Store};
 use gpuprof_tests::pricing::*;
 use gpuprof_tests::{
     artifact, cudarc_gemms, gemm_linked_client, gpuprof_command, record_on_sim, run_injected,
     Finished, Injection, Scratch, TimedChild,
 };
 use serde_json::{json, Value};
-use wire::session::{SessionReader, SessionWriter};
 use wire::{testing, Kernel, Record};
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -90,20 +90,22 @@ fn preloaded(
         .expect("a process record");
     let dir = scratch.join("preload");
     std::fs::create_dir_all(&dir).unwrap();
-    let mut w = SessionWriter::create(&dir.join("session.gpuprof")).unwrap();
+    let mut w: Vec<(u32, Vec<Record>)> = Vec::new();
     for chunk in records.chunks(1000) {
-        w.append(pid, &wire::encode_batch(chunk).unwrap()).unwrap();
+        w.push((pid, chunk.to_vec()));
     }
-    w.sync().unwrap();
+    write_parts(&dir.join(""), &w).unwrap();
     dir
 }
 
 /// Every record of the session in `dir`, with its pid.
 fn session_records(dir: &Path) -> Vec<(u32, Record)> {
-    let mut r = SessionReader::open(&dir.join("session.gpuprof")).expect("session file");
+    let store = Store::open(dir).expect("a session");
     let mut out = Vec::new();
-    while let Some(frame) = r.next_frame().expect("undamaged session") {
-        out.extend(frame.records.into_iter().map(|x| (frame.pid, x)));
+    for i in 0..store.parts.len() {
+        let part = store.read_part(i).expect("a part");
+        assert!(part.damaged.is_empty(), "{:?}", part.damaged);
+        out.extend(part.records);
     }
     out
 }
@@ -567,10 +569,10 @@ fn bad_peaks_files_fail_with_the_file_and_key_and_no_report() {
     // Any session will do: the peaks file is read first.
     let dir = scratch.join("session");
     std::fs::create_dir_all(&dir).unwrap();
-    let mut w = SessionWriter::create(&dir.join("session.gpuprof")).unwrap();
+    let mut w: Vec<(u32, Vec<Record>)> = Vec::new();
     let none: [Record; 0] = [];
-    w.append(1, &wire::encode_batch(&none).unwrap()).unwrap();
-    w.sync().unwrap();
+    w.push((1, none.to_vec()));
+    write_parts(&dir.join(""), &w).unwrap();
     let cases: [(&str, &str, String); 5] = [
         (
             "syntax.toml",
@@ -901,10 +903,9 @@ fn peaks_file_source_lists_its_keys_in_file_order() {
             ..testing::gemm_launch(5, 1, 0, 64, 64, 64)
         }),
     ];
-    let mut w = SessionWriter::create(&dir.join("session.gpuprof")).unwrap();
-    w.append(4242, &wire::encode_batch(&records).unwrap())
-        .unwrap();
-    w.sync().unwrap();
+    let mut w: Vec<(u32, Vec<Record>)> = Vec::new();
+    w.push((4242, records.to_vec()));
+    write_parts(&dir.join(""), &w).unwrap();
     let file = scratch.join("orin.toml");
     std::fs::write(
         &file,

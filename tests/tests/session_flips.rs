@@ -250,7 +250,10 @@ fn a_thousand_single_bit_flips_change_no_report_silently() {
     // ones that lands there); every other one costs its frame.
     let in_header = flips(r).iter().filter(|b| *b / 8 < HEADER_LEN).count();
     assert!(in_header >= 40, "{in_header}");
-    assert_eq!((identical, damaged, header), (0, 1000 - in_header, in_header));
+    assert_eq!(
+        (identical, damaged, header),
+        (0, 1000 - in_header, in_header)
+    );
 }
 
 #[test]

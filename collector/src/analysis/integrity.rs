@@ -1,5 +1,5 @@
-//! What a report leaves out and says so: damaged parts of the session file (filled in
-//! by whoever read the file, `crate::session::load`) and records whose values cannot
+//! What a report leaves out and says so: damaged files and unsealed parts of the
+//! session (filled in by whoever read it, `crate::session::load`) and records whose values cannot
 //! be true ([`screen`]).
 //!
 //! A record is impossible when an interval ends before it starts or lasts longer than
@@ -24,24 +24,25 @@ pub const MAX_COUNTER_VALUE: f64 = 1e30;
 /// The most elements a GEMM operand (A, B or C) may have.
 pub const MAX_MATRIX_ELEMENTS: u128 = 1 << 48;
 
-/// A damaged region of the session file, skipped.
+/// A file of the session skipped because it does not verify or decode.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DamagedRegion {
-    /// Where the frame that does not verify starts.
-    pub offset: u64,
-    /// Bytes skipped: to the next frame that verifies, or to the end of the file.
+pub struct DamagedFile {
+    /// Relative to the session directory (`parts/00000003/kernels.parquet`).
+    pub file: String,
     pub bytes: u64,
+    /// Records it held, as its part's manifest says (0 for a damaged manifest: then
+    /// the whole part is skipped and its records are unknown).
+    pub records: u64,
     pub reason: String,
 }
 
-/// Where a session file ends inside a frame.
+/// A part the collector was writing when it stopped (killed): never sealed, so its
+/// records are lost.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Truncation {
-    /// Where the cut frame starts.
-    pub offset: u64,
-    /// Bytes from there to the end of the file (not read).
+pub struct Unsealed {
+    /// Its directory in the session directory (`.unsealed-00000007`).
+    pub dir: String,
     pub bytes: u64,
-    pub reason: String,
 }
 
 /// Records left out because a value cannot be true.
@@ -56,24 +57,31 @@ pub struct ImpossibleRecords {
 /// Everything a report could not use, for it to say so.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Integrity {
-    /// In file order.
-    pub damaged: Vec<DamagedRegion>,
-    pub truncated: Option<Truncation>,
+    /// In part order.
+    pub damaged: Vec<DamagedFile>,
+    pub unsealed: Vec<Unsealed>,
     /// By kind, then reason.
     pub impossible: Vec<ImpossibleRecords>,
 }
 
 impl Integrity {
-    /// Whether the session file was read whole (no damaged region, not cut short).
+    /// Whether the session was read whole (no damaged file, no part left unsealed).
     pub fn file_complete(&self) -> bool {
-        self.damaged.is_empty() && self.truncated.is_none()
+        self.damaged.is_empty() && self.unsealed.is_empty()
     }
 
-    /// Bytes of the damaged regions.
+    /// Bytes of the damaged files.
     pub fn damaged_bytes(&self) -> u64 {
         self.damaged
             .iter()
             .fold(0u64, |sum, d| sum.saturating_add(d.bytes))
+    }
+
+    /// Records the damaged files held, as their manifests say.
+    pub fn damaged_records(&self) -> u64 {
+        self.damaged
+            .iter()
+            .fold(0u64, |sum, d| sum.saturating_add(d.records))
     }
 
     /// Whether there is anything to report.

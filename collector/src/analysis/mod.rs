@@ -40,7 +40,7 @@ pub use counters::{
 };
 pub use efficiency::{efficiency, Efficiency, GpuPeaks, KernelRow, Missing, Rollup, ShapeRow};
 pub use family::Family;
-pub use integrity::{screen, DamagedRegion, ImpossibleRecords, Integrity, Truncation};
+pub use integrity::{screen, DamagedFile, ImpossibleRecords, Integrity, Unsealed};
 pub use names::{copy_kind_name, demangle, dims, launch_api_name, lookup, percent, strings};
 pub use nvtx::{pair_ranges, range_stats, Range, RangeKind, RangeStats, RangeTotals, Ranges};
 pub use peaks::{parse_overrides, Overrides, Peaks, PEAKS_FILE_HELP};

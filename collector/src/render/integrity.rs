@@ -1,7 +1,7 @@
-//! The report's statement of what it leaves out ([`Integrity`]): damaged regions of the
-//! session file (offset, bytes, why), a cut tail, and impossible records by kind. Shown
-//! only when there is something to state, so the report of an intact session is
-//! unchanged: table `Session file damage` and `Impossible records`, JSON
+//! The report's statement of what it leaves out ([`Integrity`]): damaged files of the
+//! session (file, bytes, records, why), parts never sealed, and impossible records by
+//! kind. Shown only when there is something to state, so the report of an intact
+//! session is unchanged: table `Session damage` and `Impossible records`, JSON
 //! `session_damage` and `impossible_records`, CSV sections of the same names.
 
 use std::fmt::Write;
@@ -11,29 +11,37 @@ use serde_json::{json, Value};
 use super::cells::{csv_cell, grid, plural};
 use crate::analysis::Integrity;
 
-/// Damaged regions listed in the table; JSON and CSV list all.
+/// Damaged files listed in the table; JSON and CSV list all.
 const TABLE_REGIONS: usize = 20;
 
 pub(super) fn integrity_table(out: &mut String, i: &Integrity) {
     if !i.file_complete() {
-        out.push_str("\nSession file damage\n");
+        out.push_str("\nSession damage\n");
         if !i.damaged.is_empty() {
             let _ = writeln!(
                 out,
-                "  {} skipped ({}): the tables above leave them out",
-                plural(i.damaged.len() as u64, "damaged frame", "damaged frames"),
+                "  {} skipped ({}, {}): the tables above leave them out",
+                plural(i.damaged.len() as u64, "damaged file", "damaged files"),
+                plural(i.damaged_records(), "record", "records"),
                 plural(i.damaged_bytes(), "byte", "bytes")
             );
             let rows: Vec<Vec<String>> = i
                 .damaged
                 .iter()
                 .take(TABLE_REGIONS)
-                .map(|d| vec![d.offset.to_string(), d.bytes.to_string(), d.reason.clone()])
+                .map(|d| {
+                    vec![
+                        d.file.clone(),
+                        d.records.to_string(),
+                        d.bytes.to_string(),
+                        d.reason.clone(),
+                    ]
+                })
                 .collect();
             grid(
                 out,
-                &["offset", "bytes", "reason"],
-                &[true, true, false],
+                &["file", "records", "bytes", "reason"],
+                &[false, true, true, false],
                 &rows,
             );
             if i.damaged.len() > TABLE_REGIONS {
@@ -44,13 +52,12 @@ pub(super) fn integrity_table(out: &mut String, i: &Integrity) {
                 );
             }
         }
-        if let Some(t) = &i.truncated {
+        for u in &i.unsealed {
             let _ = writeln!(
                 out,
-                "  cut short at offset {} ({} not read): {}",
-                t.offset,
-                plural(t.bytes, "byte", "bytes"),
-                t.reason
+                "  {} ({}) was never sealed: the collector stopped while writing it; its records are lost",
+                u.dir,
+                plural(u.bytes, "byte", "bytes")
             );
         }
     }
@@ -75,10 +82,11 @@ pub(super) fn integrity_table(out: &mut String, i: &Integrity) {
 pub(super) fn integrity_json(v: &mut Value, i: &Integrity) {
     if !i.file_complete() {
         v["session_damage"] = json!({
-            "damaged_frames": i.damaged.len(),
+            "damaged_files": i.damaged.len(),
+            "damaged_records": i.damaged_records(),
             "damaged_bytes": i.damaged_bytes(),
             "damaged": i.damaged,
-            "truncated": i.truncated,
+            "unsealed": i.unsealed,
         });
     }
     if !i.impossible.is_empty() {
@@ -86,7 +94,7 @@ pub(super) fn integrity_json(v: &mut Value, i: &Integrity) {
     }
 }
 
-pub(super) const DAMAGE_COLUMNS: [&str; 4] = ["kind", "offset", "bytes", "reason"];
+pub(super) const DAMAGE_COLUMNS: [&str; 5] = ["kind", "file", "records", "bytes", "reason"];
 pub(super) const IMPOSSIBLE_COLUMNS: [&str; 3] = ["kind", "records", "reason"];
 
 /// The CSV sections of [`integrity_json`]'s fields of `v`, each after an empty line.
@@ -112,8 +120,10 @@ pub(super) fn integrity_csv(out: &mut String, v: &Value) {
             .flatten()
             .map(|r| tagged("damaged", r.clone()))
             .collect();
-        if !d["truncated"].is_null() {
-            rows.push(tagged("truncated", d["truncated"].clone()));
+        for u in d["unsealed"].as_array().into_iter().flatten() {
+            let mut row = json!({"file": u["dir"], "bytes": u["bytes"], "reason": "never sealed"});
+            row["records"] = Value::Null;
+            rows.push(tagged("unsealed", row));
         }
         section("session_damage", &DAMAGE_COLUMNS, rows);
     }

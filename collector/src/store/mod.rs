@@ -28,7 +28,7 @@ pub mod writer;
 use std::ffi::OsStr;
 
 pub use reader::{Damage, Part, Store};
-pub use writer::{PartLimits, SealFailure, StoreWriter};
+pub use writer::{write_parts, PartLimits, SealFailure, StoreWriter};
 
 /// The directory of sealed parts in a session directory.
 pub const PARTS_DIR: &str = "parts";

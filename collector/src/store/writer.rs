@@ -197,6 +197,14 @@ impl StoreWriter {
             .collect()
     }
 
+    /// Removes what [`StoreWriter::create`] made, when no part was sealed.
+    pub fn remove_unused(self) {
+        if self.parts() == 0 {
+            let _ = std::fs::remove_file(self.dir.join(RESERVE_FILE));
+            let _ = std::fs::remove_dir(self.dir.join(PARTS_DIR));
+        }
+    }
+
     /// Deletes the reserve file, making room for a last part.
     pub fn release_reserve(&mut self) {
         let _ = std::fs::remove_file(self.dir.join(RESERVE_FILE));
@@ -302,4 +310,18 @@ impl StoreWriter {
         }
         result
     }
+}
+
+/// Writes `frames` as a session in the empty directory `dir`, one part per frame:
+/// for tests and benchmarks that need a session of known records.
+pub fn write_parts(dir: &Path, frames: &[(u32, Vec<Record>)]) -> std::io::Result<()> {
+    let mut w = StoreWriter::create(dir, PartLimits::default())?;
+    for (pid, records) in frames {
+        for r in records {
+            w.push(*pid, r);
+        }
+        w.seal().map_err(|f| f.error)?;
+    }
+    w.release_reserve();
+    Ok(())
 }
