@@ -341,6 +341,9 @@ impl Drainer {
                 for r in &records {
                     w.push(pid, r);
                 }
+                if w.due() {
+                    self.seal();
+                }
             }
             _ => self.not_saved(pid, records),
         }

@@ -37,6 +37,16 @@ pub struct RecordArgs {
     /// fewer records when the collector falls behind.
     #[arg(long, value_name = "SIZE")]
     ring_size: Option<String>,
+    /// Seal a part of the session once it holds this many records (all tables). A
+    /// part is what a killed collector can lose, and what it holds in memory.
+    #[arg(long, value_name = "N", default_value_t = PartLimits::default().rows as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    part_rows: u64,
+    /// Seal a part of the session at the latest this many seconds after its first
+    /// record.
+    #[arg(long, value_name = "S", default_value_t = PartLimits::default().age.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    part_seconds: u64,
     /// The program to profile and its arguments. Every CUDA process it starts is
     /// profiled too.
     #[arg(last = true, required = true, value_name = "CMD")]
@@ -54,6 +64,8 @@ impl RecordArgs {
         RecordArgs {
             output,
             ring_size: None,
+            part_rows: PartLimits::default().rows as u64,
+            part_seconds: PartLimits::default().age.as_secs(),
             command,
             env: Vec::new(),
         }
@@ -151,7 +163,11 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         .transpose()?;
     let (out_dir, created) = session_dirs::make_out_dir(args.output.as_deref())?;
     let ring_dir = RingDir(session_dirs::make_ring_dir()?);
-    let mut drainer = Drainer::new(&ring_dir.0, &out_dir, PartLimits::default())?;
+    let limits = PartLimits {
+        rows: usize::try_from(args.part_rows).unwrap_or(usize::MAX),
+        age: Duration::from_secs(args.part_seconds),
+    };
+    let mut drainer = Drainer::new(&ring_dir.0, &out_dir, limits)?;
     signals::install().context("cannot install signal handlers")?;
 
     let program = &args.command[0];

@@ -67,10 +67,10 @@ fn demo_on_the_simulated_gpu_writes_report_roofline_and_trace() {
     assert_eq!(
         files,
         [
+            "parts",
             "roofline.csv",
             "roofline.json",
             "roofline.svg",
-            "session.gpuprof",
             "trace.json"
         ]
     );

@@ -292,7 +292,7 @@ fn cudarc_env_only(
     let _guard = CollectorGuard(pid);
     let stderr_file = scratch.join("client.stderr");
     let ended = run.wait();
-    let session = out.join("session.gpuprof");
+    let session = out.join("parts/00000001/manifest.json");
     wait_until(
         "the env-var-only collector to write the session and exit",
         LIMIT,
@@ -394,7 +394,7 @@ fn env_var_only_mode_starts_its_own_collector() {
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["session.gpuprof"]);
+    assert_eq!(names, ["parts"]);
     assert_eq!(std::fs::read_dir(scratch.join("cwd")).unwrap().count(), 0);
 
     let v = report_json(&out);
@@ -742,7 +742,7 @@ fn no_cupti_found() {
             "{}",
             ended.stderr
         );
-        assert!(out.join("session.gpuprof").is_file());
+        assert!(out.join("parts").is_dir());
         assert_eq!(shm_dirs_of(pid), Vec::<PathBuf>::new());
         let v = report_json(&out);
         assert_eq!(v["kernel_count"], 0);

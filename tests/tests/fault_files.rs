@@ -98,9 +98,9 @@ fn workload_injected(scratch: &Scratch) -> Command {
     cmd
 }
 
-/// Row: `session.gpuprof` was 0644 (and its directory 0755) while it holds every
+/// Row: the session file was 0644 (and its directory 0755) while it holds every
 /// profiled command line, `--api-token=...` included. Now the output directory
-/// `record` makes is 0700 and the session file 0600.
+/// `record` makes is 0700, its parts directories too, and every session file 0600.
 #[test]
 fn record_writes_a_private_session_in_a_private_directory() {
     let scratch = Scratch::new("fault-private");
@@ -119,9 +119,19 @@ fn record_writes_a_private_session_in_a_private_directory() {
         "{}",
         ended.stdout
     );
-    assert_eq!(names(&out), vec!["session.gpuprof"]);
+    assert_eq!(names(&out), vec!["parts"]);
     assert_eq!(mode(&out), 0o700);
-    assert_eq!(mode(&out.join("session.gpuprof")), 0o600);
+    assert_eq!(mode(&out.join("parts")), 0o700);
+    let part = out.join("parts/00000001");
+    assert_eq!(mode(&part), 0o700);
+    let files = names(&part);
+    assert!(
+        files.contains(&"processes.parquet".to_string()),
+        "{files:?}"
+    );
+    for f in files {
+        assert_eq!(mode(&part.join(&f)), 0o600, "{f}");
+    }
     // What the mode protects: the command line is in the file.
     let o = gpuprof_command()
         .args(["report", "--format", "json"])
@@ -227,10 +237,10 @@ fn trace_and_roofline_replace_planted_links_not_their_targets() {
     assert_eq!(
         names(&out),
         vec![
+            "parts",
             "roofline.csv",
             "roofline.json",
             "roofline.svg",
-            "session.gpuprof",
             "trace.json"
         ]
     );
@@ -447,7 +457,7 @@ fn collect_deletes_nothing_it_did_not_make() {
         b"unrelated\n"
     );
     assert_eq!(std::fs::read(dir.join("sub/data")).unwrap(), b"more\n");
-    assert_eq!(names(&out), vec!["session.gpuprof"]);
+    assert_eq!(names(&out), vec!["parts"]);
 
     // A ring directory gpuprof made, with a file of someone else's in it: a ring
     // being built and the pid file go, the rest stays.

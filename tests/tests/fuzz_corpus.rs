@@ -1,10 +1,10 @@
-//! The corpus of damaged files (`tests/fuzz-corpus/`): small session files and rings,
-//! each damaged in one way the fuzzers and the fault matrix exercise, replayed through
-//! what the commands run. `EXPECTED` beside them says what each must give: for a
-//! session, the exit status of `gpuprof report`, the frames read, every damaged region
-//! (offset+bytes), the cut tail, the impossible records and the kernels reported; for a
-//! ring, what opening and draining it gives. The files are fixed bytes on purpose: a
-//! file written once must go on reading the same way. `write_the_corpus` (ignored) is
+//! The corpus of damaged files (`tests/fuzz-corpus/`): small sessions and rings, each
+//! damaged in one way the fuzzers and the fault matrix exercise, replayed through what
+//! the commands run. `EXPECTED` beside them says what each must give: for a session,
+//! the exit status of `gpuprof report`, the parts read, every damaged file (with the
+//! records its manifest gives), the parts never sealed, the impossible records and the
+//! kernels reported; for a ring, what opening and draining it gives. The files are
+//! fixed bytes on purpose: a file written once must go on reading the same way. `write_the_corpus` (ignored) is
 //! how they were made: `cargo test -p gpuprof-tests --test fuzz_corpus -- --ignored`.
 
 use std::collections::BTreeMap;
@@ -16,9 +16,9 @@ use gpuprof_collector::render::{self, Format};
 use gpuprof_collector::roofline_points::{charts, points, points_csv};
 use gpuprof_collector::roofline_svg::render_svg;
 use gpuprof_collector::session::load;
+use gpuprof_collector::store::write_parts;
 use gpuprof_tests::gpuprof_command;
 use wire::ring::{RingError, RingReader, RingWriter, HEADER_SIZE, WRAP};
-use wire::session::{crc32c, SessionWriter, FRAME_HEADER_LEN, HEADER_LEN, MAGIC, SYNC};
 use wire::testing::{counters, gemm, k, launch, marker, on, process, string};
 use wire::{marker_flags, DeviceInfo, DropSource, Dropped, End, Record};
 
@@ -82,65 +82,54 @@ fn frames() -> Vec<(u32, Vec<Record>)> {
     ]
 }
 
-/// The session file of `frames` (format 2) and each frame's offset.
-fn session_bytes(frames: &[(u32, Vec<Record>)]) -> (Vec<u8>, Vec<u64>) {
+/// The files of the session of `frames` (one part per frame), by path in the
+/// session directory.
+fn session_files(frames: &[(u32, Vec<Record>)]) -> BTreeMap<String, Vec<u8>> {
     let dir = std::env::temp_dir().join(format!("gpuprof-corpus-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("s.gpuprof");
-    let _ = std::fs::remove_file(&path);
-    let mut w = SessionWriter::create(&path).unwrap();
-    let mut offsets = Vec::new();
-    for (pid, records) in frames {
-        offsets.push(w.len());
-        w.append(*pid, &wire::encode_batch(records).unwrap())
-            .unwrap();
+    write_parts(&dir, frames).unwrap();
+    let mut files = BTreeMap::new();
+    for part in std::fs::read_dir(dir.join("parts")).unwrap() {
+        let part = part.unwrap();
+        for f in std::fs::read_dir(part.path()).unwrap() {
+            let f = f.unwrap();
+            files.insert(
+                format!(
+                    "parts/{}/{}",
+                    part.file_name().to_string_lossy(),
+                    f.file_name().to_string_lossy()
+                ),
+                std::fs::read(f.path()).unwrap(),
+            );
+        }
     }
-    w.sync().unwrap();
-    drop(w);
-    let bytes = std::fs::read(&path).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
-    (bytes, offsets)
+    files
 }
 
-/// A format 1 file: 16-byte header, frames `length | pid | payload`.
-fn v1_bytes(frames: &[(u32, Vec<u8>)]) -> Vec<u8> {
-    let mut b = Vec::from(MAGIC);
-    b.extend_from_slice(&1u32.to_le_bytes());
-    b.extend_from_slice(&3u32.to_le_bytes());
-    for (pid, payload) in frames {
-        b.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        b.extend_from_slice(&pid.to_le_bytes());
-        b.extend_from_slice(payload);
-    }
+fn flip(mut b: Vec<u8>, at: usize, bit: u8) -> Vec<u8> {
+    b[at] ^= 1 << bit;
     b
 }
 
-fn flip(mut b: Vec<u8>, at: u64, bit: u8) -> Vec<u8> {
-    b[at as usize] ^= 1 << bit;
-    b
+/// A manifest's text with `edit` applied to its JSON and the checksum recomputed.
+fn forge_manifest(m: &[u8], edit: impl Fn(String) -> String) -> Vec<u8> {
+    let text = String::from_utf8(m.to_vec()).unwrap();
+    let json = edit(text.lines().next().unwrap().to_string());
+    format!("{json}\ncrc32c {:08x}\n", crc32c::crc32c(json.as_bytes())).into_bytes()
 }
 
-fn sessions() -> Vec<(&'static str, Vec<u8>)> {
-    let (intact, o) = session_bytes(&frames());
-    let len = intact.len() as u64;
-    let insert = |at: u64, junk: &[u8]| {
-        let mut b = intact.clone();
-        b.splice(at as usize..at as usize, junk.iter().copied());
-        b
+/// The corpus sessions: directories, by name, each as its files.
+fn sessions() -> Vec<(&'static str, BTreeMap<String, Vec<u8>>)> {
+    let intact = session_files(&frames());
+    let with = |edit: &dyn Fn(&mut BTreeMap<String, Vec<u8>>)| {
+        let mut f = intact.clone();
+        edit(&mut f);
+        f
     };
-    let mut protocol_99 = intact.clone();
-    protocol_99[12..16].copy_from_slice(&99u32.to_le_bytes());
-    let crc = crc32c(&protocol_99[..16]);
-    protocol_99[16..20].copy_from_slice(&crc.to_le_bytes());
-    let payloads: Vec<(u32, Vec<u8>)> = frames()
-        .into_iter()
-        .map(|(pid, r)| (pid, wire::encode_batch(&r).unwrap()))
-        .collect();
-    let mut v1_bad = payloads.clone();
-    v1_bad.insert(2, (10, b"\xc1\xc1\xc1".to_vec()));
-    let v1_first = 16 + 8 + payloads[0].1.len();
-    let mut v1_length = v1_bytes(&payloads);
-    v1_length[v1_first..v1_first + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    let kernels2 = "parts/00000002/kernels.parquet".to_string();
+    let manifest = |n: u32| format!("parts/{n:08}/manifest.json");
     let impossible = on(
         10,
         vec![
@@ -161,72 +150,103 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
             }),
         ],
     );
-    let (impossible, _) = session_bytes(&[(10, impossible.into_iter().map(|(_, r)| r).collect())]);
-    // A frame stored whole inside the payload of another whose header is damaged.
-    let inner = {
-        let (b, _) = session_bytes(&[(77, vec![Record::End(End { records: 1 })])]);
-        b[HEADER_LEN as usize..].to_vec()
-    };
-    let nested = {
-        let dir = std::env::temp_dir().join(format!("gpuprof-corpus-n-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("n.gpuprof");
-        let _ = std::fs::remove_file(&path);
-        let mut w = SessionWriter::create(&path).unwrap();
-        w.append(10, &inner).unwrap();
-        w.append(10, &wire::encode_batch(&frames()[0].1).unwrap())
-            .unwrap();
-        w.sync().unwrap();
-        drop(w);
-        let b = std::fs::read(&path).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
-        flip(b, HEADER_LEN + 9, 0)
-    };
-    let mut marker_junk = vec![0x5a; 40];
-    marker_junk[10..14].copy_from_slice(&SYNC);
+    let impossible = session_files(&[(10, impossible.into_iter().map(|(_, r)| r).collect())]);
     vec![
-        ("intact.gpuprof", intact.clone()),
-        ("empty.gpuprof", intact[..HEADER_LEN as usize].to_vec()),
-        ("magic-flip.gpuprof", flip(intact.clone(), 3, 2)),
-        ("format-flip.gpuprof", flip(intact.clone(), 8, 3)),
-        ("protocol-flip.gpuprof", flip(intact.clone(), 12, 6)),
-        ("header-crc-flip.gpuprof", flip(intact.clone(), 17, 0)),
-        ("protocol-99.gpuprof", protocol_99),
-        ("header-cut.gpuprof", intact[..13].to_vec()),
+        ("intact", intact.clone()),
         (
-            "frame0-payload-flip.gpuprof",
-            flip(intact.clone(), o[0] + FRAME_HEADER_LEN + 30, 5),
+            "kernels-flip",
+            with(&|f| {
+                let b = f.remove(&kernels2).unwrap();
+                let at = b.len() / 2;
+                f.insert(kernels2.clone(), flip(b, at, 3));
+            }),
         ),
         (
-            "frame1-length-flip.gpuprof",
-            flip(intact.clone(), o[1] + 5, 1),
-        ),
-        ("frame2-marker-flip.gpuprof", flip(intact.clone(), o[2], 0)),
-        ("frame2-pid-flip.gpuprof", flip(intact.clone(), o[2] + 8, 7)),
-        (
-            "frame3-payload-crc-flip.gpuprof",
-            flip(intact.clone(), o[3] + 13, 4),
+            "kernels-cut",
+            with(&|f| {
+                let mut b = f.remove(&kernels2).unwrap();
+                b.truncate(b.len() - 5);
+                f.insert(kernels2.clone(), b);
+            }),
         ),
         (
-            "frame3-header-crc-flip.gpuprof",
-            flip(intact.clone(), o[3] + 19, 7),
+            "kernels-missing",
+            with(&|f| {
+                f.remove(&kernels2);
+            }),
+        ),
+        // The launches table under the kernels' name, the manifest's checksum and
+        // size made to match: it verifies, and does not decode as kernels.
+        (
+            "kernels-forged",
+            with(&|f| {
+                let launches = f["parts/00000002/launches.parquet"].clone();
+                let m = f[&manifest(2)].clone();
+                let old = &f[&kernels2];
+                let (old_len, old_crc) = (old.len(), crc32c::crc32c(old));
+                let (len, crc) = (launches.len(), crc32c::crc32c(&launches));
+                f.insert(kernels2.clone(), launches);
+                f.insert(manifest(2), forge_manifest(&m, |j| {
+                j.replace(
+                    &format!("\"file\":\"kernels.parquet\",\"rows\":1,\"bytes\":{old_len},\"crc32c\":{old_crc}"),
+                    &format!("\"file\":\"kernels.parquet\",\"rows\":1,\"bytes\":{len},\"crc32c\":{crc}"),
+                )
+            }));
+            }),
         ),
         (
-            "cut-in-payload.gpuprof",
-            intact[..len as usize - 7].to_vec(),
+            "manifest-flip",
+            with(&|f| {
+                let b = f.remove(&manifest(1)).unwrap();
+                f.insert(manifest(1), flip(b, 12, 0));
+            }),
         ),
         (
-            "cut-in-frame-header.gpuprof",
-            intact[..o[3] as usize + 11].to_vec(),
+            "manifest-missing",
+            with(&|f| {
+                f.remove(&manifest(3));
+            }),
         ),
-        ("junk-between-frames.gpuprof", insert(o[2], &marker_junk)),
-        ("junk-tail.gpuprof", insert(len, &[0x33; 25])),
-        ("short-junk-tail.gpuprof", insert(len, &[0x33; 5])),
-        ("nested-frame.gpuprof", nested),
-        ("impossible-records.gpuprof", impossible),
-        ("v1-intact.gpuprof", v1_bytes(&payloads)),
-        ("v1-undecodable-frame.gpuprof", v1_bytes(&v1_bad)),
-        ("v1-bad-length.gpuprof", v1_length),
+        (
+            "manifest-names-another-file",
+            with(&|f| {
+                let m = f[&manifest(3)].clone();
+                f.insert(
+                    manifest(3),
+                    forge_manifest(&m, |j| {
+                        j.replace("\"file\":\"kernels.parquet\"", "\"file\":\"../../../x\"")
+                    }),
+                );
+            }),
+        ),
+        (
+            "newer-version",
+            with(&|f| {
+                let m = f[&manifest(4)].clone();
+                f.insert(
+                    manifest(4),
+                    forge_manifest(&m, |j| j.replace("\"version\":3", "\"version\":4")),
+                );
+            }),
+        ),
+        // The collector was killed while sealing part 4.
+        (
+            "unsealed-part",
+            with(&|f| {
+                let part4: Vec<String> = f
+                    .keys()
+                    .filter(|k| k.starts_with("parts/00000004/"))
+                    .cloned()
+                    .collect();
+                for k in part4 {
+                    let b = f.remove(&k).unwrap();
+                    if !k.ends_with("manifest.json") {
+                        f.insert(k.replace("parts/00000004/", ".unsealed-00000004/"), b);
+                    }
+                }
+            }),
+        ),
+        ("impossible-records", impossible),
     ]
 }
 
@@ -290,17 +310,28 @@ fn rings() -> Vec<(&'static str, Vec<u8>)> {
 #[test]
 #[ignore = "writes tests/fuzz-corpus; run by hand to add to it"]
 fn write_the_corpus() {
-    // Only files not there yet: a file written once stays as it is. (Ring files
+    // Only what is not there yet: a session written once stays as it is. (Ring files
     // are remade, after deleting them, when the ring layout changes: a ring never
     // outlives the gpuprof that made it.)
-    for (sub, files) in [("sessions", sessions()), ("rings", rings())] {
-        let dir = corpus_dir().join(sub);
-        std::fs::create_dir_all(&dir).unwrap();
-        for (name, bytes) in files {
-            let path = dir.join(name);
-            if !path.exists() {
-                std::fs::write(path, bytes).unwrap();
-            }
+    let dir = corpus_dir().join("sessions");
+    for (name, files) in sessions() {
+        let session = dir.join(name);
+        if session.exists() {
+            continue;
+        }
+        std::fs::create_dir_all(session.join("parts")).unwrap();
+        for (path, bytes) in files {
+            let path = session.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        }
+    }
+    let dir = corpus_dir().join("rings");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, bytes) in rings() {
+        let path = dir.join(name);
+        if !path.exists() {
+            std::fs::write(path, bytes).unwrap();
         }
     }
 }
@@ -351,6 +382,8 @@ fn session_facts(path: &Path) -> BTreeMap<String, String> {
             // The message without the path, up to its details, as one word.
             let what = e
                 .strip_prefix(&format!("{}: ", path.display()))
+                .or_else(|| e.strip_prefix(&format!("{} ", path.display())))
+                .or_else(|| e.strip_prefix(&format!("{}/", path.display())))
                 .unwrap_or(&e)
                 .split(['(', ';'])
                 .next()
@@ -376,7 +409,7 @@ fn session_facts(path: &Path) -> BTreeMap<String, String> {
         render_svg(&chart);
     }
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    facts.insert("frames".to_string(), loaded.frames.to_string());
+    facts.insert("parts".to_string(), loaded.parts.to_string());
     facts.insert("kernels".to_string(), v["kernel_count"].to_string());
     let dropped = v["dropped"]
         .as_array()
@@ -385,24 +418,25 @@ fn session_facts(path: &Path) -> BTreeMap<String, String> {
         .map(|d| d["records"].as_u64().unwrap())
         .fold(0u64, u64::saturating_add);
     facts.insert("dropped".to_string(), dropped.to_string());
-    let damaged: Vec<String> = i
-        .damaged
-        .iter()
-        .map(|d| format!("{}+{}", d.offset, d.bytes))
-        .collect();
-    facts.insert(
-        "damaged".to_string(),
-        if damaged.is_empty() {
+    let list = |v: Vec<String>| {
+        if v.is_empty() {
             "-".to_string()
         } else {
-            damaged.join(",")
-        },
+            v.join(",")
+        }
+    };
+    facts.insert(
+        "damaged".to_string(),
+        list(
+            i.damaged
+                .iter()
+                .map(|d| format!("{}+{}", d.file, d.records))
+                .collect(),
+        ),
     );
     facts.insert(
-        "truncated".to_string(),
-        i.truncated
-            .as_ref()
-            .map_or("-".to_string(), |t| format!("{}+{}", t.offset, t.bytes)),
+        "unsealed".to_string(),
+        list(i.unsealed.iter().map(|u| u.dir.clone()).collect()),
     );
     let impossible: u64 = i.impossible.iter().map(|r| r.records).sum();
     facts.insert("impossible".to_string(), impossible.to_string());
@@ -470,10 +504,15 @@ fn every_corpus_file_reads_as_expected() {
         names.sort();
         for path in names {
             let name = format!("{sub}/{}", path.file_name().unwrap().to_string_lossy());
-            let want = expected
-                .get(&name)
-                .unwrap_or_else(|| panic!("{name} is not in EXPECTED"));
-            assert_eq!(&facts_of(&path), want, "{name}");
+            let got = facts_of(&path);
+            let want = expected.get(&name).unwrap_or_else(|| {
+                let line: Vec<String> = got.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                panic!(
+                    "{name} is not in EXPECTED; it reads as\n{name}: {}",
+                    line.join(" ")
+                )
+            });
+            assert_eq!(&got, want, "{name}");
             seen.push(name);
         }
     }

@@ -38,7 +38,7 @@ use crate::output_file;
 
 /// Bytes kept aside in the session directory for the last part after the file system
 /// filled.
-pub const RESERVE_BYTES: usize = 256 << 10;
+pub const RESERVE_BYTES: usize = 64 << 10;
 
 /// When a part is sealed.
 #[derive(Debug, Clone, Copy)]
