@@ -352,8 +352,7 @@ fn sampling_session(name: &str, with_samples: bool) -> Scratch {
     }
     records.push(Record::End(End { records: 10 }));
     let dir = Scratch::new(name);
-    let mut w: Vec<(u32, Vec<Record>)> = Vec::new();
-    w.push((5000, records.to_vec()));
+    let w: Vec<(u32, Vec<Record>)> = vec![(5000, records)];
     write_parts(&dir.join(""), &w).unwrap();
     dir
 }

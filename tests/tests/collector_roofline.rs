@@ -569,9 +569,7 @@ fn bad_peaks_files_fail_with_the_file_and_key_and_no_report() {
     // Any session will do: the peaks file is read first.
     let dir = scratch.join("session");
     std::fs::create_dir_all(&dir).unwrap();
-    let mut w: Vec<(u32, Vec<Record>)> = Vec::new();
-    let none: [Record; 0] = [];
-    w.push((1, none.to_vec()));
+    let w: Vec<(u32, Vec<Record>)> = vec![(1, Vec::new())];
     write_parts(&dir.join(""), &w).unwrap();
     let cases: [(&str, &str, String); 5] = [
         (
@@ -903,8 +901,7 @@ fn peaks_file_source_lists_its_keys_in_file_order() {
             ..testing::gemm_launch(5, 1, 0, 64, 64, 64)
         }),
     ];
-    let mut w: Vec<(u32, Vec<Record>)> = Vec::new();
-    w.push((4242, records.to_vec()));
+    let w: Vec<(u32, Vec<Record>)> = vec![(4242, records)];
     write_parts(&dir.join(""), &w).unwrap();
     let file = scratch.join("orin.toml");
     std::fs::write(

@@ -82,9 +82,12 @@ fn frames() -> Vec<(u32, Vec<Record>)> {
     ]
 }
 
+/// A session's files, by path in the session directory.
+type Files = BTreeMap<String, Vec<u8>>;
+
 /// The files of the session of `frames` (one part per frame), by path in the
 /// session directory.
-fn session_files(frames: &[(u32, Vec<Record>)]) -> BTreeMap<String, Vec<u8>> {
+fn session_files(frames: &[(u32, Vec<Record>)]) -> Files {
     let dir = std::env::temp_dir().join(format!("gpuprof-corpus-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -121,9 +124,9 @@ fn forge_manifest(m: &[u8], edit: impl Fn(String) -> String) -> Vec<u8> {
 }
 
 /// The corpus sessions: directories, by name, each as its files.
-fn sessions() -> Vec<(&'static str, BTreeMap<String, Vec<u8>>)> {
+fn sessions() -> Vec<(&'static str, Files)> {
     let intact = session_files(&frames());
-    let with = |edit: &dyn Fn(&mut BTreeMap<String, Vec<u8>>)| {
+    let with = |edit: &dyn Fn(&mut Files)| {
         let mut f = intact.clone();
         edit(&mut f);
         f

@@ -1,10 +1,8 @@
-//! What crosses the process boundary between the injected library and the collector,
-//! and what a profiling session leaves on disk:
+//! What crosses the process boundary between the injected library and the collector:
 //! - [`record`]: the record schema (raw facts; every derived number is computed by the
 //!   collector);
 //! - [`ring`]: the shared-memory ring one profiled process writes and the collector
 //!   drains (single producer, single consumer);
-//! - [`session`]: the session file, the durable record of a run;
 //! - [`session_dir`]: the ring directory both sides share (names, the collector's pid
 //!   file, where it is made) and the size syntax of the ring-size settings;
 //! - [`sigbus`]: surviving a ring file truncated under its mapping;
@@ -12,13 +10,11 @@
 //!
 //! Bump [`PROTOCOL_VERSION`] on every change to the ring layout or the record schema.
 //! Records are MessagePack with field names, so a reader accepts files from older
-//! writers (new fields are `#[serde(default)]`); the session file keeps its version
-//! in its header.
+//! writers (new fields are `#[serde(default)]`).
 
 pub mod env;
 pub mod record;
 pub mod ring;
-pub mod session;
 pub mod session_dir;
 pub mod sigbus;
 #[cfg(feature = "testing")]

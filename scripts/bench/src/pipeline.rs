@@ -1,13 +1,14 @@
-//! Records per second from a producer's batch to the session file on one core: encode
-//! (MessagePack), ring write, ring read, session append, with nothing else running;
+//! Records per second from a producer's batch to sealed session parts on one core:
+//! encode (MessagePack), ring write, ring read, decode, Parquet parts (zstd), with
+//! nothing else running;
 //! and, as the physical limit, a plain copy of the same encoded bytes through the same
 //! number of buffers.
 
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use gpuprof_collector::store::{PartLimits, StoreWriter};
 use wire::ring::{RingReader, RingWriter};
-use wire::session::SessionWriter;
 use wire::{Kernel, Record};
 
 const BATCH: usize = 4096;
@@ -53,8 +54,9 @@ fn measure(dir: &std::path::Path, records: usize) -> Result<()> {
     // Interleaved on one thread (the ring never fills), timed per stage.
     let mut writer = RingWriter::create(&dir.join("ring"), 64 << 20, std::process::id())?;
     let mut reader = RingReader::open(&dir.join("ring"))?;
-    let session_path = dir.join("session.gpuprof");
-    let mut session = SessionWriter::create(&session_path)?;
+    let session_dir = dir.join("session");
+    std::fs::create_dir(&session_dir)?;
+    let mut session = StoreWriter::create(&session_dir, PartLimits::default())?;
     let (mut encode_s, mut ring_s, mut file_s) = (0f64, 0f64, 0f64);
     let mut bytes = 0u64;
     for batch in &batches {
@@ -67,11 +69,17 @@ fn measure(dir: &std::path::Path, records: usize) -> Result<()> {
         let frame = reader.try_read()?.context("ring returned no frame")?;
         ring_s += t.elapsed().as_secs_f64();
         let t = Instant::now();
-        session.append(std::process::id(), &frame)?;
+        for r in wire::decode_batch(&frame)? {
+            session.push(std::process::id(), &r);
+        }
+        if session.due() {
+            session.seal().map_err(|f| f.error)?;
+        }
         file_s += t.elapsed().as_secs_f64();
     }
     let t = Instant::now();
-    session.sync()?;
+    session.seal().map_err(|f| f.error)?;
+    session.release_reserve();
     file_s += t.elapsed().as_secs_f64();
 
     // The physical limit of the in-memory part: the same bytes copied into a buffer
@@ -90,7 +98,7 @@ fn measure(dir: &std::path::Path, records: usize) -> Result<()> {
     }
     let copy_s = t.elapsed().as_secs_f64();
 
-    let file_bytes = std::fs::metadata(&session_path)?.len();
+    let file_bytes = session.bytes_written();
     let mb = |s: f64| bytes as f64 / s / 1e6;
     let total = encode_s + ring_s + file_s;
     println!(
@@ -98,7 +106,8 @@ fn measure(dir: &std::path::Path, records: usize) -> Result<()> {
         batches.len()
     );
     println!(
-        "  session file: {file_bytes} bytes = {:.1} bytes per kernel record",
+        "  session: {file_bytes} bytes in {} parts = {:.1} bytes per kernel record",
+        session.parts(),
         file_bytes as f64 / records as f64
     );
     println!(
@@ -110,8 +119,8 @@ fn measure(dir: &std::path::Path, records: usize) -> Result<()> {
         mb(ring_s)
     );
     println!(
-        "  session file append + sync:  {file_s:.3} s  {:.0} MB/s",
-        mb(file_s)
+        "  decode + session parts:      {file_s:.3} s  {:.2} M records/s",
+        records as f64 / file_s / 1e6
     );
     println!(
         "  whole pipeline:              {total:.3} s  {:.2} M records/s",
