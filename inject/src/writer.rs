@@ -13,12 +13,12 @@ use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{select, Receiver, Sender};
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use cupti_sys::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_NONE;
 use wire::ring::{RingWriter, WriteError};
 use wire::{DropSource, Dropped, End, ProcessInfo, Record};
 
-use crate::handoff::CHANNEL_DROPPED;
+use crate::handoff::{self, CHANNEL_DROPPED};
 use crate::log::{debug, warn};
 use crate::state;
 use crate::tracer;
@@ -120,17 +120,14 @@ impl Writer {
         let mut next_tick = Instant::now() + TICK;
         let mut next_flush = Instant::now() + FLUSH_EVERY;
         loop {
-            let wait = next_tick.saturating_duration_since(Instant::now());
-            select! {
-                recv(self.rx) -> r => if let Ok(r) = r { batch.push(r) },
-                recv(ctl) -> f => {
-                    if let Ok(f) = f {
-                        self.finish(batch, f.deadline);
-                        let _ = f.done.send(());
-                    }
+            match ctl.try_recv() {
+                Ok(f) => {
+                    self.finish(batch, f.deadline);
+                    let _ = f.done.send(());
                     return;
                 }
-                default(wait) => {}
+                Err(TryRecvError::Disconnected) => return,
+                Err(TryRecvError::Empty) => {}
             }
             while batch.len() < BATCH {
                 match self.rx.try_recv() {
@@ -164,6 +161,12 @@ impl Writer {
                     }
                 }
                 next_flush = now + FLUSH_EVERY;
+            }
+            if batch.len() < BATCH {
+                // Until the next tick, or until senders have a frame's worth waiting
+                // (`handoff`: the senders never take a lock to wake us).
+                let wait = next_tick.saturating_duration_since(Instant::now());
+                handoff::writer_sleep(&self.rx, wait);
             }
         }
     }
