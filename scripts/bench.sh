@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # gpuprof's benchmarks, one command, ratios measured in one run (release build):
 #  1. pipeline: records per second from a batch to the session file, vs memcpy;
-#  2. launch: added cost per kernel launch on the application's thread, on the
-#     simulated stack, unprofiled vs under `gpuprof record`.
+#  2. launch: added cost per kernel launch on the application's thread (wall and
+#     thread CPU time), on the simulated stack: unprofiled, under a do-nothing CUPTI
+#     tool with libgpuprof.so's subscriptions (scripts/bench/baseline-tool), and
+#     under `gpuprof record`.
 #   scripts/bench.sh [--launches N] [--runs N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,5 +19,6 @@ cc -O2 -o "$rel/launch_flood" tests/c/launch_flood.c -ldl
 
 "$rel/gpuprof-bench" pipeline
 "$rel/gpuprof-bench" launch --flood "$rel/launch_flood" --sim-dir "$sim" \
-    --lib "$rel/libgpuprof.so" --gpuprof "$rel/gpuprof" "$@"
+    --lib "$rel/libgpuprof.so" --baseline "$rel/libgpuprof_baseline_tool.so" \
+    --gpuprof "$rel/gpuprof" "$@"
 rm -rf "$sim"

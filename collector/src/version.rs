@@ -3,11 +3,11 @@
 /// The protocol version as a literal, checked against the wire crate at compile time.
 macro_rules! protocol_version {
     () => {
-        "4"
+        "5"
     };
 }
 const _: () = assert!(
-    wire::PROTOCOL_VERSION == 4,
+    wire::PROTOCOL_VERSION == 5,
     "update protocol_version!() in collector/src/version.rs"
 );
 

@@ -12,7 +12,9 @@
 //!
 //! **Collection.** A kernel key is (name, grid, block); [`policy::Policy`] says which
 //! launches of a key are measured and rotates successive measured launches through
-//! the groups. At API enter of a measured launch (application thread): `SetConfig`
+//! the groups. Asking it takes a lock and hashes the name, so each thread remembers
+//! the keys it has found the policy finished with ([`finished`]), and their launches
+//! (every launch after a kernel's first 64, by default) return at once. At API enter of a measured launch (application thread): `SetConfig`
 //! (auto range: one range per kernel; user replay: this process begins and ends the
 //! pass, so no kernel is ever replayed; one range per pass) and `Start`; at API exit:
 //! `Stop`. Decoding (`DecodeData`, which waits for the pass's kernel to finish on the
@@ -70,10 +72,12 @@ use crate::log::{debug, warn};
 use crate::options::{CounterMode, Options, Replay as ReplayOption};
 
 pub mod capture;
+pub mod finished;
 pub mod policy;
 pub mod range_filter;
 pub mod sampling;
 
+use finished::Finished;
 use policy::Policy;
 
 /// What the options asked for.
@@ -158,6 +162,8 @@ static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 thread_local! {
     /// The measurement this thread started at launch enter.
     static PENDING: RefCell<Option<Started>> = const { RefCell::new(None) };
+    /// Launch keys this thread found the policy finished with.
+    static FINISHED: RefCell<Finished> = const { RefCell::new(Finished::new()) };
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -305,6 +311,8 @@ fn make_plan(c: &'static Cupti, device_id: u32) -> Result<Plan, String> {
 
 /// What the policy and the capture check need of a kernel launch.
 struct Launch {
+    /// The `CUfunction`, as an address.
+    function: usize,
     grid: [u32; 3],
     block: [u32; 3],
     stream: CUstream,
@@ -312,7 +320,7 @@ struct Launch {
     per_thread: bool,
 }
 
-/// Grid, block and stream of a kernel launch from its `cu*_params`; `None` for other
+/// Function, grid, block and stream of a kernel launch from its `cu*_params`; `None` for other
 /// calls (graph launches).
 ///
 /// # Safety
@@ -324,6 +332,7 @@ unsafe fn launch_of(cbid: u32, params: *const c_void) -> Option<Launch> {
             // contract); it is valid during the callback.
             let p = unsafe { &*(params as *const $t) };
             Some(Launch {
+                function: p.f as usize,
                 grid: [p.gridDimX, p.gridDimY, p.gridDimZ],
                 block: [p.blockDimX, p.blockDimY, p.blockDimZ],
                 stream: p.hStream,
@@ -358,6 +367,7 @@ unsafe fn launch_of(cbid: u32, params: *const c_void) -> Option<Launch> {
             // SAFETY: the application's launch config, valid during the call.
             let cfg = unsafe { &*p.config };
             Some(Launch {
+                function: p.f as usize,
                 grid: [cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ],
                 block: [cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ],
                 stream: cfg.hStream,
@@ -377,6 +387,16 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData) {
     let Some(launch) = (unsafe { launch_of(cbid, d.functionParams) }) else {
         return;
     };
+    let key = finished::Key {
+        function: launch.function,
+        context: d.contextUid,
+        grid: launch.grid,
+        block: launch.block,
+    };
+    // Most launches end here: no lock, no name, no context lookup.
+    if FINISHED.with(|f| f.borrow().contains(&key)) {
+        return;
+    }
     if !range_filter::admits() {
         return;
     }
@@ -396,10 +416,18 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData) {
     }
     // SAFETY: CUPTI's symbol name is a NUL-terminated string valid during the callback.
     let name = unsafe { CStr::from_ptr(d.symbolName) }.to_string_lossy();
-    let group = lock(&POLICY)
-        .as_mut()
-        .and_then(|p| p.decide(&name, launch.grid, launch.block, ctx.plan.groups.len()));
+    let (group, finished) = match lock(&POLICY).as_mut() {
+        Some(p) => {
+            let group = p.decide(&name, launch.grid, launch.block, ctx.plan.groups.len());
+            let finished = group.is_none() && p.finished(&name, launch.grid, launch.block);
+            (group, finished)
+        }
+        None => (None, false),
+    };
     let Some(group) = group else {
+        if finished {
+            FINISHED.with(|f| f.borrow_mut().insert(key));
+        }
         ctx.busy.store(false, Ordering::Release);
         return;
     };

@@ -113,6 +113,8 @@ fn on_exit() {
             })
             .is_ok()
         {
+            // It sleeps until its next tick unless woken.
+            crate::handoff::wake_writer_now();
             let left = (started + a.timeout).saturating_duration_since(Instant::now());
             if done_rx.recv_timeout(left).is_err() {
                 warn!(

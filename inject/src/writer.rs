@@ -1,8 +1,9 @@
 //! The writer thread ("gpuprof-writer"): drains the channel, batches records, encodes
-//! them (`wire::encode_batch`) and appends frames to the ring, never waiting for the
-//! collector while the program runs. A refused frame's records are counted as dropped
-//! (`DropSource::Ring`, and in the ring header); `String` and `Process` records are
-//! kept and sent again ahead of the next frame, so every name that arrives resolves.
+//! them (`wire::encode_batch_into`, into one buffer it keeps) and appends frames to
+//! the ring, never waiting for the collector while the program runs. A refused
+//! frame's records are counted as dropped (`DropSource::Ring`, and in the ring
+//! header); `String` and `Process` records are kept and sent again ahead of the next
+//! frame, so every name that arrives resolves.
 //! `Dropped` records carry the new losses of each source since the last delivered
 //! one; `End` carries the records produced (see `handoff`), so that for a complete
 //! stream: End.records = records received (but Dropped and End) + sum of Dropped.
@@ -12,12 +13,12 @@ use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{select, Receiver, Sender};
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use cupti_sys::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_NONE;
 use wire::ring::{RingWriter, WriteError};
 use wire::{DropSource, Dropped, End, ProcessInfo, Record};
 
-use crate::handoff::CHANNEL_DROPPED;
+use crate::handoff::{self, CHANNEL_DROPPED};
 use crate::log::{debug, warn};
 use crate::state;
 use crate::tracer;
@@ -58,6 +59,9 @@ struct Writer {
     abandoned: bool,
     /// Records lost since the ring file was truncated by another process.
     lost_to_truncation: Option<u64>,
+    /// The frame being encoded: one buffer for the life of the writer, grown to the
+    /// largest frame so far, so encoding allocates nothing per frame.
+    encoded: Vec<u8>,
 }
 
 /// Starts the writer with `process` as the ring's first record.
@@ -80,6 +84,7 @@ pub fn spawn(
         in_header: [0; 3],
         abandoned: false,
         lost_to_truncation: None,
+        encoded: Vec::with_capacity(max_frame),
     };
     std::thread::Builder::new()
         .name("gpuprof-writer".into())
@@ -115,17 +120,14 @@ impl Writer {
         let mut next_tick = Instant::now() + TICK;
         let mut next_flush = Instant::now() + FLUSH_EVERY;
         loop {
-            let wait = next_tick.saturating_duration_since(Instant::now());
-            select! {
-                recv(self.rx) -> r => if let Ok(r) = r { batch.push(r) },
-                recv(ctl) -> f => {
-                    if let Ok(f) = f {
-                        self.finish(batch, f.deadline);
-                        let _ = f.done.send(());
-                    }
+            match ctl.try_recv() {
+                Ok(f) => {
+                    self.finish(batch, f.deadline);
+                    let _ = f.done.send(());
                     return;
                 }
-                default(wait) => {}
+                Err(TryRecvError::Disconnected) => return,
+                Err(TryRecvError::Empty) => {}
             }
             while batch.len() < BATCH {
                 match self.rx.try_recv() {
@@ -159,6 +161,12 @@ impl Writer {
                     }
                 }
                 next_flush = now + FLUSH_EVERY;
+            }
+            if batch.len() < BATCH {
+                // Until the next tick, or until senders have a frame's worth waiting
+                // (`handoff`: the senders never take a lock to wake us).
+                let wait = next_tick.saturating_duration_since(Instant::now());
+                handoff::writer_sleep(&self.rx, wait);
             }
         }
     }
@@ -306,16 +314,13 @@ impl Writer {
                 self.refused(recs, false);
                 continue;
             }
-            let bytes = match wire::encode_batch(&recs) {
-                Ok(b) => b,
-                Err(e) => {
-                    debug!("cannot encode {} records: {e}", recs.len());
-                    self.refused(recs, true);
-                    ok = false;
-                    continue;
-                }
-            };
-            if bytes.len() > self.max_frame && recs.len() > 1 {
+            if let Err(e) = wire::encode_batch_into(&mut self.encoded, &recs) {
+                debug!("cannot encode {} records: {e}", recs.len());
+                self.refused(recs, true);
+                ok = false;
+                continue;
+            }
+            if self.encoded.len() > self.max_frame && recs.len() > 1 {
                 let mut first = recs;
                 let second = first.split_off(first.len() / 2);
                 stack.push(second);
@@ -326,7 +331,7 @@ impl Writer {
                 self.on_truncated(recs.iter().filter(|r| !accounting(r)).count() as u64);
                 continue;
             }
-            match self.try_write(&bytes, wait) {
+            match try_write(&mut self.ring, &self.encoded, wait) {
                 Ok(()) => self.delivered(&recs),
                 Err(WriteError::Lost) => {
                     self.on_truncated(recs.iter().filter(|r| !accounting(r)).count() as u64);
@@ -342,18 +347,6 @@ impl Writer {
             }
         }
         ok
-    }
-
-    fn try_write(&mut self, bytes: &[u8], wait: Option<Instant>) -> Result<(), WriteError> {
-        loop {
-            match self.ring.try_write(bytes) {
-                Err(WriteError::Full { .. }) if wait.is_some_and(|d| Instant::now() < d) => {
-                    // Only at exit, bounded by the deadline: the collector is draining.
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                r => return r,
-            }
-        }
     }
 
     fn delivered(&mut self, recs: &[Record]) {
@@ -382,6 +375,19 @@ impl Writer {
             self.lost[2] += lost;
             self.in_header[2] += lost;
             self.ring.add_dropped(lost, 1);
+        }
+    }
+}
+
+/// Writes one frame; with `wait`, a full ring is retried until that deadline.
+fn try_write(ring: &mut RingWriter, bytes: &[u8], wait: Option<Instant>) -> Result<(), WriteError> {
+    loop {
+        match ring.try_write(bytes) {
+            Err(WriteError::Full { .. }) if wait.is_some_and(|d| Instant::now() < d) => {
+                // Only at exit, bounded by the deadline: the collector is draining.
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            r => return r,
         }
     }
 }

@@ -1,7 +1,9 @@
 /* A launch flood on the CUDA driver API, for the ring-overflow test and the app-thread
  * overhead benchmark: loads a one-kernel PTX module and launches it N times on one
- * stream, timing the launch loop alone (CLOCK_MONOTONIC), then synchronises.
- * usage: launch_flood N        prints: launches=N loop_ns=T ns_per_launch=T/N */
+ * stream, timing the launch loop alone, in wall time (CLOCK_MONOTONIC) and in the
+ * launching thread's CPU time (CLOCK_THREAD_CPUTIME_ID), then synchronises.
+ * usage: launch_flood N
+ * prints: launches=N loop_ns=T ns_per_launch=T/N cpu_ns=C cpu_ns_per_launch=C/N */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,12 +64,16 @@ int main(int argc, char **argv) {
     CHECK(cuModuleGetFunction(&f, mod, "tiny_elementwise_kernel"));
     unsigned arg = 1;
     void *params[] = {&arg};
-    struct timespec t0, t1;
+    struct timespec t0, t1, c0, c1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (long i = 0; i < n; i++) CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, 0, params, 0));
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
     CHECK(cuCtxSynchronize());
     long long ns = (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
-    printf("launches=%ld loop_ns=%lld ns_per_launch=%.1f\n", n, ns, (double)ns / (double)n);
+    long long cpu = (c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec);
+    printf("launches=%ld loop_ns=%lld ns_per_launch=%.1f cpu_ns=%lld cpu_ns_per_launch=%.1f\n", n,
+           ns, (double)ns / (double)n, cpu, (double)cpu / (double)n);
     return 0;
 }

@@ -9,8 +9,26 @@
 //! - [`env`]: the names of the environment variables one side sets for the other.
 //!
 //! Bump [`PROTOCOL_VERSION`] on every change to the ring layout or the record schema.
-//! Records are MessagePack with field names, so a reader accepts files from older
-//! writers (new fields are `#[serde(default)]`).
+//!
+//! **Encoding.** A frame payload is one MessagePack array of records in rmp-serde's
+//! positional form: each record is a one-entry map from its variant's index in
+//! [`Record`] (a fixint, one byte) to its struct as an array of field values
+//! in declaration order, with no field names (unit enums inside records, such as
+//! [`DropSource`], keep their names: they are rare). A `Kernel` record is 1 + 1 + 1
+//! bytes of framing plus its values.
+//!
+//! Positional records carry no names, so a reader can no longer tell an older or newer
+//! writer's fields apart: a field added, removed or reordered changes what every later
+//! position means. What guards that is the version check, not the encoding: the ring
+//! header holds [`PROTOCOL_VERSION`] and a reader opens only a ring of its own version
+//! (`ring::RingError::Protocol`); the collector decodes every frame into the
+//! session's own tables, so no positional record outlives the ring. Within that, the rules still give errors rather than wrong values: a
+//! struct with more values than the reader has fields, or fewer without a
+//! `#[serde(default)]` for the missing ones, is an error; an unknown variant index is
+//! an error. Variants and fields are therefore only ever appended, never reordered.
+//! Records written with field names (protocol 4 and older) still decode: rmp-serde
+//! reads a struct from a map as well as from an array, and a variant from its name as
+//! well as its index.
 
 pub mod env;
 pub mod record;
@@ -23,11 +41,24 @@ pub mod testing;
 pub use record::*;
 
 /// Version of the record schema and ring layout.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
-/// Encodes a batch of records as one MessagePack frame payload.
+/// Encodes a batch of records as one frame payload (see the module documentation).
 pub fn encode_batch(records: &[Record]) -> Result<Vec<u8>, rmp_serde::encode::Error> {
-    rmp_serde::to_vec_named(records)
+    let mut out = Vec::new();
+    encode_batch_into(&mut out, records)?;
+    Ok(out)
+}
+
+/// Encodes a batch of records as one frame payload into `out`, which is cleared
+/// first. Its capacity is kept: a writer that reuses one buffer allocates only when a
+/// frame is larger than any before it.
+pub fn encode_batch_into(
+    out: &mut Vec<u8>,
+    records: &[Record],
+) -> Result<(), rmp_serde::encode::Error> {
+    out.clear();
+    serde::Serialize::serialize(&Batch(records), &mut rmp_serde::Serializer::new(out))
 }
 
 /// Decodes one frame payload. Bytes after the batch are an error: a frame is exactly
@@ -43,4 +74,55 @@ pub fn decode_batch(bytes: &[u8]) -> Result<Vec<Record>, rmp_serde::decode::Erro
         )));
     }
     Ok(records)
+}
+
+/// A batch as it goes on the wire: an array of [`Indexed`] records.
+struct Batch<'a>(&'a [Record]);
+
+impl serde::Serialize for Batch<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for r in self.0 {
+            seq.serialize_element(&Indexed(r))?;
+        }
+        seq.end()
+    }
+}
+
+/// A record tagged by its variant's index instead of its name: `{index: fields}`.
+/// rmp-serde always writes a variant's name; its reader, like serde's derived
+/// `Deserialize`, takes the index as well (`decode_batch` needs nothing else).
+struct Indexed<'a>(&'a Record);
+
+impl serde::Serialize for Indexed<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(1))?;
+        // The index serde's derive gives each variant: its position in `Record`. The
+        // round-trip test of every variant holds this list to the enum.
+        match self.0 {
+            Record::Process(r) => map.serialize_entry(&0u8, r)?,
+            Record::Device(r) => map.serialize_entry(&1u8, r)?,
+            Record::Context(r) => map.serialize_entry(&2u8, r)?,
+            Record::String(r) => map.serialize_entry(&3u8, r)?,
+            Record::Kernel(r) => map.serialize_entry(&4u8, r)?,
+            Record::Memcpy(r) => map.serialize_entry(&5u8, r)?,
+            Record::Memset(r) => map.serialize_entry(&6u8, r)?,
+            Record::Marker(r) => map.serialize_entry(&7u8, r)?,
+            Record::Launch(r) => map.serialize_entry(&8u8, r)?,
+            Record::Overhead(r) => map.serialize_entry(&9u8, r)?,
+            Record::KernelCounters(r) => map.serialize_entry(&10u8, r)?,
+            Record::CounterSample(r) => map.serialize_entry(&11u8, r)?,
+            Record::CounterPlan(r) => map.serialize_entry(&12u8, r)?,
+            Record::CounterStatus(r) => map.serialize_entry(&13u8, r)?,
+            Record::Gemm(r) => map.serialize_entry(&14u8, r)?,
+            Record::GraphNode(r) => map.serialize_entry(&15u8, r)?,
+            Record::GraphNodeCloned(r) => map.serialize_entry(&16u8, r)?,
+            Record::GemmStatus(r) => map.serialize_entry(&17u8, r)?,
+            Record::Dropped(r) => map.serialize_entry(&18u8, r)?,
+            Record::End(r) => map.serialize_entry(&19u8, r)?,
+        }
+        map.end()
+    }
 }

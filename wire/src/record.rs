@@ -7,8 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// One fact. The enum is externally tagged by variant name; unknown variants from a
-/// newer writer are an error the reader reports with the file offset.
+/// One fact. On the wire each record is tagged by its variant's index in this enum
+/// (`crate::encode_batch`), so variants are only ever added at the end; an unknown
+/// index from a newer writer is an error the reader reports with the file offset.
+/// Fields, likewise, are only ever added at the end of their struct.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Record {
     /// First record of every process.

@@ -1,5 +1,5 @@
-//! Frame payloads: MessagePack batches with field names, so a reader accepts what an
-//! older or newer writer sends as long as fields are only added.
+//! Frame payloads: MessagePack batches in positional form (variant index, field
+//! values in order, no names); what a reader does with records of another schema.
 
 mod common;
 
@@ -10,13 +10,112 @@ use gpuprof_wire::*;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
+/// Every variant: `all_records` and one of each kind it leaves out.
+fn every_variant() -> Vec<Record> {
+    let mut all = all_records();
+    all.extend([
+        Record::KernelCounters(KernelCounters {
+            correlation_id: 99_999,
+            group: 2,
+            metrics: vec![
+                MetricValue {
+                    name: 8,
+                    value: 4.5e9,
+                },
+                MetricValue {
+                    name: 9,
+                    value: -0.25,
+                },
+            ],
+        }),
+        Record::CounterSample(CounterSample {
+            device_id: 3,
+            start_ns: 80,
+            end_ns: 90,
+            metrics: vec![MetricValue {
+                name: 10,
+                value: f64::MAX,
+            }],
+        }),
+        Record::CounterPlan(CounterPlan {
+            device_id: 3,
+            chip: "GH100".into(),
+            mode: "kernel".into(),
+            groups: vec![vec![8, 9], vec![10]],
+            policy: "the first 64 launches of each kernel".into(),
+        }),
+        Record::CounterStatus(CounterStatus {
+            message: "counters off".into(),
+        }),
+        Record::Gemm(Gemm {
+            correlation_id: 99_999,
+            call: 3,
+            launch_index: 1,
+            api: 11,
+            m: 4096,
+            n: 1 << 33,
+            k: 7,
+            batch: 8,
+            trans_a: 1,
+            trans_b: 2,
+            a_type: 14,
+            b_type: 15,
+            c_type: 0,
+            d_type: 2,
+            compute_type: 68,
+        }),
+        Record::GraphNode(GraphNode {
+            node_id: 1 << 40,
+            correlation_id: 5,
+        }),
+        Record::GraphNodeCloned(GraphNodeCloned {
+            node_id: 1 << 41,
+            original_node_id: 1 << 40,
+        }),
+        Record::GemmStatus(GemmStatus {
+            message: "gemm off".into(),
+        }),
+    ]);
+    all
+}
+
+/// The variant's position in `Record`: what the wire carries as its tag.
+fn index_of(r: &Record) -> u8 {
+    match r {
+        Record::Process(_) => 0,
+        Record::Device(_) => 1,
+        Record::Context(_) => 2,
+        Record::String(_) => 3,
+        Record::Kernel(_) => 4,
+        Record::Memcpy(_) => 5,
+        Record::Memset(_) => 6,
+        Record::Marker(_) => 7,
+        Record::Launch(_) => 8,
+        Record::Overhead(_) => 9,
+        Record::KernelCounters(_) => 10,
+        Record::CounterSample(_) => 11,
+        Record::CounterPlan(_) => 12,
+        Record::CounterStatus(_) => 13,
+        Record::Gemm(_) => 14,
+        Record::GraphNode(_) => 15,
+        Record::GraphNodeCloned(_) => 16,
+        Record::GemmStatus(_) => 17,
+        Record::Dropped(_) => 18,
+        Record::End(_) => 19,
+    }
+}
+
 #[test]
 fn every_variant_round_trips() {
-    for record in all_records() {
-        let bytes = encode_batch(std::slice::from_ref(&record)).unwrap();
-        assert_eq!(decode_batch(&bytes).unwrap(), vec![record]);
+    let all = every_variant();
+    let mut indices: Vec<u8> = all.iter().map(index_of).collect();
+    indices.sort();
+    indices.dedup();
+    assert_eq!(indices, (0..20).collect::<Vec<u8>>(), "one of each variant");
+    for record in &all {
+        let bytes = encode_batch(std::slice::from_ref(record)).unwrap();
+        assert_eq!(decode_batch(&bytes).unwrap(), vec![record.clone()]);
     }
-    let all = all_records();
     assert_eq!(decode_batch(&encode_batch(&all).unwrap()).unwrap(), all);
     assert_eq!(
         encode_batch(&[]).unwrap(),
@@ -24,6 +123,25 @@ fn every_variant_round_trips() {
         "an empty batch is an empty array"
     );
     assert_eq!(decode_batch(&[0x90]).unwrap(), vec![]);
+}
+
+#[test]
+fn encoding_into_a_buffer_clears_it_and_keeps_its_capacity() {
+    let all = every_variant();
+    let mut buf = vec![0xaa; 10];
+    encode_batch_into(&mut buf, &all).unwrap();
+    assert_eq!(buf, encode_batch(&all).unwrap());
+    let capacity = buf.capacity();
+    let ptr = buf.as_ptr();
+    encode_batch_into(&mut buf, &all[..1]).unwrap();
+    assert_eq!(buf, encode_batch(&all[..1]).unwrap());
+    encode_batch_into(&mut buf, &all).unwrap();
+    assert_eq!(buf, encode_batch(&all).unwrap());
+    assert_eq!(
+        (buf.capacity(), buf.as_ptr()),
+        (capacity, ptr),
+        "no new allocation for frames no larger than before"
+    );
 }
 
 /// MessagePack, decoded without a schema.
@@ -94,92 +212,108 @@ fn s(v: &str) -> Value {
     Value::Str(v.into())
 }
 
-fn keys(v: &Value) -> Vec<String> {
-    match v {
-        Value::Map(m) => m
-            .iter()
-            .map(|(k, _)| match k {
-                Value::Str(k) => k.clone(),
-                k => panic!("key {k:?} is not a name"),
-            })
-            .collect(),
-        v => panic!("{v:?} is not a map"),
-    }
+fn int(v: i128) -> Value {
+    Value::Int(v)
 }
 
 #[test]
-fn the_encoding_is_messagepack_with_names() {
-    let all = all_records();
+fn the_encoding_is_positional_messagepack() {
+    let all = every_variant();
     let bytes = encode_batch(&all).unwrap();
     let Value::Array(items) = rmp_serde::from_slice::<Value>(&bytes).unwrap() else {
         panic!("not an array")
     };
-    let variants = [
-        "Process", "Device", "Context", "String", "Kernel", "Memcpy", "Memset", "Marker", "Launch",
-        "Overhead", "Dropped", "Dropped", "Dropped", "End",
-    ];
-    assert_eq!(items.len(), variants.len());
-    for (item, variant) in items.iter().zip(variants) {
-        // Externally tagged: { "Variant": { "field": value, ... } }.
-        assert_eq!(keys(item), [variant]);
-        let Value::Map(m) = item else { unreachable!() };
-        assert!(!keys(&m[0].1).is_empty(), "{variant} has named fields");
+    assert_eq!(items.len(), all.len());
+    for (item, record) in items.iter().zip(&all) {
+        // { index: [value, ...] }: the variant's index, its fields in order.
+        let Value::Map(m) = item else {
+            panic!("{item:?} is not a map")
+        };
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].0, int(index_of(record).into()));
+        assert!(matches!(m[0].1, Value::Array(_)), "{record:?}");
     }
     let Value::Map(kernel) = &items[4] else {
         unreachable!()
     };
     assert_eq!(
-        keys(&kernel[0].1),
-        [
-            "device_id",
-            "context_id",
-            "stream_id",
-            "correlation_id",
-            "start_ns",
-            "end_ns",
-            "name",
-            "grid",
-            "block",
-            "registers_per_thread",
-            "static_shared_memory",
-            "dynamic_shared_memory",
-            "graph_id",
-            "graph_node_id",
-        ]
+        kernel[0].1,
+        Value::Array(vec![
+            int(3),
+            int(17),
+            int(7),
+            int(99_999),
+            int((u64::MAX - 1).into()),
+            int(u64::MAX.into()),
+            int(5),
+            Value::Array(vec![int(132), int(1), int(-1)]),
+            Value::Array(vec![int(256), int(2), int(1)]),
+            int(255),
+            int(49_152),
+            int(-1),
+            int(12),
+            int(0xdead_beef_0000_0001),
+        ])
     );
-    let Value::Map(fields) = &kernel[0].1 else {
-        unreachable!()
-    };
-    assert_eq!(
-        fields[7],
-        (
-            s("grid"),
-            Value::Array(vec![Value::Int(132), Value::Int(1), Value::Int(-1)])
-        )
-    );
-    assert_eq!(fields[5], (s("end_ns"), Value::Int(u64::MAX.into())));
-    // Unit enums by name too.
+    // Unit enums inside a record keep their names.
     let Value::Map(dropped) = &items[11] else {
         unreachable!()
     };
-    assert_eq!(
-        dropped[0].1,
-        Value::Map(vec![
-            (s("source"), s("Channel")),
-            (s("records"), Value::Int(2))
-        ])
-    );
-    // The bytes themselves carry the names.
+    assert_eq!(dropped[0].1, Value::Array(vec![s("Channel"), int(2)]));
+    // No names in the bytes, but for the strings the records hold.
     let has = |name: &[u8]| bytes.windows(name.len()).any(|w| w == name);
-    assert!(has(b"\xaecorrelation_id"), "a fixstr of 14 bytes");
-    assert!(has(b"\xa6Kernel"));
-    assert!(!has(b"\xa8Nonsense"));
+    assert!(!has(b"correlation_id"));
+    assert!(!has(b"Kernel"));
+    assert!(has(b"\xa5GH100"));
 }
 
-/// A newer writer's Kernel: every field of this one plus some it added.
+#[test]
+fn the_bytes_of_small_records_are_exact() {
+    // [ {19: [5]} ]
+    assert_eq!(
+        encode_batch(&[Record::End(End { records: 5 })]).unwrap(),
+        [0x91, 0x81, 0x13, 0x91, 0x05]
+    );
+    // [ {15: [2^40 as uint64, 300 as uint16]}, {2: [1, 0]} ]
+    assert_eq!(
+        encode_batch(&[
+            Record::GraphNode(GraphNode {
+                node_id: 1 << 40,
+                correlation_id: 300,
+            }),
+            Record::Context(ContextInfo {
+                context_id: 1,
+                device_id: 0,
+            }),
+        ])
+        .unwrap(),
+        [
+            0x92, 0x81, 0x0f, 0x92, 0xcf, 0, 0, 1, 0, 0, 0, 0, 0, 0xcd, 0x01, 0x2c, 0x81, 0x02,
+            0x92, 0x01, 0x00
+        ]
+    );
+}
+
+#[test]
+fn a_kernel_record_takes_a_quarter_of_its_named_size() {
+    let kernel = &all_records()[4..5];
+    let positional = encode_batch(kernel).unwrap().len();
+    let named = rmp_serde::to_vec_named(kernel).unwrap().len();
+    // Batches of one record: 1 byte of array header each.
+    assert_eq!((positional, named), (58, 229));
+}
+
+/// A record as protocol 4 wrote it: field names, the variant by name.
+#[test]
+fn records_written_with_names_still_decode() {
+    let all = every_variant();
+    let named = rmp_serde::to_vec_named(&all).unwrap();
+    assert_eq!(decode_batch(&named).unwrap(), all);
+}
+
+/// A newer writer's Kernel: every field of this one plus one it added at the end.
 #[derive(Serialize)]
 struct KernelV2 {
-    occupancy: f32,
     device_id: u32,
     context_id: u32,
     stream_id: u32,
@@ -194,23 +328,15 @@ struct KernelV2 {
     dynamic_shared_memory: i32,
     graph_id: u32,
     graph_node_id: u64,
-    launch_attributes: Vec<(String, u64)>,
-    cluster: Option<[u32; 3]>,
-}
-
-#[derive(Serialize)]
-enum RecordV2 {
-    Kernel(KernelV2),
-    End(End),
+    cluster: [u32; 3],
 }
 
 #[test]
-fn a_reader_ignores_fields_a_newer_writer_added() {
+fn a_field_this_reader_does_not_know_is_an_error_not_a_misread() {
     let Record::Kernel(k) = all_records()[4].clone() else {
         unreachable!()
     };
     let newer = KernelV2 {
-        occupancy: 0.75,
         device_id: k.device_id,
         context_id: k.context_id,
         stream_id: k.stream_id,
@@ -225,17 +351,13 @@ fn a_reader_ignores_fields_a_newer_writer_added() {
         dynamic_shared_memory: k.dynamic_shared_memory,
         graph_id: k.graph_id,
         graph_node_id: k.graph_node_id,
-        launch_attributes: vec![("cluster".into(), 2)],
-        cluster: Some([2, 1, 1]),
+        cluster: [2, 1, 1],
     };
-    let bytes = rmp_serde::to_vec_named(&vec![
-        RecordV2::Kernel(newer),
-        RecordV2::End(End { records: 9 }),
-    ])
-    .unwrap();
-    assert_eq!(
-        decode_batch(&bytes).unwrap(),
-        vec![Record::Kernel(k), Record::End(End { records: 9 })]
+    let bytes = rmp_serde::to_vec(&vec![std::collections::BTreeMap::from([(4u8, newer)])]).unwrap();
+    let err = decode_batch(&bytes).unwrap_err();
+    assert!(
+        matches!(err, rmp_serde::decode::Error::LengthMismatch(14)),
+        "{err:?}"
     );
 }
 
@@ -247,26 +369,33 @@ struct EndV2 {
     clean_exit: bool,
 }
 
-#[derive(Debug, PartialEq, Deserialize)]
-enum RecordNext {
-    End(EndV2),
-}
-
 #[test]
 fn a_newer_reader_defaults_fields_this_writer_lacks() {
-    let bytes = encode_batch(&[Record::End(End { records: 5 })]).unwrap();
-    let decoded: Vec<RecordNext> = rmp_serde::from_slice(&bytes).unwrap();
+    let bytes = rmp_serde::to_vec(&End { records: 5 }).unwrap();
+    assert_eq!(bytes, [0x91, 0x05]);
     assert_eq!(
-        decoded,
-        vec![RecordNext::End(EndV2 {
+        rmp_serde::from_slice::<EndV2>(&bytes).unwrap(),
+        EndV2 {
             records: 5,
             clean_exit: false
-        })]
+        }
     );
 }
 
 #[test]
 fn a_missing_field_or_an_unknown_variant_is_an_error() {
+    // End without its one value.
+    assert!(decode_batch(&[0x91, 0x81, 0x13, 0x90]).is_err());
+    // Variant index 20: past the last variant.
+    let err = decode_batch(&[0x91, 0x81, 0x14, 0x91, 0x05]).unwrap_err();
+    assert!(
+        err.to_string().contains("variant index 0 <= i < 20"),
+        "{err}"
+    );
+    // A negative index, a name no variant has, a map of two variants.
+    assert!(decode_batch(&[0x91, 0x81, 0xff, 0x91, 0x05]).is_err());
+    assert!(decode_batch(b"\x91\x81\xa3Endx\x91\x05").is_err());
+    assert!(decode_batch(&[0x91, 0x82, 0x13, 0x91, 0x05, 0x13, 0x91, 0x05]).is_err());
     #[derive(Serialize)]
     enum Old {
         End {},

@@ -96,6 +96,16 @@ impl Policy {
         }
     }
 
+    /// Whether no launch of (`name`, `grid`, `block`) will be measured again, unless
+    /// [`Policy::undo`] takes a measurement back: the key has had its measurements or
+    /// is excluded, or it is one too many to track.
+    pub fn finished(&self, name: &str, grid: [u32; 3], block: [u32; 3]) -> bool {
+        match self.keys.get(&(grid, block)).and_then(|m| m.get(name)) {
+            Some(seen) => seen.excluded || (self.launches != 0 && seen.measured >= self.launches),
+            None => self.nkeys >= MAX_KEYS,
+        }
+    }
+
     /// Launches of (`name`, `grid`, `block`) are not measured again.
     pub fn exclude(&mut self, name: &str, grid: [u32; 3], block: [u32; 3]) {
         if let Some(seen) = self
@@ -154,6 +164,24 @@ mod tests {
         p.undo("k", G, B);
         assert_eq!(p.decide("k", G, B, 3), Some(1));
         assert_eq!(p.decide("k", G, B, 3), None);
+    }
+
+    #[test]
+    fn a_key_is_finished_once_it_had_its_measurements() {
+        let mut p = Policy::new(2, 3);
+        assert!(!p.finished("k", G, B));
+        let got: Vec<_> = (0..4).map(|_| p.decide("k", G, B, 2)).collect();
+        assert_eq!(got, [Some(0), None, None, Some(1)]);
+        assert!(p.finished("k", G, B));
+        p.undo("k", G, B);
+        assert!(!p.finished("k", G, B));
+        assert!(!p.finished("k", [8, 1, 1], B));
+        // No limit: finished only when excluded.
+        let mut all = Policy::new(0, 1);
+        assert_eq!(all.decide("k", G, B, 1), Some(0));
+        assert!(!all.finished("k", G, B));
+        all.exclude("k", G, B);
+        assert!(all.finished("k", G, B));
     }
 
     #[test]
@@ -220,6 +248,7 @@ mod tests {
         }
         assert_eq!(p.decide("one too many", G, B, 1), None);
         assert_eq!(p.decide("0", G, B, 1), None);
+        assert!(p.finished("one too many", G, B));
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! means the same on a slow CI machine and a fast workstation.
 //!
 //!   gpuprof-bench pipeline [--records N]   writer -> ring -> collector -> session file
-//!   gpuprof-bench launch --flood BIN --sim-dir DIR --lib LIBGPUPROF --gpuprof BIN [--launches N]
-//!                                          app-thread cost per kernel launch
+//!   gpuprof-bench launch --flood BIN --sim-dir DIR --lib LIBGPUPROF --baseline TOOL.so
+//!                        --gpuprof BIN [--launches N] [--runs N]
+//!                                          app-thread cost per kernel launch over a
+//!                                          CUPTI tool with the same subscriptions
 
 use anyhow::{bail, Context, Result};
 
@@ -15,7 +17,7 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("pipeline") => pipeline::run(&args[1..]),
         Some("launch") => launch::run(&args[1..]),
-        _ => bail!("usage: gpuprof-bench pipeline [--records N] | launch --flood BIN --sim-dir DIR --lib SO --gpuprof BIN [--launches N]"),
+        _ => bail!("usage: gpuprof-bench pipeline [--records N] | launch --flood BIN --sim-dir DIR --lib SO --baseline SO --gpuprof BIN [--launches N] [--runs N]"),
     }
 }
 
