@@ -39,7 +39,7 @@ struct Recorded {
 }
 
 /// `cudarc-llm` recorded once per test binary with a 16 KiB ring (frames of at most
-/// 4 KiB) and a part sealed after the frame that takes it to 100 records, so that
+/// 4 KiB) and a part sealed after the frame that takes it to 60 records, so that
 /// the session has several parts. Without counters: the reader treats their
 /// records as any other, and a smaller report keeps 1,000 reads and renders (debug
 /// build) to about 20 s.
@@ -49,7 +49,7 @@ fn recorded() -> &'static Recorded {
         let scratch = Scratch::new("session-flips");
         let dir = scratch.join("session");
         let o = record_on_sim("13.4")
-            .args(["--part-rows", "100", "--ring-size", "16K", "-o"])
+            .args(["--part-rows", "60", "--ring-size", "16K", "-o"])
             .arg(&dir)
             .arg("--")
             .arg(artifact("cudarc-llm"))
@@ -240,34 +240,35 @@ fn a_thousand_single_bit_flips_change_no_report_silently() {
 #[test]
 fn the_cli_prints_what_the_library_renders() {
     let r = recorded();
-    let out = gpuprof_command()
-        .args(["report", "--format", "json"])
-        .arg(&r.dir)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
-        report_json(&r.dir).unwrap().0
-    );
-    // And the exit status 3 with the same text for a damaged one (in a copy: the
-    // other test flips the recorded session's files in place).
+    // In a copy: the other test flips the recorded session's files in place.
     let copy = r._scratch.join("cli-copy");
     for f in &r.files {
         let p = copy.join(&f.rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, &f.bytes).unwrap();
     }
+    let report = || {
+        gpuprof_command()
+            .args(["report", "--format", "json"])
+            .arg(&copy)
+            .output()
+            .unwrap()
+    };
+    let out = report();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        report_json(&copy).unwrap().0
+    );
+    // And the exit status 3 with the same text for a damaged one.
     let f = &r.files[r.files.len() / 2];
     let mut b = f.bytes.clone();
     b[0] ^= 1;
     std::fs::write(copy.join(&f.rel), &b).unwrap();
-    let out = gpuprof_command()
-        .args(["report", "--format", "json"])
-        .arg(&copy)
-        .output()
-        .unwrap();
-    let want = report_json(&copy).unwrap().0;
+    let out = report();
     assert_eq!(out.status.code(), Some(3));
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        report_json(&copy).unwrap().0
+    );
 }

@@ -63,10 +63,13 @@ impl Manifest {
         if lines.any(|l| !l.is_empty()) {
             return Err("text after the checksum line".into());
         }
-        let want = u32::from_str_radix(sum, 16)
-            .map_err(|_| format!("checksum {sum:?} is not 8 hex digits"))?;
+        // Exactly as written: 8 lowercase hex digits (a flipped case bit is damage too).
+        if sum.len() != 8 || !sum.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(format!("checksum {sum:?} is not 8 lowercase hex digits"));
+        }
+        let want = u32::from_str_radix(sum, 16).expect("8 hex digits");
         let got = crc32c::crc32c(json.as_bytes());
-        if got != want || sum.len() != 8 {
+        if got != want {
             return Err(format!(
                 "checksum mismatch (stored {sum}, computed {got:08x})"
             ));
