@@ -19,8 +19,6 @@ mod session_dirs;
 mod signals;
 mod version;
 
-use gpuprof_collector::output_file;
-
 /// A per-kernel GPU profiler for NVIDIA GPUs: timing, counters, GEMM shapes,
 /// roofline, MFU and MBU, for unmodified CUDA programs.
 #[derive(Parser)]

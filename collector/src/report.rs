@@ -189,7 +189,7 @@ pub fn trace(args: &TraceArgs) -> Result<ExitCode> {
     warn_damage(&loaded, "trace");
     let trace = analysis::chrome_trace(&loaded.records);
     let events = trace["traceEvents"].as_array().map_or(0, Vec::len);
-    crate::output_file::write_replacing(&output, |w| {
+    gpuprof_collector::output_file::write_replacing(&output, |w| {
         serde_json::to_writer(&mut *w, &trace)?;
         w.write_all(b"\n")
     })

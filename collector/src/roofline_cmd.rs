@@ -39,7 +39,7 @@ impl Args {
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
-    crate::output_file::write_replacing(path, |w| w.write_all(text.as_bytes()))
+    gpuprof_collector::output_file::write_replacing(path, |w| w.write_all(text.as_bytes()))
         .with_context(|| format!("cannot write {}", path.display()))
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use wire::{env, session_dir};
 
-use crate::output_file;
+use gpuprof_collector::output_file;
 
 /// Makes the session's ring directory (`wire::session_dir::make_ring_dir`) and writes
 /// `collector.pid` in it. Ring directories of ended runs (killed before they could

@@ -17,9 +17,11 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use wire::Record;
 
 use super::columns::RowReader;
+use super::layout::{
+    parse_part_dir_name, MANIFEST_FILE, OLD_SESSION_FILE, PARTS_DIR, UNSEALED_PREFIX,
+};
 use super::manifest::{Manifest, MAX_BYTES, VERSION};
 use super::tables::{read_row, TableId, TABLE_IDS};
-use super::{parse_part_dir_name, MANIFEST_FILE, OLD_SESSION_FILE, PARTS_DIR, UNSEALED_PREFIX};
 
 /// The largest part file read (a part holds at most a few hundred thousand rows).
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
@@ -146,7 +148,12 @@ impl Store {
     /// session version than this gpuprof reads.
     pub fn read_part(&self, index: usize) -> anyhow::Result<Part> {
         let (number, path) = &self.parts[index];
-        let rel = |file: &str| format!("{PARTS_DIR}/{}/{file}", super::part_dir_name(*number));
+        let rel = |file: &str| {
+            format!(
+                "{PARTS_DIR}/{}/{file}",
+                super::layout::part_dir_name(*number)
+            )
+        };
         let mut part = Part {
             number: *number,
             ..Part::default()

@@ -31,9 +31,9 @@ use parquet::schema::types::ColumnPath;
 use wire::Record;
 
 use super::columns::RowWriter;
+use super::layout::{part_dir_name, PARTS_DIR, RESERVE_FILE, UNSEALED_PREFIX};
 use super::manifest::{FileEntry, Manifest, FORMAT, VERSION};
 use super::tables::{table_of, write_row, TableId, TABLES, TABLE_IDS};
-use super::{part_dir_name, PARTS_DIR, RESERVE_FILE, UNSEALED_PREFIX};
 use crate::output_file;
 
 /// Bytes kept aside in the session directory for the last part after the file system
@@ -295,7 +295,7 @@ impl StoreWriter {
                 total += bytes.len() as u64;
             }
             let m = manifest.to_bytes();
-            write(tmp.join(super::MANIFEST_FILE), &m, &mut made)?;
+            write(tmp.join(super::layout::MANIFEST_FILE), &m, &mut made)?;
             total += m.len() as u64;
             File::open(&tmp)?.sync_all()?;
             std::fs::rename(&tmp, self.dir.join(PARTS_DIR).join(&name))?;
