@@ -168,11 +168,6 @@ impl StoreWriter {
                 .is_some_and(|t| t.elapsed() >= self.limits.age)
     }
 
-    /// Rows waiting to be sealed.
-    pub fn buffered(&self) -> usize {
-        self.rows
-    }
-
     /// Bytes of the parts sealed so far (files and manifests).
     pub fn bytes_written(&self) -> u64 {
         self.bytes_written
@@ -181,20 +176,6 @@ impl StoreWriter {
     /// Parts sealed so far.
     pub fn parts(&self) -> u64 {
         self.next_part - 1
-    }
-
-    /// Drops what is buffered, as a part that could not be written would be, and
-    /// returns its accounting.
-    pub fn discard(&mut self) -> BTreeMap<u32, (u64, Vec<Record>)> {
-        for t in self.tables.iter_mut().flatten() {
-            t.finish();
-        }
-        self.rows = 0;
-        self.first_row = None;
-        std::mem::take(&mut self.pending)
-            .into_iter()
-            .map(|(pid, p)| (pid, (p.records, p.dropped)))
-            .collect()
     }
 
     /// Removes what [`StoreWriter::create`] made, when no part was sealed.
