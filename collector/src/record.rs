@@ -21,7 +21,7 @@ use wire::ring::process_alive;
 use wire::session_dir;
 
 use crate::drain::{describe, Counts, Drainer, Progress, POLL};
-use crate::report::{finish, load, render_report, warn_damage, Format};
+use crate::report::{analyse, finish, render_report, warn_damage, Format};
 use crate::session_dirs;
 use crate::signals;
 use gpuprof_collector::store::PartLimits;
@@ -223,12 +223,12 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         eprintln!("gpuprof: error: {e:#}");
         return Ok(ExitCode::from(with_completeness(code, &drainer)));
     }
-    match load(&out_dir) {
+    match analyse(&out_dir, |_, _| {}) {
         Ok(loaded) => {
             warn_damage(&loaded, "report");
             print!(
                 "{}",
-                render_report(&loaded.records, &loaded.integrity, Format::Table, None)
+                render_report(&loaded.aggregate, &loaded.integrity, Format::Table, None)
             );
             // The program's exit status stays ours; the damage is stated.
             let _ = finish(&loaded, "report");

@@ -1,7 +1,10 @@
 //! `gpuprof report` and `gpuprof trace`: read a session, analyse, print or write.
 //!
+//! The report reads the session part by part (`gpuprof_collector::session::analyse`),
+//! in memory bounded whatever the session's length.
+//!
 //! A damaged session is never a reason to show nothing: every part and file that
-//! verifies is read (`gpuprof_collector::session::load`), the output states what was
+//! verifies is read, the output states what was
 //! skipped (files, records, bytes), a warning on stderr names each damaged file, and
 //! the command exits with [`EXIT_INCOMPLETE`] after writing its output. A session that
 //! cannot be read at all (not a session, the old format, a newer version) is an error,
@@ -12,13 +15,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use gpuprof_collector::analysis::aggregate::Aggregate;
 use gpuprof_collector::analysis::peaks::{parse_overrides, Overrides};
 use gpuprof_collector::analysis::Integrity;
 use gpuprof_collector::{analysis, render};
-use wire::Record;
 
 pub use gpuprof_collector::render::Format;
-pub use gpuprof_collector::session::{load, Loaded};
+pub use gpuprof_collector::session::{analyse, load, Analysed, Loaded};
 
 /// Exit status of `report`, `trace` and `roofline` when the output was written but the
 /// session is damaged or has a part never sealed: what was written leaves that out.
@@ -85,10 +88,41 @@ impl TraceArgs {
     }
 }
 
+/// What was read of a session, for [`warn_damage`] and [`finish`].
+pub trait ReadState {
+    fn dir(&self) -> &Path;
+    fn parts(&self) -> usize;
+    fn integrity(&self) -> &Integrity;
+}
+
+impl ReadState for Loaded {
+    fn dir(&self) -> &Path {
+        &self.dir
+    }
+    fn parts(&self) -> usize {
+        self.parts
+    }
+    fn integrity(&self) -> &Integrity {
+        &self.integrity
+    }
+}
+
+impl ReadState for Analysed {
+    fn dir(&self) -> &Path {
+        &self.dir
+    }
+    fn parts(&self) -> usize {
+        self.parts
+    }
+    fn integrity(&self) -> &Integrity {
+        &self.integrity
+    }
+}
+
 /// Warns on stderr about each part of the session the output leaves out.
-pub fn warn_damage(loaded: &Loaded, what: &str) {
-    let p = loaded.dir.display();
-    let damaged = &loaded.integrity.damaged;
+pub fn warn_damage(read: &impl ReadState, what: &str) {
+    let p = read.dir().display();
+    let damaged = &read.integrity().damaged;
     for d in damaged.iter().take(WARN_REGIONS) {
         eprintln!(
             "gpuprof: warning: {p}: {} is damaged ({}); its {} records are left out of the {what}",
@@ -101,7 +135,7 @@ pub fn warn_damage(loaded: &Loaded, what: &str) {
             damaged.len() - WARN_REGIONS
         );
     }
-    for u in &loaded.integrity.unsealed {
+    for u in &read.integrity().unsealed {
         eprintln!(
             "gpuprof: warning: {p}: {} was never sealed (the collector stopped while writing it); its records are not in the {what}",
             u.dir
@@ -111,32 +145,33 @@ pub fn warn_damage(loaded: &Loaded, what: &str) {
 
 /// After the output was written: says what it leaves out and gives the exit status,
 /// [`EXIT_INCOMPLETE`] when the session is damaged or a part was never sealed.
-pub fn finish(loaded: &Loaded, what: &str) -> ExitCode {
-    let i = &loaded.integrity;
+pub fn finish(read: &impl ReadState, what: &str) -> ExitCode {
+    let i = read.integrity();
+    let parts = read.parts();
     if !i.damaged.is_empty() {
         eprintln!(
             "gpuprof: error: {}: {} damaged file{} ({} records, {} bytes) skipped; the {what} covers the rest of the {} part{}",
-            loaded.dir.display(),
+            read.dir().display(),
             i.damaged.len(),
             if i.damaged.len() == 1 { "" } else { "s" },
             i.damaged_records(),
             i.damaged_bytes(),
-            loaded.parts,
-            if loaded.parts == 1 { "" } else { "s" }
+            parts,
+            if parts == 1 { "" } else { "s" }
         );
     }
     if !i.unsealed.is_empty() {
         eprintln!(
             "gpuprof: error: {}: {} part{} never sealed; the {what} covers the {} sealed part{}",
-            loaded.dir.display(),
+            read.dir().display(),
             i.unsealed.len(),
             if i.unsealed.len() == 1 {
                 " was"
             } else {
                 "s were"
             },
-            loaded.parts,
-            if loaded.parts == 1 { "" } else { "s" }
+            parts,
+            if parts == 1 { "" } else { "s" }
         );
     }
     if i.file_complete() {
@@ -146,10 +181,10 @@ pub fn finish(loaded: &Loaded, what: &str) -> ExitCode {
     }
 }
 
-/// The report of `records` in `format`, with the peaks of `$GPUPROF_PEAKS` (a bad file
-/// is a warning and the built-in peaks are used).
+/// The report of a session's aggregate in `format`, with the peaks of
+/// `$GPUPROF_PEAKS` (a bad file is a warning and the built-in peaks are used).
 pub fn render_report(
-    records: &[(u32, Record)],
+    aggregate: &Aggregate,
     integrity: &Integrity,
     format: Format,
     top: Option<usize>,
@@ -158,17 +193,17 @@ pub fn render_report(
         eprintln!("gpuprof: warning: {e:#}; using the built-in peaks");
         Overrides::default()
     });
-    render::report(records, integrity, format, top, &peaks)
+    render::report(aggregate, integrity, format, top, &peaks)
 }
 
 pub fn report(args: &ReportArgs) -> Result<ExitCode> {
     // A bad peaks file fails before any output.
     let peaks = load_peaks(args.peaks.as_deref())?;
-    let loaded = load(&args.session)?;
-    warn_damage(&loaded, "report");
+    let analysed = analyse_with_progress(&args.session)?;
+    warn_damage(&analysed, "report");
     let text = render::report(
-        &loaded.records,
-        &loaded.integrity,
+        &analysed.aggregate,
+        &analysed.integrity,
         args.format,
         args.top,
         &peaks,
@@ -177,7 +212,28 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode> {
     out.write_all(text.as_bytes())
         .and_then(|_| out.flush())
         .context("cannot write the report")?;
-    Ok(finish(&loaded, "report"))
+    Ok(finish(&analysed, "report"))
+}
+
+/// [`analyse`]s a session, showing the parts read on stderr when it is a terminal
+/// and the session has more than a few parts.
+pub fn analyse_with_progress(session: &Path) -> Result<Analysed> {
+    use std::io::IsTerminal;
+    let tty = std::io::stderr().is_terminal();
+    let mut shown = false;
+    let analysed = analyse(session, |done, all| {
+        if tty && all > 8 {
+            eprint!(
+                "\rgpuprof: reading {}: part {done} of {all}",
+                session.display()
+            );
+            shown = true;
+        }
+    })?;
+    if shown {
+        eprintln!();
+    }
+    Ok(analysed)
 }
 
 pub fn trace(args: &TraceArgs) -> Result<ExitCode> {

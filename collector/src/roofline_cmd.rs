@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use gpuprof_collector::analysis::efficiency::efficiency;
+use gpuprof_collector::analysis::efficiency::efficiency_of;
 use gpuprof_collector::roofline_points::{charts, points, points_csv, points_json};
 use gpuprof_collector::roofline_svg::{layout, render_svg};
 
@@ -54,13 +54,13 @@ fn numbered(base: &Path, n: usize) -> PathBuf {
 
 pub fn run(args: &Args) -> Result<ExitCode> {
     let peaks = report::load_peaks(args.peaks.as_deref())?;
-    let loaded = report::load(&args.session)?;
+    let loaded = report::analyse_with_progress(&args.session)?;
     report::warn_damage(&loaded, "roofline");
     let svg = match &args.output {
         Some(o) => o.clone(),
         None => loaded.dir.join("roofline.svg"),
     };
-    let e = efficiency(&loaded.records, &peaks);
+    let e = efficiency_of(&loaded.aggregate, &peaks);
     let rows = points(&e);
     let csv = svg.with_extension("csv");
     let json = svg.with_extension("json");

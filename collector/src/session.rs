@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use wire::Record;
 
+use crate::analysis::aggregate::{Aggregate, Aggregator};
 use crate::analysis::integrity::{screen, DamagedFile, Integrity, Unsealed};
+use crate::store::reader::Damage;
 use crate::store::Store;
 
 /// The records of a session and what could not be read.
@@ -38,21 +40,9 @@ pub fn load(session: &Path) -> Result<Loaded> {
         records.extend(part.records);
         integrity
             .damaged
-            .extend(part.damaged.into_iter().map(|d| DamagedFile {
-                file: d.file,
-                bytes: d.bytes,
-                records: d.records,
-                reason: d.reason,
-            }));
+            .extend(part.damaged.into_iter().map(damaged_file));
     }
-    integrity.unsealed = store
-        .unsealed
-        .iter()
-        .map(|(dir, bytes)| Unsealed {
-            dir: dir.clone(),
-            bytes: *bytes,
-        })
-        .collect();
+    integrity.unsealed = unsealed(&store);
     let (records, impossible) = screen(records);
     integrity.impossible = impossible;
     Ok(Loaded {
@@ -61,4 +51,65 @@ pub fn load(session: &Path) -> Result<Loaded> {
         parts: store.parts.len(),
         integrity,
     })
+}
+
+/// A session analysed part by part, and what could not be read.
+#[derive(Debug)]
+pub struct Analysed {
+    /// The session directory.
+    pub dir: PathBuf,
+    pub aggregate: Aggregate,
+    /// Parts read.
+    pub parts: usize,
+    /// Damaged files, unsealed parts, and the impossible records left out.
+    pub integrity: Integrity,
+}
+
+/// Reads every part and file that verifies, one part at a time, folding each into the
+/// analyses' aggregate ([`crate::analysis::aggregate`]): memory stays bounded whatever
+/// the session's length. `progress` is called after each part with (parts read,
+/// parts). Errors only when nothing can be read (no session, a session of the old
+/// format, a part of a newer version).
+pub fn analyse(session: &Path, mut progress: impl FnMut(usize, usize)) -> Result<Analysed> {
+    let store = Store::open(session)?;
+    let mut aggregator = Aggregator::default();
+    let mut integrity = Integrity::default();
+    let n = store.parts.len();
+    for i in 0..n {
+        let part = store.read_part(i)?;
+        integrity
+            .damaged
+            .extend(part.damaged.into_iter().map(damaged_file));
+        aggregator.add_part(part.records);
+        progress(i + 1, n);
+    }
+    integrity.unsealed = unsealed(&store);
+    let aggregate = aggregator.finish();
+    integrity.impossible = aggregate.impossible_records();
+    Ok(Analysed {
+        dir: store.dir.clone(),
+        aggregate,
+        parts: n,
+        integrity,
+    })
+}
+
+fn damaged_file(d: Damage) -> DamagedFile {
+    DamagedFile {
+        file: d.file,
+        bytes: d.bytes,
+        records: d.records,
+        reason: d.reason,
+    }
+}
+
+fn unsealed(store: &Store) -> Vec<Unsealed> {
+    store
+        .unsealed
+        .iter()
+        .map(|(dir, bytes)| Unsealed {
+            dir: dir.clone(),
+            bytes: *bytes,
+        })
+        .collect()
 }

@@ -10,12 +10,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use gpuprof_collector::analysis::chrome_trace;
+use gpuprof_collector::analysis::efficiency::efficiency_of;
 use gpuprof_collector::analysis::peaks::Overrides;
-use gpuprof_collector::analysis::{chrome_trace, efficiency};
 use gpuprof_collector::render::{self, Format};
 use gpuprof_collector::roofline_points::{charts, points, points_csv};
 use gpuprof_collector::roofline_svg::render_svg;
-use gpuprof_collector::session::load;
+use gpuprof_collector::session::{analyse, load};
 use gpuprof_collector::store::write_parts;
 use gpuprof_tests::gpuprof_command;
 use wire::ring::{RingError, RingReader, RingWriter, HEADER_SIZE, WRAP};
@@ -371,7 +372,7 @@ fn session_facts(path: &Path) -> BTreeMap<String, String> {
         .unwrap();
     let code = out.status.code().expect("an exit status");
     facts.insert("report".to_string(), code.to_string());
-    let loaded = match load(path) {
+    let loaded = match analyse(path, |_, _| {}) {
         Ok(l) => l,
         Err(e) => {
             let e = format!("{e:#}");
@@ -400,13 +401,14 @@ fn session_facts(path: &Path) -> BTreeMap<String, String> {
     let i = &loaded.integrity;
     let peaks = Overrides::default();
     // Everything the commands compute and write, from what was read.
-    let json = render::report(&loaded.records, i, Format::Json, None, &peaks);
+    let json = render::report(&loaded.aggregate, i, Format::Json, None, &peaks);
     assert_eq!(String::from_utf8_lossy(&out.stdout), json);
     for format in [Format::Table, Format::Csv] {
-        render::report(&loaded.records, i, format, None, &peaks);
+        render::report(&loaded.aggregate, i, format, None, &peaks);
     }
-    serde_json::to_string(&chrome_trace(&loaded.records)).unwrap();
-    let e = efficiency(&loaded.records, &peaks);
+    let records = load(path).expect("a session that analyses loads").records;
+    serde_json::to_string(&chrome_trace(&records)).unwrap();
+    let e = efficiency_of(&loaded.aggregate, &peaks);
     points_csv(&points(&e));
     for (_, chart) in charts(&e) {
         render_svg(&chart);

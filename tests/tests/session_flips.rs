@@ -1,5 +1,5 @@
 //! Single-bit flips of a session recorded on the simulated stack, read by the code
-//! `gpuprof report --format json` runs (`gpuprof_collector::session::load` and
+//! `gpuprof report --format json` runs (`gpuprof_collector::session::analyse` and
 //! `render::report`, in process; the CLI's output is checked to be that very text).
 //!
 //! The guarantee (docs/ARCHITECTURE.md, "Session integrity"): no flip changes a report
@@ -11,10 +11,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use gpuprof_collector::analysis::aggregate::aggregate;
 use gpuprof_collector::analysis::peaks::Overrides;
-use gpuprof_collector::analysis::{screen, DamagedFile, Integrity};
+use gpuprof_collector::analysis::{DamagedFile, Integrity};
 use gpuprof_collector::render::{self, Format};
-use gpuprof_collector::session::load;
+use gpuprof_collector::session::analyse;
 use gpuprof_collector::store::tables::table_of;
 use gpuprof_collector::store::Store;
 use gpuprof_tests::{artifact, gpuprof_command, record_on_sim, Scratch};
@@ -104,9 +105,9 @@ fn recorded() -> &'static Recorded {
 /// What `gpuprof report --format json` prints for the session at `dir`, or the error
 /// it exits 2 with.
 fn report_json(dir: &Path) -> Result<(String, Integrity), String> {
-    let loaded = load(dir).map_err(|e| format!("{e:#}"))?;
+    let loaded = analyse(dir, |_, _| {}).map_err(|e| format!("{e:#}"))?;
     let text = render::report(
-        &loaded.records,
+        &loaded.aggregate,
         &loaded.integrity,
         Format::Json,
         None,
@@ -124,19 +125,13 @@ fn expected_json(r: &Recorded, lost: &[usize], damage: Vec<DamagedFile>) -> Stri
         .filter(|(i, _)| lost.binary_search(i).is_err())
         .map(|(_, x)| x.clone())
         .collect();
-    let (records, impossible) = screen(records);
+    let a = aggregate(&records);
     let integrity = Integrity {
         damaged: damage,
         unsealed: Vec::new(),
-        impossible,
+        impossible: a.impossible_records(),
     };
-    render::report(
-        &records,
-        &integrity,
-        Format::Json,
-        None,
-        &Overrides::default(),
-    )
+    render::report(&a, &integrity, Format::Json, None, &Overrides::default())
 }
 
 /// A deterministic generator (SplitMix64).

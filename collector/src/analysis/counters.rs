@@ -12,13 +12,15 @@
 //! Metric names are interned per process and resolved to text, so the same metric
 //! from different processes (or different pass groups) merges into one entry.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 use wire::Record;
 
-use super::names::{demangle, lookup, strings};
-use super::sampled::{attribute, KernelSpan, SampleIdle, SampledKernel, Window};
+use super::aggregate::{aggregate, Aggregate};
+pub use super::aggregate::{PlanSummary, StatusSummary};
+use super::names::demangle;
+use super::sampled::{SampleIdle, SampledKernel};
 
 /// Everything the report's counter section shows.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
@@ -79,26 +81,6 @@ impl Counters {
             .filter(|k| k.launches_with_counters == 0)
             .count()
     }
-}
-
-/// How one process collects counters on one device.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PlanSummary {
-    pub pid: u32,
-    pub device_id: u32,
-    pub chip: String,
-    /// "kernel" or "sampling".
-    pub mode: String,
-    pub policy: String,
-    /// Metric names, group by group (a name not interned shows as `#id`).
-    pub groups: Vec<Vec<String>>,
-}
-
-/// Why counters are unavailable or stopped in a process.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct StatusSummary {
-    pub pid: u32,
-    pub message: String,
 }
 
 /// One metric merged over the launches that measured it.
@@ -175,157 +157,79 @@ impl Acc {
     }
 }
 
-fn metric_name(strings: &HashMap<(u32, u32), &str>, pid: u32, id: u32) -> String {
-    match lookup(strings, pid, id) {
-        Some(s) => s.to_string(),
-        None => format!("#{id}"),
-    }
+/// Builds the counter summary of `records`, read as one part.
+pub fn counters(records: &[(u32, Record)]) -> Counters {
+    counters_of(&aggregate(records))
 }
 
-/// Builds the counter summary. Pure: records in, numbers out.
-pub fn counters(records: &[(u32, Record)]) -> Counters {
-    let strings = strings(records);
-
-    // (pid, correlation id) -> the kernel's (name, grid, block), or None when several
-    // kernels share the correlation id.
-    type KernelKey<'a> = (&'a str, [i32; 3], [i32; 3]);
-    let mut launches: HashMap<(u32, u32), Option<KernelKey>> = HashMap::new();
+/// Builds the counter summary from a session's aggregate.
+pub fn counters_of(a: &Aggregate) -> Counters {
     let mut by_name: BTreeMap<&str, Acc> = BTreeMap::new();
-    let mut by_key: BTreeMap<KernelKey, Acc> = BTreeMap::new();
-    let mut out = Counters::default();
-    let mut spans: Vec<KernelSpan> = Vec::new();
-    let mut windows: Vec<Window> = Vec::new();
-
-    for (pid, record) in records {
-        match record {
-            Record::Kernel(k) => {
-                let name = lookup(&strings, *pid, k.name).unwrap_or("");
-                let key = (name, k.grid, k.block);
-                launches
-                    .entry((*pid, k.correlation_id))
-                    .and_modify(|v| *v = None)
-                    .or_insert(Some(key));
-                by_name.entry(name).or_default().launches += 1;
-                by_key.entry(key).or_default().launches += 1;
-                spans.push(KernelSpan {
-                    pid: *pid,
-                    device_id: k.device_id,
-                    start_ns: k.start_ns,
-                    end_ns: k.end_ns,
-                    mangled: name,
-                });
+    let mut by_key: BTreeMap<(&str, [i32; 3], [i32; 3]), Acc> = BTreeMap::new();
+    for c in &a.classes.list {
+        let name = c.mangled.as_str();
+        for acc in [
+            by_name.entry(name).or_default(),
+            by_key.entry((name, c.key.grid, c.key.block)).or_default(),
+        ] {
+            acc.launches += c.tally.calls;
+            acc.with_counters += c.with_counters;
+            for (m, (n, sum)) in &c.metrics {
+                let e = acc.metrics.entry(m.clone()).or_default();
+                e.0 += n;
+                e.1 += sum;
             }
-            Record::CounterPlan(p) => out.plans.push(PlanSummary {
-                pid: *pid,
-                device_id: p.device_id,
-                chip: p.chip.clone(),
-                mode: p.mode.clone(),
-                policy: p.policy.clone(),
-                groups: p
-                    .groups
-                    .iter()
-                    .map(|g| g.iter().map(|&m| metric_name(&strings, *pid, m)).collect())
-                    .collect(),
-            }),
-            Record::CounterStatus(s) => out.statuses.push(StatusSummary {
-                pid: *pid,
-                message: s.message.clone(),
-            }),
-            _ => {}
         }
     }
-
-    let mut counted: HashSet<(u32, u32)> = HashSet::new();
-    let mut samples: BTreeMap<(u32, u32, String), (u64, f64)> = BTreeMap::new();
-    for (pid, record) in records {
-        match record {
-            Record::KernelCounters(c) => {
-                let Some(Some(key)) = launches.get(&(*pid, c.correlation_id)).copied() else {
-                    out.unattributed += 1;
-                    continue;
-                };
-                let first = counted.insert((*pid, c.correlation_id));
-                for acc in [
-                    by_name
-                        .get_mut(key.0)
-                        .expect("every kernel name has an entry"),
-                    by_key.get_mut(&key).expect("every kernel key has an entry"),
-                ] {
-                    if first {
-                        acc.with_counters += 1;
-                    }
-                    for m in &c.metrics {
-                        let e = acc
-                            .metrics
-                            .entry(metric_name(&strings, *pid, m.name))
-                            .or_default();
-                        e.0 += 1;
-                        e.1 += m.value;
-                    }
-                }
-            }
-            Record::CounterSample(s) => {
-                let mut window = Window {
-                    pid: *pid,
-                    device_id: s.device_id,
-                    start_ns: s.start_ns,
-                    end_ns: s.end_ns,
-                    metrics: Vec::with_capacity(s.metrics.len()),
-                };
-                for m in &s.metrics {
-                    let name = metric_name(&strings, *pid, m.name);
-                    let e = samples
-                        .entry((*pid, s.device_id, name.clone()))
-                        .or_default();
-                    e.0 += 1;
-                    e.1 += m.value;
-                    window.metrics.push((name, m.value));
-                }
-                windows.push(window);
-            }
-            _ => {}
-        }
+    Counters {
+        plans: a.plans.clone(),
+        statuses: a.counter_statuses.clone(),
+        kernels: by_name
+            .iter()
+            .map(|(mangled, acc)| KernelCounterStats {
+                name: if mangled.is_empty() {
+                    "(unnamed)".to_string()
+                } else {
+                    demangle(mangled)
+                },
+                mangled: mangled.to_string(),
+                launches: acc.launches,
+                launches_with_counters: acc.with_counters,
+                metrics: acc.metrics(),
+            })
+            .collect(),
+        configs: by_key
+            .iter()
+            .map(|((mangled, grid, block), acc)| ConfigCounterStats {
+                mangled: mangled.to_string(),
+                grid: *grid,
+                block: *block,
+                launches: acc.launches,
+                launches_with_counters: acc.with_counters,
+                metrics: acc.metrics(),
+            })
+            .collect(),
+        samples: a
+            .samples
+            .iter()
+            .map(|((pid, device_id, metric), &(samples, sum))| SampleStats {
+                pid: *pid,
+                device_id: *device_id,
+                metric: metric.clone(),
+                samples,
+                sum,
+            })
+            .collect(),
+        sampled: a
+            .sampled
+            .as_ref()
+            .map(|s| s.kernels.clone())
+            .unwrap_or_default(),
+        sample_idle: a
+            .sampled
+            .as_ref()
+            .map(|s| s.idle.clone())
+            .unwrap_or_default(),
+        unattributed: a.counters_unattributed,
     }
-
-    out.kernels = by_name
-        .iter()
-        .map(|(mangled, acc)| KernelCounterStats {
-            name: if mangled.is_empty() {
-                "(unnamed)".to_string()
-            } else {
-                demangle(mangled)
-            },
-            mangled: mangled.to_string(),
-            launches: acc.launches,
-            launches_with_counters: acc.with_counters,
-            metrics: acc.metrics(),
-        })
-        .collect();
-    out.configs = by_key
-        .iter()
-        .map(|((mangled, grid, block), acc)| ConfigCounterStats {
-            mangled: mangled.to_string(),
-            grid: *grid,
-            block: *block,
-            launches: acc.launches,
-            launches_with_counters: acc.with_counters,
-            metrics: acc.metrics(),
-        })
-        .collect();
-    out.samples = samples
-        .into_iter()
-        .map(|((pid, device_id, metric), (samples, sum))| SampleStats {
-            pid,
-            device_id,
-            metric,
-            samples,
-            sum,
-        })
-        .collect();
-    if !windows.is_empty() {
-        let a = attribute(&spans, &windows);
-        out.sampled = a.kernels;
-        out.sample_idle = a.idle;
-    }
-    out
 }

@@ -40,18 +40,21 @@
 //! Whatever cannot be computed is `None`, and [`Efficiency::missing`] says what is
 //! missing for which kernel.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
-use wire::{DeviceInfo, Record};
+use wire::Record;
 
+use super::aggregate::{aggregate, Aggregate};
+use super::classes::GemmPart;
 use super::family::{classify, Family};
-use super::gemm::{join, GemmLaunch, GemmShape};
-use super::names::{demangle, dims, lookup, strings};
+use super::flop_metrics::flop_metric;
+use super::gemm::GemmShape;
+use super::names::{demangle, dims};
 use super::peaks::{peaks_for, Overrides, Peaks};
-use super::precision::{Math, Precision};
+use super::precision::Math;
 pub use super::rollup::FlopSource;
-use super::rollup::{rollups, LaunchValues};
+use super::rollup::{rollups, with_mean, ClassValues};
 use super::roofline::{evaluate, Inputs, Point};
 
 pub use super::rollup::Rollup;
@@ -190,65 +193,6 @@ impl Efficiency {
     }
 }
 
-/// Weight (FLOPs per count) and math of a counter that counts FLOPs; `None` for other
-/// metrics. Tensor metrics of a precision not recognised have `Some((1, None))`.
-fn flop_metric(name: &str) -> Option<(f64, Option<Math>)> {
-    if let Some(rest) = name
-        .strip_prefix("sm__ops_path_tensor_")
-        .and_then(|r| r.strip_suffix(".sum"))
-    {
-        let p = if rest.contains("fp64") {
-            Some(Precision::Fp64)
-        } else if rest.contains("tf32") {
-            Some(Precision::Tf32)
-        } else if rest.contains("bf16") {
-            Some(Precision::Bf16)
-        } else if rest.contains("fp8") || rest.contains("fp6") {
-            Some(Precision::Fp8)
-        } else if rest.contains("fp4") {
-            Some(Precision::Fp4)
-        } else if rest.contains("int8") || rest.contains("imma") {
-            Some(Precision::Int8)
-        } else if rest.contains("fp16") {
-            Some(Precision::Fp16)
-        } else {
-            None
-        };
-        return Some((1.0, p.map(Math::tensor)));
-    }
-    let op = name
-        .strip_prefix("smsp__sass_thread_inst_executed_op_")?
-        .strip_suffix("_pred_on.sum")?;
-    let (w, p) = match op {
-        "ffma" => (2.0, Precision::Fp32),
-        "fadd" | "fmul" => (1.0, Precision::Fp32),
-        "ffma2" => (4.0, Precision::Fp32),
-        "fadd2" | "fmul2" => (2.0, Precision::Fp32),
-        "dfma" => (2.0, Precision::Fp64),
-        "dadd" | "dmul" => (1.0, Precision::Fp64),
-        "hfma" => (2.0, Precision::Fp16),
-        "hadd" | "hmul" => (1.0, Precision::Fp16),
-        _ => return None,
-    };
-    Some((w, Some(Math::cuda(p))))
-}
-
-const DRAM_READ: &str = "dram__bytes_read.sum";
-const DRAM_WRITE: &str = "dram__bytes_write.sum";
-
-/// One kernel launch, as the rollups see it.
-struct Launch {
-    /// Index in the session's records.
-    record: usize,
-    row: usize,
-    /// Grid and block.
-    config: Config,
-    ns: u64,
-    gemm: Option<GemmLaunch>,
-    /// DRAM bytes measured on this launch.
-    bytes: Option<f64>,
-}
-
 /// Per-row accumulation.
 #[derive(Default)]
 struct RowAcc {
@@ -278,24 +222,23 @@ struct ConfigAcc {
     metrics: BTreeMap<String, (u64, f64)>,
 }
 
-/// The roofline analysis of a session. `overrides` is the user's peaks file (or
-/// empty).
+/// The roofline analysis of `records`, read as one part. `overrides` is the user's
+/// peaks file (or empty).
 pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficiency {
-    let strings = strings(records);
-    let gemms = join(records);
+    efficiency_of(&aggregate(records), overrides)
+}
+
+/// The roofline analysis of a session's aggregate. `overrides` is the user's peaks
+/// file (or empty).
+pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
     let mut out = Efficiency {
-        gemm_statuses: gemms.statuses.clone(),
-        gemm_unjoined: gemms.unjoined,
+        gemm_statuses: a.gemm_statuses.clone(),
+        gemm_unjoined: a.gemm_unjoined,
         ..Efficiency::default()
     };
 
     // Devices and their GPU models.
-    let mut devices: HashMap<(u32, u32), &DeviceInfo> = HashMap::new();
-    for (pid, r) in records {
-        if let Record::Device(d) = r {
-            devices.entry((*pid, d.id)).or_insert(d);
-        }
-    }
+    let devices = &a.devices;
     let mut gpu_of: HashMap<(u32, u32), usize> = HashMap::new();
     let mut gpu_index = |pid: u32, device: u32, gpus: &mut Vec<GpuPeaks>| -> usize {
         *gpu_of.entry((pid, device)).or_insert_with(|| {
@@ -329,151 +272,80 @@ pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficienc
         })
     };
 
-    // Counters by kernel record: (pid, correlation id) -> the kernel, when unique.
-    let mut by_correlation: HashMap<(u32, u32), Option<usize>> = HashMap::new();
-    for (i, (pid, r)) in records.iter().enumerate() {
-        if let Record::Kernel(k) = r {
-            by_correlation
-                .entry((*pid, k.correlation_id))
-                .and_modify(|v| *v = None)
-                .or_insert(Some(i));
-        }
-    }
-    let mut counters: HashMap<usize, Vec<(String, f64)>> = HashMap::new();
-    for (pid, r) in records {
-        let Record::KernelCounters(c) = r else {
-            continue;
-        };
-        let Some(Some(i)) = by_correlation.get(&(*pid, c.correlation_id)) else {
-            continue;
-        };
-        let list = counters.entry(*i).or_default();
-        for m in &c.metrics {
-            let name = match lookup(&strings, *pid, m.name) {
-                Some(s) => s.to_string(),
-                None => format!("#{}", m.name),
-            };
-            list.push((name, m.value));
-        }
-    }
-
-    // The FLOP counters each process's plan collects (kernel mode).
-    let mut planned: HashMap<u32, BTreeSet<String>> = HashMap::new();
-    for (pid, r) in records {
-        let Record::CounterPlan(plan) = r else {
-            continue;
-        };
-        if plan.mode != "kernel" {
-            continue;
-        }
-        for id in plan.groups.iter().flatten() {
-            if let Some(name) = lookup(&strings, *pid, *id).filter(|n| flop_metric(n).is_some()) {
-                planned.entry(*pid).or_default().insert(name.to_string());
-            }
-        }
-    }
-
-    // Launches and rows.
+    // Classes into rows and (row, configuration)s.
+    let classes = &a.classes.list;
     let mut row_keys: Vec<(&str, usize)> = Vec::new();
     let mut row_of: HashMap<(&str, usize), usize> = HashMap::new();
     let mut accs: Vec<RowAcc> = Vec::new();
     let mut configs: BTreeMap<(usize, Config), ConfigAcc> = BTreeMap::new();
-    let mut launches: Vec<Launch> = Vec::new();
-    for (i, (pid, r)) in records.iter().enumerate() {
-        let Record::Kernel(k) = r else { continue };
-        let gpu = gpu_index(*pid, k.device_id, &mut out.gpus);
-        let mangled = lookup(&strings, *pid, k.name).unwrap_or("");
+    let mut class_row: Vec<usize> = Vec::with_capacity(classes.len());
+    // (launches that measured bytes, their bytes) per bytes group.
+    let mut group_bytes: HashMap<BytesKey, (u64, f64)> = HashMap::new();
+    for c in classes {
+        let gpu = gpu_index(c.key.pid, c.key.device_id, &mut out.gpus);
+        let mangled = c.mangled.as_str();
         let row = *row_of.entry((mangled, gpu)).or_insert_with(|| {
             row_keys.push((mangled, gpu));
             accs.push(RowAcc::default());
             accs.len() - 1
         });
+        class_row.push(row);
         let acc = &mut accs[row];
-        let ns = k.end_ns.saturating_sub(k.start_ns);
-        acc.calls += 1;
-        acc.pids.insert(*pid);
-        acc.ns = acc.ns.saturating_add(ns);
-        let gemm = gemms.launches.get(&i).cloned();
-        if let Some(g) = &gemm {
-            acc.gemm_launches += 1;
+        let calls = c.tally.calls;
+        acc.calls += calls;
+        acc.pids.insert(c.key.pid);
+        acc.ns = acc.ns.saturating_add(c.tally.ns);
+        if let Some(g) = &c.key.gemm {
+            acc.gemm_launches += calls;
+            let flops = g.flops() * calls as f64;
             let e = acc.shape_math.entry(g.shape.math()).or_default();
-            e.0 += g.flops();
-            e.1 += 1;
-            if g.launch_index == 0 {
-                acc.model_flops += g.flops();
+            e.0 += flops;
+            e.1 += calls;
+            if g.first {
+                acc.model_flops += flops;
             } else {
-                acc.gemm_parts += 1;
+                acc.gemm_parts += calls;
             }
         }
-        let config = (k.grid, k.block);
+        let config = (c.key.grid, c.key.block);
         let cacc = configs.entry((row, config)).or_default();
-        cacc.calls += 1;
-        let mut read = None;
-        let mut write = None;
-        if let Some(ms) = counters.get(&i) {
-            let mut seen: HashSet<&str> = HashSet::new();
-            for (name, v) in ms {
-                // A metric twice on one launch (two records) counts once.
-                if !seen.insert(name) {
-                    continue;
-                }
-                match name.as_str() {
-                    DRAM_READ => read = Some(*v),
-                    DRAM_WRITE => write = Some(*v),
-                    _ => {}
-                }
-                if flop_metric(name).is_some() {
-                    let e = cacc.metrics.entry(name.clone()).or_default();
-                    e.0 += 1;
-                    e.1 += v;
-                }
-            }
+        cacc.calls += calls;
+        for (m, (n, sum)) in &c.flop_metrics {
+            let e = cacc.metrics.entry(m.clone()).or_default();
+            e.0 += n;
+            e.1 += sum;
         }
-        let bytes = match (read, write) {
-            (None, None) => None,
-            (r, w) => Some(r.unwrap_or(0.0) + w.unwrap_or(0.0)),
-        };
-        if bytes.is_some() {
-            acc.bytes_launches += 1;
+        acc.bytes_launches += c.tally.bytes_calls;
+        if c.tally.bytes_calls > 0 {
+            let e = group_bytes
+                .entry((row, config, c.key.gemm.as_ref().map(|g| g.shape.clone())))
+                .or_default();
+            e.0 += c.tally.bytes_calls;
+            e.1 += c.tally.bytes;
         }
-        launches.push(Launch {
-            record: i,
-            row,
-            config,
-            ns,
-            gemm,
-            bytes,
-        });
     }
 
     // Bytes per launch: own, else the mean of its (row, configuration, shape) group.
-    let bytes_key = |l: &Launch| (l.row, l.config, l.gemm.as_ref().map(|g| g.shape.clone()));
-    let mut group_bytes: HashMap<BytesKey, (u64, f64)> = HashMap::new();
-    for l in &launches {
-        if let Some(b) = l.bytes {
-            let e = group_bytes.entry(bytes_key(l)).or_default();
-            e.0 += 1;
-            e.1 += b;
-        }
-    }
-    let launch_bytes: Vec<Option<f64>> = launches
+    let group_mean: Vec<Option<f64>> = classes
         .iter()
-        .map(|l| {
-            l.bytes.or_else(|| {
-                group_bytes
-                    .get(&bytes_key(l))
-                    .map(|(n, sum)| sum / *n as f64)
-            })
+        .zip(&class_row)
+        .map(|(c, row)| {
+            let key = (
+                *row,
+                (c.key.grid, c.key.block),
+                c.key.gemm.as_ref().map(|g| g.shape.clone()),
+            );
+            group_bytes.get(&key).map(|(n, sum)| sum / *n as f64)
         })
         .collect();
     // (launches with bytes, launches, sum)
     let mut row_bytes = vec![(0u64, 0u64, 0.0); accs.len()];
-    for (l, b) in launches.iter().zip(&launch_bytes) {
-        let r = &mut row_bytes[l.row];
-        r.1 += 1;
-        if let Some(b) = b {
-            r.0 += 1;
-            r.2 += b;
+    for ((c, row), mean) in classes.iter().zip(&class_row).zip(&group_mean) {
+        let r = &mut row_bytes[*row];
+        r.1 += c.tally.calls;
+        if let Some(m) = mean {
+            r.0 += c.tally.calls;
+            r.2 += with_mean(&c.tally, *m);
         }
     }
 
@@ -487,7 +359,7 @@ pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficienc
         let wanted: BTreeSet<&str> = accs[*row]
             .pids
             .iter()
-            .filter_map(|pid| planned.get(pid))
+            .filter_map(|pid| a.planned_flops.get(pid))
             .flatten()
             .map(String::as_str)
             .collect();
@@ -677,40 +549,39 @@ pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficienc
         row_missing.push(missing);
     }
 
-    // Per launch: FLOPs, bytes, peak and bandwidth for the rollups.
-    let per_launch: Vec<LaunchValues> = launches
+    // Per class: FLOPs per launch, bytes, peak and bandwidth for the rollups.
+    let values: Vec<ClassValues> = classes
         .iter()
-        .zip(&launch_bytes)
-        .map(|(l, b)| {
-            let r = &rows[l.row];
+        .zip(&class_row)
+        .zip(&group_mean)
+        .map(|((c, row), mean)| {
+            let r = &rows[*row];
             let (flops, source) = match r.flops_source {
                 Some(FlopSource::Model) => (
-                    l.gemm.as_ref().map(GemmLaunch::flops),
+                    c.key.gemm.as_ref().map(GemmPart::flops),
                     Some(FlopSource::Model),
                 ),
                 Some(FlopSource::Hardware) => (
                     config_flops
-                        .get(&(l.row, l.config))
+                        .get(&(*row, (c.key.grid, c.key.block)))
                         .map(|by_math| by_math.values().sum::<f64>()),
                     Some(FlopSource::Hardware),
                 ),
                 None => (None, None),
             };
             // A launch's own shape decides its peak; others use the row's.
-            let peak = match (&l.gemm, r.flops_source) {
+            let peak = match (&c.key.gemm, r.flops_source) {
                 (Some(g), Some(FlopSource::Model)) => {
                     let m = g.shape.math().ok();
                     out.peaks(&r.gpu).zip(m).and_then(|(p, m)| p.flops(m))
                 }
                 _ => r.peak_flops,
             };
-            LaunchValues {
-                record: l.record,
+            ClassValues {
                 family: r.family,
-                ns: l.ns,
                 flops,
                 source,
-                bytes: *b,
+                bytes_mean: *mean,
                 peak,
                 bandwidth: r.bandwidth,
             }
@@ -719,50 +590,52 @@ pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficienc
 
     // Shapes.
     let mut shapes: BTreeMap<(GemmShape, usize), Vec<usize>> = BTreeMap::new();
-    for (li, l) in launches.iter().enumerate() {
-        if let Some(g) = &l.gemm {
+    for (ci, c) in classes.iter().enumerate() {
+        if let Some(g) = &c.key.gemm {
             shapes
-                .entry((g.shape.clone(), row_keys[l.row].1))
+                .entry((g.shape.clone(), row_keys[class_row[ci]].1))
                 .or_default()
-                .push(li);
+                .push(ci);
         }
     }
-    for ((shape, gpu), ls) in shapes {
+    for ((shape, gpu), cs) in shapes {
         let g = &out.gpus[gpu];
         let math = shape.math().ok();
         let peak_flops = g.peaks.as_ref().zip(math).and_then(|(p, m)| p.flops(m));
         let bandwidth = g.peaks.as_ref().and_then(Peaks::bandwidth);
-        let gpu_ns = ls
+        let gpu_ns = cs
             .iter()
-            .fold(0u64, |sum, &i| sum.saturating_add(launches[i].ns));
-        let model_flops: f64 = ls
+            .fold(0u64, |sum, &i| sum.saturating_add(classes[i].tally.ns));
+        let model_flops: f64 = cs
             .iter()
-            .filter_map(|&i| launches[i].gemm.as_ref().map(GemmLaunch::flops))
+            .filter_map(|&i| {
+                let c = &classes[i];
+                c.key
+                    .gemm
+                    .as_ref()
+                    .map(|g| g.flops() * c.tally.calls as f64)
+            })
             .sum();
-        let bytes_launches = ls.iter().filter(|&&i| launches[i].bytes.is_some()).count() as u64;
-        let bytes: Option<f64> = ls
+        let bytes_launches: u64 = cs.iter().map(|&i| classes[i].tally.bytes_calls).sum();
+        let bytes: Option<f64> = cs
             .iter()
-            .map(|&i| launch_bytes[i])
+            .map(|&i| group_mean[i].map(|m| with_mean(&classes[i].tally, m)))
             .sum::<Option<f64>>()
             .filter(|_| bytes_launches > 0);
-        let mut kernels: Vec<String> = ls
+        let mut kernels: Vec<String> = cs
             .iter()
-            .map(|&i| rows[launches[i].row].name.clone())
+            .map(|&i| rows[class_row[i]].name.clone())
             .collect();
         kernels.sort();
         kernels.dedup();
         out.shapes.push(ShapeRow {
             label: shape.label(),
-            calls: ls
+            calls: cs
                 .iter()
-                .filter(|&&i| {
-                    launches[i]
-                        .gemm
-                        .as_ref()
-                        .is_some_and(|g| g.launch_index == 0)
-                })
-                .count() as u64,
-            launches: ls.len() as u64,
+                .filter(|&&i| classes[i].key.gemm.as_ref().is_some_and(|g| g.first))
+                .map(|&i| classes[i].tally.calls)
+                .sum(),
+            launches: cs.iter().map(|&i| classes[i].tally.calls).sum(),
             gpu_ns,
             model_flops,
             bytes,
@@ -809,7 +682,7 @@ pub fn efficiency(records: &[(u32, Record)], overrides: &Overrides) -> Efficienc
     }
 
     // Families, NVTX ranges and the run.
-    let rolled = rollups(records, &per_launch);
+    let rolled = rollups(a, &values);
     out.families = rolled.families;
     out.ranges = rolled.ranges;
     out.run = rolled.run;

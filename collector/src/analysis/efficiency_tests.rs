@@ -3,6 +3,8 @@
 use wire::marker_flags;
 use wire::testing::{device, gemm, k, launch, marker, process, string};
 
+use super::super::flop_metrics::flop_metric;
+use super::super::precision::Precision;
 use super::super::roofline::Bound;
 use super::*;
 

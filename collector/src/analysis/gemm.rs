@@ -1,4 +1,5 @@
-//! GEMM shapes joined to the kernels that computed them.
+//! GEMM shapes, and how they are joined to the kernels that computed them (the join
+//! itself is [`super::join`]'s).
 //!
 //! The injected library records one `Gemm` per kernel launch a cuBLAS / cuBLASLt call
 //! made, keyed by the launch's correlation id. Ids are per process, so every lookup is
@@ -16,12 +17,9 @@
 //! its other launches (split-K reduction, ...) are "part of a GEMM call": they carry
 //! the shape, no FLOPs. Every replay of a graph counts the call again.
 
-use std::collections::{HashMap, HashSet};
-
 use serde::Serialize;
-use wire::{Gemm, Record};
+use wire::Gemm;
 
-use super::names::{lookup, strings};
 use super::precision::{compute_type_name, data_type_name, gemm_math, is_complex, Math};
 use super::roofline::gemm_flops;
 
@@ -86,108 +84,6 @@ impl GemmShape {
             compute_type_name(self.compute_type)
         )
     }
-}
-
-/// How a kernel launch relates to a GEMM call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct GemmLaunch {
-    pub shape: GemmShape,
-    /// The API function ("cublasGemmEx", "cublasLtMatmul").
-    pub api: String,
-    /// Per-process call number.
-    pub call: u64,
-    /// 0 for the call's first launch (which carries the FLOPs).
-    pub launch_index: u32,
-    /// Joined through graph node records.
-    pub via_graph: bool,
-}
-
-impl GemmLaunch {
-    /// The model FLOPs this launch is credited with: the call's on its first launch,
-    /// 0 on the others.
-    pub fn flops(&self) -> f64 {
-        if self.launch_index == 0 {
-            self.shape.model_flops()
-        } else {
-            0.0
-        }
-    }
-}
-
-/// What [`join`] found.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct GemmJoin {
-    /// By the index of the `Kernel` record in the session's records.
-    pub launches: HashMap<usize, GemmLaunch>,
-    /// `GemmStatus` messages: (pid, message), in file order.
-    pub statuses: Vec<(u32, String)>,
-    /// `Gemm` records joined to no kernel.
-    pub unjoined: u64,
-    /// Graph kernels whose node chain has a cycle.
-    pub cycles: u64,
-}
-
-/// Joins every kernel to its GEMM call, if any (see the module documentation).
-pub fn join(records: &[(u32, Record)]) -> GemmJoin {
-    let strings = strings(records);
-    let mut gemms: HashMap<(u32, u32), &Gemm> = HashMap::new();
-    let mut created: HashMap<(u32, u64), u32> = HashMap::new();
-    let mut cloned_from: HashMap<(u32, u64), u64> = HashMap::new();
-    let mut out = GemmJoin::default();
-    for (pid, record) in records {
-        match record {
-            Record::Gemm(g) => {
-                gemms.entry((*pid, g.correlation_id)).or_insert(g);
-            }
-            Record::GraphNode(n) => {
-                created.insert((*pid, n.node_id), n.correlation_id);
-            }
-            Record::GraphNodeCloned(c) => {
-                cloned_from.insert((*pid, c.node_id), c.original_node_id);
-            }
-            Record::GemmStatus(s) => out.statuses.push((*pid, s.message.clone())),
-            _ => {}
-        }
-    }
-    let mut used: HashSet<(u32, u32)> = HashSet::new();
-    for (i, (pid, record)) in records.iter().enumerate() {
-        let Record::Kernel(k) = record else { continue };
-        let correlation = if k.graph_node_id == 0 {
-            Some(k.correlation_id)
-        } else {
-            let mut node = k.graph_node_id;
-            let mut seen = HashSet::new();
-            loop {
-                if let Some(c) = created.get(&(*pid, node)) {
-                    break Some(*c);
-                }
-                if !seen.insert(node) {
-                    out.cycles += 1;
-                    break None;
-                }
-                match cloned_from.get(&(*pid, node)) {
-                    Some(original) => node = *original,
-                    None => break None,
-                }
-            }
-        };
-        let Some(g) = correlation.and_then(|c| gemms.get(&(*pid, c))) else {
-            continue;
-        };
-        used.insert((*pid, g.correlation_id));
-        out.launches.insert(
-            i,
-            GemmLaunch {
-                shape: GemmShape::of(g),
-                api: lookup(&strings, *pid, g.api).unwrap_or("").to_string(),
-                call: g.call,
-                launch_index: g.launch_index,
-                via_graph: k.graph_node_id != 0,
-            },
-        );
-    }
-    out.unjoined = gemms.keys().filter(|key| !used.contains(key)).count() as u64;
-    out
 }
 
 #[cfg(test)]

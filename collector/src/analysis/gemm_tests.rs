@@ -1,8 +1,9 @@
 //! Joining GEMM records to kernels: direct launches, graph clones, split calls.
 
 use wire::testing::{cloned, gemm, gemm_launch, graph_kernel, graph_node, k, string};
-use wire::GemmStatus;
+use wire::{GemmStatus, Record};
 
+use super::super::aggregate::{aggregate, Aggregate};
 use super::super::precision::data_type::CUDA_R_32F;
 use super::super::precision::Precision;
 use super::*;
@@ -29,6 +30,23 @@ fn shapes_and_labels() {
     assert_eq!(fp32.math(), Ok(Math::cuda(Precision::Fp32)));
 }
 
+/// The GEMM part of each class of `records` (by pid, kernel name id), and its
+/// launches.
+fn joined(a: &Aggregate) -> Vec<(u32, u32, Option<(GemmShape, bool)>, u64)> {
+    a.classes
+        .list
+        .iter()
+        .map(|c| {
+            (
+                c.key.pid,
+                c.key.name,
+                c.key.gemm.as_ref().map(|g| (g.shape.clone(), g.first)),
+                c.tally.calls,
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn joins_direct_launches_by_correlation_id_per_process() {
     let records: Vec<(u32, Record)> = vec![
@@ -41,14 +59,19 @@ fn joins_direct_launches_by_correlation_id_per_process() {
         // A GEMM whose kernel never came.
         (1, gemm(9, 2, 0, 1, 1, 1)),
     ];
-    let j = join(&records);
-    assert_eq!(j.launches.len(), 1);
-    let l = &j.launches[&2];
-    assert_eq!(l.api, "cublasGemmEx");
-    assert_eq!((l.call, l.launch_index, l.via_graph), (1, 0, false));
-    assert_eq!(l.flops(), 2.0 * 64.0 * 32.0 * 16.0);
-    assert_eq!(j.unjoined, 1);
-    assert_eq!(j.cycles, 0);
+    let a = aggregate(&records);
+    let shape = GemmShape::of(&gemm_launch(5, 1, 0, 64, 32, 16));
+    assert_eq!(
+        joined(&a),
+        vec![
+            (1, 7, Some((shape.clone(), true)), 1),
+            (2, 7, None, 1),
+            (1, 7, None, 1),
+        ]
+    );
+    assert_eq!(shape.model_flops(), 2.0 * 64.0 * 32.0 * 16.0);
+    assert_eq!(a.gemm_unjoined, 1);
+    assert_eq!(a.gemm_cycles, 0);
 }
 
 #[test]
@@ -75,19 +98,18 @@ fn follows_graph_clones_back_to_the_captured_launch() {
         (1, cloned(401, 400)),
         (1, graph_kernel(9, 51, 400, 50, 51)),
     ];
-    let j = join(&records);
-    let flops = 2.0 * 128.0 * 8.0 * 4096.0;
-    for (i, launch_index, f) in [(7, 0, flops), (8, 1, 0.0), (9, 0, flops), (10, 1, 0.0)] {
-        let l = &j.launches[&i];
-        assert_eq!(
-            (l.call, l.launch_index, l.via_graph),
-            (3, launch_index, true)
-        );
-        assert_eq!(l.flops(), f);
-    }
-    assert_eq!(j.launches.len(), 4);
-    assert_eq!(j.cycles, 1);
-    assert_eq!(j.unjoined, 0);
+    let a = aggregate(&records);
+    let shape = GemmShape::of(&gemm_launch(10, 3, 0, 128, 8, 4096));
+    assert_eq!(
+        joined(&a),
+        vec![
+            (1, 7, Some((shape.clone(), true)), 2),
+            (1, 8, Some((shape, false)), 2),
+            (1, 9, None, 2),
+        ]
+    );
+    assert_eq!(a.gemm_cycles, 1);
+    assert_eq!(a.gemm_unjoined, 0);
 }
 
 #[test]
@@ -99,7 +121,7 @@ fn keeps_gemm_statuses() {
         }),
     )];
     assert_eq!(
-        join(&records).statuses,
+        aggregate(&records).gemm_statuses,
         vec![(3, "cannot patch libcublasLt.so.12: no symbol".to_string())]
     );
 }

@@ -91,7 +91,7 @@ impl Integrity {
 }
 
 /// Why `record` cannot be true, if it cannot.
-fn impossible(record: &Record) -> Option<(&'static str, &'static str)> {
+pub fn impossible(record: &Record) -> Option<(&'static str, &'static str)> {
     let span = |start: u64, end: u64| -> Option<&'static str> {
         if end < start {
             Some("ends before it starts")

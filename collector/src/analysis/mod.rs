@@ -1,9 +1,14 @@
 //! From a session's records to the numbers a report shows.
 //!
-//! Input everywhere is the session's records in file order, each with the pid of the
-//! process that produced it (`&[(u32, Record)]`). Ids inside records (interned
-//! strings, correlation ids, NVTX marker ids) are per process, so every lookup is
-//! keyed by pid as well.
+//! A session is read part by part and folded into an [`aggregate::Aggregate`]
+//! ([`aggregate`]): records in the session's order, each with the pid of the process
+//! that produced it. Ids inside records (interned strings, correlation ids, NVTX
+//! marker ids) are per process, so every lookup is keyed by pid as well. Kernels are
+//! joined to their launch, GEMM call and counters in a bounded window ([`join`]),
+//! summed by class ([`classes`]) and by the NVTX range names covering them
+//! ([`range_cover`]); every table is computed from those sums, so memory does not
+//! grow with the session's length. The functions that take `&[(u32, Record)]` read
+//! those records as one part.
 //!
 //! - [`integrity`]: records whose values cannot be true, screened out and counted, and
 //!   the damage of the session file, for the report to state;
@@ -18,16 +23,21 @@
 //!   roofline analysis: GEMM shapes joined to kernels, per-GPU peaks, and per kernel,
 //!   GEMM shape, family, NVTX range and run: FLOPs, bytes, AI, MFU, MBU, bound.
 
+pub mod aggregate;
+pub mod classes;
 pub mod counters;
 pub mod efficiency;
 pub mod family;
+pub mod flop_metrics;
 pub mod gemm;
 pub mod integrity;
+pub mod join;
 mod names;
 pub mod nvtx;
 mod peak_table;
 pub mod peaks;
 pub mod precision;
+pub mod range_cover;
 pub mod rollup;
 pub mod roofline;
 pub mod sampled;
@@ -42,14 +52,14 @@ pub use efficiency::{efficiency, Efficiency, GpuPeaks, KernelRow, Missing, Rollu
 pub use family::Family;
 pub use integrity::{screen, DamagedFile, ImpossibleRecords, Integrity, Unsealed};
 pub use names::{copy_kind_name, demangle, dims, launch_api_name, lookup, percent, strings};
-pub use nvtx::{pair_ranges, range_stats, Range, RangeKind, RangeStats, RangeTotals, Ranges};
+pub use nvtx::{pair_ranges, Range, RangeKind, RangeStats, RangeTotals, Ranges};
 pub use peaks::{parse_overrides, Overrides, Peaks, PEAKS_FILE_HELP};
 pub use precision::{Math, Pipe, Precision};
 pub use roofline::{Bound, Point};
 pub use sampled::{Attribution, SampleIdle, SampledKernel, SampledMetric};
 pub use summary::{
-    drop_source_name, summarize, DeviceSummary, DroppedStats, KernelStats, ProcessSummary, Summary,
-    TransferStats,
+    drop_source_name, range_stats, summarize, DeviceSummary, DroppedStats, KernelStats,
+    ProcessSummary, Summary, TransferStats,
 };
 pub use trace::chrome_trace;
 

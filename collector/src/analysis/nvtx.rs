@@ -25,9 +25,11 @@
 //! Per range name (domain and message), a kernel counts once however many ranges of
 //! that name cover it (a recursive range does not double its kernels), while ranges
 //! of different names each count it (a kernel inside "layer" inside "decode" counts
-//! for both). Wall time is the sum of the closed ranges' durations.
+//! for both). Wall time is the sum of the closed ranges' durations. As the session
+//! streams, [`super::range_cover`] applies these rules kernel by kernel and
+//! [`super::summary::range_totals`] gives the totals per name.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde::Serialize;
 use wire::{marker_flags, Record};
@@ -127,121 +129,4 @@ pub fn pair_ranges(records: &[(u32, Record)]) -> Ranges {
         }
     }
     out
-}
-
-/// For each range of `paired`, in its order, the kernels it covers (see the module
-/// documentation for the rules): indices into `records`; none for a range still open.
-pub fn kernels_in_ranges(records: &[(u32, Record)], paired: &Ranges) -> Vec<Vec<usize>> {
-    // Kernels per process sorted by start, and per (pid, correlation id).
-    let mut by_start: HashMap<u32, Vec<(u64, usize)>> = HashMap::new();
-    let mut by_correlation: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
-    // Launches per (pid, thread), sorted by entry time: (entry, correlation id).
-    let mut launches: HashMap<(u32, u64), Vec<(u64, u32)>> = HashMap::new();
-    for (i, (pid, record)) in records.iter().enumerate() {
-        match record {
-            Record::Kernel(k) => {
-                by_start.entry(*pid).or_default().push((k.start_ns, i));
-                by_correlation
-                    .entry((*pid, k.correlation_id))
-                    .or_default()
-                    .push(i);
-            }
-            Record::Launch(l) => launches
-                .entry((*pid, l.thread_id))
-                .or_default()
-                .push((l.start_ns, l.correlation_id)),
-            _ => {}
-        }
-    }
-    by_start.values_mut().for_each(|v| v.sort_unstable());
-    launches.values_mut().for_each(|v| v.sort_unstable());
-    paired
-        .ranges
-        .iter()
-        .map(|r| {
-            let mut out = Vec::new();
-            let Some(end) = r.end_ns else { return out };
-            match r.kind {
-                RangeKind::StartEnd => {
-                    if let Some(ks) = by_start.get(&r.pid) {
-                        let from = ks.partition_point(|(s, _)| *s < r.start_ns);
-                        out.extend(
-                            ks[from..]
-                                .iter()
-                                .take_while(|(s, _)| *s < end)
-                                .map(|(_, i)| *i),
-                        );
-                    }
-                }
-                RangeKind::PushPop => {
-                    if let Some(ls) = launches.get(&(r.pid, r.thread_id)) {
-                        let from = ls.partition_point(|(s, _)| *s < r.start_ns);
-                        for (_, corr) in ls[from..].iter().take_while(|(s, _)| *s < end) {
-                            if let Some(ks) = by_correlation.get(&(r.pid, *corr)) {
-                                out.extend(ks.iter().copied());
-                            }
-                        }
-                    }
-                }
-            }
-            out
-        })
-        .collect()
-}
-
-/// Totals per `(domain, name)` (see the module documentation for the rules).
-pub fn range_stats(records: &[(u32, Record)]) -> RangeTotals {
-    let paired = pair_ranges(records);
-    let covered = kernels_in_ranges(records, &paired);
-    let duration = |i: usize| match &records[i].1 {
-        Record::Kernel(k) => k.end_ns.saturating_sub(k.start_ns),
-        _ => 0,
-    };
-
-    struct Acc {
-        count: u64,
-        open: u64,
-        wall_ns: u64,
-        kernels: HashSet<usize>,
-    }
-    let mut acc: BTreeMap<(String, String), Acc> = BTreeMap::new();
-    for (r, kernels) in paired.ranges.iter().zip(covered) {
-        let a = acc
-            .entry((r.domain.clone(), r.name.clone()))
-            .or_insert(Acc {
-                count: 0,
-                open: 0,
-                wall_ns: 0,
-                kernels: HashSet::new(),
-            });
-        let Some(end) = r.end_ns else {
-            a.open += 1;
-            continue;
-        };
-        a.count += 1;
-        a.wall_ns = a.wall_ns.saturating_add(end.saturating_sub(r.start_ns));
-        a.kernels.extend(kernels);
-    }
-
-    let mut stats: Vec<RangeStats> = acc
-        .into_iter()
-        .map(|((domain, name), a)| RangeStats {
-            domain,
-            name,
-            count: a.count,
-            open: a.open,
-            wall_ns: a.wall_ns,
-            kernels: a.kernels.len() as u64,
-            gpu_ns: a
-                .kernels
-                .iter()
-                .fold(0u64, |sum, i| sum.saturating_add(duration(*i))),
-        })
-        .collect();
-    // Stable sort: equal wall times keep the (domain, name) order of the BTreeMap.
-    stats.sort_by_key(|s| std::cmp::Reverse(s.wall_ns));
-    RangeTotals {
-        stats,
-        unmatched_ends: paired.unmatched_ends,
-    }
 }

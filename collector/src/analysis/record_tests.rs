@@ -156,30 +156,26 @@ fn empty_session_still_lists_every_drop_source() {
     );
 }
 
-/// Found by fuzzing (collector/tests/fuzz_records.rs): records nobody screened, whose
-/// durations and drop counts add up past `u64::MAX`, give totals that stop at
-/// `u64::MAX` rather than overflow (a panic in a debug build, a small number in a
-/// release build).
+/// Found by fuzzing (collector/tests/fuzz_records.rs): durations, bytes and drop
+/// counts that add up past `u64::MAX` give totals that stop at `u64::MAX` rather than
+/// overflow (a panic in a debug build, a small number in a release build). Each
+/// record is possible (a kernel of at most a year); 600 of them are not summable.
 #[test]
 fn totals_saturate_instead_of_wrapping() {
+    use super::integrity::MAX_SPAN_NS;
     const S: u32 = marker_flags::START;
     const E: u32 = marker_flags::END;
-    let half = u64::MAX / 2 + 1;
-    let mut records = on(
-        1,
-        vec![
-            string(1, "k"),
-            string(2, "r"),
-            marker(S, 1, 7, 0, 2, 0),
-            launch(1, 7, 1, 2),
-            launch(2, 7, 3, 4),
-            k(1, 1, 0, half),
-            k(1, 2, 0, half),
-            marker(E, 1, 7, u64::MAX, 0, 0),
-            memcpy(1, u64::MAX, 0, 10),
-            memcpy(1, 2, 0, 10),
-        ],
-    );
+    let n = 600u64;
+    assert!(n as u128 * MAX_SPAN_NS as u128 > u64::MAX as u128);
+    let mut list = vec![string(1, "k"), string(2, "r"), marker(S, 1, 7, 0, 2, 0)];
+    for i in 0..n as u32 {
+        list.push(launch(i + 1, 7, 1 + i as u64, 2 + i as u64));
+        list.push(k(1, i + 1, i as u64, i as u64 + MAX_SPAN_NS));
+    }
+    list.push(marker(E, 1, 7, 10_000, 0, 0));
+    list.push(memcpy(1, u64::MAX, 0, 10));
+    list.push(memcpy(1, 2, 0, 10));
+    let mut records = on(1, list);
     for records_lost in [u64::MAX, 2] {
         records.push((
             1,
@@ -190,9 +186,9 @@ fn totals_saturate_instead_of_wrapping() {
         ));
     }
     let s = summarize(&records);
-    assert_eq!((s.kernel_count, s.kernel_ns), (2, u64::MAX));
+    assert_eq!((s.kernel_count, s.kernel_ns), (n, u64::MAX));
     assert_eq!(s.processes[0].kernel_ns, u64::MAX);
-    assert_eq!((s.kernels[0].calls, s.kernels[0].total_ns), (2, u64::MAX));
+    assert_eq!((s.kernels[0].calls, s.kernels[0].total_ns), (n, u64::MAX));
     assert_eq!(
         (
             s.transfers[0].count,
@@ -202,9 +198,9 @@ fn totals_saturate_instead_of_wrapping() {
         (2, u64::MAX, 20)
     );
     assert_eq!(s.dropped[2].records, u64::MAX);
-    assert_eq!((s.ranges[0].kernels, s.ranges[0].gpu_ns), (2, u64::MAX));
+    assert_eq!((s.ranges[0].kernels, s.ranges[0].gpu_ns), (n, u64::MAX));
     let e = super::efficiency::efficiency(&records, &Default::default());
-    assert_eq!((e.kernels[0].calls, e.kernels[0].gpu_ns), (2, u64::MAX));
+    assert_eq!((e.kernels[0].calls, e.kernels[0].gpu_ns), (n, u64::MAX));
     assert_eq!(e.run.gpu_ns, u64::MAX);
 }
 

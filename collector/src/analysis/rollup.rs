@@ -13,15 +13,18 @@
 //!
 //! NVTX ranges cover kernels as in [`super::nvtx`] (start/end ranges: kernels of the
 //! process starting inside; push/pop ranges: kernels launched on that thread inside),
-//! each kernel counting once per range name (`nvtx::kernels_in_ranges`).
+//! each kernel counting once per range name ([`super::range_cover`]).
+//!
+//! Launches come summed by class ([`super::classes`]): every launch of a class has the
+//! same FLOPs, peak and bandwidth, so a class adds them times its launches.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
-use wire::Record;
 
+use super::aggregate::Aggregate;
+use super::classes::Tally;
 use super::family::Family;
-use super::nvtx::{kernels_in_ranges, pair_ranges};
 
 /// Where a row's FLOPs come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -65,18 +68,25 @@ pub struct Rollup {
     pub mbu: Option<f64>,
 }
 
-/// What one launch contributes to a rollup, and which rollups it belongs to.
-pub(super) struct LaunchValues {
-    /// Index of the kernel record in the session's records.
-    pub(super) record: usize,
-    /// The family of the launch's row.
+/// What each launch of one class contributes to a rollup.
+pub(super) struct ClassValues {
+    /// The family of the class's row.
     pub(super) family: Family,
-    pub(super) ns: u64,
+    /// FLOPs per launch.
     pub(super) flops: Option<f64>,
     pub(super) source: Option<FlopSource>,
-    pub(super) bytes: Option<f64>,
+    /// The DRAM bytes a launch that did not measure them is given: the mean of its
+    /// group (see [`super::efficiency`]); `None` when no launch of the group measured
+    /// them (then no launch of the class did either).
+    pub(super) bytes_mean: Option<f64>,
     pub(super) peak: Option<f64>,
     pub(super) bandwidth: Option<f64>,
+}
+
+/// The DRAM bytes of `t`'s launches: those measured, plus `mean` for each of the
+/// others.
+pub(super) fn with_mean(t: &Tally, mean: f64) -> f64 {
+    t.bytes + (t.calls - t.bytes_calls) as f64 * mean
 }
 
 /// The rollups of a session's launches.
@@ -88,51 +98,56 @@ pub(super) struct Rollups {
     pub(super) run: Rollup,
 }
 
-/// Every launch of the session (`launches`, in record order) rolled up by family, by
-/// NVTX range name of `records`, and for the run.
-pub(super) fn rollups(records: &[(u32, Record)], launches: &[LaunchValues]) -> Rollups {
-    // Families.
-    let mut families: BTreeMap<Family, Vec<usize>> = BTreeMap::new();
-    for (li, l) in launches.iter().enumerate() {
-        families.entry(l.family).or_default().push(li);
-    }
+/// Every launch of the session rolled up by family, by NVTX range name, and for the
+/// run; `values` per class of `a`.
+pub(super) fn rollups(a: &Aggregate, values: &[ClassValues]) -> Rollups {
+    let classes = &a.classes.list;
     let families = Family::ALL
         .iter()
         .filter_map(|f| {
-            families
-                .get(f)
-                .map(|ls| rollup(f.name(), ls.iter().map(|&i| &launches[i])))
+            let items: Vec<(&ClassValues, &Tally)> = values
+                .iter()
+                .zip(classes)
+                .filter(|(v, _)| v.family == *f)
+                .map(|(v, c)| (v, &c.tally))
+                .collect();
+            (!items.is_empty()).then(|| rollup(f.name(), items.into_iter()))
         })
         .collect();
 
-    // NVTX ranges.
-    let launch_of: HashMap<usize, usize> = launches
+    // NVTX ranges, by "domain: name" (or the name).
+    let mut covered: BTreeMap<String, BTreeMap<usize, Tally>> = BTreeMap::new();
+    for ((domain, name), t) in a.ranges.names.iter().zip(&a.ranges.totals) {
+        if t.classes.is_empty() {
+            continue;
+        }
+        let label = if domain.is_empty() {
+            name.clone()
+        } else {
+            format!("{domain}: {name}")
+        };
+        let e = covered.entry(label).or_default();
+        for (c, tally) in &t.classes {
+            e.entry(*c).or_default().merge(tally);
+        }
+    }
+    let mut ranges: Vec<Rollup> = covered
         .iter()
-        .enumerate()
-        .map(|(li, l)| (l.record, li))
-        .collect();
-    let mut ranges: Vec<Rollup> = covered(records)
-        .into_iter()
-        .filter(|(_, kernels)| !kernels.is_empty())
-        .map(|(name, kernels)| {
-            let mut ls: Vec<usize> = kernels
-                .iter()
-                .filter_map(|r| launch_of.get(r).copied())
-                .collect();
-            ls.sort_unstable();
-            rollup(&name, ls.iter().map(|&i| &launches[i]))
-        })
+        .map(|(name, cs)| rollup(name, cs.iter().map(|(c, t)| (&values[*c], t))))
         .collect();
     ranges.sort_by(|a, b| b.gpu_ns.cmp(&a.gpu_ns).then_with(|| a.name.cmp(&b.name)));
 
     Rollups {
         families,
         ranges,
-        run: rollup("run", launches.iter()),
+        run: rollup(
+            "run",
+            values.iter().zip(classes).map(|(v, c)| (v, &c.tally)),
+        ),
     }
 }
 
-fn rollup<'a>(name: &str, launches: impl Iterator<Item = &'a LaunchValues>) -> Rollup {
+fn rollup<'a>(name: &str, items: impl Iterator<Item = (&'a ClassValues, &'a Tally)>) -> Rollup {
     let mut r = Rollup {
         name: name.to_string(),
         ..Rollup::default()
@@ -140,32 +155,37 @@ fn rollup<'a>(name: &str, launches: impl Iterator<Item = &'a LaunchValues>) -> R
     let (mut flops, mut flops_at_peak, mut bytes_at_bw) = (0.0, 0.0, 0.0);
     let (mut ai_flops, mut ai_bytes) = (0.0, 0.0);
     let (mut any_flops, mut any_peak, mut any_bw) = (false, false, false);
-    for l in launches {
-        r.launches += 1;
-        r.gpu_ns = r.gpu_ns.saturating_add(l.ns);
-        if let Some(f) = l.flops {
+    for (v, t) in items {
+        if t.calls == 0 {
+            continue;
+        }
+        let n = t.calls as f64;
+        r.launches += t.calls;
+        r.gpu_ns = r.gpu_ns.saturating_add(t.ns);
+        let bytes = v.bytes_mean.map(|m| with_mean(t, m));
+        if let Some(f) = v.flops {
             any_flops = true;
-            flops += f;
-            r.flops_ns = r.flops_ns.saturating_add(l.ns);
-            match l.source {
-                Some(FlopSource::Model) => r.model_flops += f,
-                _ => r.hw_flops += f,
+            flops += f * n;
+            r.flops_ns = r.flops_ns.saturating_add(t.ns);
+            match v.source {
+                Some(FlopSource::Model) => r.model_flops += f * n,
+                _ => r.hw_flops += f * n,
             }
-            if let Some(p) = l.peak.filter(|p| *p > 0.0) {
+            if let Some(p) = v.peak.filter(|p| *p > 0.0) {
                 any_peak = true;
-                flops_at_peak += f / p;
+                flops_at_peak += f / p * n;
             } else if f == 0.0 {
                 any_peak = true;
             }
-            if let Some(b) = l.bytes {
-                ai_flops += f;
+            if let Some(b) = bytes {
+                ai_flops += f * n;
                 ai_bytes += b;
             }
         }
-        if let Some(b) = l.bytes {
+        if let Some(b) = bytes {
             r.bytes += b;
-            r.bytes_ns = r.bytes_ns.saturating_add(l.ns);
-            if let Some(w) = l.bandwidth.filter(|w| *w > 0.0) {
+            r.bytes_ns = r.bytes_ns.saturating_add(t.ns);
+            if let Some(w) = v.bandwidth.filter(|w| *w > 0.0) {
                 any_bw = true;
                 bytes_at_bw += b / w;
             }
@@ -179,24 +199,4 @@ fn rollup<'a>(name: &str, launches: impl Iterator<Item = &'a LaunchValues>) -> R
     }
     r.intensity = (ai_bytes > 0.0).then(|| ai_flops / ai_bytes);
     r
-}
-
-/// Per NVTX range name ("domain: name", or the name), the kernel records it covers
-/// (indices into `records`), by name.
-fn covered(records: &[(u32, Record)]) -> BTreeMap<String, HashSet<usize>> {
-    let paired = pair_ranges(records);
-    let mut out: BTreeMap<String, HashSet<usize>> = BTreeMap::new();
-    for (r, kernels) in paired
-        .ranges
-        .iter()
-        .zip(kernels_in_ranges(records, &paired))
-    {
-        let name = if r.domain.is_empty() {
-            r.name.clone()
-        } else {
-            format!("{}: {}", r.domain, r.name)
-        };
-        out.entry(name).or_default().extend(kernels);
-    }
-    out
 }

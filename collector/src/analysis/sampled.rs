@@ -156,86 +156,114 @@ type Device<'s, 'k> = (Vec<&'s KernelSpan<'k>>, Vec<&'s Window>);
 
 /// Attributes every window to the kernels of its process and device (module docs).
 pub fn attribute(kernels: &[KernelSpan], windows: &[Window]) -> Attribution {
-    let mut by_device: BTreeMap<(u32, u32), Device> = BTreeMap::new();
-    for k in kernels {
-        if k.end_ns > k.start_ns {
-            by_device.entry((k.pid, k.device_id)).or_default().0.push(k);
+    let mut a = Attributor::default();
+    a.add(kernels, windows);
+    a.finish()
+}
+
+/// Attribution window by window: [`Attributor::add`] some windows with every launch
+/// that may overlap them, as often as needed, then [`Attributor::finish`]. Each window
+/// must be added once.
+#[derive(Default)]
+pub struct Attributor {
+    per_kernel: BTreeMap<String, KernelAcc>,
+    idle: SampleIdle,
+    idle_metrics: BTreeMap<String, MetricAcc>,
+}
+
+impl Attributor {
+    /// Attributes `windows` to the launches of `kernels` that overlap them.
+    pub fn add(&mut self, kernels: &[KernelSpan], windows: &[Window]) {
+        let mut by_device: BTreeMap<(u32, u32), Device> = BTreeMap::new();
+        for w in windows {
+            by_device.entry((w.pid, w.device_id)).or_default().1.push(w);
         }
-    }
-    for w in windows {
-        by_device.entry((w.pid, w.device_id)).or_default().1.push(w);
+        for k in kernels {
+            if k.end_ns > k.start_ns {
+                if let Some(d) = by_device.get_mut(&(k.pid, k.device_id)) {
+                    d.0.push(k);
+                }
+            }
+        }
+        let idle = &mut self.idle;
+        for (_, (mut ks, mut ws)) in by_device {
+            ks.sort_by_key(|k| (k.start_ns, k.end_ns));
+            ws.sort_by_key(|w| (w.start_ns, w.end_ns));
+            // Sweep: `active` holds the launches started before the current window's end
+            // that had not ended by its start (windows come by start, so a launch that
+            // ended before one window's start ends before every later one's).
+            let mut next = 0;
+            let mut active: Vec<&KernelSpan> = Vec::new();
+            for w in ws {
+                let (s, e) = (w.start_ns, w.end_ns);
+                while next < ks.len() && ks[next].start_ns < e {
+                    active.push(ks[next]);
+                    next += 1;
+                }
+                active.retain(|k| k.end_ns > s);
+                let mut shares: BTreeMap<&str, u64> = BTreeMap::new();
+                let mut covered: Vec<(u64, u64)> = Vec::new();
+                for k in &active {
+                    let (a, b) = (k.start_ns.max(s), k.end_ns.min(e));
+                    if b > a {
+                        let share = shares.entry(k.mangled).or_default();
+                        *share = share.saturating_add(b - a);
+                        covered.push((a, b));
+                    }
+                }
+                let length = e.saturating_sub(s);
+                idle.sampled_ns = idle.sampled_ns.saturating_add(length);
+                idle.idle_ns = idle
+                    .idle_ns
+                    .saturating_add(length.saturating_sub(union(&mut covered)));
+                let busy = shares.values().fold(0u64, |sum, o| sum.saturating_add(*o));
+                if busy == 0 {
+                    idle.windows += 1;
+                    for (m, v) in &w.metrics {
+                        self.idle_metrics.entry(m.clone()).or_default().add(
+                            m,
+                            *v,
+                            *v,
+                            length as f64,
+                        );
+                    }
+                    continue;
+                }
+                for (name, o) in shares {
+                    let acc = match self.per_kernel.get_mut(name) {
+                        Some(a) => a,
+                        None => self.per_kernel.entry(name.to_string()).or_default(),
+                    };
+                    acc.samples += 1;
+                    acc.overlap_ns = acc.overlap_ns.saturating_add(o);
+                    for (m, v) in &w.metrics {
+                        let share = *v * o as f64 / busy as f64;
+                        acc.metrics
+                            .entry(m.clone())
+                            .or_default()
+                            .add(m, share, *v, o as f64);
+                    }
+                }
+            }
+        }
     }
 
-    let mut per_kernel: BTreeMap<&str, KernelAcc> = BTreeMap::new();
-    let mut idle = SampleIdle::default();
-    let mut idle_metrics: BTreeMap<String, MetricAcc> = BTreeMap::new();
-    for (_, (mut ks, mut ws)) in by_device {
-        ks.sort_by_key(|k| (k.start_ns, k.end_ns));
-        ws.sort_by_key(|w| (w.start_ns, w.end_ns));
-        // Sweep: `active` holds the launches started before the current window's end
-        // that had not ended by its start (windows come by start, so a launch that
-        // ended before one window's start ends before every later one's).
-        let mut next = 0;
-        let mut active: Vec<&KernelSpan> = Vec::new();
-        for w in ws {
-            let (s, e) = (w.start_ns, w.end_ns);
-            while next < ks.len() && ks[next].start_ns < e {
-                active.push(ks[next]);
-                next += 1;
-            }
-            active.retain(|k| k.end_ns > s);
-            let mut shares: BTreeMap<&str, u64> = BTreeMap::new();
-            let mut covered: Vec<(u64, u64)> = Vec::new();
-            for k in &active {
-                let (a, b) = (k.start_ns.max(s), k.end_ns.min(e));
-                if b > a {
-                    let share = shares.entry(k.mangled).or_default();
-                    *share = share.saturating_add(b - a);
-                    covered.push((a, b));
-                }
-            }
-            let length = e.saturating_sub(s);
-            idle.sampled_ns = idle.sampled_ns.saturating_add(length);
-            idle.idle_ns = idle
-                .idle_ns
-                .saturating_add(length.saturating_sub(union(&mut covered)));
-            let busy = shares.values().fold(0u64, |sum, o| sum.saturating_add(*o));
-            if busy == 0 {
-                idle.windows += 1;
-                for (m, v) in &w.metrics {
-                    idle_metrics
-                        .entry(m.clone())
-                        .or_default()
-                        .add(m, *v, *v, length as f64);
-                }
-                continue;
-            }
-            for (name, o) in shares {
-                let acc = per_kernel.entry(name).or_default();
-                acc.samples += 1;
-                acc.overlap_ns = acc.overlap_ns.saturating_add(o);
-                for (m, v) in &w.metrics {
-                    let share = *v * o as f64 / busy as f64;
-                    acc.metrics
-                        .entry(m.clone())
-                        .or_default()
-                        .add(m, share, *v, o as f64);
-                }
-            }
+    pub fn finish(self) -> Attribution {
+        let mut idle = self.idle;
+        idle.metrics = finish(self.idle_metrics);
+        Attribution {
+            kernels: self
+                .per_kernel
+                .into_iter()
+                .map(|(mangled, acc)| SampledKernel {
+                    mangled,
+                    samples: acc.samples,
+                    overlap_ns: acc.overlap_ns,
+                    metrics: finish(acc.metrics),
+                })
+                .collect(),
+            idle,
         }
-    }
-    idle.metrics = finish(idle_metrics);
-    Attribution {
-        kernels: per_kernel
-            .into_iter()
-            .map(|(mangled, acc)| SampledKernel {
-                mangled: mangled.to_string(),
-                samples: acc.samples,
-                overlap_ns: acc.overlap_ns,
-                metrics: finish(acc.metrics),
-            })
-            .collect(),
-        idle,
     }
 }
 

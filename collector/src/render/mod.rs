@@ -47,9 +47,11 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use crate::analysis::efficiency::{efficiency, Efficiency};
+use crate::analysis::aggregate::Aggregate;
+use crate::analysis::efficiency::{efficiency_of, Efficiency};
 use crate::analysis::peaks::Overrides;
-use crate::analysis::{dims, percent, summarize, Integrity, Summary};
+use crate::analysis::summary::summarize_aggregate;
+use crate::analysis::{dims, percent, Integrity, Summary};
 use cells::{csv_cell, grid, grid_or_none, mean_ns, pct, shown};
 use counters::{
     counters_json, counters_table, KERNEL_COUNTER_COLUMNS, PLAN_COLUMNS, SAMPLED_COLUMNS,
@@ -72,20 +74,20 @@ pub enum Format {
     Json,
 }
 
-/// What `gpuprof report` prints for `records` (as [`crate::session::load`] gives
-/// them) and what was left out of them: the summary, the counters and the roofline
-/// with `peaks`, in `format`, the kernel table limited to `top` (default 20 in the
-/// table, all in CSV and JSON).
+/// What `gpuprof report` prints for a session's aggregate (as
+/// [`crate::session::analyse`] gives it) and what was left out of it: the summary, the
+/// counters and the roofline with `peaks`, in `format`, the kernel table limited to
+/// `top` (default 20 in the table, all in CSV and JSON).
 pub fn report(
-    records: &[(u32, wire::Record)],
+    aggregate: &Aggregate,
     integrity: &Integrity,
     format: Format,
     top: Option<usize>,
     peaks: &Overrides,
 ) -> String {
-    let mut summary = summarize(records);
+    let mut summary = summarize_aggregate(aggregate);
     summary.integrity = integrity.clone();
-    let roofline = efficiency(records, peaks);
+    let roofline = efficiency_of(aggregate, peaks);
     match format {
         Format::Table => table_with(&summary, Some(&roofline), Some(top.unwrap_or(20))),
         Format::Csv => csv_with(&summary, Some(&roofline), top),

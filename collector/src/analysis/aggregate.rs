@@ -1,0 +1,524 @@
+//! A session reduced to what the analyses need, part by part, in bounded memory.
+//!
+//! [`Aggregator::add_part`] takes one part's records (in the session's table order)
+//! and folds them in: per-process facts, copies and sets, drops, counter plans and
+//! samples are summed as they come; kernels go through the join window
+//! ([`super::join`]) and, once joined to their launch, GEMM call and counters, are
+//! summed into their class ([`super::classes`]), into the NVTX range names covering
+//! them ([`super::range_cover`]) and, when the session samples counters, into the
+//! attribution of the sampling windows around them ([`super::sampled`]).
+//! [`Aggregator::finish`] gives the [`Aggregate`] that
+//! [`summarize`](super::summary::summarize_aggregate) and
+//! [`efficiency`](super::efficiency::efficiency_of) read.
+//!
+//! What is held between parts: the session's interned strings, devices, graphs, one
+//! entry per class and per range name, and the records of the join window. None of it
+//! grows with the number of launches.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::Serialize;
+use wire::{CounterPlan, CounterSample, DeviceInfo, DropSource, Record};
+
+use super::classes::{ClassKey, Classes, GemmPart};
+use super::flop_metrics::{flop_metric, DRAM_READ, DRAM_WRITE};
+use super::gemm::GemmShape;
+use super::integrity::{impossible, ImpossibleRecords};
+use super::join::{Joined, Joiner, LaunchInfo};
+use super::range_cover::RangeCover;
+use super::sampled::{Attribution, Attributor, KernelSpan, Window};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProcessSummary {
+    pub pid: u32,
+    /// Whether the process's `Process` record was seen (the fields below are empty
+    /// without it).
+    pub known: bool,
+    pub command: Vec<String>,
+    pub host: String,
+    pub cupti_api_version: u32,
+    pub cupti_layouts: String,
+    pub cupti_path: String,
+    pub devices: Vec<DeviceSummary>,
+    pub kernels: u64,
+    pub kernel_ns: u64,
+    /// An `End` record was seen.
+    pub finished: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceSummary {
+    pub id: u32,
+    pub name: String,
+    pub compute_capability: (u32, u32),
+    pub sm_count: u32,
+}
+
+/// How one process collects counters on one device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanSummary {
+    pub pid: u32,
+    pub device_id: u32,
+    pub chip: String,
+    /// "kernel" or "sampling".
+    pub mode: String,
+    pub policy: String,
+    /// Metric names, group by group (a name not interned shows as `#id`).
+    pub groups: Vec<Vec<String>>,
+}
+
+/// Why counters are unavailable or stopped in a process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StatusSummary {
+    pub pid: u32,
+    pub message: String,
+}
+
+/// Everything the analyses read (see the module documentation).
+#[derive(Debug, Default)]
+pub struct Aggregate {
+    /// Interned strings: (pid, id) -> text.
+    pub strings: HashMap<(u32, u32), String>,
+    /// In order of first appearance.
+    pub processes: Vec<ProcessSummary>,
+    /// The first `Device` record of each (pid, device id).
+    pub devices: HashMap<(u32, u32), DeviceInfo>,
+    pub kernel_count: u64,
+    pub kernel_ns: u64,
+    pub classes: Classes,
+    /// (is a set, copy kind) -> (count, bytes, ns).
+    pub transfers: BTreeMap<(bool, u8), (u64, u64, u64)>,
+    /// Records lost, per [`DropSource`] in declaration order.
+    pub dropped: [u64; 6],
+    pub plans: Vec<PlanSummary>,
+    pub counter_statuses: Vec<StatusSummary>,
+    /// The FLOP counters each process's kernel-mode plans collect.
+    pub planned_flops: HashMap<u32, BTreeSet<String>>,
+    /// (pid, device, metric) -> (windows, sum).
+    pub samples: BTreeMap<(u32, u32, String), (u64, f64)>,
+    /// The sampling windows attributed to kernels; `None` without windows.
+    pub sampled: Option<Attribution>,
+    pub counters_unattributed: u64,
+    /// `GemmStatus` messages (pid, message) in session order.
+    pub gemm_statuses: Vec<(u32, String)>,
+    pub gemm_unjoined: u64,
+    pub gemm_cycles: u64,
+    pub ranges: RangeCover,
+    /// Records left out because a value cannot be true: (kind, reason) -> records.
+    pub impossible: BTreeMap<(&'static str, &'static str), u64>,
+}
+
+impl Aggregate {
+    /// The text of interned string `id` of `pid`; `None` for id 0 or an unknown id.
+    pub fn string(&self, pid: u32, id: u32) -> Option<&str> {
+        if id == 0 {
+            return None;
+        }
+        self.strings.get(&(pid, id)).map(String::as_str)
+    }
+
+    /// A metric's name, or `#id` when not interned.
+    pub fn metric_name(&self, pid: u32, id: u32) -> String {
+        match self.string(pid, id) {
+            Some(s) => s.to_string(),
+            None => format!("#{id}"),
+        }
+    }
+
+    /// Records left out as impossible, by kind then reason.
+    pub fn impossible_records(&self) -> Vec<ImpossibleRecords> {
+        self.impossible
+            .iter()
+            .map(|((kind, reason), records)| ImpossibleRecords {
+                kind: kind.to_string(),
+                reason: reason.to_string(),
+                records: *records,
+            })
+            .collect()
+    }
+}
+
+/// A finalized launch kept for the sampling attribution.
+struct Span {
+    part: usize,
+    pid: u32,
+    device_id: u32,
+    start_ns: u64,
+    end_ns: u64,
+    class: usize,
+}
+
+/// Folds a session in, part by part (see the module documentation).
+#[derive(Default)]
+pub struct Aggregator {
+    out: Aggregate,
+    process_index: HashMap<u32, usize>,
+    joiner: Joiner,
+    /// The part being read.
+    part: usize,
+    /// Whether the session samples counters (a sampling plan or a window seen): only
+    /// then are launches kept for the attribution.
+    sampling: bool,
+    spans: Vec<Span>,
+    /// Sampling windows not yet attributed, with their part.
+    windows: Vec<(usize, u32, CounterSample)>,
+    /// Counter plans, names resolved at the end.
+    plans: Vec<(u32, CounterPlan)>,
+    /// (pid, device, metric id) -> (windows, sum), names resolved at the end.
+    samples: BTreeMap<(u32, u32, u32), (u64, f64)>,
+    attributor: Option<Attributor>,
+}
+
+impl Aggregator {
+    /// An aggregator whose join window is `hold_parts` parts and `hold_rows` records
+    /// (the default: [`super::join::HOLD_PARTS`], [`super::join::HOLD_ROWS`]).
+    pub fn with_window(hold_parts: usize, hold_rows: u64) -> Aggregator {
+        Aggregator {
+            joiner: Joiner::new(hold_parts, hold_rows),
+            ..Aggregator::default()
+        }
+    }
+
+    /// Records the join window holds now.
+    pub fn held(&self) -> usize {
+        self.joiner.held() + self.spans.len() + self.windows.len()
+    }
+
+    /// Folds in one part's records.
+    pub fn add_part(&mut self, records: Vec<(u32, Record)>) {
+        let rows = records.len() as u64;
+        for (pid, record) in records {
+            if let Some(key) = impossible(&record) {
+                *self.out.impossible.entry(key).or_default() += 1;
+                continue;
+            }
+            self.record(pid, record);
+        }
+        let mut joiner = std::mem::take(&mut self.joiner);
+        joiner.end_part(rows, |j| self.finalize(j));
+        self.joiner = joiner;
+        self.part += 1;
+        let joiner = &self.joiner;
+        self.out.ranges.forget(|p| joiner.waited(p, 2));
+        self.attribute(false);
+    }
+
+    /// The aggregate of every part added.
+    pub fn finish(mut self) -> Aggregate {
+        let mut joiner = std::mem::take(&mut self.joiner);
+        joiner.finish(|j| self.finalize(j));
+        self.attribute(true);
+        self.out.gemm_unjoined = joiner.gemm_unjoined;
+        self.out.gemm_cycles = joiner.gemm_cycles;
+        self.out.counters_unattributed = joiner.counters_unattributed;
+        self.out.sampled = self.attributor.map(Attributor::finish);
+        for ((pid, device, id), (n, sum)) in self.samples {
+            let name = self.out.metric_name(pid, id);
+            let e = self.out.samples.entry((pid, device, name)).or_default();
+            e.0 += n;
+            e.1 += sum;
+        }
+        for (pid, plan) in self.plans {
+            let out = &mut self.out;
+            let groups: Vec<Vec<String>> = plan
+                .groups
+                .iter()
+                .map(|g| g.iter().map(|&m| out.metric_name(pid, m)).collect())
+                .collect();
+            if plan.mode == "kernel" {
+                for id in plan.groups.iter().flatten() {
+                    if let Some(name) = out.string(pid, *id).filter(|n| flop_metric(n).is_some()) {
+                        let name = name.to_string();
+                        out.planned_flops.entry(pid).or_default().insert(name);
+                    }
+                }
+            }
+            out.plans.push(PlanSummary {
+                pid,
+                device_id: plan.device_id,
+                chip: plan.chip,
+                mode: plan.mode,
+                policy: plan.policy,
+                groups,
+            });
+        }
+        self.out
+    }
+
+    fn process(&mut self, pid: u32) -> &mut ProcessSummary {
+        let processes = &mut self.out.processes;
+        let i = *self.process_index.entry(pid).or_insert_with(|| {
+            processes.push(ProcessSummary {
+                pid,
+                known: false,
+                command: Vec::new(),
+                host: String::new(),
+                cupti_api_version: 0,
+                cupti_layouts: String::new(),
+                cupti_path: String::new(),
+                devices: Vec::new(),
+                kernels: 0,
+                kernel_ns: 0,
+                finished: false,
+            });
+            processes.len() - 1
+        });
+        &mut processes[i]
+    }
+
+    fn record(&mut self, pid: u32, record: Record) {
+        let p = self.process(pid);
+        match record {
+            Record::Process(info) => {
+                p.known = true;
+                p.command = info.command;
+                p.host = info.host;
+                p.cupti_api_version = info.cupti_api_version;
+                p.cupti_layouts = info.cupti_layouts;
+                p.cupti_path = info.cupti_path;
+            }
+            Record::Device(d) => {
+                if !p.devices.iter().any(|x| x.id == d.id) {
+                    p.devices.push(DeviceSummary {
+                        id: d.id,
+                        name: d.name.clone(),
+                        compute_capability: d.compute_capability,
+                        sm_count: d.sm_count,
+                    });
+                }
+                self.out.devices.entry((pid, d.id)).or_insert(d);
+            }
+            Record::String(s) => {
+                self.out.strings.insert((pid, s.id), s.text);
+            }
+            Record::Kernel(k) => self.joiner.kernel(pid, k),
+            Record::Launch(l) => self.joiner.launch(
+                pid,
+                l.correlation_id,
+                LaunchInfo {
+                    thread_id: l.thread_id,
+                    start_ns: l.start_ns,
+                },
+            ),
+            Record::Gemm(g) => self.joiner.gemm(pid, g),
+            Record::GraphNode(n) => self.joiner.graph_node(pid, n.node_id, n.correlation_id),
+            Record::GraphNodeCloned(c) => {
+                self.joiner
+                    .graph_node_cloned(pid, c.node_id, c.original_node_id)
+            }
+            Record::KernelCounters(c) => self.joiner.kernel_counters(pid, c),
+            Record::Memcpy(m) => {
+                let t = self.out.transfers.entry((false, m.copy_kind)).or_default();
+                t.0 += 1;
+                t.1 = t.1.saturating_add(m.bytes);
+                t.2 = t.2.saturating_add(m.end_ns.saturating_sub(m.start_ns));
+            }
+            Record::Memset(m) => {
+                let t = self.out.transfers.entry((true, 0)).or_default();
+                t.0 += 1;
+                t.1 = t.1.saturating_add(m.bytes);
+                t.2 = t.2.saturating_add(m.end_ns.saturating_sub(m.start_ns));
+            }
+            Record::Marker(m) => {
+                let name = self.out.string(pid, m.name).unwrap_or("").to_string();
+                let domain = self.out.string(pid, m.domain).unwrap_or("").to_string();
+                self.out.ranges.marker(pid, &m, &name, &domain, self.part);
+            }
+            Record::Dropped(d) => {
+                let i = match d.source {
+                    DropSource::Cupti => 0,
+                    DropSource::Channel => 1,
+                    DropSource::Ring => 2,
+                    DropSource::Undelivered => 3,
+                    DropSource::Unwritten => 4,
+                    DropSource::Unsaved => 5,
+                };
+                self.out.dropped[i] = self.out.dropped[i].saturating_add(d.records);
+            }
+            Record::End(_) => p.finished = true,
+            Record::CounterPlan(plan) => {
+                if plan.mode == "sampling" {
+                    self.sampling = true;
+                }
+                self.plans.push((pid, plan));
+            }
+            Record::CounterStatus(s) => self.out.counter_statuses.push(StatusSummary {
+                pid,
+                message: s.message,
+            }),
+            Record::CounterSample(s) => {
+                self.sampling = true;
+                for m in &s.metrics {
+                    let e = self.samples.entry((pid, s.device_id, m.name)).or_default();
+                    e.0 += 1;
+                    e.1 += m.value;
+                }
+                self.windows.push((self.part, pid, s));
+            }
+            Record::GemmStatus(s) => self.out.gemm_statuses.push((pid, s.message)),
+            Record::Context(_) | Record::Overhead(_) => {}
+        }
+    }
+
+    /// One joined kernel into its class, its ranges and the sampling spans.
+    fn finalize(&mut self, j: Joined) {
+        let k = j.kernel;
+        let pid = j.pid;
+        let ns = k.end_ns.saturating_sub(k.start_ns);
+        let gemm = j.gemm.map(|g| GemmPart {
+            shape: GemmShape::of(g),
+            first: g.launch_index == 0,
+        });
+        let key = ClassKey {
+            pid,
+            device_id: k.device_id,
+            name: k.name,
+            grid: k.grid,
+            block: k.block,
+            gemm,
+        };
+        let strings = &self.out.strings;
+        let class = self.out.classes.of(key, || {
+            if k.name == 0 {
+                String::new()
+            } else {
+                strings.get(&(pid, k.name)).cloned().unwrap_or_default()
+            }
+        });
+
+        // Counters: every record's metrics; FLOP metrics and DRAM bytes once per
+        // launch.
+        let mut read = None;
+        let mut write = None;
+        let c = &mut self.out.classes.list[class];
+        if let Some(records) = j.counters {
+            c.with_counters += 1;
+            let mut seen: BTreeSet<&str> = BTreeSet::new();
+            for r in records {
+                for m in &r.metrics {
+                    let name: &str = match strings.get(&(pid, m.name)) {
+                        Some(s) if m.name != 0 => s,
+                        _ => {
+                            let owned = format!("#{}", m.name);
+                            let e = c.metrics.entry(owned).or_default();
+                            e.0 += 1;
+                            e.1 += m.value;
+                            continue;
+                        }
+                    };
+                    let e = match c.metrics.get_mut(name) {
+                        Some(e) => e,
+                        None => c.metrics.entry(name.to_string()).or_default(),
+                    };
+                    e.0 += 1;
+                    e.1 += m.value;
+                    if !seen.insert(name) {
+                        continue;
+                    }
+                    match name {
+                        DRAM_READ => read = Some(m.value),
+                        DRAM_WRITE => write = Some(m.value),
+                        _ => {}
+                    }
+                    if flop_metric(name).is_some() {
+                        let e = c.flop_metrics.entry(name.to_string()).or_default();
+                        e.0 += 1;
+                        e.1 += m.value;
+                    }
+                }
+            }
+        }
+        let bytes = match (read, write) {
+            (None, None) => None,
+            (r, w) => Some(r.unwrap_or(0.0) + w.unwrap_or(0.0)),
+        };
+        c.tally.add(ns, bytes);
+        c.min_ns = c.min_ns.min(ns);
+        c.max_ns = c.max_ns.max(ns);
+
+        self.out.kernel_count += 1;
+        self.out.kernel_ns = self.out.kernel_ns.saturating_add(ns);
+        let p = self.process(pid);
+        p.kernels += 1;
+        p.kernel_ns = p.kernel_ns.saturating_add(ns);
+
+        self.out.ranges.cover(
+            pid,
+            j.launch.map(|l| (l.thread_id, l.start_ns)),
+            k.start_ns,
+            class,
+            ns,
+            bytes,
+        );
+        if self.sampling {
+            self.spans.push(Span {
+                part: self.part,
+                pid,
+                device_id: k.device_id,
+                start_ns: k.start_ns,
+                end_ns: k.end_ns,
+                class,
+            });
+        }
+    }
+
+    /// Attributes the sampling windows whose launches have all been finalized (all of
+    /// them at the end), then forgets the launches no later window can overlap.
+    fn attribute(&mut self, all: bool) {
+        let joiner = &self.joiner;
+        let ready: Vec<Window> = {
+            let mut ready = Vec::new();
+            let mut keep = Vec::new();
+            for (part, pid, w) in std::mem::take(&mut self.windows) {
+                if all || joiner.waited(part, 2) {
+                    ready.push(Window {
+                        pid,
+                        device_id: w.device_id,
+                        start_ns: w.start_ns,
+                        end_ns: w.end_ns,
+                        metrics: w
+                            .metrics
+                            .iter()
+                            .map(|m| (self.out.metric_name(pid, m.name), m.value))
+                            .collect(),
+                    });
+                } else {
+                    keep.push((part, pid, w));
+                }
+            }
+            self.windows = keep;
+            ready
+        };
+        if !ready.is_empty() {
+            let classes = &self.out.classes.list;
+            let spans: Vec<KernelSpan> = self
+                .spans
+                .iter()
+                .map(|s| KernelSpan {
+                    pid: s.pid,
+                    device_id: s.device_id,
+                    start_ns: s.start_ns,
+                    end_ns: s.end_ns,
+                    mangled: &classes[s.class].mangled,
+                })
+                .collect();
+            self.attributor
+                .get_or_insert_with(Attributor::default)
+                .add(&spans, &ready);
+        }
+        let oldest = self.windows.iter().map(|(p, _, _)| *p).min();
+        self.spans
+            .retain(|s| !joiner.waited(s.part, 3) || oldest.is_some_and(|p| p <= s.part));
+    }
+}
+
+/// The aggregate of `records` read as one part: every join is made over the whole.
+pub fn aggregate(records: &[(u32, Record)]) -> Aggregate {
+    let mut a = Aggregator::default();
+    a.add_part(records.to_vec());
+    a.finish()
+}
+
+#[cfg(test)]
+#[path = "aggregate_tests.rs"]
+mod tests;

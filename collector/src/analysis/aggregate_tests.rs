@@ -1,0 +1,218 @@
+//! The session read part by part: the same numbers as read whole while a kernel's
+//! records are within the join window, bounded memory whatever the length, and what
+//! falls outside the window counted.
+
+use wire::testing::{counters, device, gemm, k, launch, marker, on, process, string};
+use wire::{marker_flags, CounterPlan, Record};
+
+use super::super::efficiency::efficiency_of;
+use super::super::peaks::Overrides;
+use super::super::summary::summarize_aggregate;
+use super::*;
+use crate::store::tables::table_of;
+
+const S: u32 = marker_flags::START;
+const E: u32 = marker_flags::END;
+const GEMM: u32 = 1;
+const NORM: u32 = 2;
+const DECODE: u32 = 3;
+const READ: u32 = 4;
+const WRITE: u32 = 5;
+const THREAD: u64 = 7;
+
+/// The records of `steps` decode steps of one process, in the order a session gets
+/// them: each step's launches and GEMM records as the program calls, its kernels a
+/// step later (activity buffers), their counters a step after that; one "decode"
+/// push/pop range around all steps.
+fn serving(steps: u32) -> Vec<(u32, Record)> {
+    let mut out = vec![
+        process(1, "serve"),
+        Record::Device(device("NVIDIA H100 80GB HBM3", (9, 0), 132, 1_980_000)),
+        string(GEMM, "gemm_kernel"),
+        string(NORM, "rms_norm"),
+        string(DECODE, "decode"),
+        string(READ, "dram__bytes_read.sum"),
+        string(WRITE, "dram__bytes_write.sum"),
+        Record::CounterPlan(CounterPlan {
+            device_id: 0,
+            chip: "GH100".into(),
+            mode: "kernel".into(),
+            groups: vec![vec![READ, WRITE]],
+            policy: "every launch".into(),
+        }),
+        marker(S, 1, THREAD, 0, DECODE, 0),
+    ];
+    let mut kernels: Vec<Record> = Vec::new();
+    let mut counted: Vec<Record> = Vec::new();
+    for step in 0..steps {
+        let t = 1_000 + step as u64 * 1_000;
+        let (g, n) = (2 * step + 1, 2 * step + 2);
+        out.push(launch(g, THREAD, t, t + 10));
+        out.push(gemm(g, step as u64 + 1, 0, 64, 4096, 4096));
+        out.push(launch(n, THREAD, t + 20, t + 30));
+        out.append(&mut counted);
+        for r in kernels.drain(..) {
+            if let Record::Kernel(kr) = &r {
+                if kr.correlation_id % 4 == 1 {
+                    counted.push(counters(
+                        kr.correlation_id,
+                        0,
+                        &[(READ, 1000.0 + step as f64), (WRITE, 500.0)],
+                    ));
+                }
+            }
+            out.push(r);
+        }
+        kernels.push(k(GEMM, g, t + 100, t + 400 + (step % 7) as u64));
+        kernels.push(k(NORM, n, t + 400, t + 450));
+    }
+    out.append(&mut kernels);
+    out.append(&mut counted);
+    let end = 1_000 + steps as u64 * 1_000 + 10_000;
+    out.push(marker(E, 1, THREAD, end, 0, 0));
+    on(1, out)
+}
+
+/// `records` cut into parts of `size`, each in the session's table order.
+fn parts(records: &[(u32, Record)], size: usize) -> Vec<Vec<(u32, Record)>> {
+    records
+        .chunks(size)
+        .map(|c| {
+            let mut p = c.to_vec();
+            p.sort_by_key(|(_, r)| table_of(r));
+            p
+        })
+        .collect()
+}
+
+fn report(a: &Aggregate) -> String {
+    let s = summarize_aggregate(a);
+    let e = efficiency_of(a, &Overrides::default());
+    format!("{s:#?}\n{e:#?}")
+}
+
+#[test]
+fn parts_within_the_window_give_the_numbers_of_the_whole() {
+    let records = serving(200);
+    let whole = report(&aggregate(&records));
+    for size in [37, 100, 401, 2000] {
+        let mut a = Aggregator::with_window(2, 300);
+        for p in parts(&records, size) {
+            a.add_part(p);
+        }
+        let a = a.finish();
+        assert_eq!(a.gemm_unjoined, 0, "parts of {size}");
+        assert_eq!(a.counters_unattributed, 0, "parts of {size}");
+        assert_eq!(report(&a), whole, "parts of {size}");
+    }
+    // The numbers themselves: 200 steps, GEMM 2·64·4096·4096 FLOPs per step, the
+    // "decode" range covering every kernel.
+    let a = aggregate(&records);
+    let s = summarize_aggregate(&a);
+    assert_eq!(s.kernel_count, 400);
+    let gemm_ns: u64 = (0..200u64).map(|s| 300 + s % 7).sum();
+    assert_eq!(s.kernels[0].name, "gemm_kernel");
+    assert_eq!((s.kernels[0].calls, s.kernels[0].total_ns), (200, gemm_ns));
+    assert_eq!(
+        (s.ranges[0].kernels, s.ranges[0].gpu_ns),
+        (400, gemm_ns + 200 * 50)
+    );
+    let e = efficiency_of(&a, &Overrides::default());
+    let g = e.kernels.iter().find(|r| r.name == "gemm_kernel").unwrap();
+    assert_eq!(g.model_flops, Some(200.0 * 2.0 * 64.0 * 4096.0 * 4096.0));
+    // Counters on correlation ids 1, 5, 9, ...: every other GEMM launch measured its
+    // bytes (1000 + step + 500); the others get the mean.
+    assert_eq!(g.bytes_launches, 100);
+    let measured: f64 = (0..200u32)
+        .filter(|s| (2 * s + 1) % 4 == 1)
+        .map(|s| 1501.0 + s as f64)
+        .sum();
+    assert_eq!(g.bytes, Some(measured * 2.0));
+}
+
+#[test]
+fn memory_held_stays_within_the_window_whatever_the_length() {
+    let records = serving(5000);
+    let mut a = Aggregator::with_window(2, 300);
+    let mut most = 0;
+    for p in parts(&records, 100) {
+        a.add_part(p);
+        most = most.max(a.held());
+    }
+    // 100 records a part; the window is 2 parts and 300 records, held twice that
+    // long for launches, GEMMs and counters: never more than about 8 parts' worth.
+    assert!(most <= 800, "{most} records held");
+    let a = a.finish();
+    let s = summarize_aggregate(&a);
+    assert_eq!(s.kernel_count, 10_000);
+    assert_eq!(a.classes.list.len(), 2);
+    // The "decode" range closes at the very end and still covers every kernel.
+    assert_eq!(s.ranges[0].kernels, 10_000);
+    assert_eq!(a.gemm_unjoined, 0);
+    assert_eq!(a.counters_unattributed, 0);
+}
+
+#[test]
+fn records_beyond_the_window_are_counted_not_joined() {
+    // A GEMM record, then 5 parts later its kernel; counters 5 parts after that.
+    let mut records: Vec<Vec<(u32, Record)>> = vec![on(
+        1,
+        vec![
+            string(GEMM, "gemm_kernel"),
+            launch(1, THREAD, 10, 20),
+            gemm(1, 1, 0, 8, 8, 8),
+        ],
+    )];
+    records.extend((0..4).map(|_| Vec::new()));
+    records.push(on(1, vec![k(GEMM, 1, 100, 200)]));
+    records.extend((0..4).map(|_| Vec::new()));
+    records.push(on(1, vec![counters(1, 0, &[(READ, 1.0)])]));
+    let mut a = Aggregator::with_window(1, 0);
+    for p in records {
+        a.add_part(p);
+    }
+    let a = a.finish();
+    assert_eq!(a.kernel_count, 1);
+    assert_eq!(a.classes.list[0].key.gemm, None);
+    assert_eq!(a.gemm_unjoined, 1);
+    assert_eq!(a.counters_unattributed, 1);
+    assert_eq!(a.classes.list[0].with_counters, 0);
+}
+
+#[test]
+fn a_range_never_closed_covers_nothing_and_nested_ranges_of_one_name_count_once() {
+    let records = on(
+        1,
+        vec![
+            string(GEMM, "k"),
+            string(DECODE, "layer"),
+            string(NORM, "open"),
+            marker(S, 1, THREAD, 0, DECODE, 0),
+            marker(S, 2, THREAD, 5, DECODE, 0),
+            marker(S, 3, THREAD, 6, NORM, 0),
+            launch(1, THREAD, 10, 11),
+            k(GEMM, 1, 20, 30),
+            marker(E, 3 + 100, THREAD, 40, 0, 0),
+            marker(E, 2, THREAD, 50, 0, 0),
+            launch(2, THREAD, 60, 61),
+            k(GEMM, 2, 70, 90),
+            marker(E, 1, THREAD, 100, 0, 0),
+        ],
+    );
+    // Read part by part, each record its own part, kernels waiting one part: the
+    // answer is the same as read whole.
+    for a in [aggregate(&records), {
+        let mut a = Aggregator::with_window(1, 0);
+        for r in records.clone() {
+            a.add_part(vec![r]);
+        }
+        a.finish()
+    }] {
+        let s = summarize_aggregate(&a);
+        let layer = s.ranges.iter().find(|r| r.name == "layer").unwrap();
+        assert_eq!((layer.count, layer.kernels, layer.gpu_ns), (2, 2, 30));
+        let open = s.ranges.iter().find(|r| r.name == "open").unwrap();
+        assert_eq!((open.count, open.open, open.kernels), (0, 1, 0));
+        assert_eq!(s.unmatched_range_ends, 1);
+    }
+}

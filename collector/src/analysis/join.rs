@@ -1,0 +1,317 @@
+//! Joining a kernel to the records about it that arrive around it, in a bounded
+//! window of the session.
+//!
+//! A kernel's `Launch` record (which thread launched it, when), its `Gemm` record (the
+//! cuBLAS call) and its `KernelCounters` records share its (pid, correlation id), but
+//! they reach the session at different times: the launch and the GEMM from the API
+//! callbacks as the program calls, the kernel from CUPTI's activity buffers (flushed
+//! every second), the counters when the profiler has decoded them. So a kernel is
+//! held for a while before it is **finalized** (joined and handed to the analyses):
+//! until [`HOLD_PARTS`] more parts and at least [`HOLD_ROWS`] more records have been
+//! read (or the session ends). Launch, GEMM and counter records are kept twice as
+//! long, then dropped: what never met its kernel by then is counted (GEMM records as
+//! unjoined, counter records as unattributed). Records of a captured CUDA graph
+//! (`GraphNode`, `GraphNodeCloned`, and the GEMM records of captured launches) are
+//! kept for the whole session: every replay of the graph needs them.
+//!
+//! Memory is therefore bounded by the records of a few parts (a part holds at most
+//! the writer's row limit) plus the graphs, whatever the session's length. A session
+//! read as one part (or whose parts are all within the window) is joined exactly as a
+//! whole.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use wire::{Gemm, Kernel, KernelCounters};
+
+/// Parts a kernel waits for its records after the part it came in.
+pub const HOLD_PARTS: usize = 2;
+/// Records a kernel waits for after the part it came in (a part has at most 262,144
+/// rows by default, so this spans at least 4 full parts of records).
+pub const HOLD_ROWS: u64 = 1 << 20;
+
+/// The launch of a kernel, as the analyses need it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchInfo {
+    pub thread_id: u64,
+    /// API entry time.
+    pub start_ns: u64,
+}
+
+/// A kernel joined to its records.
+#[derive(Debug)]
+pub struct Joined<'a> {
+    pub pid: u32,
+    pub kernel: &'a Kernel,
+    pub launch: Option<LaunchInfo>,
+    pub gemm: Option<&'a Gemm>,
+    /// Its counter records, when its correlation id is that of no other kernel in the
+    /// window; `None` without any.
+    pub counters: Option<&'a [KernelCounters]>,
+}
+
+/// Graph node records: which launch created a node under stream capture, and which
+/// node each clone came from.
+#[derive(Debug, Default)]
+struct Graphs {
+    created: HashMap<(u32, u64), u32>,
+    cloned_from: HashMap<(u32, u64), u64>,
+}
+
+impl Graphs {
+    /// The correlation id of the captured launch a graph kernel's node comes from;
+    /// `Err` for a cycle in the clone records.
+    fn capture(&self, pid: u32, node: u64) -> Result<Option<u32>, ()> {
+        let mut node = node;
+        let mut seen = HashSet::new();
+        loop {
+            if let Some(c) = self.created.get(&(pid, node)) {
+                return Ok(Some(*c));
+            }
+            if !seen.insert(node) {
+                return Err(());
+            }
+            match self.cloned_from.get(&(pid, node)) {
+                Some(original) => node = *original,
+                None => return Ok(None),
+            }
+        }
+    }
+}
+
+struct HeldGemm {
+    part: usize,
+    gemm: Gemm,
+    used: bool,
+}
+
+/// The window (see the module documentation).
+pub struct Joiner {
+    /// The window: parts and records a kernel waits.
+    hold_parts: usize,
+    hold_rows: u64,
+    /// The part being read (0 before the first).
+    part: usize,
+    /// Records read so far, and by the end of each part (a few bytes per part).
+    rows: u64,
+    part_ends: Vec<u64>,
+    launches: HashMap<(u32, u32), (usize, LaunchInfo)>,
+    gemms: HashMap<(u32, u32), HeldGemm>,
+    graphs: Graphs,
+    /// Correlation ids of launches made under stream capture.
+    captured: HashSet<(u32, u32)>,
+    /// Kernels not yet finalized, in arrival order, with their part.
+    kernels: VecDeque<(usize, u32, Kernel)>,
+    /// Kernels per (pid, correlation id) in the window, and the last part one came in.
+    kernel_ids: HashMap<(u32, u32), (u32, usize)>,
+    counters: HashMap<(u32, u32), (usize, Vec<KernelCounters>)>,
+    /// `Gemm` records that met no kernel.
+    pub gemm_unjoined: u64,
+    /// Graph kernels whose node chain has a cycle.
+    pub gemm_cycles: u64,
+    /// `KernelCounters` records joined to no kernel, or to a correlation id several
+    /// kernels share.
+    pub counters_unattributed: u64,
+}
+
+impl Default for Joiner {
+    fn default() -> Joiner {
+        Joiner::new(HOLD_PARTS, HOLD_ROWS)
+    }
+}
+
+impl Joiner {
+    /// A joiner whose kernels wait `hold_parts` parts and `hold_rows` records.
+    pub fn new(hold_parts: usize, hold_rows: u64) -> Joiner {
+        Joiner {
+            hold_parts,
+            hold_rows,
+            part: 0,
+            rows: 0,
+            part_ends: Vec::new(),
+            launches: HashMap::new(),
+            gemms: HashMap::new(),
+            graphs: Graphs::default(),
+            captured: HashSet::new(),
+            kernels: VecDeque::new(),
+            kernel_ids: HashMap::new(),
+            counters: HashMap::new(),
+            gemm_unjoined: 0,
+            gemm_cycles: 0,
+            counters_unattributed: 0,
+        }
+    }
+
+    /// Records held: kernels waiting, and launch, GEMM and counter records.
+    pub fn held(&self) -> usize {
+        self.kernels.len()
+            + self.launches.len()
+            + self.gemms.len()
+            + self.counters.values().map(|(_, c)| c.len()).sum::<usize>()
+    }
+
+    pub fn launch(&mut self, pid: u32, correlation_id: u32, info: LaunchInfo) {
+        self.launches
+            .insert((pid, correlation_id), (self.part, info));
+    }
+
+    pub fn gemm(&mut self, pid: u32, g: Gemm) {
+        // The first record of a correlation id wins.
+        self.gemms
+            .entry((pid, g.correlation_id))
+            .or_insert(HeldGemm {
+                part: self.part,
+                gemm: g,
+                used: false,
+            });
+    }
+
+    pub fn graph_node(&mut self, pid: u32, node_id: u64, correlation_id: u32) {
+        self.graphs.created.insert((pid, node_id), correlation_id);
+        self.captured.insert((pid, correlation_id));
+    }
+
+    pub fn graph_node_cloned(&mut self, pid: u32, node_id: u64, original: u64) {
+        self.graphs.cloned_from.insert((pid, node_id), original);
+    }
+
+    pub fn kernel(&mut self, pid: u32, k: Kernel) {
+        let e = self
+            .kernel_ids
+            .entry((pid, k.correlation_id))
+            .or_insert((0, self.part));
+        e.0 += 1;
+        e.1 = self.part;
+        self.kernels.push_back((self.part, pid, k));
+    }
+
+    pub fn kernel_counters(&mut self, pid: u32, c: KernelCounters) {
+        self.counters
+            .entry((pid, c.correlation_id))
+            .or_insert_with(|| (self.part, Vec::new()))
+            .1
+            .push(c);
+    }
+
+    /// Whether what came in `part` has waited `times` windows (parts and rows) by now.
+    pub fn waited(&self, part: usize, times: usize) -> bool {
+        if self.part < part + 1 + times * self.hold_parts {
+            return false;
+        }
+        let end = self.part_ends.get(part).copied().unwrap_or(self.rows);
+        self.rows.saturating_sub(end) >= times as u64 * self.hold_rows
+    }
+
+    /// Ends the current part (of `rows` records) and finalizes the kernels that have
+    /// waited long enough, in arrival order, then drops what has waited twice as long.
+    pub fn end_part(&mut self, rows: u64, mut finalize: impl FnMut(Joined)) {
+        self.rows += rows;
+        self.part_ends.push(self.rows);
+        self.part += 1;
+        while let Some(&(part, _, _)) = self.kernels.front() {
+            if !self.waited(part, 1) {
+                break;
+            }
+            let (_, pid, k) = self.kernels.pop_front().expect("a front kernel");
+            self.finalize(pid, &k, &mut finalize);
+        }
+        self.expire(false);
+    }
+
+    /// Finalizes every kernel left and counts what never met one.
+    pub fn finish(&mut self, mut finalize: impl FnMut(Joined)) {
+        while let Some((_, pid, k)) = self.kernels.pop_front() {
+            self.finalize(pid, &k, &mut finalize);
+        }
+        self.expire(true);
+    }
+
+    fn finalize(&mut self, pid: u32, k: &Kernel, finalize: &mut impl FnMut(Joined)) {
+        let launch = self.launches.get(&(pid, k.correlation_id)).map(|(_, l)| *l);
+        let correlation = if k.graph_node_id == 0 {
+            Some(k.correlation_id)
+        } else {
+            match self.graphs.capture(pid, k.graph_node_id) {
+                Ok(c) => c,
+                Err(()) => {
+                    self.gemm_cycles += 1;
+                    None
+                }
+            }
+        };
+        let gemm = correlation.and_then(|c| self.gemms.get_mut(&(pid, c)));
+        let gemm = gemm.map(|g| {
+            g.used = true;
+            &g.gemm
+        });
+        let unique = self
+            .kernel_ids
+            .get(&(pid, k.correlation_id))
+            .is_some_and(|(n, _)| *n == 1);
+        let counters = if unique {
+            self.counters
+                .get(&(pid, k.correlation_id))
+                .map(|(_, c)| c.as_slice())
+        } else {
+            None
+        };
+        finalize(Joined {
+            pid,
+            kernel: k,
+            launch,
+            gemm,
+            counters,
+        });
+        if unique {
+            // Joined: its counters are done with.
+            self.counters.remove(&(pid, k.correlation_id));
+        }
+    }
+
+    /// Drops what has waited two windows (everything, at the end), counting what
+    /// never met a kernel.
+    fn expire(&mut self, all: bool) {
+        let old = |j: &Joiner, part: usize| all || j.waited(part, 2);
+        let gone: Vec<(u32, u32)> = self
+            .launches
+            .iter()
+            .filter(|(_, (p, _))| old(self, *p))
+            .map(|(k, _)| *k)
+            .collect();
+        for k in gone {
+            self.launches.remove(&k);
+        }
+        let gone: Vec<(u32, u32)> = self
+            .gemms
+            .iter()
+            .filter(|(k, g)| old(self, g.part) && (all || !self.captured.contains(k)))
+            .map(|(k, _)| *k)
+            .collect();
+        for k in gone {
+            if let Some(g) = self.gemms.remove(&k) {
+                if !g.used {
+                    self.gemm_unjoined += 1;
+                }
+            }
+        }
+        let gone: Vec<(u32, u32)> = self
+            .counters
+            .iter()
+            .filter(|(_, (p, _))| old(self, *p))
+            .map(|(k, _)| *k)
+            .collect();
+        for k in gone {
+            if let Some((_, c)) = self.counters.remove(&k) {
+                self.counters_unattributed += c.len() as u64;
+            }
+        }
+        let gone: Vec<(u32, u32)> = self
+            .kernel_ids
+            .iter()
+            .filter(|(_, (_, p))| old(self, *p))
+            .map(|(k, _)| *k)
+            .collect();
+        for k in gone {
+            self.kernel_ids.remove(&k);
+        }
+    }
+}

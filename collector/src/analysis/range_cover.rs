@@ -1,0 +1,278 @@
+//! NVTX ranges followed as the session streams: which range names cover each kernel,
+//! by the rules of [`super::nvtx`], without holding the session's kernels.
+//!
+//! Markers pair into range instances as they arrive. A kernel, when finalized
+//! ([`super::join`]), asks which instances cover it: push/pop instances of the thread
+//! that launched it around its launch time, start/end instances of its process around
+//! its GPU start time. Per range name it counts once:
+//! - when an instance of that name covering it is already closed, it is added to the
+//!   name's totals at once;
+//! - otherwise it waits in the innermost (latest started) open instance of that name
+//!   covering it, and is added when that instance closes, or when an enclosing
+//!   instance of the same name closes first; a kernel whose covering instances of a
+//!   name never close counts for none (an open range covers no kernels).
+//!
+//! What a kernel adds is a [`Tally`] under its class, so a range's totals are per
+//! class: the roofline rolls them up like any other launches. Closed instances are
+//! kept only while kernels they cover may still be finalized (two join windows);
+//! open ones until they close.
+
+use std::collections::{BTreeMap, HashMap};
+
+use wire::{marker_flags, Marker};
+
+use super::classes::Tally;
+use super::nvtx::RangeKind;
+
+/// A range name: (domain, message); empty strings for none.
+pub type RangeName = (String, String);
+
+/// The totals of one range name.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct NameTotals {
+    /// Closed instances, and their summed duration.
+    pub count: u64,
+    pub wall_ns: u64,
+    /// The kernels covered, per class.
+    pub classes: BTreeMap<usize, Tally>,
+}
+
+#[derive(Debug)]
+struct Instance {
+    name: usize,
+    kind: RangeKind,
+    /// (pid, thread) of a push/pop instance, (pid, 0) of a start/end one.
+    scope: (u32, u64),
+    start_ns: u64,
+    end_ns: Option<u64>,
+    /// For push/pop: the innermost instance of the thread open when this one started.
+    parent: Option<u64>,
+    /// The part its end came in.
+    closed_in: usize,
+    /// Kernels waiting for it to close (see the module documentation).
+    pending: BTreeMap<usize, Tally>,
+}
+
+/// The tracker (see the module documentation).
+#[derive(Debug, Default)]
+pub struct RangeCover {
+    pub names: Vec<RangeName>,
+    name_index: HashMap<RangeName, usize>,
+    /// Per name, in `names` order.
+    pub totals: Vec<NameTotals>,
+    instances: HashMap<u64, Instance>,
+    next: u64,
+    /// Open instances by (pid, marker id).
+    open: HashMap<(u32, u32), u64>,
+    /// Instances per (pid, thread; 0 for start/end ranges), in order of start.
+    scopes: HashMap<(u32, u64), Vec<u64>>,
+    /// Open push/pop instances per (pid, thread), innermost last.
+    stacks: HashMap<(u32, u64), Vec<u64>>,
+    /// Ends whose start was never seen.
+    pub unmatched_ends: u64,
+}
+
+impl RangeCover {
+    /// A marker of `pid`, in session order; `name` and `domain` resolved.
+    pub fn marker(&mut self, pid: u32, m: &Marker, name: &str, domain: &str, part: usize) {
+        if m.flags & marker_flags::START != 0 {
+            let key = (domain.to_string(), name.to_string());
+            let n = match self.name_index.get(&key) {
+                Some(&n) => n,
+                None => {
+                    self.names.push(key.clone());
+                    self.totals.push(NameTotals::default());
+                    self.name_index.insert(key, self.names.len() - 1);
+                    self.names.len() - 1
+                }
+            };
+            let (kind, scope) = if m.thread_id != 0 {
+                (RangeKind::PushPop, (pid, m.thread_id))
+            } else {
+                (RangeKind::StartEnd, (pid, 0))
+            };
+            let id = self.next;
+            self.next += 1;
+            let parent = match kind {
+                RangeKind::PushPop => {
+                    let stack = self.stacks.entry(scope).or_default();
+                    let parent = stack.last().copied();
+                    stack.push(id);
+                    parent
+                }
+                RangeKind::StartEnd => None,
+            };
+            self.instances.insert(
+                id,
+                Instance {
+                    name: n,
+                    kind,
+                    scope,
+                    start_ns: m.timestamp_ns,
+                    end_ns: None,
+                    parent,
+                    closed_in: 0,
+                    pending: BTreeMap::new(),
+                },
+            );
+            let list = self.scopes.entry(scope).or_default();
+            // In order of start: markers of one scope come (nearly) in time order.
+            let at = list.partition_point(|i| {
+                self.instances
+                    .get(i)
+                    .is_some_and(|x| x.start_ns <= m.timestamp_ns)
+            });
+            list.insert(at, id);
+            // A second start under an open id leaves the first open for good.
+            self.open.insert((pid, m.id), id);
+        } else if m.flags & marker_flags::END != 0 {
+            match self.open.remove(&(pid, m.id)) {
+                Some(id) => self.close(id, m.timestamp_ns, part),
+                None => self.unmatched_ends += 1,
+            }
+        }
+    }
+
+    fn close(&mut self, id: u64, end_ns: u64, part: usize) {
+        let Some(inst) = self.instances.get_mut(&id) else {
+            return;
+        };
+        inst.end_ns = Some(end_ns);
+        inst.closed_in = part;
+        let (name, start, scope) = (inst.name, inst.start_ns, inst.scope);
+        let mut pending = std::mem::take(&mut inst.pending);
+        let t = &mut self.totals[name];
+        t.count += 1;
+        t.wall_ns = t.wall_ns.saturating_add(end_ns.saturating_sub(start));
+        if let Some(stack) = self.stacks.get_mut(&scope) {
+            stack.retain(|i| *i != id);
+        }
+        // Kernels waiting in open instances of the same name that started inside this
+        // one are covered by it: count them now.
+        if let Some(list) = self.scopes.get(&scope) {
+            for other in list {
+                if *other == id {
+                    continue;
+                }
+                if let Some(o) = self.instances.get_mut(other) {
+                    if o.name == name && o.end_ns.is_none() && o.start_ns >= start {
+                        for (c, tally) in std::mem::take(&mut o.pending) {
+                            pending.entry(c).or_default().merge(&tally);
+                        }
+                    }
+                }
+            }
+        }
+        let t = &mut self.totals[name];
+        for (c, tally) in pending {
+            t.classes.entry(c).or_default().merge(&tally);
+        }
+    }
+
+    /// Adds one finalized kernel of class `class` (its duration `ns`, DRAM bytes
+    /// `bytes`) to the names covering it: push/pop ranges of its launching thread at
+    /// its launch time `launch`, start/end ranges of its process at its GPU start.
+    pub fn cover(
+        &mut self,
+        pid: u32,
+        launch: Option<(u64, u64)>,
+        gpu_start_ns: u64,
+        class: usize,
+        ns: u64,
+        bytes: Option<f64>,
+    ) {
+        // name -> (covered by a closed instance, innermost open instance)
+        let mut by_name: BTreeMap<usize, (bool, Option<(u64, u64)>)> = BTreeMap::new();
+        let mut note = |inst: &Instance, id: u64| {
+            let e = by_name.entry(inst.name).or_insert((false, None));
+            if inst.end_ns.is_some() {
+                e.0 = true;
+            } else if e.1.is_none_or(|(start, _)| inst.start_ns >= start) {
+                e.1 = Some((inst.start_ns, id));
+            }
+        };
+        let covers =
+            |inst: &Instance, t: u64| inst.start_ns <= t && inst.end_ns.is_none_or(|e| t < e);
+        if let Some((thread, t)) = launch {
+            if let Some(list) = self.scopes.get(&(pid, thread)) {
+                // The last instance started by `t`, then its enclosing ones.
+                let at = list
+                    .partition_point(|i| self.instances.get(i).is_some_and(|x| x.start_ns <= t));
+                let mut next = at.checked_sub(1).map(|i| list[i]);
+                while let Some(id) = next {
+                    let Some(inst) = self.instances.get(&id) else {
+                        break;
+                    };
+                    if covers(inst, t) {
+                        note(inst, id);
+                    }
+                    next = inst.parent;
+                }
+            }
+        }
+        if let Some(list) = self.scopes.get(&(pid, 0)) {
+            for id in list {
+                if let Some(inst) = self.instances.get(id) {
+                    if inst.kind == RangeKind::StartEnd && covers(inst, gpu_start_ns) {
+                        note(inst, *id);
+                    }
+                }
+            }
+        }
+        for (name, (closed, open)) in by_name {
+            if closed {
+                self.totals[name]
+                    .classes
+                    .entry(class)
+                    .or_default()
+                    .add(ns, bytes);
+            } else if let Some((_, id)) = open {
+                if let Some(inst) = self.instances.get_mut(&id) {
+                    inst.pending.entry(class).or_default().add(ns, bytes);
+                }
+            }
+        }
+    }
+
+    /// Forgets closed instances whose kernels have all been finalized: those closed
+    /// in a part for which `done(part)` holds.
+    pub fn forget(&mut self, done: impl Fn(usize) -> bool) {
+        let gone: Vec<u64> = self
+            .instances
+            .iter()
+            .filter(|(_, i)| i.end_ns.is_some() && done(i.closed_in))
+            .map(|(id, _)| *id)
+            .collect();
+        if gone.is_empty() {
+            return;
+        }
+        // An instance forgotten passes its children to its own parent, so that a
+        // kernel's walk up the enclosing instances goes on past it.
+        let mut parent_of: HashMap<u64, Option<u64>> = HashMap::new();
+        for id in &gone {
+            if let Some(i) = self.instances.remove(id) {
+                parent_of.insert(*id, i.parent);
+            }
+        }
+        for inst in self.instances.values_mut() {
+            while let Some(p) = inst.parent.and_then(|p| parent_of.get(&p)) {
+                inst.parent = *p;
+            }
+        }
+        for list in self.scopes.values_mut() {
+            list.retain(|i| self.instances.contains_key(i));
+        }
+        self.scopes.retain(|_, l| !l.is_empty());
+    }
+
+    /// Instances never closed, per name.
+    pub fn open_counts(&self) -> Vec<u64> {
+        let mut out = vec![0; self.names.len()];
+        for i in self.instances.values() {
+            if i.end_ns.is_none() {
+                out[i.name] += 1;
+            }
+        }
+        out
+    }
+}
