@@ -30,9 +30,12 @@ fn shapes_and_labels() {
     assert_eq!(fp32.math(), Ok(Math::cuda(Precision::Fp32)));
 }
 
-/// The GEMM part of each class of `records` (by pid, kernel name id), and its
+/// A class: pid, kernel name id, GEMM shape and whether the call's first launch,
 /// launches.
-fn joined(a: &Aggregate) -> Vec<(u32, u32, Option<(GemmShape, bool)>, u64)> {
+type Joined = (u32, u32, Option<(GemmShape, bool)>, u64);
+
+/// Every class of `a`.
+fn joined(a: &Aggregate) -> Vec<Joined> {
     a.classes
         .list
         .iter()
