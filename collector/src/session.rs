@@ -76,11 +76,11 @@ pub fn analyse(session: &Path, mut progress: impl FnMut(usize, usize)) -> Result
     let mut integrity = Integrity::default();
     let n = store.parts.len();
     for i in 0..n {
-        let part = store.read_part(i)?;
+        let part = store.read_part_tables(i, |table| aggregator.add_records(table))?;
         integrity
             .damaged
             .extend(part.damaged.into_iter().map(damaged_file));
-        aggregator.add_part(part.records);
+        aggregator.end_part();
         progress(i + 1, n);
     }
     integrity.unsealed = unsealed(&store);

@@ -15,7 +15,9 @@
 //! entry per class and per range name, and the records of the join window. None of it
 //! grows with the number of launches.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap;
 
 use serde::Serialize;
 use wire::{CounterPlan, CounterSample, DeviceInfo, DropSource, Record};
@@ -78,11 +80,11 @@ pub struct StatusSummary {
 #[derive(Debug, Default)]
 pub struct Aggregate {
     /// Interned strings: (pid, id) -> text.
-    pub strings: HashMap<(u32, u32), String>,
+    pub strings: FxHashMap<(u32, u32), String>,
     /// In order of first appearance.
     pub processes: Vec<ProcessSummary>,
     /// The first `Device` record of each (pid, device id).
-    pub devices: HashMap<(u32, u32), DeviceInfo>,
+    pub devices: FxHashMap<(u32, u32), DeviceInfo>,
     pub kernel_count: u64,
     pub kernel_ns: u64,
     pub classes: Classes,
@@ -93,7 +95,7 @@ pub struct Aggregate {
     pub plans: Vec<PlanSummary>,
     pub counter_statuses: Vec<StatusSummary>,
     /// The FLOP counters each process's kernel-mode plans collect.
-    pub planned_flops: HashMap<u32, BTreeSet<String>>,
+    pub planned_flops: FxHashMap<u32, BTreeSet<String>>,
     /// (pid, device, metric) -> (windows, sum).
     pub samples: BTreeMap<(u32, u32, String), (u64, f64)>,
     /// The sampling windows attributed to kernels; `None` without windows.
@@ -152,10 +154,11 @@ struct Span {
 #[derive(Default)]
 pub struct Aggregator {
     out: Aggregate,
-    process_index: HashMap<u32, usize>,
+    process_index: FxHashMap<u32, usize>,
     joiner: Joiner,
-    /// The part being read.
+    /// The part being read, and its records so far.
     part: usize,
+    rows: u64,
     /// Whether the session samples counters (a sampling plan or a window seen): only
     /// then are launches kept for the attribution.
     sampling: bool,
@@ -186,7 +189,13 @@ impl Aggregator {
 
     /// Folds in one part's records.
     pub fn add_part(&mut self, records: Vec<(u32, Record)>) {
-        let rows = records.len() as u64;
+        self.add_records(records);
+        self.end_part();
+    }
+
+    /// Folds in some of the current part's records (a part may come table by table).
+    pub fn add_records(&mut self, records: Vec<(u32, Record)>) {
+        self.rows += records.len() as u64;
         for (pid, record) in records {
             if let Some(key) = impossible(&record) {
                 *self.out.impossible.entry(key).or_default() += 1;
@@ -194,6 +203,11 @@ impl Aggregator {
             }
             self.record(pid, record);
         }
+    }
+
+    /// Ends the current part: finalizes the kernels that have waited long enough.
+    pub fn end_part(&mut self) {
+        let rows = std::mem::take(&mut self.rows);
         let mut joiner = std::mem::take(&mut self.joiner);
         joiner.end_part(rows, |j| self.finalize(j));
         self.joiner = joiner;

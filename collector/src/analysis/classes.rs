@@ -10,7 +10,9 @@
 //! classes is the number of distinct kernels a program runs, not the number of
 //! launches.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use super::gemm::GemmShape;
 
@@ -102,7 +104,7 @@ pub struct Class {
 #[derive(Debug, Default)]
 pub struct Classes {
     pub list: Vec<Class>,
-    index: HashMap<ClassKey, usize>,
+    index: FxHashMap<ClassKey, usize>,
 }
 
 impl Classes {

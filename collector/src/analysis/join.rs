@@ -8,9 +8,11 @@
 //! every second), the counters when the profiler has decoded them. So a kernel is
 //! held for a while before it is **finalized** (joined and handed to the analyses):
 //! until [`HOLD_PARTS`] more parts and at least [`HOLD_ROWS`] more records have been
-//! read (or the session ends). Launch, GEMM and counter records are kept twice as
-//! long, then dropped: what never met its kernel by then is counted (GEMM records as
-//! unjoined, counter records as unattributed). Records of a captured CUDA graph
+//! read (or the session ends). Its launch and GEMM records, which come before it, are
+//! looked up when it arrives (and again when finalized, for the rare one that came
+//! after it) and kept one such window; counter records, which may come before or
+//! after it, two. Then they are dropped: what never met its kernel is counted (GEMM
+//! records as unjoined, counter records as unattributed). Records of a captured CUDA graph
 //! (`GraphNode`, `GraphNodeCloned`, and the GEMM records of captured launches) are
 //! kept for the whole session: every replay of the graph needs them.
 //!
@@ -19,7 +21,9 @@
 //! read as one part (or whose parts are all within the window) is joined exactly as a
 //! whole.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use wire::{Gemm, Kernel, KernelCounters};
 
@@ -53,8 +57,8 @@ pub struct Joined<'a> {
 /// node each clone came from.
 #[derive(Debug, Default)]
 struct Graphs {
-    created: HashMap<(u32, u64), u32>,
-    cloned_from: HashMap<(u32, u64), u64>,
+    created: FxHashMap<(u32, u64), u32>,
+    cloned_from: FxHashMap<(u32, u64), u64>,
 }
 
 impl Graphs {
@@ -62,7 +66,7 @@ impl Graphs {
     /// `Err` for a cycle in the clone records.
     fn capture(&self, pid: u32, node: u64) -> Result<Option<u32>, ()> {
         let mut node = node;
-        let mut seen = HashSet::new();
+        let mut seen = FxHashSet::default();
         loop {
             if let Some(c) = self.created.get(&(pid, node)) {
                 return Ok(Some(*c));
@@ -76,6 +80,15 @@ impl Graphs {
             }
         }
     }
+}
+
+/// A kernel waiting to be finalized, with what was found for it on arrival.
+struct Waiting {
+    part: usize,
+    pid: u32,
+    kernel: Kernel,
+    launch: Option<LaunchInfo>,
+    gemm: Option<Box<Gemm>>,
 }
 
 struct HeldGemm {
@@ -94,16 +107,17 @@ pub struct Joiner {
     /// Records read so far, and by the end of each part (a few bytes per part).
     rows: u64,
     part_ends: Vec<u64>,
-    launches: HashMap<(u32, u32), (usize, LaunchInfo)>,
-    gemms: HashMap<(u32, u32), HeldGemm>,
+    launches: FxHashMap<(u32, u32), (usize, LaunchInfo)>,
+    gemms: FxHashMap<(u32, u32), HeldGemm>,
     graphs: Graphs,
     /// Correlation ids of launches made under stream capture.
-    captured: HashSet<(u32, u32)>,
+    captured: FxHashSet<(u32, u32)>,
     /// Kernels not yet finalized, in arrival order, with their part.
-    kernels: VecDeque<(usize, u32, Kernel)>,
-    /// Kernels per (pid, correlation id) in the window, and the last part one came in.
-    kernel_ids: HashMap<(u32, u32), (u32, usize)>,
-    counters: HashMap<(u32, u32), (usize, Vec<KernelCounters>)>,
+    kernels: VecDeque<Waiting>,
+    /// Graph kernels per (pid, correlation id) in the window, and the last part one
+    /// came in.
+    kernel_ids: FxHashMap<(u32, u32), (u32, usize)>,
+    counters: FxHashMap<(u32, u32), (usize, Vec<KernelCounters>)>,
     /// `Gemm` records that met no kernel.
     pub gemm_unjoined: u64,
     /// Graph kernels whose node chain has a cycle.
@@ -128,13 +142,13 @@ impl Joiner {
             part: 0,
             rows: 0,
             part_ends: Vec::new(),
-            launches: HashMap::new(),
-            gemms: HashMap::new(),
+            launches: FxHashMap::default(),
+            gemms: FxHashMap::default(),
             graphs: Graphs::default(),
-            captured: HashSet::new(),
+            captured: FxHashSet::default(),
             kernels: VecDeque::new(),
-            kernel_ids: HashMap::new(),
-            counters: HashMap::new(),
+            kernel_ids: FxHashMap::default(),
+            counters: FxHashMap::default(),
             gemm_unjoined: 0,
             gemm_cycles: 0,
             counters_unattributed: 0,
@@ -175,13 +189,44 @@ impl Joiner {
     }
 
     pub fn kernel(&mut self, pid: u32, k: Kernel) {
-        let e = self
-            .kernel_ids
-            .entry((pid, k.correlation_id))
-            .or_insert((0, self.part));
-        e.0 += 1;
-        e.1 = self.part;
-        self.kernels.push_back((self.part, pid, k));
+        // A launch API call makes one kernel; only a graph launch makes several
+        // under one correlation id, so only those are counted.
+        if k.graph_node_id != 0 {
+            let e = self
+                .kernel_ids
+                .entry((pid, k.correlation_id))
+                .or_insert((0, self.part));
+            e.0 += 1;
+            e.1 = self.part;
+        }
+        // Launch and GEMM records come before their kernel (API callbacks, then
+        // activity buffers): join them now, so they need not be held long; a kernel
+        // that came first tries again when finalized.
+        let launch = self.launches.get(&(pid, k.correlation_id)).map(|(_, l)| *l);
+        let gemm = self.gemm_of(pid, &k).map(Box::new);
+        self.kernels.push_back(Waiting {
+            part: self.part,
+            pid,
+            kernel: k,
+            launch,
+            gemm,
+        });
+    }
+
+    /// The GEMM record of kernel `k`'s launch (through the graph it came from, if
+    /// any), marked used.
+    fn gemm_of(&mut self, pid: u32, k: &Kernel) -> Option<Gemm> {
+        let correlation = if k.graph_node_id == 0 {
+            Some(k.correlation_id)
+        } else {
+            // A cycle in the clone records: no GEMM (counted when finalized).
+            self.graphs
+                .capture(pid, k.graph_node_id)
+                .unwrap_or_default()
+        };
+        let g = correlation.and_then(|c| self.gemms.get_mut(&(pid, c)))?;
+        g.used = true;
+        Some(g.gemm)
     }
 
     pub fn kernel_counters(&mut self, pid: u32, c: KernelCounters) {
@@ -207,46 +252,41 @@ impl Joiner {
         self.rows += rows;
         self.part_ends.push(self.rows);
         self.part += 1;
-        while let Some(&(part, _, _)) = self.kernels.front() {
-            if !self.waited(part, 1) {
+        while let Some(w) = self.kernels.front() {
+            if !self.waited(w.part, 1) {
                 break;
             }
-            let (_, pid, k) = self.kernels.pop_front().expect("a front kernel");
-            self.finalize(pid, &k, &mut finalize);
+            let w = self.kernels.pop_front().expect("a front kernel");
+            self.finalize(w, &mut finalize);
         }
         self.expire(false);
     }
 
     /// Finalizes every kernel left and counts what never met one.
     pub fn finish(&mut self, mut finalize: impl FnMut(Joined)) {
-        while let Some((_, pid, k)) = self.kernels.pop_front() {
-            self.finalize(pid, &k, &mut finalize);
+        while let Some(w) = self.kernels.pop_front() {
+            self.finalize(w, &mut finalize);
         }
         self.expire(true);
     }
 
-    fn finalize(&mut self, pid: u32, k: &Kernel, finalize: &mut impl FnMut(Joined)) {
-        let launch = self.launches.get(&(pid, k.correlation_id)).map(|(_, l)| *l);
-        let correlation = if k.graph_node_id == 0 {
-            Some(k.correlation_id)
-        } else {
-            match self.graphs.capture(pid, k.graph_node_id) {
-                Ok(c) => c,
-                Err(()) => {
-                    self.gemm_cycles += 1;
-                    None
-                }
-            }
+    fn finalize(&mut self, w: Waiting, finalize: &mut impl FnMut(Joined)) {
+        let (pid, k) = (w.pid, &w.kernel);
+        let launch = w
+            .launch
+            .or_else(|| self.launches.get(&(pid, k.correlation_id)).map(|(_, l)| *l));
+        if k.graph_node_id != 0 && self.graphs.capture(pid, k.graph_node_id).is_err() {
+            self.gemm_cycles += 1;
+        }
+        let gemm = match w.gemm {
+            Some(g) => Some(*g),
+            None => self.gemm_of(pid, k),
         };
-        let gemm = correlation.and_then(|c| self.gemms.get_mut(&(pid, c)));
-        let gemm = gemm.map(|g| {
-            g.used = true;
-            &g.gemm
-        });
-        let unique = self
-            .kernel_ids
-            .get(&(pid, k.correlation_id))
-            .is_some_and(|(n, _)| *n == 1);
+        let unique = k.graph_node_id == 0
+            || self
+                .kernel_ids
+                .get(&(pid, k.correlation_id))
+                .is_some_and(|(n, _)| *n == 1);
         let counters = if unique {
             self.counters
                 .get(&(pid, k.correlation_id))
@@ -258,7 +298,7 @@ impl Joiner {
             pid,
             kernel: k,
             launch,
-            gemm,
+            gemm: gemm.as_ref(),
             counters,
         });
         if unique {
@@ -271,10 +311,12 @@ impl Joiner {
     /// never met a kernel.
     fn expire(&mut self, all: bool) {
         let old = |j: &Joiner, part: usize| all || j.waited(part, 2);
+        // Launch and GEMM records are joined on their kernel's arrival: one window.
+        let joined_old = |j: &Joiner, part: usize| all || j.waited(part, 1);
         let gone: Vec<(u32, u32)> = self
             .launches
             .iter()
-            .filter(|(_, (p, _))| old(self, *p))
+            .filter(|(_, (p, _))| joined_old(self, *p))
             .map(|(k, _)| *k)
             .collect();
         for k in gone {
@@ -283,7 +325,7 @@ impl Joiner {
         let gone: Vec<(u32, u32)> = self
             .gemms
             .iter()
-            .filter(|(k, g)| old(self, g.part) && (all || !self.captured.contains(k)))
+            .filter(|(k, g)| joined_old(self, g.part) && (all || !self.captured.contains(k)))
             .map(|(k, _)| *k)
             .collect();
         for k in gone {

@@ -17,7 +17,9 @@
 //! kept only while kernels they cover may still be finalized (two join windows);
 //! open ones until they close.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use wire::{marker_flags, Marker};
 
@@ -53,21 +55,26 @@ struct Instance {
     pending: BTreeMap<usize, Tally>,
 }
 
+/// What covers one kernel under one range name: (name, whether a closed instance
+/// does, the innermost open instance as (start, id)).
+type NameCover = (usize, bool, Option<(u64, u64)>);
+
 /// The tracker (see the module documentation).
 #[derive(Debug, Default)]
 pub struct RangeCover {
     pub names: Vec<RangeName>,
-    name_index: HashMap<RangeName, usize>,
+    name_index: FxHashMap<RangeName, usize>,
     /// Per name, in `names` order.
     pub totals: Vec<NameTotals>,
-    instances: HashMap<u64, Instance>,
+    instances: FxHashMap<u64, Instance>,
     next: u64,
     /// Open instances by (pid, marker id).
-    open: HashMap<(u32, u32), u64>,
-    /// Instances per (pid, thread; 0 for start/end ranges), in order of start.
-    scopes: HashMap<(u32, u64), Vec<u64>>,
-    /// Open push/pop instances per (pid, thread), innermost last.
-    stacks: HashMap<(u32, u64), Vec<u64>>,
+    open: FxHashMap<(u32, u32), u64>,
+    /// Instances per (pid, thread; 0 for start/end ranges), (start, id) in order of
+    /// start.
+    scopes: FxHashMap<(u32, u64), Vec<(u64, u64)>>,
+    /// Open instances per scope, in order of start (for a thread: innermost last).
+    stacks: FxHashMap<(u32, u64), Vec<u64>>,
     /// Ends whose start was never seen.
     pub unmatched_ends: u64,
 }
@@ -93,15 +100,12 @@ impl RangeCover {
             };
             let id = self.next;
             self.next += 1;
+            let stack = self.stacks.entry(scope).or_default();
             let parent = match kind {
-                RangeKind::PushPop => {
-                    let stack = self.stacks.entry(scope).or_default();
-                    let parent = stack.last().copied();
-                    stack.push(id);
-                    parent
-                }
+                RangeKind::PushPop => stack.last().copied(),
                 RangeKind::StartEnd => None,
             };
+            stack.push(id);
             self.instances.insert(
                 id,
                 Instance {
@@ -117,12 +121,8 @@ impl RangeCover {
             );
             let list = self.scopes.entry(scope).or_default();
             // In order of start: markers of one scope come (nearly) in time order.
-            let at = list.partition_point(|i| {
-                self.instances
-                    .get(i)
-                    .is_some_and(|x| x.start_ns <= m.timestamp_ns)
-            });
-            list.insert(at, id);
+            let at = list.partition_point(|(start, _)| *start <= m.timestamp_ns);
+            list.insert(at, (m.timestamp_ns, id));
             // A second start under an open id leaves the first open for good.
             self.open.insert((pid, m.id), id);
         } else if m.flags & marker_flags::END != 0 {
@@ -146,16 +146,11 @@ impl RangeCover {
         t.wall_ns = t.wall_ns.saturating_add(end_ns.saturating_sub(start));
         if let Some(stack) = self.stacks.get_mut(&scope) {
             stack.retain(|i| *i != id);
-        }
-        // Kernels waiting in open instances of the same name that started inside this
-        // one are covered by it: count them now.
-        if let Some(list) = self.scopes.get(&scope) {
-            for other in list {
-                if *other == id {
-                    continue;
-                }
+            // Kernels waiting in open instances of the same name that started inside
+            // this one are covered by it: count them now.
+            for other in stack.iter() {
                 if let Some(o) = self.instances.get_mut(other) {
-                    if o.name == name && o.end_ns.is_none() && o.start_ns >= start {
+                    if o.name == name && o.start_ns >= start {
                         for (c, tally) in std::mem::take(&mut o.pending) {
                             pending.entry(c).or_default().merge(&tally);
                         }
@@ -181,14 +176,24 @@ impl RangeCover {
         ns: u64,
         bytes: Option<f64>,
     ) {
-        // name -> (covered by a closed instance, innermost open instance)
-        let mut by_name: BTreeMap<usize, (bool, Option<(u64, u64)>)> = BTreeMap::new();
+        if self.scopes.is_empty() {
+            return;
+        }
+        // A kernel is inside a few ranges at most.
+        let mut by_name: Vec<NameCover> = Vec::new();
         let mut note = |inst: &Instance, id: u64| {
-            let e = by_name.entry(inst.name).or_insert((false, None));
+            let e = match by_name.iter().position(|e| e.0 == inst.name) {
+                Some(i) => &mut by_name[i],
+                None => {
+                    by_name.push((inst.name, false, None));
+                    by_name.last_mut().expect("just pushed")
+                }
+            };
+            let e = (&mut e.1, &mut e.2);
             if inst.end_ns.is_some() {
-                e.0 = true;
+                *e.0 = true;
             } else if e.1.is_none_or(|(start, _)| inst.start_ns >= start) {
-                e.1 = Some((inst.start_ns, id));
+                *e.1 = Some((inst.start_ns, id));
             }
         };
         let covers =
@@ -196,9 +201,8 @@ impl RangeCover {
         if let Some((thread, t)) = launch {
             if let Some(list) = self.scopes.get(&(pid, thread)) {
                 // The last instance started by `t`, then its enclosing ones.
-                let at = list
-                    .partition_point(|i| self.instances.get(i).is_some_and(|x| x.start_ns <= t));
-                let mut next = at.checked_sub(1).map(|i| list[i]);
+                let at = list.partition_point(|(start, _)| *start <= t);
+                let mut next = at.checked_sub(1).map(|i| list[i].1);
                 while let Some(id) = next {
                     let Some(inst) = self.instances.get(&id) else {
                         break;
@@ -211,7 +215,8 @@ impl RangeCover {
             }
         }
         if let Some(list) = self.scopes.get(&(pid, 0)) {
-            for id in list {
+            let at = list.partition_point(|(start, _)| *start <= gpu_start_ns);
+            for (_, id) in &list[..at] {
                 if let Some(inst) = self.instances.get(id) {
                     if inst.kind == RangeKind::StartEnd && covers(inst, gpu_start_ns) {
                         note(inst, *id);
@@ -219,7 +224,7 @@ impl RangeCover {
                 }
             }
         }
-        for (name, (closed, open)) in by_name {
+        for (name, closed, open) in by_name {
             if closed {
                 self.totals[name]
                     .classes
@@ -248,7 +253,7 @@ impl RangeCover {
         }
         // An instance forgotten passes its children to its own parent, so that a
         // kernel's walk up the enclosing instances goes on past it.
-        let mut parent_of: HashMap<u64, Option<u64>> = HashMap::new();
+        let mut parent_of: FxHashMap<u64, Option<u64>> = FxHashMap::default();
         for id in &gone {
             if let Some(i) = self.instances.remove(id) {
                 parent_of.insert(*id, i.parent);
@@ -260,7 +265,7 @@ impl RangeCover {
             }
         }
         for list in self.scopes.values_mut() {
-            list.retain(|i| self.instances.contains_key(i));
+            list.retain(|(_, i)| self.instances.contains_key(i));
         }
         self.scopes.retain(|_, l| !l.is_empty());
     }

@@ -147,6 +147,21 @@ impl Store {
     /// Reads part `index` of [`Store::parts`]. Errors only for a part of a newer
     /// session version than this gpuprof reads.
     pub fn read_part(&self, index: usize) -> anyhow::Result<Part> {
+        let mut records = Vec::new();
+        let mut part = self.read_part_tables(index, |table| records.extend(table))?;
+        part.records = records;
+        Ok(part)
+    }
+
+    /// Reads part `index` table by table, in table order, handing each table's
+    /// records to `each` as soon as its file verifies and decodes, so that only one
+    /// table's records are in memory at a time. The returned part has no records,
+    /// only what could not be read. Errors as [`Store::read_part`].
+    pub fn read_part_tables(
+        &self,
+        index: usize,
+        mut each: impl FnMut(Vec<(u32, Record)>),
+    ) -> anyhow::Result<Part> {
         let (number, path) = &self.parts[index];
         let rel = |file: &str| {
             format!(
@@ -223,7 +238,7 @@ impl Store {
                 continue;
             }
             match decode(id, bytes) {
-                Ok(records) if records.len() as u64 == entry.rows => part.records.extend(records),
+                Ok(records) if records.len() as u64 == entry.rows => each(records),
                 Ok(records) => part.damaged.push(damaged(format!(
                     "{} rows, the manifest says {}",
                     records.len(),
