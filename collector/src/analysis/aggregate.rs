@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rustc_hash::FxHashMap;
+use ahash::AHashMap;
 
 use serde::Serialize;
 use wire::{CounterPlan, CounterSample, DeviceInfo, DropSource, Record};
@@ -80,11 +80,11 @@ pub struct StatusSummary {
 #[derive(Debug, Default)]
 pub struct Aggregate {
     /// Interned strings: (pid, id) -> text.
-    pub strings: FxHashMap<(u32, u32), String>,
+    pub strings: AHashMap<(u32, u32), String>,
     /// In order of first appearance.
     pub processes: Vec<ProcessSummary>,
     /// The first `Device` record of each (pid, device id).
-    pub devices: FxHashMap<(u32, u32), DeviceInfo>,
+    pub devices: AHashMap<(u32, u32), DeviceInfo>,
     pub kernel_count: u64,
     pub kernel_ns: u64,
     pub classes: Classes,
@@ -95,7 +95,7 @@ pub struct Aggregate {
     pub plans: Vec<PlanSummary>,
     pub counter_statuses: Vec<StatusSummary>,
     /// The FLOP counters each process's kernel-mode plans collect.
-    pub planned_flops: FxHashMap<u32, BTreeSet<String>>,
+    pub planned_flops: AHashMap<u32, BTreeSet<String>>,
     /// (pid, device, metric) -> (windows, sum).
     pub samples: BTreeMap<(u32, u32, String), (u64, f64)>,
     /// The sampling windows attributed to kernels; `None` without windows.
@@ -154,7 +154,7 @@ struct Span {
 #[derive(Default)]
 pub struct Aggregator {
     out: Aggregate,
-    process_index: FxHashMap<u32, usize>,
+    process_index: AHashMap<u32, usize>,
     joiner: Joiner,
     /// The part being read, and its records so far.
     part: usize,

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashMap;
+use ahash::AHashMap;
 
 use super::gemm::GemmShape;
 
@@ -104,7 +104,7 @@ pub struct Class {
 #[derive(Debug, Default)]
 pub struct Classes {
     pub list: Vec<Class>,
-    index: FxHashMap<ClassKey, usize>,
+    index: AHashMap<ClassKey, usize>,
 }
 
 impl Classes {

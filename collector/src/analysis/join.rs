@@ -23,7 +23,7 @@
 
 use std::collections::VecDeque;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use ahash::{AHashMap, AHashSet};
 
 use wire::{Gemm, Kernel, KernelCounters};
 
@@ -57,8 +57,8 @@ pub struct Joined<'a> {
 /// node each clone came from.
 #[derive(Debug, Default)]
 struct Graphs {
-    created: FxHashMap<(u32, u64), u32>,
-    cloned_from: FxHashMap<(u32, u64), u64>,
+    created: AHashMap<(u32, u64), u32>,
+    cloned_from: AHashMap<(u32, u64), u64>,
 }
 
 impl Graphs {
@@ -66,7 +66,7 @@ impl Graphs {
     /// `Err` for a cycle in the clone records.
     fn capture(&self, pid: u32, node: u64) -> Result<Option<u32>, ()> {
         let mut node = node;
-        let mut seen = FxHashSet::default();
+        let mut seen = AHashSet::new();
         loop {
             if let Some(c) = self.created.get(&(pid, node)) {
                 return Ok(Some(*c));
@@ -107,17 +107,17 @@ pub struct Joiner {
     /// Records read so far, and by the end of each part (a few bytes per part).
     rows: u64,
     part_ends: Vec<u64>,
-    launches: FxHashMap<(u32, u32), (usize, LaunchInfo)>,
-    gemms: FxHashMap<(u32, u32), HeldGemm>,
+    launches: AHashMap<(u32, u32), (usize, LaunchInfo)>,
+    gemms: AHashMap<(u32, u32), HeldGemm>,
     graphs: Graphs,
     /// Correlation ids of launches made under stream capture.
-    captured: FxHashSet<(u32, u32)>,
+    captured: AHashSet<(u32, u32)>,
     /// Kernels not yet finalized, in arrival order, with their part.
     kernels: VecDeque<Waiting>,
     /// Graph kernels per (pid, correlation id) in the window, and the last part one
     /// came in.
-    kernel_ids: FxHashMap<(u32, u32), (u32, usize)>,
-    counters: FxHashMap<(u32, u32), (usize, Vec<KernelCounters>)>,
+    kernel_ids: AHashMap<(u32, u32), (u32, usize)>,
+    counters: AHashMap<(u32, u32), (usize, Vec<KernelCounters>)>,
     /// `Gemm` records that met no kernel.
     pub gemm_unjoined: u64,
     /// Graph kernels whose node chain has a cycle.
@@ -142,13 +142,13 @@ impl Joiner {
             part: 0,
             rows: 0,
             part_ends: Vec::new(),
-            launches: FxHashMap::default(),
-            gemms: FxHashMap::default(),
+            launches: AHashMap::new(),
+            gemms: AHashMap::new(),
             graphs: Graphs::default(),
-            captured: FxHashSet::default(),
+            captured: AHashSet::new(),
             kernels: VecDeque::new(),
-            kernel_ids: FxHashMap::default(),
-            counters: FxHashMap::default(),
+            kernel_ids: AHashMap::new(),
+            counters: AHashMap::new(),
             gemm_unjoined: 0,
             gemm_cycles: 0,
             counters_unattributed: 0,

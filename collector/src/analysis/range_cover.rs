@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashMap;
+use ahash::AHashMap;
 
 use wire::{marker_flags, Marker};
 
@@ -63,18 +63,18 @@ type NameCover = (usize, bool, Option<(u64, u64)>);
 #[derive(Debug, Default)]
 pub struct RangeCover {
     pub names: Vec<RangeName>,
-    name_index: FxHashMap<RangeName, usize>,
+    name_index: AHashMap<RangeName, usize>,
     /// Per name, in `names` order.
     pub totals: Vec<NameTotals>,
-    instances: FxHashMap<u64, Instance>,
+    instances: AHashMap<u64, Instance>,
     next: u64,
     /// Open instances by (pid, marker id).
-    open: FxHashMap<(u32, u32), u64>,
+    open: AHashMap<(u32, u32), u64>,
     /// Instances per (pid, thread; 0 for start/end ranges), (start, id) in order of
     /// start.
-    scopes: FxHashMap<(u32, u64), Vec<(u64, u64)>>,
+    scopes: AHashMap<(u32, u64), Vec<(u64, u64)>>,
     /// Open instances per scope, in order of start (for a thread: innermost last).
-    stacks: FxHashMap<(u32, u64), Vec<u64>>,
+    stacks: AHashMap<(u32, u64), Vec<u64>>,
     /// Ends whose start was never seen.
     pub unmatched_ends: u64,
 }
@@ -253,7 +253,7 @@ impl RangeCover {
         }
         // An instance forgotten passes its children to its own parent, so that a
         // kernel's walk up the enclosing instances goes on past it.
-        let mut parent_of: FxHashMap<u64, Option<u64>> = FxHashMap::default();
+        let mut parent_of: AHashMap<u64, Option<u64>> = AHashMap::new();
         for id in &gone {
             if let Some(i) = self.instances.remove(id) {
                 parent_of.insert(*id, i.parent);
