@@ -169,10 +169,17 @@ fn check(session: &Path, extra: &[&str]) -> (Value, Vec<Value>, Vec<Vec<Value>>)
     let kernel_rows = results.pop().unwrap();
 
     let v = report_json(session);
+    // The common case the document promises equality for: the report left nothing
+    // out and joined every GEMM and counter record.
     assert!(
         v.get("session_damage").is_none() && v.get("impossible_records").is_none(),
         "the report left nothing out: {v:#}"
     );
+    for (section, field) in [("roofline", "gemm_unjoined"), ("counters", "unattributed")] {
+        if let Some(s) = v.get(section) {
+            assert_eq!(s[field], 0, "{section}.{field}");
+        }
+    }
     let report_kernels = v["kernels"].as_array().expect("kernels");
     assert!(!report_kernels.is_empty(), "{v:#}");
     assert_rows_equal("kernels", &kernel_rows, report_kernels, KERNEL_LEFT_OUT);
