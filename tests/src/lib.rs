@@ -11,6 +11,7 @@
 mod artifacts;
 mod collector;
 mod driver_workload;
+mod duckdb;
 mod injected;
 pub mod pricing;
 mod report;
@@ -21,6 +22,7 @@ mod timed;
 pub use artifacts::{artifact, compile_c, stub_libcuda, target_profile_dir};
 pub use collector::{clean_env, gpuprof_command, record_on_sim, shm_dirs_of, Scratch};
 pub use driver_workload::{DRIVER_WORKLOAD_MODEL, DRIVER_WORKLOAD_STDOUT};
+pub use duckdb::duckdb;
 pub use injected::{
     cudarc_gemms, gemm_linked_client, kernels_in_order, plans, ring_files, run_cudarc_injected,
     run_injected, run_injected_with_args, run_injected_within, statuses, strings, Injection,
