@@ -193,6 +193,9 @@ Dropped records
   unsaved            0
 
 Processes whose stream did not finish: 4243
+  (they or the collector stopped first: what they did not deliver is in the
+   undelivered and unwritten rows above when the collector saw them stop;
+   when the collector itself stopped, records it had not sealed are lost, uncounted)
 ";
 
 #[test]
@@ -359,7 +362,7 @@ fn an_unsealed_part_is_reported_as_lost_then_exits_3() {
         "{t}"
     );
     assert!(
-        t.contains("Processes whose stream did not finish: 4242, 4243\n"),
+        t.contains("Processes whose stream did not finish: 4242, 4243\n  (they or the collector"),
         "{t}"
     );
     assert!(t.contains("  cupti              0\n"), "{t}");
@@ -419,6 +422,9 @@ Dropped records
   unsaved            0
 
 Processes whose stream did not finish: 4243
+  (they or the collector stopped first: what they did not deliver is in the
+   undelivered and unwritten rows above when the collector saw them stop;
+   when the collector itself stopped, records it had not sealed are lost, uncounted)
 
 Session damage
   1 damaged file skipped (0 records, BYTES bytes): the tables above leave them out

@@ -280,10 +280,14 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
             "\nProcesses whose stream did not finish: {}",
             pids.join(", ")
         );
+        out.push_str(UNFINISHED_NOTE);
     }
     integrity_table(&mut out, &s.integrity);
     out
 }
+
+/// What the table says of processes whose stream did not finish.
+const UNFINISHED_NOTE: &str = "  (they or the collector stopped first: what they did not deliver is in the\n   undelivered and unwritten rows above when the collector saw them stop;\n   when the collector itself stopped, records it had not sealed are lost, uncounted)\n";
 
 /// The report as CSV: one section per table, each a `# name` line, a header row and
 /// the rows, sections separated by an empty line. Same columns as [`json()`].
