@@ -90,15 +90,21 @@ pub struct StoreWriter {
     bytes_written: u64,
 }
 
-fn properties() -> WriterProperties {
+/// Columns whose values grow row by row (timestamps, correlation ids, GEMM call
+/// numbers): stored as deltas, not dictionaries.
+pub fn delta_encoded(name: &str) -> bool {
+    name.ends_with("_ns") || matches!(name, "correlation_id" | "call")
+}
+
+/// How every table is encoded (`gpuprof-bench encodings` compares the alternatives).
+pub fn properties() -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).expect("level 3")))
         .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_max_row_group_row_count(Some(1 << 20));
-    // Timestamps and ids that grow row by row: deltas, not dictionaries.
     for t in TABLES {
         for (name, _) in t.columns {
-            if name.ends_with("_ns") || *name == "correlation_id" || *name == "call" {
+            if delta_encoded(name) {
                 let path = ColumnPath::from(*name);
                 b = b
                     .set_column_dictionary_enabled(path.clone(), false)
