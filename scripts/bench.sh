@@ -4,21 +4,47 @@
 #  2. launch: added cost per kernel launch on the application's thread (wall and
 #     thread CPU time), on the simulated stack: unprofiled, under a do-nothing CUPTI
 #     tool with libgpuprof.so's subscriptions (scripts/bench/baseline-tool), and
-#     under `gpuprof record`.
-#   scripts/bench.sh [--launches N] [--runs N]
+#     under `gpuprof record`;
+#  3. scale: generated LLM-serving sessions of 10^5 and 10^6 kernels (--kernels for
+#     others, e.g. 100000,1000000,10000000): bytes per kernel, and `gpuprof report`
+#     and `gpuprof trace` on each: wall time, kernels/s, peak RSS;
+#  4. recorded: `gpuprof record` of the LLM workload on the simulated stack (about
+#     10^5 kernels): bytes per kernel per table, record's peak RSS, report and trace.
+#   scripts/bench.sh [--launches N] [--runs N] [--kernels N,N,..] [--decode-steps N]
+#                    [--mem-limit-gb N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+launch_args=() scale_args=() recorded_args=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --launches|--runs) launch_args+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
+        --kernels) scale_args+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
+        --decode-steps) recorded_args+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
+        --mem-limit-gb)
+            scale_args+=("$1" "${2:?$1 needs a value}")
+            recorded_args+=("$1" "$2"); shift 2 ;;
+        *) echo "scripts/bench.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
 cargo build --release --quiet --workspace
 python3 scripts/nvidia-wheels.py fetch-extras >/dev/null
+nvtx=$(python3 -c 'import json; print(json.load(open("target/nvidia/extras.json"))["libnvtx3interop"])')
 rel=$PWD/target/release
 sim=$rel/bench-sim
 rm -rf "$sim" && mkdir -p "$sim"
-ln -s "$rel/libcuda.so" "$sim/libcuda.so.1"
-ln -s "$rel/libcupti.so" "$sim/libcupti.so.13"
+# The names programs look the simulated libraries up by (as `gpuprof demo` does).
+for n in libcuda.so.1 libcuda.so libcupti.so.13 libcublas.so.12 libcublas.so \
+         libcublasLt.so.12 libcublasLt.so; do
+    ln -s "$rel/${n%%.so*}.so" "$sim/$n"
+done
+ln -s "$nvtx" "$sim/libnvToolsExt.so"
 cc -O2 -o "$rel/launch_flood" tests/c/launch_flood.c -ldl
 
 "$rel/gpuprof-bench" pipeline
 "$rel/gpuprof-bench" launch --flood "$rel/launch_flood" --sim-dir "$sim" \
     --lib "$rel/libgpuprof.so" --baseline "$rel/libgpuprof_baseline_tool.so" \
-    --gpuprof "$rel/gpuprof" "$@"
+    --gpuprof "$rel/gpuprof" ${launch_args[@]+"${launch_args[@]}"}
+"$rel/gpuprof-bench" scale --gpuprof "$rel/gpuprof" ${scale_args[@]+"${scale_args[@]}"}
+"$rel/gpuprof-bench" recorded --gpuprof "$rel/gpuprof" --workload "$rel/cudarc-llm" \
+    --sim-dir "$sim" ${recorded_args[@]+"${recorded_args[@]}"}
 rm -rf "$sim"

@@ -385,3 +385,121 @@ fn a_newer_part_version_is_an_error_naming_it() {
         )
     );
 }
+
+/// The encodings of every column chunk of `file`, by column path, and whether it has
+/// a dictionary page.
+fn column_encodings(file: &Path) -> Vec<(String, Vec<parquet::basic::Encoding>, bool)> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let bytes = bytes::Bytes::from(std::fs::read(file).unwrap());
+    let reader = SerializedFileReader::new(bytes).unwrap();
+    let mut out = Vec::new();
+    for rg in reader.metadata().row_groups() {
+        for c in rg.columns() {
+            out.push((
+                c.column_path().string(),
+                c.encodings().collect(),
+                c.dictionary_page_offset().is_some(),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn columns_are_encoded_as_documented_and_a_kernel_costs_at_most_40_bytes() {
+    use parquet::basic::Encoding;
+    let t = Tmp::new("encodings");
+    // A busy stream with noisy times (an LCG), counters on every launch, NVTX ranges:
+    // every value distinct where a real run's would be.
+    let mut x = 12345u64;
+    let mut next = move |m: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) % m
+    };
+    let kernels = 20_000u32;
+    let (mut cpu, mut gpu) = (1_764_000_000_000_000_000u64, 1_764_000_000_000_000_000u64);
+    let mut records = Vec::new();
+    for i in 0..kernels {
+        let corr = 100 + 2 * i + next(2) as u32;
+        let start = cpu + next(1_000);
+        cpu = start + 2_000 + next(6_000);
+        records.push(launch(corr, 77, start, cpu));
+        let k_start = gpu.max(start) + 600 + next(1_200);
+        gpu = k_start + 1_500 + next(if i % 4 == 0 { 200_000 } else { 8_000 });
+        records.push(k(1 + i % 12, corr, k_start, gpu));
+        let d = (gpu - k_start) as f64;
+        records.push(counters(
+            corr,
+            i % 5,
+            &[
+                (20, d * 1_024.0 + next(1 << 20) as f64),
+                (21, d * 1.755),
+                (22, -0.0),
+            ],
+        ));
+        if i % 300 == 0 {
+            records.push(marker(marker_flags::START, i / 300 + 1, 77, start, 3, 0));
+            records.push(marker(marker_flags::END, i / 300 + 1, 77, cpu, 0, 0));
+        }
+    }
+    records.push(Record::CounterSample(CounterSample {
+        device_id: 0,
+        start_ns: 5,
+        end_ns: 9,
+        metrics: wire::testing::values(&[(20, f64::MIN_POSITIVE), (21, 1e300)]),
+    }));
+    write(&t.0, &[(9, records.clone())]);
+    let (back, damaged) = read_all(&t.0);
+    assert!(damaged.is_empty(), "{damaged:?}");
+    assert_eq!(
+        back,
+        in_table_order(9, &records),
+        "every value comes back exactly"
+    );
+
+    let part = t.0.join("parts/00000001");
+    let mut checked = 0;
+    for table in tables::TABLES {
+        let file = part.join(format!("{}.parquet", table.name));
+        if !file.exists() {
+            continue;
+        }
+        for (path, encodings, dictionary) in column_encodings(&file) {
+            let name = path.split('.').next().unwrap();
+            let delta = name.ends_with("_ns") || ["correlation_id", "call", "id"].contains(&name);
+            if delta {
+                assert_eq!(
+                    (
+                        encodings.contains(&Encoding::DELTA_BINARY_PACKED),
+                        dictionary
+                    ),
+                    (true, false),
+                    "{}.{path}: {encodings:?}",
+                    table.name
+                );
+                checked += 1;
+            } else if path == "value.list.item" {
+                assert_eq!(
+                    (encodings.contains(&Encoding::PLAIN), dictionary),
+                    (true, false),
+                    "{}.{path}: {encodings:?}",
+                    table.name
+                );
+                checked += 1;
+            }
+        }
+    }
+    // launches 3, kernels 3, counters 2, markers 2, samples 3.
+    assert_eq!(checked, 13);
+    let bytes: u64 = std::fs::read_dir(&part)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    let per_kernel = bytes as f64 / kernels as f64;
+    assert!(
+        per_kernel <= 40.0,
+        "{bytes} bytes: {per_kernel:.1} per kernel"
+    );
+}

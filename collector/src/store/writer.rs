@@ -30,7 +30,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 use wire::Record;
 
-use super::columns::RowWriter;
+use super::columns::{Kind, RowWriter};
 use super::layout::{part_dir_name, PARTS_DIR, RESERVE_FILE, UNSEALED_PREFIX};
 use super::manifest::{FileEntry, Manifest, FORMAT, VERSION};
 use super::tables::{table_of, write_row, TableId, TABLES, TABLE_IDS};
@@ -90,20 +90,41 @@ pub struct StoreWriter {
     bytes_written: u64,
 }
 
-fn properties() -> WriterProperties {
+/// Columns whose values grow row by row (timestamps, correlation ids, GEMM call
+/// numbers, string and NVTX range ids): stored as deltas.
+pub fn delta_encoded(name: &str) -> bool {
+    name.ends_with("_ns") || matches!(name, "correlation_id" | "call" | "id")
+}
+
+/// How every table is encoded; the choices and the bytes per kernel they give are in
+/// docs/ARCHITECTURE.md ("What a kernel costs on disk").
+pub fn properties() -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).expect("level 3")))
         .set_statistics_enabled(EnabledStatistics::Chunk)
-        .set_max_row_group_row_count(Some(1 << 20));
-    // Timestamps and ids that grow row by row: deltas, not dictionaries.
+        .set_max_row_group_row_count(Some(1 << 20))
+        // Pages end at the byte limit (1 MiB) only, not every 20,000 rows: nothing
+        // reads a page alone, and fewer pages are fewer headers and longer zstd runs.
+        .set_data_page_row_count_limit(1 << 20);
     for t in TABLES {
-        for (name, _) in t.columns {
-            if name.ends_with("_ns") || *name == "correlation_id" || *name == "call" {
+        for (name, kind) in t.columns {
+            if delta_encoded(name) {
                 let path = ColumnPath::from(*name);
                 b = b
                     .set_column_dictionary_enabled(path.clone(), false)
                     .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
             }
+            // Counter values are mostly distinct: a dictionary only adds its indices.
+            let path = match kind {
+                Kind::F64 => ColumnPath::from(*name),
+                Kind::F64List => {
+                    ColumnPath::new(vec![name.to_string(), "list".into(), "item".into()])
+                }
+                _ => continue,
+            };
+            b = b
+                .set_column_dictionary_enabled(path.clone(), false)
+                .set_column_encoding(path, Encoding::PLAIN);
         }
     }
     b.build()

@@ -106,7 +106,8 @@ fn measure(dir: &std::path::Path, records: usize) -> Result<()> {
         batches.len()
     );
     println!(
-        "  session: {file_bytes} bytes in {} parts = {:.1} bytes per kernel record",
+        "  session: {file_bytes} bytes in {} parts = {:.1} bytes per kernel record (records \
+         alike but for ids and times; a realistic session's bytes: gpuprof-bench scale)",
         session.parts(),
         file_bytes as f64 / records as f64
     );

@@ -1,0 +1,304 @@
+//! The data path at scale: what a session costs on disk and what reading it costs.
+//!
+//!   gpuprof-bench scale --gpuprof BIN [--kernels N,N,..] [--counter-every N]
+//!                       [--mem-limit-gb N]
+//!       sessions from the generator (`gpuprof-bench session`), 10^5 and 10^6 kernels
+//!       by default: bytes per kernel, then `gpuprof report DIR --format json` and
+//!       `gpuprof trace DIR` on each;
+//!   gpuprof-bench recorded --gpuprof BIN --workload BIN --sim-dir DIR
+//!                          [--decode-steps N] [--mem-limit-gb N]
+//!       `gpuprof record` of the LLM workload (`cudarc-llm`) on the simulated stack
+//!       (4750 decode steps: about 10^5 kernels): the session's bytes per kernel, per
+//!       table, record's peak RSS, then report and trace on it.
+//!
+//! Each command runs as a child: its wall time, kernels per second, and its peak RSS
+//! (`ru_maxrss` from `wait4`: the largest of the child and the children it waited
+//! for). Children run with their address space limited (`RLIMIT_AS`, by default
+//! three quarters of the machine's memory) so that a command that needs more fails
+//! on its own, "out of memory", instead of taking the machine with it.
+
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::{session, sizes};
+
+/// A child's run.
+struct Run {
+    wall: f64,
+    max_rss_kib: u64,
+    /// Why it failed, if it did.
+    failed: Option<String>,
+}
+
+/// The machine's memory, bytes (`MemTotal`).
+fn mem_total() -> Result<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").context("/proc/meminfo")?;
+    let kib: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no MemTotal in /proc/meminfo")?;
+    Ok(kib * 1024)
+}
+
+fn mem_limit(args: &[String]) -> Result<u64> {
+    match crate::flag::<f64>(args, "--mem-limit-gb")? {
+        Some(gb) if gb > 0.0 => Ok((gb * (1u64 << 30) as f64) as u64),
+        Some(gb) => bail!("--mem-limit-gb {gb}: needs a positive number"),
+        None => Ok(mem_total()? / 4 * 3),
+    }
+}
+
+/// Runs `cmd` (stdout discarded, stderr to `log`) with its address space limited to
+/// `limit` bytes, and waits for it with `wait4`.
+fn measured(cmd: &mut Command, limit: u64, log: &Path) -> Result<Run> {
+    cmd.stdout(Stdio::null())
+        .stderr(File::create(log).with_context(|| format!("{}", log.display()))?);
+    let rlimit = libc::rlimit {
+        rlim_cur: limit,
+        rlim_max: limit,
+    };
+    // SAFETY: the closure runs in the child between fork and exec; it only calls
+    // setrlimit (async-signal-safe) with a value copied in, and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            // SAFETY: setrlimit reads the rlimit it is given, which lives on this stack.
+            if libc::setrlimit(libc::RLIMIT_AS, &rlimit) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let started = Instant::now();
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("cannot run {:?}", cmd.get_program()))?;
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is a C struct of integers, for which all zero bytes is a value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `pid` is our child and nothing else waits for it (`child` is never
+        // waited on, and dropping a Child does not wait); both pointers are to locals.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e).context("wait4");
+        }
+    }
+    let wall = started.elapsed().as_secs_f64();
+    drop(child);
+    let failed = if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        None
+    } else {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let how = if libc::WIFSIGNALED(status) {
+            format!("signal {}", libc::WTERMSIG(status))
+        } else {
+            format!("exit {}", libc::WEXITSTATUS(status))
+        };
+        Some(if text.contains("memory allocation of") {
+            format!("out of memory ({how})")
+        } else {
+            let last = text
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            format!("{how}: {last}")
+        })
+    };
+    Ok(Run {
+        wall,
+        max_rss_kib: usage.ru_maxrss.max(0) as u64,
+        failed,
+    })
+}
+
+fn mib(kib: u64) -> String {
+    if kib >= 1 << 20 {
+        format!("{:.1} GiB", kib as f64 / (1u64 << 20) as f64)
+    } else {
+        format!("{} MiB", kib >> 10)
+    }
+}
+
+/// `gpuprof report` and `gpuprof trace` on the session in `dir` of `kernels`
+/// kernels, as two columns of the table: wall, kernels/s, peak RSS each.
+fn read_commands(gpuprof: &Path, dir: &Path, kernels: u64, limit: u64) -> Result<String> {
+    let mut cells = String::new();
+    let trace = dir.join("trace.json");
+    let commands: [(&str, Vec<&std::ffi::OsStr>); 2] = [
+        (
+            "report",
+            vec![
+                "report".as_ref(),
+                dir.as_os_str(),
+                "--format".as_ref(),
+                "json".as_ref(),
+            ],
+        ),
+        (
+            "trace",
+            vec![
+                "trace".as_ref(),
+                dir.as_os_str(),
+                "-o".as_ref(),
+                trace.as_os_str(),
+            ],
+        ),
+    ];
+    for (name, args) in commands {
+        let log = dir.join(format!("{name}.log"));
+        let run = measured(Command::new(gpuprof).args(args), limit, &log)?;
+        let _ = std::fs::remove_file(&trace);
+        cells += &match run.failed {
+            None => format!(
+                " {:>8.1} {:>10.0} {:>9}",
+                run.wall,
+                kernels as f64 / run.wall,
+                mib(run.max_rss_kib)
+            ),
+            Some(why) => format!(
+                " {:>8.1} {:>10} {:>9}  ({name}: {why})",
+                run.wall,
+                "failed",
+                mib(run.max_rss_kib)
+            ),
+        };
+    }
+    Ok(cells)
+}
+
+/// The header of [`read_commands`]' columns.
+fn header() -> String {
+    format!(
+        " {:>8} {:>10} {:>9} {:>8} {:>10} {:>9}",
+        "report s", "kernels/s", "peak RSS", "trace s", "kernels/s", "peak RSS"
+    )
+}
+
+/// A directory of ours under the temporary directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(what: &str) -> Result<Scratch> {
+        let d = std::env::temp_dir().join(format!("gpuprof-bench-{what}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+        Ok(Scratch(d))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn run(args: &[String]) -> Result<()> {
+    let gpuprof: PathBuf = crate::flag(args, "--gpuprof")?.context("--gpuprof BIN is required")?;
+    let list: String = crate::flag(args, "--kernels")?.unwrap_or_else(|| "100000,1000000".into());
+    let sizes_wanted: Vec<u64> = list
+        .split(',')
+        .map(|s| s.trim().parse::<u64>().ok().filter(|n| *n > 0))
+        .collect::<Option<_>>()
+        .with_context(|| format!("--kernels {list}: needs positive numbers separated by commas"))?;
+    let every: u64 = crate::flag(args, "--counter-every")?.unwrap_or(10);
+    if every == 0 {
+        bail!("--counter-every 0: needs a positive number");
+    }
+    let limit = mem_limit(args)?;
+    let scratch = Scratch::new("scale")?;
+    println!(
+        "scale: generated LLM-serving sessions (gpuprof-bench session, counters on {} of \
+         a kernel); commands limited to {:.1} GiB of address space",
+        session::every_nth(every),
+        limit as f64 / (1u64 << 30) as f64
+    );
+    println!(
+        "  {:>9} {:>7} {:>9}{}",
+        "kernels",
+        "gen s",
+        "B/kernel",
+        header()
+    );
+    for n in sizes_wanted {
+        let dir = scratch.0.join(n.to_string());
+        let g = session::generate(&dir, n, every, 1)?;
+        let s = sizes::measure(&dir)?;
+        let cells = read_commands(&gpuprof, &dir, g.kernels, limit)?;
+        println!(
+            "  {:>9} {:>7.1} {:>9.2}{cells}",
+            g.kernels,
+            g.seconds,
+            s.per_kernel()
+        );
+        std::fs::remove_dir_all(&dir)?;
+    }
+    Ok(())
+}
+
+pub fn recorded(args: &[String]) -> Result<()> {
+    let need = |name: &str| -> Result<PathBuf> {
+        crate::flag::<PathBuf>(args, name)?.with_context(|| format!("{name} is required"))
+    };
+    let gpuprof = need("--gpuprof")?;
+    let workload = need("--workload")?;
+    let sim = need("--sim-dir")?;
+    let steps: u64 = crate::flag(args, "--decode-steps")?.unwrap_or(4750);
+    let limit = mem_limit(args)?;
+    let scratch = Scratch::new("recorded")?;
+    let dir = scratch.0.join("session");
+    let on_sim = |cmd: &mut Command| {
+        cmd.env("LD_LIBRARY_PATH", &sim)
+            .env("GPUPROF_CUPTI_LIB", sim.join("libcupti.so.13"));
+    };
+    let steps_arg = steps.to_string();
+    let mut plain = Command::new(&workload);
+    plain.args(["--decode-steps", &steps_arg]);
+    on_sim(&mut plain);
+    let alone = measured(&mut plain, limit, &scratch.0.join("workload.log"))?;
+    let mut rec = Command::new(&gpuprof);
+    rec.arg("record")
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg(&workload)
+        .args(["--decode-steps", &steps_arg]);
+    on_sim(&mut rec);
+    let run = measured(&mut rec, limit, &scratch.0.join("record.log"))?;
+    if let Some(why) = alone.failed.or(run.failed) {
+        bail!(
+            "the workload on the simulated stack failed: {why} (logs were in {})",
+            scratch.0.display()
+        );
+    }
+    let s = sizes::measure(&dir)?;
+    println!(
+        "recorded: gpuprof record of cudarc-llm --decode-steps {steps} on the simulated H100 \
+         (default counters: the first 64 launches of each kernel)"
+    );
+    println!(
+        "  gpuprof record: {:.1} s, peak RSS {} (the larger of gpuprof and the program; the \
+         program unprofiled: {}, {:.1} s)",
+        run.wall,
+        mib(run.max_rss_kib),
+        mib(alone.max_rss_kib),
+        alone.wall
+    );
+    sizes::print(&s, false);
+    println!("  {:>9} {:>17}{}", "kernels", "B/kernel", header());
+    let cells = read_commands(&gpuprof, &dir, s.kernels, limit)?;
+    println!("  {:>9} {:>17.2}{cells}", s.kernels, s.per_kernel());
+    Ok(())
+}
