@@ -33,6 +33,10 @@ use super::sampled::{Attribution, Attributor, KernelSpan, Window};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProcessSummary {
     pub pid: u32,
+    /// The session it was recorded in, when several are read together (index into
+    /// [`Aggregate::sessions`]; not shown for the first).
+    #[serde(skip_serializing_if = "is_first")]
+    pub session: usize,
     /// Whether the process's `Process` record was seen (the fields below are empty
     /// without it).
     pub known: bool,
@@ -76,9 +80,23 @@ pub struct StatusSummary {
     pub message: String,
 }
 
+fn is_first(session: &usize) -> bool {
+    *session == 0
+}
+
+/// The first process key of a session after the first: keys of the first session
+/// are its pids (below 2^22 on Linux), the others' are numbered from here.
+const OTHER_SESSIONS: u32 = 1 << 31;
+
 /// Everything the analyses read (see the module documentation).
 #[derive(Debug, Default)]
 pub struct Aggregate {
+    /// The sessions read, by their name (their directory), in order; one when a
+    /// single session is read.
+    pub sessions: Vec<String>,
+    /// Processes of sessions after the first are keyed by a number of their own
+    /// (see [`Aggregate::pid`]): key -> (session, pid).
+    pub others: AHashMap<u32, (usize, u32)>,
     /// Interned strings: (pid, id) -> text.
     pub strings: AHashMap<(u32, u32), String>,
     /// In order of first appearance.
@@ -111,6 +129,17 @@ pub struct Aggregate {
 }
 
 impl Aggregate {
+    /// The pid of the process keyed `key` (every `pid` field of the aggregate is
+    /// such a key: the pid itself for the first session).
+    pub fn pid(&self, key: u32) -> u32 {
+        self.others.get(&key).map_or(key, |(_, pid)| *pid)
+    }
+
+    /// The session of the process keyed `key`.
+    pub fn session(&self, key: u32) -> usize {
+        self.others.get(&key).map_or(0, |(session, _)| *session)
+    }
+
     /// The text of interned string `id` of `pid`; `None` for id 0 or an unknown id.
     pub fn string(&self, pid: u32, id: u32) -> Option<&str> {
         if id == 0 {
@@ -159,6 +188,10 @@ pub struct Aggregator {
     /// The part being read, and its records so far.
     part: usize,
     rows: u64,
+    /// The session being read (0 until [`Aggregator::next_session`]), and the keys of
+    /// its processes when it is not the first.
+    session: usize,
+    keys: AHashMap<u32, u32>,
     /// Whether the session samples counters (a sampling plan or a window seen): only
     /// then are launches kept for the attribution.
     sampling: bool,
@@ -193,10 +226,43 @@ impl Aggregator {
         self.end_part();
     }
 
+    /// Starts reading another session, named `name`: what is still waiting in the
+    /// join window is finalized first (sessions do not share kernels), and its
+    /// processes get keys of their own, so that pids that repeat across machines
+    /// never mix.
+    pub fn next_session(&mut self, name: String) {
+        if self.out.sessions.is_empty() {
+            self.out.sessions.push(name);
+            return;
+        }
+        let mut joiner = std::mem::take(&mut self.joiner);
+        joiner.finish(|j| self.finalize(j));
+        self.joiner = joiner;
+        self.attribute(true);
+        self.session = self.out.sessions.len();
+        self.out.sessions.push(name);
+        self.keys.clear();
+    }
+
+    /// The key of `pid` of the session being read.
+    fn key(&mut self, pid: u32) -> u32 {
+        if self.session == 0 {
+            return pid;
+        }
+        let next = OTHER_SESSIONS + self.out.others.len() as u32;
+        let session = self.session;
+        let others = &mut self.out.others;
+        *self.keys.entry(pid).or_insert_with(|| {
+            others.insert(next, (session, pid));
+            next
+        })
+    }
+
     /// Folds in some of the current part's records (a part may come table by table).
     pub fn add_records(&mut self, records: Vec<(u32, Record)>) {
         self.rows += records.len() as u64;
         for (pid, record) in records {
+            let pid = self.key(pid);
             if let Some(key) = impossible(&record) {
                 *self.out.impossible.entry(key).or_default() += 1;
                 continue;
@@ -248,7 +314,7 @@ impl Aggregator {
                 }
             }
             out.plans.push(PlanSummary {
-                pid,
+                pid: out.pid(pid),
                 device_id: plan.device_id,
                 chip: plan.chip,
                 mode: plan.mode,
@@ -261,9 +327,11 @@ impl Aggregator {
 
     fn process(&mut self, pid: u32) -> &mut ProcessSummary {
         let processes = &mut self.out.processes;
+        let (session, real) = self.out.others.get(&pid).copied().unwrap_or((0, pid));
         let i = *self.process_index.entry(pid).or_insert_with(|| {
             processes.push(ProcessSummary {
-                pid,
+                pid: real,
+                session,
                 known: false,
                 command: Vec::new(),
                 host: String::new(),
@@ -356,10 +424,13 @@ impl Aggregator {
                 }
                 self.plans.push((pid, plan));
             }
-            Record::CounterStatus(s) => self.out.counter_statuses.push(StatusSummary {
-                pid,
-                message: s.message,
-            }),
+            Record::CounterStatus(s) => {
+                let pid = self.out.pid(pid);
+                self.out.counter_statuses.push(StatusSummary {
+                    pid,
+                    message: s.message,
+                })
+            }
             Record::CounterSample(s) => {
                 self.sampling = true;
                 for m in &s.metrics {
@@ -369,7 +440,10 @@ impl Aggregator {
                 }
                 self.windows.push((self.part, pid, s));
             }
-            Record::GemmStatus(s) => self.out.gemm_statuses.push((pid, s.message)),
+            Record::GemmStatus(s) => {
+                let pid = self.out.pid(pid);
+                self.out.gemm_statuses.push((pid, s.message))
+            }
             Record::Context(_) | Record::Overhead(_) => {}
         }
     }

@@ -213,7 +213,7 @@ pub fn counters_of(a: &Aggregate) -> Counters {
             .samples
             .iter()
             .map(|((pid, device_id, metric), &(samples, sum))| SampleStats {
-                pid: *pid,
+                pid: a.pid(*pid),
                 device_id: *device_id,
                 metric: metric.clone(),
                 samples,

@@ -54,7 +54,7 @@ use super::names::{demangle, dims};
 use super::peaks::{peaks_for, Overrides, Peaks};
 use super::precision::Math;
 pub use super::rollup::FlopSource;
-use super::rollup::{rollups, with_mean, ClassValues};
+use super::rollup::{by_session, rollups, with_mean, ClassValues};
 use super::roofline::{evaluate, Inputs, Point};
 
 pub use super::rollup::Rollup;
@@ -163,6 +163,9 @@ pub struct Efficiency {
     /// By GPU time, longest first (ties: name).
     pub ranges: Vec<Rollup>,
     pub run: Rollup,
+    /// The run of each session, when several are read together, in their order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<Rollup>,
     /// Kernel rows' in row order, then shape rows' in shape order.
     pub missing: Vec<Missing>,
     /// `GemmStatus` messages (pid, message).
@@ -242,12 +245,13 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
     let mut gpu_of: HashMap<(u32, u32), usize> = HashMap::new();
     let mut gpu_index = |pid: u32, device: u32, gpus: &mut Vec<GpuPeaks>| -> usize {
         *gpu_of.entry((pid, device)).or_insert_with(|| {
+            let shown = a.pid(pid);
             let (gpu, peaks) = match devices.get(&(pid, device)) {
                 Some(d) => (d.name.trim().to_string(), peaks_for(d, overrides)),
                 None => (
-                    format!("device {device} of pid {pid}"),
+                    format!("device {device} of pid {shown}"),
                     Err(format!(
-                        "no device record for device {device} of pid {pid}, so no peaks"
+                        "no device record for device {device} of pid {shown}, so no peaks"
                     )),
                 ),
             };
@@ -267,7 +271,7 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
                     gpus.len() - 1
                 }
             };
-            gpus[i].devices.push((pid, device));
+            gpus[i].devices.push((shown, device));
             i
         })
     };
@@ -686,6 +690,7 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
     out.families = rolled.families;
     out.ranges = rolled.ranges;
     out.run = rolled.run;
+    out.ranks = by_session(a, &values);
 
     // Rows by GPU time, and their missing values in that order.
     let mut order: Vec<usize> = (0..rows.len()).collect();

@@ -147,6 +147,28 @@ pub(super) fn rollups(a: &Aggregate, values: &[ClassValues]) -> Rollups {
     }
 }
 
+/// The run of each session, when several are read together (none otherwise).
+pub(super) fn by_session(a: &Aggregate, values: &[ClassValues]) -> Vec<Rollup> {
+    if a.sessions.len() < 2 {
+        return Vec::new();
+    }
+    let classes = &a.classes.list;
+    a.sessions
+        .iter()
+        .enumerate()
+        .map(|(s, name)| {
+            rollup(
+                name,
+                values
+                    .iter()
+                    .zip(classes)
+                    .filter(|(_, c)| a.session(c.key.pid) == s)
+                    .map(|(v, c)| (v, &c.tally)),
+            )
+        })
+        .collect()
+}
+
 fn rollup<'a>(name: &str, items: impl Iterator<Item = (&'a ClassValues, &'a Tally)>) -> Rollup {
     let mut r = Rollup {
         name: name.to_string(),

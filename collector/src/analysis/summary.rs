@@ -17,6 +17,9 @@ use super::nvtx::{RangeStats, RangeTotals};
 /// Everything `gpuprof report` shows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
+    /// The sessions read together, by directory, when there are several.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sessions: Vec<String>,
     /// In order of first appearance in the session.
     pub processes: Vec<ProcessSummary>,
     /// Kernel executions in the session.
@@ -227,6 +230,11 @@ pub fn summarize_aggregate(a: &Aggregate) -> Summary {
     let ranges = range_totals(a);
 
     Summary {
+        sessions: if a.sessions.len() > 1 {
+            a.sessions.clone()
+        } else {
+            Vec::new()
+        },
         processes: a.processes.clone(),
         kernel_count: a.kernel_count,
         kernel_ns: a.kernel_ns,
