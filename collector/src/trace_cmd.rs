@@ -95,8 +95,8 @@ pub fn default_name(format: TraceFormat) -> &'static str {
 /// An error of reading the session, kept apart from errors of writing the trace.
 struct ReadError(anyhow::Error);
 
-/// The parts of `store` as they verify, impossible records screened out; damage goes
-/// to `integrity`.
+/// Part `i` of `store`, what of it verifies, impossible records screened out; what
+/// does not verify goes to `integrity`.
 fn read(store: &Store, i: usize, integrity: Option<&mut Integrity>) -> Result<Vec<(u32, Record)>> {
     let part = store.read_part(i)?;
     if let Some(integrity) = integrity {
