@@ -16,7 +16,7 @@ use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use crate::{record, report, roofline_cmd, session_dirs};
+use crate::{record, roofline_cmd, session_dirs, trace_cmd};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long)]
     gpu: bool,
     /// Output directory (created; an existing one must be empty): the session
-    /// (parts/), roofline.svg / .csv / .json, trace.json. Default: $GPUPROF_OUT, else
+    /// (parts/), roofline.svg / .csv / .json, trace.perfetto-trace. Default: $GPUPROF_OUT, else
     /// ./gpuprof-<YYYYmmdd-HHMMSS>-<pid>.
     #[arg(short, long, value_name = "DIR")]
     output: Option<PathBuf>,
@@ -229,7 +229,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         return Ok(code);
     }
     roofline_cmd::run(&roofline_cmd::Args::new(out.clone()))?;
-    report::trace(&report::TraceArgs::new(out.clone()))?;
+    trace_cmd::run(&trace_cmd::Args::new(out.clone()))?;
     eprintln!(
         "gpuprof: demo: everything is in {}: gpuprof report {} [--format csv|json]",
         out.display(),

@@ -17,6 +17,7 @@ mod report;
 mod roofline_cmd;
 mod session_dirs;
 mod signals;
+mod trace_cmd;
 mod version;
 
 /// A per-kernel GPU profiler for NVIDIA GPUs: timing, counters, GEMM shapes,
@@ -60,12 +61,20 @@ enum Command {
     /// or is invalid are errors (exit status 2).
     #[command(after_long_help = gpuprof_collector::analysis::peaks::PEAKS_FILE_HELP)]
     Report(report::ReportArgs),
-    /// Write a session as a Chrome trace event JSON file for Perfetto or
-    /// chrome://tracing: kernels, copies and sets per (process, GPU, stream), NVTX
-    /// ranges and launch calls per thread, and a flow arrow from each launch to its
-    /// kernel. Exits with status 3 after writing it when the session is damaged (as
+    /// Write a session as a timeline for Perfetto (ui.perfetto.dev): kernels, copies
+    /// and sets per (process, GPU, stream), NVTX ranges and launch calls per thread,
+    /// and a flow arrow from each launch to its kernels
+    ///
+    /// Perfetto's protobuf trace format by default (trace.perfetto-trace in the
+    /// session directory), or Chrome trace-event JSON with --format chrome
+    /// (trace.json; for small runs: about 1 KB per kernel). The session is read part
+    /// by part and the trace written as it is read, so memory stays bounded whatever
+    /// the length of the run. --from and --to write only what overlaps a time window.
+    /// Exits with status 3 after writing it when the session is damaged (as
     /// `report`).
-    Trace(report::TraceArgs),
+    ///
+    /// Example: gpuprof trace run1 --from 2 --to 2.5
+    Trace(trace_cmd::Args),
     /// Profile the built-in LLM-shaped workload: report, roofline and trace
     ///
     /// Runs `gpuprof record` on cudarc-llm (built beside this binary: prefill GEMMs,
@@ -124,7 +133,7 @@ fn main() -> ExitCode {
         Command::Record(args) => record::record(&args),
         Command::Collect(args) => record::collect(&args),
         Command::Report(args) => report::report(&args),
-        Command::Trace(args) => report::trace(&args),
+        Command::Trace(args) => trace_cmd::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Roofline(args) => roofline_cmd::run(&args),
     };

@@ -1,5 +1,5 @@
 //! Where and how `gpuprof` writes its output: every file (the session's parts,
-//! `trace.json`, `roofline.svg` / `.csv` / `.json`) is created here, and every output
+//! the trace, `roofline.svg` / `.csv` / `.json`) is created here, and every output
 //! directory is made or accepted here.
 //!
 //! The rules, for a collector that may run as root in a directory another user can

@@ -1,4 +1,5 @@
-//! `gpuprof report` and `gpuprof trace`: read a session, analyse, print or write.
+//! `gpuprof report`, and what the commands that read a session share: the peaks file,
+//! the warnings about damage and the exit status.
 //!
 //! The report reads the session part by part (`gpuprof_collector::session::analyse`),
 //! in memory bounded whatever the session's length.
@@ -18,7 +19,7 @@ use anyhow::{Context, Result};
 use gpuprof_collector::analysis::aggregate::Aggregate;
 use gpuprof_collector::analysis::peaks::{parse_overrides, Overrides};
 use gpuprof_collector::analysis::Integrity;
-use gpuprof_collector::{analysis, render};
+use gpuprof_collector::render;
 
 pub use gpuprof_collector::render::Format;
 pub use gpuprof_collector::session::{analyse, load, Analysed, Loaded};
@@ -67,27 +68,6 @@ pub fn load_peaks(explicit: Option<&Path>) -> Result<Overrides> {
     Ok(parse_overrides(&text, &path.display().to_string())?)
 }
 
-#[derive(clap::Args)]
-pub struct TraceArgs {
-    /// A session: the output directory of `gpuprof record` / `collect`.
-    #[arg(value_name = "SESSION")]
-    session: PathBuf,
-    /// Where to write the trace (Chrome trace event JSON). Default: trace.json in the
-    /// session directory.
-    #[arg(short, long, value_name = "FILE")]
-    output: Option<PathBuf>,
-}
-
-impl TraceArgs {
-    /// `gpuprof trace SESSION` with the default output.
-    pub fn new(session: PathBuf) -> TraceArgs {
-        TraceArgs {
-            session,
-            output: None,
-        }
-    }
-}
-
 /// What was read of a session, for [`warn_damage`] and [`finish`].
 pub trait ReadState {
     fn dir(&self) -> &Path;
@@ -121,8 +101,13 @@ impl ReadState for Analysed {
 
 /// Warns on stderr about each part of the session the output leaves out.
 pub fn warn_damage(read: &impl ReadState, what: &str) {
-    let p = read.dir().display();
-    let damaged = &read.integrity().damaged;
+    warn_damage_of(read.dir(), read.integrity(), what);
+}
+
+/// [`warn_damage`] for the session in `dir` read with `integrity`.
+pub fn warn_damage_of(dir: &Path, integrity: &Integrity, what: &str) {
+    let p = dir.display();
+    let damaged = &integrity.damaged;
     for d in damaged.iter().take(WARN_REGIONS) {
         eprintln!(
             "gpuprof: warning: {p}: {} is damaged ({}); its {} records are left out of the {what}",
@@ -135,7 +120,7 @@ pub fn warn_damage(read: &impl ReadState, what: &str) {
             damaged.len() - WARN_REGIONS
         );
     }
-    for u in &read.integrity().unsealed {
+    for u in &integrity.unsealed {
         eprintln!(
             "gpuprof: warning: {p}: {} was never sealed (the collector stopped while writing it); its records are not in the {what}",
             u.dir
@@ -146,12 +131,15 @@ pub fn warn_damage(read: &impl ReadState, what: &str) {
 /// After the output was written: says what it leaves out and gives the exit status,
 /// [`EXIT_INCOMPLETE`] when the session is damaged or a part was never sealed.
 pub fn finish(read: &impl ReadState, what: &str) -> ExitCode {
-    let i = read.integrity();
-    let parts = read.parts();
+    finish_of(read.dir(), read.integrity(), read.parts(), what)
+}
+
+/// [`finish`] for the session in `dir` of `parts` sealed parts, read with `integrity`.
+pub fn finish_of(dir: &Path, i: &Integrity, parts: usize, what: &str) -> ExitCode {
     if !i.damaged.is_empty() {
         eprintln!(
             "gpuprof: error: {}: {} damaged file{} ({} records, {} bytes) skipped; the {what} covers the rest of the {} part{}",
-            read.dir().display(),
+            dir.display(),
             i.damaged.len(),
             if i.damaged.len() == 1 { "" } else { "s" },
             i.damaged_records(),
@@ -163,7 +151,7 @@ pub fn finish(read: &impl ReadState, what: &str) -> ExitCode {
     if !i.unsealed.is_empty() {
         eprintln!(
             "gpuprof: error: {}: {} part{} never sealed; the {what} covers the {} sealed part{}",
-            read.dir().display(),
+            dir.display(),
             i.unsealed.len(),
             if i.unsealed.len() == 1 {
                 " was"
@@ -234,27 +222,6 @@ pub fn analyse_with_progress(session: &Path) -> Result<Analysed> {
         eprintln!();
     }
     Ok(analysed)
-}
-
-pub fn trace(args: &TraceArgs) -> Result<ExitCode> {
-    let loaded = load(&args.session)?;
-    let output = match &args.output {
-        Some(o) => o.clone(),
-        None => loaded.dir.join("trace.json"),
-    };
-    warn_damage(&loaded, "trace");
-    let trace = analysis::chrome_trace(&loaded.records);
-    let events = trace["traceEvents"].as_array().map_or(0, Vec::len);
-    gpuprof_collector::output_file::write_replacing(&output, |w| {
-        serde_json::to_writer(&mut *w, &trace)?;
-        w.write_all(b"\n")
-    })
-    .with_context(|| format!("cannot write {}", output.display()))?;
-    eprintln!(
-        "gpuprof: trace written to {} ({events} events); open it in Perfetto (ui.perfetto.dev) or chrome://tracing",
-        output.display()
-    );
-    Ok(finish(&loaded, "trace"))
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use wire::*;
 
 use gpuprof_collector::analysis::aggregate::aggregate;
 use gpuprof_collector::analysis::peaks::Overrides;
+use gpuprof_collector::analysis::trace::{write_trace, TraceFormat};
 use gpuprof_collector::analysis::{chrome_trace, efficiency, screen, summarize, Integrity};
 use gpuprof_collector::render::{self, Format};
 use gpuprof_collector::roofline_points::{charts, points, points_csv, points_json};
@@ -322,6 +323,9 @@ fn run_commands(records: &[(u32, Record)], integrity: &Integrity) -> Result<(), 
     }
     let trace = chrome_trace(records);
     prop_assert!(serde_json::to_string(&trace).is_ok());
+    for format in [TraceFormat::Perfetto, TraceFormat::Chrome] {
+        prop_assert!(write_trace(records, format, None, Vec::new()).is_ok());
+    }
     let rows = points(&e);
     let csv = points_csv(&rows);
     let words = non_finite_words(&csv);
@@ -361,6 +365,7 @@ proptest! {
             let _ = render::report(&a, &Integrity::default(), format, None, &peaks);
         }
         let _ = chrome_trace(&records);
+        let _ = write_trace(&records, TraceFormat::Perfetto, None, Vec::new());
         let e = efficiency(&records, &peaks);
         let _ = points_csv(&points(&e));
         for (_, chart) in charts(&e) {

@@ -13,6 +13,7 @@ mod collector;
 mod driver_workload;
 mod duckdb;
 mod injected;
+mod perfetto;
 pub mod pricing;
 mod report;
 mod sim_command;
@@ -28,6 +29,7 @@ pub use injected::{
     run_injected, run_injected_with_args, run_injected_within, statuses, strings, Injection,
     CUDARC_LLM_STDOUT, RUN_LIMIT, WAIT_VALUE_STDOUT,
 };
+pub use perfetto::{read_perfetto_trace, slices_per_track, track_names};
 pub use report::{cudarc_llm_calls, kernel_calls};
 pub use sim_command::SimCommand;
 pub use sim_env::{nvidia_extra, nvtx_library, sim_cupti, sim_lib_dir, venv_python};

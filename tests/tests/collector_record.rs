@@ -145,7 +145,7 @@ fn cudarc_client_under_record() {
     let o = gpuprof_command()
         .arg("trace")
         .arg(&out_dir)
-        .arg("-o")
+        .args(["--format", "chrome", "-o"])
         .arg(&trace)
         .output()
         .unwrap();

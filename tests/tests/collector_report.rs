@@ -506,11 +506,14 @@ fn a_damaged_part_is_skipped_the_rest_reported_and_the_damage_stated() {
     let out = run(&[
         "trace",
         dir.path().to_str().unwrap(),
+        "--format",
+        "chrome",
         "-o",
         trace.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(3));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    assert_eq!(v["traceEvents"].as_array().unwrap().len(), 6);
     let kernels = v["traceEvents"]
         .as_array()
         .unwrap()
@@ -522,8 +525,9 @@ fn a_damaged_part_is_skipped_the_rest_reported_and_the_damage_stated() {
     assert_eq!(
         text(&out.stderr),
         format!(
-            "{}\ngpuprof: trace written to {} (6 events); open it in Perfetto \
-             (ui.perfetto.dev) or chrome://tracing\n{}",
+            "{}\ngpuprof: trace written to {}: 2 kernels, 0 copies, 0 sets, 0 launch calls, \
+             0 NVTX ranges, 0 flows from launch to kernel; open it in ui.perfetto.dev or \
+             chrome://tracing\n{}",
             warning.replace("out of the report", "out of the trace"),
             trace.display(),
             error.replace("the report covers", "the trace covers")
@@ -672,6 +676,8 @@ fn trace_reads_back_with_events_tracks_and_flows() {
     let out = run(&[
         "trace",
         dir.path().to_str().unwrap(),
+        "--format",
+        "chrome",
         "-o",
         out_file.to_str().unwrap(),
     ]);
@@ -687,9 +693,9 @@ fn trace_reads_back_with_events_tracks_and_flows() {
     assert_eq!(
         text(&out.stderr),
         format!(
-            "gpuprof: trace written to {} ({} events); open it in Perfetto (ui.perfetto.dev) or chrome://tracing\n",
+            "gpuprof: trace written to {}: 5 kernels, 1 copy, 1 set, 3 launch calls, 2 NVTX ranges, \
+             3 flows from launch to kernel; open it in ui.perfetto.dev or chrome://tracing\n",
             out_file.display(),
-            events.len()
         )
     );
     assert_eq!(count("X", "kernel"), 5);
@@ -738,9 +744,13 @@ fn trace_reads_back_with_events_tracks_and_flows() {
 }
 
 #[test]
-fn trace_defaults_to_trace_json_beside_the_session() {
+fn trace_defaults_to_a_perfetto_trace_beside_the_session() {
     let (dir, _) = session("trace-default");
     let out = run(&["trace", dir.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(dir.join("trace.perfetto-trace").is_file());
+    assert!(!dir.join("trace.json").exists());
+    let out = run(&["trace", dir.path().to_str().unwrap(), "--format", "chrome"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(dir.join("trace.json").is_file());
 }

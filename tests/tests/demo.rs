@@ -47,11 +47,10 @@ fn demo_on_the_simulated_gpu_writes_report_roofline_and_trace() {
             format!("gpuprof: the points: {d}/roofline.csv and {d}/roofline.json"),
         ]
     );
-    let trace = format!("gpuprof: trace written to {d}/trace.json (");
     assert!(
-        lines[4].starts_with(&trace)
-            && lines[4]
-                .ends_with(" events); open it in Perfetto (ui.perfetto.dev) or chrome://tracing"),
+        lines[4].starts_with(&format!(
+            "gpuprof: trace written to {d}/trace.perfetto-trace: 65 kernels, "
+        )) && lines[4].ends_with(" 65 flows from launch to kernel; open it in ui.perfetto.dev"),
         "{}",
         lines[4]
     );
@@ -71,7 +70,7 @@ fn demo_on_the_simulated_gpu_writes_report_roofline_and_trace() {
             "roofline.csv",
             "roofline.json",
             "roofline.svg",
-            "trace.json"
+            "trace.perfetto-trace"
         ]
     );
 }

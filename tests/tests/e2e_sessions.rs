@@ -219,7 +219,10 @@ fn report_json(out: &Path) -> serde_json::Value {
 
 fn trace_json(out: &Path, file: &Path) -> serde_json::Value {
     let mut cmd = gpuprof_command();
-    cmd.arg("trace").arg(out).arg("-o").arg(file);
+    cmd.arg("trace")
+        .arg(out)
+        .args(["--format", "chrome", "-o"])
+        .arg(file);
     let o = TimedChild::spawn(cmd, LIMIT).wait();
     assert!(o.status.success(), "gpuprof trace: {}", o.stderr);
     serde_json::from_slice(&std::fs::read(file).expect("trace file")).expect("trace JSON")

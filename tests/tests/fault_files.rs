@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use gpuprof_tests::{
-    artifact, compile_c, gpuprof_command, record_on_sim, ring_files, sim_cupti, sim_lib_dir,
-    Finished, Injection, Scratch, SimCommand, TimedChild, CUDARC_LLM_STDOUT, RUN_LIMIT,
+    artifact, compile_c, gpuprof_command, read_perfetto_trace, record_on_sim, ring_files,
+    sim_cupti, sim_lib_dir, Finished, Injection, Scratch, SimCommand, TimedChild,
+    CUDARC_LLM_STDOUT, RUN_LIMIT,
 };
 use wire::ring::RingReader;
 use wire::Record;
@@ -167,7 +168,8 @@ fn assert_private_file(p: &Path) {
     assert_eq!(mode(p), 0o600, "{}", p.display());
 }
 
-/// Row: `trace` / `roofline` wrote `trace.json` / `roofline.svg` (`.csv`, `.json`)
+/// Row: `trace` / `roofline` wrote `trace.json` (now `trace.perfetto-trace`) /
+/// `roofline.svg` (`.csv`, `.json`)
 /// with `File::create` / `fs::write`, which follow a symbolic link planted at the name
 /// (a root-owned file was overwritten that way). Now each is written under a new name
 /// and renamed over the link: the link's target is byte-identical after, a dangling
@@ -198,7 +200,7 @@ fn trace_and_roofline_replace_planted_links_not_their_targets() {
         victim(&targets, "svg-target"),
         victim(&targets, "csv-target"),
     );
-    link("trace.json", &t);
+    link("trace.perfetto-trace", &t);
     link("roofline.svg", &svg);
     link("roofline.csv", &csv);
     let dangling = targets.join("made-through-a-link");
@@ -241,33 +243,32 @@ fn trace_and_roofline_replace_planted_links_not_their_targets() {
             "roofline.csv",
             "roofline.json",
             "roofline.svg",
-            "trace.json"
+            "trace.perfetto-trace"
         ]
     );
     for f in [
-        "trace.json",
+        "trace.perfetto-trace",
         "roofline.svg",
         "roofline.csv",
         "roofline.json",
     ] {
         assert_private_file(&out.join(f));
     }
-    let trace: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("trace.json")).unwrap()).unwrap();
-    let events = trace["traceEvents"].as_array().unwrap();
-    let kernels = events
+    let trace = read_perfetto_trace(&out.join("trace.perfetto-trace"));
+    let kernels = trace["slices"]
+        .as_array()
+        .unwrap()
         .iter()
-        .filter(|e| e["ph"] == "X" && e["cat"] == "kernel")
+        .filter(|s| s["category"] == "kernel")
         .count();
     assert_eq!(kernels, 107);
-    assert_eq!(
-        trace_stderr,
-        format!(
-            "gpuprof: trace written to {} ({} events); open it in Perfetto (ui.perfetto.dev) or \
-             chrome://tracing\n",
-            out.join("trace.json").display(),
-            events.len()
-        )
+    let prefix = format!(
+        "gpuprof: trace written to {}: 107 kernels, ",
+        out.join("trace.perfetto-trace").display()
+    );
+    assert!(
+        trace_stderr.starts_with(&prefix) && trace_stderr.lines().count() == 1,
+        "{trace_stderr}"
     );
     // The same bytes as written where no link was planted.
     let reference = scratch.join("reference");
@@ -291,7 +292,7 @@ fn trace_and_roofline_replace_planted_links_not_their_targets() {
     // `trace -o FILE`, FILE a link elsewhere.
     let elsewhere = scratch.join("elsewhere");
     std::fs::create_dir(&elsewhere).unwrap();
-    let named = elsewhere.join("mine.json");
+    let named = elsewhere.join("mine.perfetto-trace");
     let target = victim(&targets, "named-target");
     std::os::unix::fs::symlink(&target, &named).unwrap();
     let o = gpuprof_command()
@@ -306,9 +307,9 @@ fn trace_and_roofline_replace_planted_links_not_their_targets() {
     assert_private_file(&named);
     assert_eq!(
         std::fs::read(&named).unwrap(),
-        std::fs::read(out.join("trace.json")).unwrap()
+        std::fs::read(out.join("trace.perfetto-trace")).unwrap()
     );
-    assert_eq!(names(&elsewhere), vec!["mine.json"]);
+    assert_eq!(names(&elsewhere), vec!["mine.perfetto-trace"]);
 }
 
 /// Row: `record -o DIR` accepted an existing empty directory owned by someone else

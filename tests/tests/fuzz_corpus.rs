@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use gpuprof_collector::analysis::chrome_trace;
 use gpuprof_collector::analysis::efficiency::efficiency_of;
 use gpuprof_collector::analysis::peaks::Overrides;
+use gpuprof_collector::analysis::trace::{write_trace, TraceFormat};
 use gpuprof_collector::render::{self, Format};
 use gpuprof_collector::roofline_points::{charts, points, points_csv};
 use gpuprof_collector::roofline_svg::render_svg;
@@ -372,6 +373,42 @@ fn session_facts(path: &Path) -> BTreeMap<String, String> {
         .unwrap();
     let code = out.status.code().expect("an exit status");
     facts.insert("report".to_string(), code.to_string());
+    // `trace` reads the session part by part: the same exit status, the same damage
+    // named, and no file left when the session cannot be read.
+    let trace = std::env::temp_dir().join(format!(
+        "gpuprof-corpus-{}-{}.perfetto-trace",
+        std::process::id(),
+        path.file_name().unwrap().to_string_lossy()
+    ));
+    let traced = gpuprof_command()
+        .arg("trace")
+        .arg(path)
+        .arg("-o")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert_eq!(traced.status.code(), Some(code), "{}", path.display());
+    let warnings = |stderr: &[u8], what: &str| -> Vec<String> {
+        String::from_utf8_lossy(stderr)
+            .lines()
+            .filter(|l| l.starts_with("gpuprof: warning:") || l.starts_with("gpuprof: error:"))
+            .map(|l| {
+                ["out of the ", "not in the ", "the "]
+                    .iter()
+                    .fold(l.to_string(), |l, p| {
+                        l.replace(&format!("{p}{what}"), &format!("{p}OUTPUT"))
+                    })
+            })
+            .collect()
+    };
+    assert_eq!(
+        warnings(&traced.stderr, "trace"),
+        warnings(&out.stderr, "report"),
+        "{}",
+        path.display()
+    );
+    assert_eq!(trace.exists(), code != 2, "{}", path.display());
+    let _ = std::fs::remove_file(&trace);
     let loaded = match analyse(path, |_, _| {}) {
         Ok(l) => l,
         Err(e) => {
@@ -408,6 +445,7 @@ fn session_facts(path: &Path) -> BTreeMap<String, String> {
     }
     let records = load(path).expect("a session that analyses loads").records;
     serde_json::to_string(&chrome_trace(&records)).unwrap();
+    write_trace(&records, TraceFormat::Perfetto, None, Vec::new()).unwrap();
     let e = efficiency_of(&loaded.aggregate, &peaks);
     points_csv(&points(&e));
     for (_, chart) in charts(&e) {

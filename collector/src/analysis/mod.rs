@@ -18,7 +18,7 @@
 //!   sampling windows per metric;
 //! - [`sampled`]: sampling windows attributed to kernels by overlap time;
 //! - [`nvtx`]: NVTX range pairing and the GPU time attributed to each range;
-//! - [`trace`]: the Chrome trace event / Perfetto JSON view;
+//! - [`trace`]: the timeline, built part by part, as a Perfetto trace or Chrome JSON;
 //! - [`precision`], [`peaks`], [`roofline`], [`family`], [`gemm`], [`efficiency`](mod@efficiency): the
 //!   roofline analysis: GEMM shapes joined to kernels, per-GPU peaks, and per kernel,
 //!   GEMM shape, family, NVTX range and run: FLOPs, bytes, AI, MFU, MBU, bound.

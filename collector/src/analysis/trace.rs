@@ -1,218 +1,594 @@
-//! The session as a Chrome trace event file (JSON object format), which Perfetto and
-//! `chrome://tracing` open.
+//! The session as a timeline: built while the session is read part by part, written
+//! as it is built, in Perfetto's protobuf trace format ([`perfetto`]) or as Chrome
+//! trace-event JSON ([`chrome`]).
 //!
-//! Tracks: each profiled process is a trace process (`pid` = its pid). Inside it,
-//! every CPU thread seen (NVTX push/pop ranges, launch calls) and every
-//! `(device, stream)` the GPU ran work on is a track with a small `tid` (threads first,
-//! by thread id, then streams, by device and stream) named by a `thread_name`
-//! metadata event; start/end NVTX ranges are async events of the process.
+//! Tracks: each profiled process; in it every CPU thread that launched work or made
+//! a push/pop NVTX range, and every `(device, stream)` the GPU ran work on; each
+//! start/end NVTX range on a track of its own (such ranges may overlap). A process or
+//! track is declared with its first slice, so only what the trace shows appears.
 //!
-//! Events: kernels, copies and sets as complete events (`X`) on their stream's track;
-//! push/pop ranges as `X` on their thread; start/end ranges as `b`/`e` pairs; launch
-//! calls as `X` on the launching thread; and for every kernel whose launch was seen, a
-//! flow (`s` in the middle of the launch call, `f` with `bp: "e"` in the middle of the
-//! kernel; ids numbered from 1). Timestamps and durations are µs (fractional, ns
-//! precision) from the earliest timestamp of any event.
+//! Slices: kernels, copies and sets on their stream; launch calls and push/pop NVTX
+//! ranges on their thread; start/end ranges on their own track. Flows: from each
+//! launch call to the kernels it launched, matched by (process, correlation id).
+//!
+//! What is held in memory besides the part being read ([`TraceBuilder::part`]): the
+//! strings of each process (kernel names demangled once), the tracks, the NVTX ranges
+//! opened and not yet closed, and the launch calls waiting for their kernel. A launch
+//! waits for the part it is in and [`HOLD_PARTS`] more (a kernel's record reaches the
+//! session after its launch's, usually in the same part or the next); a launch of a
+//! CUDA graph waits that long for all of its kernels, any other launch until its
+//! kernel. Launches no kernel was found for are counted
+//! ([`TraceStats::launches_without_kernel`]): a launch captured into a graph or one
+//! that failed runs no kernel.
+//!
+//! With a [`Window`], only slices that overlap it are written, whole; a flow is
+//! written when both its launch and its kernel are.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+pub mod chrome;
+pub mod event;
+pub mod perfetto;
+mod proto;
 
-use serde_json::{json, Value};
-use wire::Record;
+use std::collections::HashMap;
+use std::io::{self, Write};
 
-use super::names::{copy_kind_name, demangle, launch_api_name, lookup, strings};
-use super::nvtx::{pair_ranges, RangeKind};
+use wire::{marker_flags, Record};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-enum Track {
-    Thread(u64),
-    Stream { device: u32, stream: u32 },
+use super::names::{copy_kind_name, demangle, launch_api_name};
+use event::{Arg, Category, FlowIn, Process, Sink, Slice, Track, TrackKind, Value};
+
+/// Parts a launch waits for its kernel after the part it is in.
+pub const HOLD_PARTS: u64 = 2;
+
+/// The trace formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormat {
+    /// Perfetto's protobuf trace (TracePacket / TrackEvent): open it in
+    /// ui.perfetto.dev or query it with Perfetto's trace processor.
+    Perfetto,
+    /// Chrome trace-event JSON, for chrome://tracing and small runs (about 1 KB per
+    /// kernel).
+    Chrome,
 }
 
-/// Builds the trace (a JSON object with `traceEvents`).
-pub fn chrome_trace(records: &[(u32, Record)]) -> Value {
-    let strings = strings(records);
-    let ranges = pair_ranges(records);
+/// A time span, absolute ns (the session's `CLOCK_REALTIME` timebase), both ends
+/// included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub from_ns: u64,
+    pub to_ns: u64,
+}
 
-    // Tracks and the time base.
-    let mut tracks: BTreeMap<u32, BTreeSet<Track>> = BTreeMap::new();
-    let mut base = u64::MAX;
-    let mut launches: HashMap<(u32, u32), &wire::Launch> = HashMap::new();
-    for (pid, record) in records {
-        let (track, t) = match record {
-            Record::Kernel(k) => (
-                Some(Track::Stream {
-                    device: k.device_id,
-                    stream: k.stream_id,
-                }),
-                k.start_ns,
-            ),
-            Record::Memcpy(m) => (
-                Some(Track::Stream {
-                    device: m.device_id,
-                    stream: m.stream_id,
-                }),
-                m.start_ns,
-            ),
-            Record::Memset(m) => (
-                Some(Track::Stream {
-                    device: m.device_id,
-                    stream: m.stream_id,
-                }),
-                m.start_ns,
-            ),
-            Record::Launch(l) => {
-                launches.entry((*pid, l.correlation_id)).or_insert(l);
-                (Some(Track::Thread(l.thread_id)), l.start_ns)
-            }
-            Record::Marker(m) => (None, m.timestamp_ns),
-            Record::Process(_) => {
-                tracks.entry(*pid).or_default();
-                continue;
-            }
-            _ => continue,
-        };
-        base = base.min(t);
-        let set = tracks.entry(*pid).or_default();
-        if let Some(track) = track {
-            set.insert(track);
-        }
+impl Window {
+    /// Whether `[start, end]` overlaps the window.
+    pub fn overlaps(&self, start: u64, end: u64) -> bool {
+        start <= self.to_ns && end >= self.from_ns
     }
-    for r in &ranges.ranges {
-        if r.kind == RangeKind::PushPop && r.end_ns.is_some() {
-            tracks
-                .entry(r.pid)
-                .or_default()
-                .insert(Track::Thread(r.thread_id));
-        }
-    }
-    if base == u64::MAX {
-        base = 0;
-    }
-    let us = |t: u64| t.saturating_sub(base) as f64 / 1000.0;
-    let dur = |s: u64, e: u64| e.saturating_sub(s) as f64 / 1000.0;
-    let tid_of: HashMap<(u32, Track), usize> = tracks
-        .iter()
-        .flat_map(|(pid, set)| {
-            set.iter()
-                .enumerate()
-                .map(move |(i, t)| ((*pid, *t), i + 1))
-        })
-        .collect();
-    let tid = |pid: u32, t: Track| tid_of[&(pid, t)];
+}
 
-    let mut events: Vec<Value> = Vec::new();
-    let commands: HashMap<u32, String> = records
+/// What a trace holds, and what could not be put in it.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct TraceStats {
+    pub kernels: u64,
+    pub memcpys: u64,
+    pub memsets: u64,
+    pub launches: u64,
+    /// Closed NVTX ranges written.
+    pub ranges: u64,
+    /// Flows from a launch to a kernel written.
+    pub flows: u64,
+    /// Launch calls no kernel was found for in their part and the [`HOLD_PARTS`]
+    /// after it.
+    pub launches_without_kernel: u64,
+    /// NVTX ranges opened and never closed (not written).
+    pub ranges_never_closed: u64,
+    /// NVTX range ends without an open start.
+    pub range_ends_without_start: u64,
+    /// NVTX ranges ending before they start (not written).
+    pub ranges_ending_before_start: u64,
+}
+
+impl TraceStats {
+    /// Slices written.
+    pub fn slices(&self) -> u64 {
+        self.kernels
+            .saturating_add(self.memcpys)
+            .saturating_add(self.memsets)
+            .saturating_add(self.launches)
+            .saturating_add(self.ranges)
+    }
+}
+
+/// The earliest timestamp of a kernel, copy, set, launch call or NVTX marker in
+/// `records`: the origin of [`Window`]s given in seconds, and time 0 of the Chrome
+/// JSON.
+pub fn first_timestamp(records: &[(u32, Record)]) -> Option<u64> {
+    records
         .iter()
-        .filter_map(|(pid, r)| match r {
-            Record::Process(p) => Some((*pid, p.command.join(" "))),
+        .filter_map(|(_, r)| match r {
+            Record::Kernel(k) => Some(k.start_ns),
+            Record::Memcpy(m) => Some(m.start_ns),
+            Record::Memset(m) => Some(m.start_ns),
+            Record::Launch(l) => Some(l.start_ns),
+            Record::Marker(m) => Some(m.timestamp_ns),
             _ => None,
         })
-        .collect();
-    for (pid, set) in &tracks {
-        let name = match commands.get(pid) {
-            Some(c) => format!("{c} (pid {pid})"),
-            None => format!("pid {pid}"),
-        };
-        events.push(json!({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}}));
-        for t in set {
-            let name = match t {
-                Track::Thread(id) => format!("thread {id}"),
-                Track::Stream { device, stream } => format!("GPU {device} stream {stream}"),
-            };
-            events.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid(*pid, *t), "args": {"name": name}}));
+        .min()
+}
+
+/// The id of the flow from the launch with `correlation_id` in `pid`.
+pub fn flow_id(pid: u32, correlation_id: u32) -> u64 {
+    (u64::from(pid) << 32) | u64::from(correlation_id)
+}
+
+struct ProcessState {
+    id: u64,
+    command: Vec<String>,
+    declared: bool,
+    /// Threads and streams declared so far.
+    tracks: u32,
+}
+
+struct PendingLaunch {
+    /// The part it was read in.
+    part: u64,
+    /// Its track and the middle of the call, when it was written.
+    written: Option<(u64, u64)>,
+    matched: bool,
+}
+
+struct OpenRange {
+    thread_id: u64,
+    name: String,
+    domain: String,
+    start_ns: u64,
+}
+
+/// Builds the trace from a session's records, part by part, into a [`Sink`].
+pub struct TraceBuilder<S: Sink> {
+    sink: S,
+    window: Option<Window>,
+    part: u64,
+    next_id: u64,
+    processes: HashMap<u32, ProcessState>,
+    tracks: HashMap<(u32, TrackKind), Track>,
+    strings: HashMap<(u32, u32), String>,
+    kernel_names: HashMap<(u32, u32), String>,
+    launch_names: HashMap<(u32, bool), String>,
+    pending: HashMap<(u32, u32), PendingLaunch>,
+    open_ranges: HashMap<(u32, u32), OpenRange>,
+    stats: TraceStats,
+}
+
+impl<S: Sink> TraceBuilder<S> {
+    pub fn new(sink: S, window: Option<Window>) -> TraceBuilder<S> {
+        TraceBuilder {
+            sink,
+            window,
+            part: 0,
+            next_id: 1,
+            processes: HashMap::new(),
+            tracks: HashMap::new(),
+            strings: HashMap::new(),
+            kernel_names: HashMap::new(),
+            launch_names: HashMap::new(),
+            pending: HashMap::new(),
+            open_ranges: HashMap::new(),
+            stats: TraceStats::default(),
         }
     }
 
-    let mut flow_id = 0u64;
-    for (pid, record) in records {
-        let pid = *pid;
+    fn keep(&self, start: u64, end: u64) -> bool {
+        self.window.is_none_or(|w| w.overlaps(start, end))
+    }
+
+    /// The track `kind` of `pid`, declared (with its process) the first time.
+    fn track(&mut self, pid: u32, kind: TrackKind) -> io::Result<u64> {
+        if kind != TrackKind::Range {
+            if let Some(t) = self.tracks.get(&(pid, kind)) {
+                return Ok(t.id);
+            }
+        }
+        let next_id = &mut self.next_id;
+        let p = self.processes.entry(pid).or_insert_with(|| ProcessState {
+            id: take_id(next_id),
+            command: Vec::new(),
+            declared: false,
+            tracks: 0,
+        });
+        if !p.declared {
+            p.declared = true;
+            self.sink.process(&Process {
+                id: p.id,
+                pid,
+                command: &p.command,
+            })?;
+        }
+        let index = if kind == TrackKind::Range {
+            0
+        } else {
+            p.tracks += 1;
+            p.tracks
+        };
+        let track = Track {
+            id: take_id(&mut self.next_id),
+            process: p.id,
+            pid,
+            index,
+            kind,
+        };
+        self.sink.track(&track)?;
+        if kind != TrackKind::Range {
+            self.tracks.insert((pid, kind), track);
+        }
+        Ok(track.id)
+    }
+
+    /// Adds one part's records (in the store's table order).
+    pub fn part(&mut self, records: &[(u32, Record)]) -> io::Result<()> {
+        for (pid, record) in records {
+            self.record(*pid, record)?;
+        }
+        // Launches that have waited long enough for their kernels.
+        let part = self.part;
+        let mut lost = 0u64;
+        self.pending.retain(|_, l| {
+            let keep = l.part + HOLD_PARTS > part;
+            if !keep && !l.matched {
+                lost += 1;
+            }
+            keep
+        });
+        self.stats.launches_without_kernel += lost;
+        self.part += 1;
+        Ok(())
+    }
+
+    fn record(&mut self, pid: u32, record: &Record) -> io::Result<()> {
         match record {
-            Record::Kernel(k) => {
-                let track = tid(pid, Track::Stream { device: k.device_id, stream: k.stream_id });
-                let name = lookup(&strings, pid, k.name).map(demangle).unwrap_or_else(|| "(unnamed)".to_string());
-                events.push(json!({
-                    "ph": "X", "cat": "kernel", "name": name, "pid": pid, "tid": track,
-                    "ts": us(k.start_ns), "dur": dur(k.start_ns, k.end_ns),
-                    "args": {
-                        "correlation_id": k.correlation_id, "device": k.device_id, "context": k.context_id,
-                        "stream": k.stream_id, "grid": k.grid, "block": k.block,
-                        "registers_per_thread": k.registers_per_thread,
-                        "static_shared_memory": k.static_shared_memory,
-                        "dynamic_shared_memory": k.dynamic_shared_memory,
-                        "graph_id": k.graph_id, "graph_node_id": k.graph_node_id,
-                    },
-                }));
-                if let Some(l) = launches.get(&(pid, k.correlation_id)) {
-                    flow_id += 1;
-                    let mid = |s: u64, e: u64| s + e.saturating_sub(s) / 2;
-                    events.push(json!({
-                        "ph": "s", "cat": "launch", "name": "launch", "id": flow_id, "pid": pid,
-                        "tid": tid(pid, Track::Thread(l.thread_id)), "ts": us(mid(l.start_ns, l.end_ns)),
-                    }));
-                    events.push(json!({
-                        "ph": "f", "bp": "e", "cat": "launch", "name": "launch", "id": flow_id, "pid": pid,
-                        "tid": track, "ts": us(mid(k.start_ns, k.end_ns)),
-                    }));
+            Record::Process(p) => {
+                let next_id = &mut self.next_id;
+                let state = self.processes.entry(pid).or_insert_with(|| ProcessState {
+                    id: take_id(next_id),
+                    command: Vec::new(),
+                    declared: false,
+                    tracks: 0,
+                });
+                if !state.declared && state.command.is_empty() {
+                    state.command = p.command.clone();
                 }
             }
-            Record::Memcpy(m) => events.push(json!({
-                "ph": "X", "cat": "memcpy", "name": format!("memcpy {}", copy_kind_name(m.copy_kind)),
-                "pid": pid, "tid": tid(pid, Track::Stream { device: m.device_id, stream: m.stream_id }),
-                "ts": us(m.start_ns), "dur": dur(m.start_ns, m.end_ns),
-                "args": {
-                    "correlation_id": m.correlation_id, "bytes": m.bytes, "copy_kind": m.copy_kind,
-                    "src_kind": m.src_kind, "dst_kind": m.dst_kind, "graph_node_id": m.graph_node_id,
-                },
-            })),
-            Record::Memset(m) => events.push(json!({
-                "ph": "X", "cat": "memset", "name": "memset",
-                "pid": pid, "tid": tid(pid, Track::Stream { device: m.device_id, stream: m.stream_id }),
-                "ts": us(m.start_ns), "dur": dur(m.start_ns, m.end_ns),
-                "args": {
-                    "correlation_id": m.correlation_id, "bytes": m.bytes, "value": m.value,
-                    "memory_kind": m.memory_kind, "graph_node_id": m.graph_node_id,
-                },
-            })),
-            Record::Launch(l) => events.push(json!({
-                "ph": "X", "cat": "cuda_api", "name": launch_api_name(l.cbid, l.runtime),
-                "pid": pid, "tid": tid(pid, Track::Thread(l.thread_id)),
-                "ts": us(l.start_ns), "dur": dur(l.start_ns, l.end_ns),
-                "args": {"correlation_id": l.correlation_id, "cbid": l.cbid, "runtime": l.runtime},
-            })),
+            Record::String(s) => {
+                self.strings.insert((pid, s.id), s.text.clone());
+            }
+            Record::Launch(l) => self.launch(pid, l)?,
+            Record::Kernel(k) => self.kernel(pid, k)?,
+            Record::Memcpy(m) => {
+                if !self.keep(m.start_ns, m.end_ns) {
+                    return Ok(());
+                }
+                let track = self.track(
+                    pid,
+                    TrackKind::Stream {
+                        device: m.device_id,
+                        stream: m.stream_id,
+                    },
+                )?;
+                let name = memcpy_name(m.copy_kind);
+                let args = [
+                    arg("correlation_id", Value::U64(m.correlation_id.into())),
+                    arg("bytes", Value::U64(m.bytes)),
+                    arg("copy_kind", Value::U64(m.copy_kind.into())),
+                    arg("src_kind", Value::U64(m.src_kind.into())),
+                    arg("dst_kind", Value::U64(m.dst_kind.into())),
+                    arg("graph_node_id", Value::U64(m.graph_node_id)),
+                ];
+                self.sink.slice(&Slice {
+                    track,
+                    category: Category::Memcpy,
+                    name,
+                    start_ns: m.start_ns,
+                    end_ns: m.end_ns,
+                    args: &args,
+                    flow_out: None,
+                    flow_in: None,
+                })?;
+                self.stats.memcpys += 1;
+            }
+            Record::Memset(m) => {
+                if !self.keep(m.start_ns, m.end_ns) {
+                    return Ok(());
+                }
+                let track = self.track(
+                    pid,
+                    TrackKind::Stream {
+                        device: m.device_id,
+                        stream: m.stream_id,
+                    },
+                )?;
+                let args = [
+                    arg("correlation_id", Value::U64(m.correlation_id.into())),
+                    arg("bytes", Value::U64(m.bytes)),
+                    arg("value", Value::U64(m.value.into())),
+                    arg("memory_kind", Value::U64(m.memory_kind.into())),
+                    arg("graph_node_id", Value::U64(m.graph_node_id)),
+                ];
+                self.sink.slice(&Slice {
+                    track,
+                    category: Category::Memset,
+                    name: "memset",
+                    start_ns: m.start_ns,
+                    end_ns: m.end_ns,
+                    args: &args,
+                    flow_out: None,
+                    flow_in: None,
+                })?;
+                self.stats.memsets += 1;
+            }
+            Record::Marker(m) => self.marker(pid, m)?,
             _ => {}
         }
+        Ok(())
     }
 
-    let mut async_id = 0u64;
-    for r in &ranges.ranges {
-        let Some(end) = r.end_ns else { continue };
-        let name = if r.name.is_empty() {
-            "(unnamed range)".to_string()
-        } else {
-            r.name.clone()
-        };
-        let args = json!({"domain": r.domain, "marker_id": r.id});
-        match r.kind {
-            RangeKind::PushPop => events.push(json!({
-                "ph": "X", "cat": "nvtx", "name": name, "pid": r.pid, "tid": tid(r.pid, Track::Thread(r.thread_id)),
-                "ts": us(r.start_ns), "dur": dur(r.start_ns, end), "args": args,
-            })),
-            RangeKind::StartEnd => {
-                async_id += 1;
-                events.push(json!({
-                    "ph": "b", "cat": "nvtx", "name": name, "id": async_id, "pid": r.pid, "tid": 0,
-                    "ts": us(r.start_ns), "args": args,
-                }));
-                events.push(json!({
-                    "ph": "e", "cat": "nvtx", "name": name, "id": async_id, "pid": r.pid, "tid": 0, "ts": us(end),
-                }));
+    fn launch(&mut self, pid: u32, l: &wire::Launch) -> io::Result<()> {
+        let key = (pid, l.correlation_id);
+        // A second launch with the same id (not something CUPTI does) gets no flow.
+        let first = !self.pending.contains_key(&key);
+        let mut written = None;
+        if self.keep(l.start_ns, l.end_ns) {
+            let track = self.track(pid, TrackKind::Thread(l.thread_id))?;
+            let name = self
+                .launch_names
+                .entry((l.cbid, l.runtime))
+                .or_insert_with(|| launch_api_name(l.cbid, l.runtime));
+            let args = [
+                arg("correlation_id", Value::U64(l.correlation_id.into())),
+                arg("cbid", Value::U64(l.cbid.into())),
+                arg("runtime", Value::Bool(l.runtime)),
+            ];
+            self.sink.slice(&Slice {
+                track,
+                category: Category::CudaApi,
+                name,
+                start_ns: l.start_ns,
+                end_ns: l.end_ns,
+                args: &args,
+                flow_out: first.then(|| flow_id(pid, l.correlation_id)),
+                flow_in: None,
+            })?;
+            self.stats.launches += 1;
+            written = Some((track, mid(l.start_ns, l.end_ns)));
+        }
+        if first {
+            self.pending.insert(
+                key,
+                PendingLaunch {
+                    part: self.part,
+                    written,
+                    matched: false,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    fn kernel(&mut self, pid: u32, k: &wire::Kernel) -> io::Result<()> {
+        let key = (pid, k.correlation_id);
+        let written = self.keep(k.start_ns, k.end_ns);
+        let graph = k.graph_id != 0;
+        let mut flow_in = None;
+        if let Some(l) = self.pending.get_mut(&key) {
+            l.matched = true;
+            if let (true, Some((from_track, from_mid_ns))) = (written, l.written) {
+                flow_in = Some(FlowIn {
+                    id: flow_id(pid, k.correlation_id),
+                    from_track,
+                    from_mid_ns,
+                    graph,
+                });
+            }
+            // A launch of one kernel is done; a graph's may have more to come.
+            if !graph {
+                self.pending.remove(&key);
             }
         }
+        if !written {
+            return Ok(());
+        }
+        let track = self.track(
+            pid,
+            TrackKind::Stream {
+                device: k.device_id,
+                stream: k.stream_id,
+            },
+        )?;
+        let name: &str = match self.kernel_names.get(&(pid, k.name)) {
+            Some(n) => n,
+            None => {
+                let n = match self.strings.get(&(pid, k.name)) {
+                    Some(text) if k.name != 0 => demangle(text),
+                    _ => "(unnamed)".to_string(),
+                };
+                self.kernel_names.entry((pid, k.name)).or_insert(n)
+            }
+        };
+        let args = [
+            arg("correlation_id", Value::U64(k.correlation_id.into())),
+            arg("device", Value::U64(k.device_id.into())),
+            arg("context", Value::U64(k.context_id.into())),
+            arg("stream", Value::U64(k.stream_id.into())),
+            arg("grid", Value::Dim(k.grid)),
+            arg("block", Value::Dim(k.block)),
+            arg(
+                "registers_per_thread",
+                Value::U64(k.registers_per_thread.into()),
+            ),
+            arg(
+                "static_shared_memory",
+                Value::I64(k.static_shared_memory.into()),
+            ),
+            arg(
+                "dynamic_shared_memory",
+                Value::I64(k.dynamic_shared_memory.into()),
+            ),
+            arg("graph_id", Value::U64(k.graph_id.into())),
+            arg("graph_node_id", Value::U64(k.graph_node_id)),
+        ];
+        self.sink.slice(&Slice {
+            track,
+            category: Category::Kernel,
+            name,
+            start_ns: k.start_ns,
+            end_ns: k.end_ns,
+            args: &args,
+            flow_out: None,
+            flow_in,
+        })?;
+        self.stats.kernels += 1;
+        if flow_in.is_some() {
+            self.stats.flows += 1;
+        }
+        Ok(())
     }
 
-    json!({
-        "traceEvents": events,
-        "displayTimeUnit": "ns",
-        "otherData": {"generator": format!("gpuprof {}", env!("CARGO_PKG_VERSION")), "time_base_ns": base},
-    })
+    fn marker(&mut self, pid: u32, m: &wire::Marker) -> io::Result<()> {
+        let text = |id: u32| -> String {
+            if id == 0 {
+                return String::new();
+            }
+            self.strings.get(&(pid, id)).cloned().unwrap_or_default()
+        };
+        if m.flags & marker_flags::START != 0 {
+            let range = OpenRange {
+                thread_id: m.thread_id,
+                name: text(m.name),
+                domain: text(m.domain),
+                start_ns: m.timestamp_ns,
+            };
+            // A second start under an id still open leaves the first one unclosed.
+            if self.open_ranges.insert((pid, m.id), range).is_some() {
+                self.stats.ranges_never_closed += 1;
+            }
+            return Ok(());
+        }
+        if m.flags & marker_flags::END == 0 {
+            return Ok(());
+        }
+        let Some(r) = self.open_ranges.remove(&(pid, m.id)) else {
+            self.stats.range_ends_without_start += 1;
+            return Ok(());
+        };
+        let end_ns = m.timestamp_ns;
+        if end_ns < r.start_ns {
+            self.stats.ranges_ending_before_start += 1;
+            return Ok(());
+        }
+        if !self.keep(r.start_ns, end_ns) {
+            return Ok(());
+        }
+        // A range naming a thread is a push/pop range of that thread; one without
+        // is a start/end range of the process.
+        let kind = if r.thread_id != 0 {
+            TrackKind::Thread(r.thread_id)
+        } else {
+            TrackKind::Range
+        };
+        let track = self.track(pid, kind)?;
+        let args = [
+            arg("domain", Value::Str(&r.domain)),
+            arg("marker_id", Value::U64(m.id.into())),
+        ];
+        self.sink.slice(&Slice {
+            track,
+            category: Category::Nvtx,
+            name: if r.name.is_empty() {
+                "(unnamed range)"
+            } else {
+                &r.name
+            },
+            start_ns: r.start_ns,
+            end_ns,
+            args: &args,
+            flow_out: None,
+            flow_in: None,
+        })?;
+        self.stats.ranges += 1;
+        Ok(())
+    }
+
+    /// After the last part: counts what was left waiting, finishes the output.
+    pub fn finish(mut self) -> io::Result<(S, TraceStats)> {
+        self.stats.launches_without_kernel +=
+            self.pending.values().filter(|l| !l.matched).count() as u64;
+        self.stats.ranges_never_closed += self.open_ranges.len() as u64;
+        self.sink.finish()?;
+        Ok((self.sink, self.stats))
+    }
+}
+
+/// `*next` (then one more).
+fn take_id(next: &mut u64) -> u64 {
+    let id = *next;
+    *next += 1;
+    id
+}
+
+fn arg<'a>(name: &'static str, value: Value<'a>) -> Arg<'a> {
+    Arg { name, value }
+}
+
+fn mid(start: u64, end: u64) -> u64 {
+    start + end.saturating_sub(start) / 2
+}
+
+/// "memcpy HtoD", ...
+fn memcpy_name(kind: u8) -> &'static str {
+    match copy_kind_name(kind) {
+        "HtoD" => "memcpy HtoD",
+        "DtoH" => "memcpy DtoH",
+        "HtoA" => "memcpy HtoA",
+        "AtoH" => "memcpy AtoH",
+        "AtoA" => "memcpy AtoA",
+        "AtoD" => "memcpy AtoD",
+        "DtoA" => "memcpy DtoA",
+        "DtoD" => "memcpy DtoD",
+        "HtoH" => "memcpy HtoH",
+        "PtoP" => "memcpy PtoP",
+        _ => "memcpy unknown",
+    }
+}
+
+/// Writes the trace of `records` (one part) in `format`: for tests and small
+/// sessions held in memory.
+pub fn write_trace<W: Write>(
+    records: &[(u32, Record)],
+    format: TraceFormat,
+    window: Option<Window>,
+    out: W,
+) -> io::Result<TraceStats> {
+    match format {
+        TraceFormat::Perfetto => {
+            let mut b = TraceBuilder::new(perfetto::PerfettoWriter::new(out), window);
+            b.part(records)?;
+            Ok(b.finish()?.1)
+        }
+        TraceFormat::Chrome => {
+            let origin = first_timestamp(records).unwrap_or(0);
+            let mut b = TraceBuilder::new(chrome::ChromeWriter::new(out, origin)?, window);
+            b.part(records)?;
+            Ok(b.finish()?.1)
+        }
+    }
+}
+
+/// The Chrome trace-event JSON of `records` as one object (`traceEvents`,
+/// `displayTimeUnit`, `otherData`).
+pub fn chrome_trace(records: &[(u32, Record)]) -> serde_json::Value {
+    let mut out = Vec::new();
+    // Writing to memory does not fail, and the writer writes JSON.
+    match write_trace(records, TraceFormat::Chrome, None, &mut out) {
+        Ok(_) => serde_json::from_slice(&out).unwrap_or(serde_json::Value::Null),
+        Err(_) => serde_json::Value::Null,
+    }
 }
