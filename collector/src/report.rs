@@ -22,7 +22,7 @@ use gpuprof_collector::analysis::Integrity;
 use gpuprof_collector::render;
 
 pub use gpuprof_collector::render::Format;
-pub use gpuprof_collector::session::{analyse, load, Analysed, Loaded};
+pub use gpuprof_collector::session::{analyse, Analysed};
 
 /// Exit status of `report`, `trace` and `roofline` when the output was written but the
 /// session is damaged or has a part never sealed: what was written leaves that out.
@@ -73,18 +73,6 @@ pub trait ReadState {
     fn dir(&self) -> &Path;
     fn parts(&self) -> usize;
     fn integrity(&self) -> &Integrity;
-}
-
-impl ReadState for Loaded {
-    fn dir(&self) -> &Path {
-        &self.dir
-    }
-    fn parts(&self) -> usize {
-        self.parts
-    }
-    fn integrity(&self) -> &Integrity {
-        &self.integrity
-    }
 }
 
 impl ReadState for Analysed {
