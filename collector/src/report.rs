@@ -22,7 +22,7 @@ use gpuprof_collector::analysis::Integrity;
 use gpuprof_collector::render;
 
 pub use gpuprof_collector::render::Format;
-pub use gpuprof_collector::session::{analyse, Analysed};
+pub use gpuprof_collector::session::{analyse, analyse_sessions, Analysed};
 
 /// Exit status of `report`, `trace` and `roofline` when the output was written but the
 /// session is damaged or has a part never sealed: what was written leaves that out.
@@ -33,9 +33,13 @@ const WARN_REGIONS: usize = 10;
 
 #[derive(clap::Args)]
 pub struct ReportArgs {
-    /// A session: the output directory of `gpuprof record` / `collect`.
-    #[arg(value_name = "SESSION")]
-    session: PathBuf,
+    /// Sessions: output directories of `gpuprof record` / `collect`. Several (the ranks
+    /// of a distributed run, runs on several hosts) are reported together: processes
+    /// are kept apart by (session, pid), so pids that repeat across hosts never mix;
+    /// kernel rows merge across them, and the roofline gains a row per session. A
+    /// quoted pattern ('runs/rank*') is expanded by gpuprof (*, ?, [...]).
+    #[arg(value_name = "SESSION", required = true, num_args = 1..)]
+    sessions: Vec<PathBuf>,
     /// Output format. CSV and JSON carry the same tables, with times in integer ns.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -175,7 +179,8 @@ pub fn render_report(
 pub fn report(args: &ReportArgs) -> Result<ExitCode> {
     // A bad peaks file fails before any output.
     let peaks = load_peaks(args.peaks.as_deref())?;
-    let analysed = analyse_with_progress(&args.session)?;
+    let sessions = expand_sessions(&args.sessions)?;
+    let analysed = analyse_with_progress(&sessions)?;
     warn_damage(&analysed, "report");
     let text = render::report(
         &analysed.aggregate,
@@ -191,18 +196,53 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode> {
     Ok(finish(&analysed, "report"))
 }
 
-/// [`analyse`]s a session, showing the parts read on stderr when it is a terminal
-/// and the session has more than a few parts.
-pub fn analyse_with_progress(session: &Path) -> Result<Analysed> {
+/// The sessions `args` name: each as given when it exists, else, when it has a
+/// pattern character (`*`, `?`, `[`), every directory it matches, in name order; the
+/// same directory named twice is read once. A pattern matching nothing, or a bad
+/// pattern, is an error naming it.
+pub fn expand_sessions(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for arg in args {
+        let text = arg.to_string_lossy();
+        let found: Vec<PathBuf> = if arg.exists() || !text.contains(['*', '?', '[']) {
+            vec![arg.clone()]
+        } else {
+            let paths =
+                glob::glob(&text).with_context(|| format!("bad session pattern {text:?}"))?;
+            let mut v: Vec<PathBuf> = paths
+                .filter_map(|p| p.ok())
+                .filter(|p| p.is_dir())
+                .collect();
+            v.sort();
+            if v.is_empty() {
+                anyhow::bail!("no session directory matches {text:?}");
+            }
+            v
+        };
+        for p in found {
+            let key = std::fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
+            if seen.insert(key) {
+                out.push(p);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// [`analyse`]s sessions, showing the parts read on stderr when it is a terminal and
+/// there are more than a few parts.
+pub fn analyse_with_progress(sessions: &[PathBuf]) -> Result<Analysed> {
     use std::io::IsTerminal;
     let tty = std::io::stderr().is_terminal();
     let mut shown = false;
-    let analysed = analyse(session, |done, all| {
+    let name = match sessions {
+        [one] => one.display().to_string(),
+        _ => format!("{} sessions", sessions.len()),
+    };
+    let analysed = analyse_sessions(sessions, |done, all| {
         if tty && all > 8 {
-            eprint!(
-                "\rgpuprof: reading {}: part {done} of {all}",
-                session.display()
-            );
+            eprint!("\rgpuprof: reading {name}: part {done} of {all}");
             shown = true;
         }
     })?;

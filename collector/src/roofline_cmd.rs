@@ -54,7 +54,7 @@ fn numbered(base: &Path, n: usize) -> PathBuf {
 
 pub fn run(args: &Args) -> Result<ExitCode> {
     let peaks = report::load_peaks(args.peaks.as_deref())?;
-    let loaded = report::analyse_with_progress(&args.session)?;
+    let loaded = report::analyse_with_progress(std::slice::from_ref(&args.session))?;
     report::warn_damage(&loaded, "roofline");
     let svg = match &args.output {
         Some(o) => o.clone(),

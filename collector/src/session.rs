@@ -56,7 +56,7 @@ pub fn load(session: &Path) -> Result<Loaded> {
 /// A session analysed part by part, and what could not be read.
 #[derive(Debug)]
 pub struct Analysed {
-    /// The session directory.
+    /// The session directory ("N sessions" when several were read together).
     pub dir: PathBuf,
     pub aggregate: Aggregate,
     /// Parts read.
@@ -70,26 +70,66 @@ pub struct Analysed {
 /// the session's length. `progress` is called after each part with (parts read,
 /// parts). Errors only when nothing can be read (no session, a session of the old
 /// format, a part of a newer version).
-pub fn analyse(session: &Path, mut progress: impl FnMut(usize, usize)) -> Result<Analysed> {
-    let store = Store::open(session)?;
+pub fn analyse(session: &Path, progress: impl FnMut(usize, usize)) -> Result<Analysed> {
+    analyse_sessions(&[session.to_path_buf()], progress)
+}
+
+/// [`analyse`] for several sessions read together (the ranks of one distributed run,
+/// runs of several hosts): one aggregate, each session's processes kept apart
+/// ([`Aggregator::next_session`]), damaged files named with their session's
+/// directory. `progress` gets (parts read, parts) over all of them. Every session is
+/// opened before any is read, so that one that cannot be read at all fails the whole
+/// command before any output.
+pub fn analyse_sessions(
+    sessions: &[PathBuf],
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Analysed> {
+    let stores = sessions
+        .iter()
+        .map(|s| Store::open(s))
+        .collect::<Result<Vec<Store>>>()?;
+    let several = stores.len() > 1;
     let mut aggregator = Aggregator::default();
     let mut integrity = Integrity::default();
-    let n = store.parts.len();
-    for i in 0..n {
-        let part = store.read_part_tables(i, |table| aggregator.add_records(table))?;
+    let all: usize = stores.iter().map(|s| s.parts.len()).sum();
+    let mut done = 0;
+    for store in &stores {
+        aggregator.next_session(store.dir.display().to_string());
+        let name = |file: String| {
+            if several {
+                store.dir.join(file).display().to_string()
+            } else {
+                file
+            }
+        };
+        for i in 0..store.parts.len() {
+            let part = store.read_part_tables(i, |table| aggregator.add_records(table))?;
+            integrity
+                .damaged
+                .extend(part.damaged.into_iter().map(damaged_file).map(|mut d| {
+                    d.file = name(d.file);
+                    d
+                }));
+            aggregator.end_part();
+            done += 1;
+            progress(done, all);
+        }
         integrity
-            .damaged
-            .extend(part.damaged.into_iter().map(damaged_file));
-        aggregator.end_part();
-        progress(i + 1, n);
+            .unsealed
+            .extend(unsealed(store).into_iter().map(|mut u| {
+                u.dir = name(u.dir);
+                u
+            }));
     }
-    integrity.unsealed = unsealed(&store);
     let aggregate = aggregator.finish();
     integrity.impossible = aggregate.impossible_records();
     Ok(Analysed {
-        dir: store.dir.clone(),
+        dir: match &stores[..] {
+            [one] => one.dir.clone(),
+            _ => PathBuf::from(format!("{} sessions", stores.len())),
+        },
         aggregate,
-        parts: n,
+        parts: all,
         integrity,
     })
 }

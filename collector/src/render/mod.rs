@@ -109,20 +109,32 @@ pub fn table(s: &Summary, top: Option<usize>) -> String {
 /// [`Efficiency::any`]) after the counters.
 pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) -> String {
     let mut out = String::new();
+    if !s.sessions.is_empty() {
+        out.push_str("Sessions\n");
+        for (i, dir) in s.sessions.iter().enumerate() {
+            let _ = writeln!(out, "  {}: {dir}", i + 1);
+        }
+        out.push('\n');
+    }
     out.push_str("Processes\n");
     if s.processes.is_empty() {
         out.push_str("  (none: the session holds no records)\n");
     }
     for p in &s.processes {
+        let session = if s.sessions.is_empty() {
+            String::new()
+        } else {
+            format!(" (session {})", p.session + 1)
+        };
         if p.known {
-            let _ = writeln!(out, "  pid {}: {}", p.pid, p.command.join(" "));
+            let _ = writeln!(out, "  pid {}{session}: {}", p.pid, p.command.join(" "));
             let _ = writeln!(
                 out,
                 "    host {}; CUPTI API {} (record layouts {}) from {}",
                 p.host, p.cupti_api_version, p.cupti_layouts, p.cupti_path
             );
         } else {
-            let _ = writeln!(out, "  pid {}: (no process record)", p.pid);
+            let _ = writeln!(out, "  pid {}{session}: (no process record)", p.pid);
         }
         for d in &p.devices {
             let _ = writeln!(
@@ -531,6 +543,12 @@ pub fn json_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>)
             })
         })
         .collect();
+    let mut processes = processes;
+    if !s.sessions.is_empty() {
+        for (v, p) in processes.iter_mut().zip(&s.processes) {
+            v["session"] = json!(p.session + 1);
+        }
+    }
     let kernels: Vec<Value> = shown(&s.kernels, top)
         .iter()
         .map(|k| {
@@ -587,6 +605,9 @@ pub fn json_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>)
         "dropped": dropped,
         "unfinished": s.unfinished,
     });
+    if !s.sessions.is_empty() {
+        out["sessions"] = json!(s.sessions);
+    }
     if s.counters.any() {
         out["counters"] = counters_json(s, top);
     }

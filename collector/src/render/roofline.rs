@@ -259,6 +259,10 @@ pub(super) fn roofline_table(out: &mut String, e: &Efficiency, kernel_ns: u64, t
     }
     out.push_str("\nRoofline of the run\n");
     rollup_grid(out, "", std::slice::from_ref(&e.run), kernel_ns);
+    if !e.ranks.is_empty() {
+        out.push_str("\nRoofline by session\n");
+        rollup_grid(out, "session", &e.ranks, kernel_ns);
+    }
 
     out.push_str("\nPeaks (dense)\n");
     for g in &e.gpus {
@@ -407,7 +411,7 @@ pub(super) fn roofline_json(e: &Efficiency, top: Option<usize>) -> Value {
             row
         })
         .collect();
-    json!({
+    let mut out = json!({
         "kernels": kernels,
         "shapes": shapes,
         "families": e.families.iter().map(rollup_json).collect::<Vec<_>>(),
@@ -417,7 +421,11 @@ pub(super) fn roofline_json(e: &Efficiency, top: Option<usize>) -> Value {
         "missing": e.missing,
         "gemm_statuses": e.gemm_statuses.iter().map(|(pid, m)| json!({"pid": pid, "message": m})).collect::<Vec<_>>(),
         "gemm_unjoined": e.gemm_unjoined,
-    })
+    });
+    if !e.ranks.is_empty() {
+        out["sessions"] = json!(e.ranks.iter().map(rollup_json).collect::<Vec<_>>());
+    }
+    out
 }
 
 /// The CSV columns kernel and GEMM-shape rows share (see [`Measured`]).
@@ -526,12 +534,13 @@ pub(super) fn roofline_csv(out: &mut String, r: &Value) {
         })
         .collect();
     let (kernel_columns, shape_columns) = (kernel_columns(), shape_columns());
-    let sections: [(&str, &[&str], Vec<Value>); 7] = [
+    let sections: [(&str, &[&str], Vec<Value>); 8] = [
         ("roofline_kernels", &kernel_columns, rows("kernels")),
         ("roofline_shapes", &shape_columns, rows("shapes")),
         ("roofline_families", &ROLLUP_COLUMNS, rows("families")),
         ("roofline_ranges", &ROLLUP_COLUMNS, rows("ranges")),
         ("roofline_run", &ROLLUP_COLUMNS, vec![r["run"].clone()]),
+        ("roofline_sessions", &ROLLUP_COLUMNS, rows("sessions")),
         ("peaks", &PEAK_COLUMNS, peaks),
         (
             "roofline_missing",
@@ -540,6 +549,10 @@ pub(super) fn roofline_csv(out: &mut String, r: &Value) {
         ),
     ];
     for (name, columns, rows) in sections {
+        // Only a report of several sessions has a run per session.
+        if name == "roofline_sessions" && rows.is_empty() {
+            continue;
+        }
         let _ = writeln!(out, "\n# {name}");
         out.push_str(&columns.join(","));
         out.push('\n');
