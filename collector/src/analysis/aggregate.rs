@@ -124,6 +124,8 @@ pub struct Aggregate {
     pub gemm_unjoined: u64,
     pub gemm_cycles: u64,
     pub ranges: RangeCover,
+    /// The names of the counter metrics the classes hold, by id.
+    pub metrics: MetricNames,
     /// Records left out because a value cannot be true: (kind, reason) -> records.
     pub impossible: BTreeMap<(&'static str, &'static str), u64>,
 }
@@ -166,6 +168,32 @@ impl Aggregate {
                 records: *records,
             })
             .collect()
+    }
+}
+
+/// Counter metric names interned once for the whole session: a class holds a
+/// metric's sums under its id, not its name.
+#[derive(Debug, Default)]
+pub struct MetricNames {
+    names: Vec<String>,
+    ids: AHashMap<String, u32>,
+}
+
+impl MetricNames {
+    /// The id of `name`, given one when new.
+    pub fn id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_string());
+        self.ids.insert(name.to_string(), id);
+        id
+    }
+
+    /// The name of metric `id`.
+    pub fn name(&self, id: u32) -> &str {
+        &self.names[id as usize]
     }
 }
 
@@ -478,38 +506,38 @@ impl Aggregator {
         // launch.
         let mut read = None;
         let mut write = None;
+        let metrics = &mut self.out.metrics;
         let c = &mut self.out.classes.list[class];
         if let Some(records) = j.counters {
             c.with_counters += 1;
-            let mut seen: BTreeSet<&str> = BTreeSet::new();
+            let mut seen: Vec<u32> = Vec::new();
             for r in records {
                 for m in &r.metrics {
                     let name: &str = match strings.get(&(pid, m.name)) {
                         Some(s) if m.name != 0 => s,
                         _ => {
-                            let owned = format!("#{}", m.name);
-                            let e = c.metrics.entry(owned).or_default();
+                            let id = metrics.id(&format!("#{}", m.name));
+                            let e = c.metrics.entry(id).or_default();
                             e.0 += 1;
                             e.1 += m.value;
                             continue;
                         }
                     };
-                    let e = match c.metrics.get_mut(name) {
-                        Some(e) => e,
-                        None => c.metrics.entry(name.to_string()).or_default(),
-                    };
+                    let id = metrics.id(name);
+                    let e = c.metrics.entry(id).or_default();
                     e.0 += 1;
                     e.1 += m.value;
-                    if !seen.insert(name) {
+                    if seen.contains(&id) {
                         continue;
                     }
+                    seen.push(id);
                     match name {
                         DRAM_READ => read = Some(m.value),
                         DRAM_WRITE => write = Some(m.value),
                         _ => {}
                     }
                     if flop_metric(name).is_some() {
-                        let e = c.flop_metrics.entry(name.to_string()).or_default();
+                        let e = c.flop_metrics.entry(id).or_default();
                         e.0 += 1;
                         e.1 += m.value;
                     }

@@ -92,12 +92,12 @@ pub struct Class {
     pub max_ns: u64,
     /// Launches with at least one `KernelCounters` record.
     pub with_counters: u64,
-    /// Every metric of every `KernelCounters` record of its launches: metric ->
-    /// (records carrying it, sum).
-    pub metrics: BTreeMap<String, (u64, f64)>,
+    /// Every metric of every `KernelCounters` record of its launches: metric id
+    /// ([`super::aggregate::MetricNames`]) -> (records carrying it, sum).
+    pub metrics: BTreeMap<u32, (u64, f64)>,
     /// FLOP-counting metrics, once per launch (the first value when a launch has the
-    /// metric twice): metric -> (launches, sum).
-    pub flop_metrics: BTreeMap<String, (u64, f64)>,
+    /// metric twice): metric id -> (launches, sum).
+    pub flop_metrics: BTreeMap<u32, (u64, f64)>,
 }
 
 /// Every class of a session, in order of first launch.

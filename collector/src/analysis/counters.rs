@@ -175,7 +175,10 @@ pub fn counters_of(a: &Aggregate) -> Counters {
             acc.launches += c.tally.calls;
             acc.with_counters += c.with_counters;
             for (m, (n, sum)) in &c.metrics {
-                let e = acc.metrics.entry(m.clone()).or_default();
+                let e = acc
+                    .metrics
+                    .entry(a.metrics.name(*m).to_string())
+                    .or_default();
                 e.0 += n;
                 e.1 += sum;
             }

@@ -315,7 +315,10 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
         let cacc = configs.entry((row, config)).or_default();
         cacc.calls += calls;
         for (m, (n, sum)) in &c.flop_metrics {
-            let e = cacc.metrics.entry(m.clone()).or_default();
+            let e = cacc
+                .metrics
+                .entry(a.metrics.name(*m).to_string())
+                .or_default();
             e.0 += n;
             e.1 += sum;
         }

@@ -204,6 +204,11 @@ impl Joiner {
         // that came first tries again when finalized.
         let launch = self.launches.get(&(pid, k.correlation_id)).map(|(_, l)| *l);
         let gemm = self.gemm_of(pid, &k).map(Box::new);
+        // A direct launch's GEMM record is this kernel's alone: done with it.
+        let key = (pid, k.correlation_id);
+        if gemm.is_some() && k.graph_node_id == 0 && !self.captured.contains(&key) {
+            self.gemms.remove(&key);
+        }
         self.kernels.push_back(Waiting {
             part: self.part,
             pid,
@@ -308,8 +313,26 @@ impl Joiner {
     }
 
     /// Drops what has waited two windows (everything, at the end), counting what
-    /// never met a kernel.
+    /// never met a kernel; gives back memory a burst left behind.
     fn expire(&mut self, all: bool) {
+        self.expire_records(all);
+        fn shrink<K: std::hash::Hash + Eq, V>(m: &mut AHashMap<K, V>) {
+            let len = m.len();
+            if m.capacity() > 4 * len.max(4096) {
+                m.shrink_to(2 * len);
+            }
+        }
+        shrink(&mut self.launches);
+        shrink(&mut self.gemms);
+        shrink(&mut self.counters);
+        shrink(&mut self.kernel_ids);
+        let len = self.kernels.len();
+        if self.kernels.capacity() > 4 * len.max(4096) {
+            self.kernels.shrink_to(2 * len);
+        }
+    }
+
+    fn expire_records(&mut self, all: bool) {
         let old = |j: &Joiner, part: usize| all || j.waited(part, 2);
         // Launch and GEMM records are joined on their kernel's arrival: one window.
         let joined_old = |j: &Joiner, part: usize| all || j.waited(part, 1);
