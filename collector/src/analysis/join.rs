@@ -30,8 +30,10 @@ use wire::{Gemm, Kernel, KernelCounters};
 /// Parts a kernel waits for its records after the part it came in.
 pub const HOLD_PARTS: usize = 2;
 /// Records a kernel waits for after the part it came in (a part has at most 262,144
-/// rows by default, so this spans at least 4 full parts of records).
-pub const HOLD_ROWS: u64 = 1 << 20;
+/// rows by default: at 10^5 kernels a second, about 2 s of a serving run). With the
+/// window's parts it bounds what is held: about 170 MB at 10^6 kernels and 225 MB
+/// at 10^7 (`scripts/bench.sh`, docs/ARCHITECTURE.md).
+pub const HOLD_ROWS: u64 = 1 << 19;
 
 /// The launch of a kernel, as the analyses need it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

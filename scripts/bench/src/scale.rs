@@ -207,7 +207,8 @@ impl Drop for Scratch {
 
 pub fn run(args: &[String]) -> Result<()> {
     let gpuprof: PathBuf = crate::flag(args, "--gpuprof")?.context("--gpuprof BIN is required")?;
-    let list: String = crate::flag(args, "--kernels")?.unwrap_or_else(|| "100000,1000000".into());
+    let list: String =
+        crate::flag(args, "--kernels")?.unwrap_or_else(|| "100000,1000000,10000000".into());
     let sizes_wanted: Vec<u64> = list
         .split(',')
         .map(|s| s.trim().parse::<u64>().ok().filter(|n| *n > 0))
