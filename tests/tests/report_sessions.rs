@@ -8,7 +8,7 @@ use gpuprof_collector::store::write_parts;
 use gpuprof_tests::{gpuprof_command, Scratch};
 use serde_json::{json, Value};
 use wire::testing::{self, gemm, string as s};
-use wire::{DeviceInfo, End, ProcessInfo, Record};
+use wire::{End, ProcessInfo, Record};
 
 /// One rank: process `pid` on `host`, one H100; per step a 512 x 512 x 512 BF16 GEMM
 /// kernel of 2 µs and a norm kernel of 500 ns.
@@ -25,18 +25,12 @@ fn rank(dir: &Path, pid: u32, host: &str, steps: u32) {
             cupti_layouts: "13.4".into(),
             cupti_path: "/opt/cuda/libcupti.so.13".into(),
         }),
-        Record::Device(DeviceInfo {
-            id: 0,
-            name: "NVIDIA H100 80GB HBM3".into(),
-            compute_capability: (9, 0),
-            sm_count: 132,
-            core_clock_khz: 1_980_000,
-            memory_clock_khz: 2_619_000,
-            memory_bus_width_bits: 5120,
-            global_memory_bytes: 85_000_000_000,
-            l2_cache_bytes: 52_428_800,
-            uuid: [0; 16],
-        }),
+        Record::Device(testing::device(
+            "NVIDIA H100 80GB HBM3",
+            (9, 0),
+            132,
+            1_980_000,
+        )),
         s(1, "gemm_kernel"),
         s(2, "rms_norm"),
     ];

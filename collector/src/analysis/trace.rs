@@ -264,17 +264,6 @@ impl<S: Sink> TraceBuilder<S> {
             Record::Launch(l) => self.launch(pid, l)?,
             Record::Kernel(k) => self.kernel(pid, k)?,
             Record::Memcpy(m) => {
-                if !self.keep(m.start_ns, m.end_ns) {
-                    return Ok(());
-                }
-                let track = self.track(
-                    pid,
-                    TrackKind::Stream {
-                        device: m.device_id,
-                        stream: m.stream_id,
-                    },
-                )?;
-                let name = memcpy_name(m.copy_kind);
                 let args = [
                     arg("correlation_id", Value::U64(m.correlation_id.into())),
                     arg("bytes", Value::U64(m.bytes)),
@@ -283,29 +272,19 @@ impl<S: Sink> TraceBuilder<S> {
                     arg("dst_kind", Value::U64(m.dst_kind.into())),
                     arg("graph_node_id", Value::U64(m.graph_node_id)),
                 ];
-                self.sink.slice(&Slice {
-                    track,
-                    category: Category::Memcpy,
+                let stream = (pid, m.device_id, m.stream_id);
+                let name = memcpy_name(m.copy_kind);
+                if self.transfer(
+                    stream,
+                    Category::Memcpy,
                     name,
-                    start_ns: m.start_ns,
-                    end_ns: m.end_ns,
-                    args: &args,
-                    flow_out: None,
-                    flow_in: None,
-                })?;
-                self.stats.memcpys += 1;
+                    (m.start_ns, m.end_ns),
+                    &args,
+                )? {
+                    self.stats.memcpys += 1;
+                }
             }
             Record::Memset(m) => {
-                if !self.keep(m.start_ns, m.end_ns) {
-                    return Ok(());
-                }
-                let track = self.track(
-                    pid,
-                    TrackKind::Stream {
-                        device: m.device_id,
-                        stream: m.stream_id,
-                    },
-                )?;
                 let args = [
                     arg("correlation_id", Value::U64(m.correlation_id.into())),
                     arg("bytes", Value::U64(m.bytes)),
@@ -313,22 +292,43 @@ impl<S: Sink> TraceBuilder<S> {
                     arg("memory_kind", Value::U64(m.memory_kind.into())),
                     arg("graph_node_id", Value::U64(m.graph_node_id)),
                 ];
-                self.sink.slice(&Slice {
-                    track,
-                    category: Category::Memset,
-                    name: "memset",
-                    start_ns: m.start_ns,
-                    end_ns: m.end_ns,
-                    args: &args,
-                    flow_out: None,
-                    flow_in: None,
-                })?;
-                self.stats.memsets += 1;
+                let stream = (pid, m.device_id, m.stream_id);
+                let span = (m.start_ns, m.end_ns);
+                if self.transfer(stream, Category::Memset, "memset", span, &args)? {
+                    self.stats.memsets += 1;
+                }
             }
             Record::Marker(m) => self.marker(pid, m)?,
             _ => {}
         }
         Ok(())
+    }
+
+    /// A copy or set on its stream's track, when it overlaps the window; whether it
+    /// was written.
+    fn transfer(
+        &mut self,
+        (pid, device, stream): (u32, u32, u32),
+        category: Category,
+        name: &str,
+        (start_ns, end_ns): (u64, u64),
+        args: &[Arg],
+    ) -> io::Result<bool> {
+        if !self.keep(start_ns, end_ns) {
+            return Ok(false);
+        }
+        let track = self.track(pid, TrackKind::Stream { device, stream })?;
+        self.sink.slice(&Slice {
+            track,
+            category,
+            name,
+            start_ns,
+            end_ns,
+            args,
+            flow_out: None,
+            flow_in: None,
+        })?;
+        Ok(true)
     }
 
     fn launch(&mut self, pid: u32, l: &wire::Launch) -> io::Result<()> {
