@@ -92,6 +92,8 @@ pub struct Drainer {
     /// [`Drainer::incomplete`]).
     incomplete: bool,
     notes: Vec<String>,
+    /// The frame being read, its allocation kept from frame to frame.
+    frame: Vec<u8>,
 }
 
 impl Drainer {
@@ -120,6 +122,7 @@ impl Drainer {
             owed: BTreeMap::new(),
             incomplete: false,
             notes: Vec::new(),
+            frame: Vec::new(),
         })
     }
 
@@ -278,20 +281,24 @@ impl Drainer {
     /// Reads what is in the ring now; `false` when the ring is corrupt (noted).
     fn read_all(&mut self, ring: &mut Ring) -> (usize, bool) {
         let mut n = 0;
-        loop {
-            match ring.reader.try_read() {
-                Ok(Some(payload)) => {
+        // One buffer for every frame: no allocation per frame.
+        let mut payload = std::mem::take(&mut self.frame);
+        let ok = loop {
+            match ring.reader.try_read_into(&mut payload) {
+                Ok(true) => {
                     n += 1;
                     self.take(ring.pid, &payload);
                 }
-                Ok(None) => return (n, true),
+                Ok(false) => break true,
                 Err(e) => {
                     self.notes
                         .push(format!("stopped reading process {}: {e}", ring.pid));
-                    return (n, false);
+                    break false;
                 }
             }
-        }
+        };
+        self.frame = payload;
+        (n, ok)
     }
 
     fn take(&mut self, pid: u32, payload: &[u8]) {

@@ -597,6 +597,14 @@ impl RingReader {
 
     /// The next complete frame's payload, or `None` when the ring is empty now.
     pub fn try_read(&mut self) -> Result<Option<Vec<u8>>, RingError> {
+        let mut out = Vec::new();
+        Ok(self.try_read_into(&mut out)?.then_some(out))
+    }
+
+    /// [`RingReader::try_read`] into `out` (its contents replaced; its allocation kept
+    /// for the next frame): `false` when the ring is empty now, `out` then empty.
+    pub fn try_read_into(&mut self, out: &mut Vec<u8>) -> Result<bool, RingError> {
+        out.clear();
         let cap = self.shared.capacity as u64;
         let write = self.shared.u64_at(OFF_WRITE_POS).load(Ordering::Acquire);
         if self.shared.guard.hit() {
@@ -621,7 +629,7 @@ impl RingReader {
         // `read_pos..=write`, so no position near `u64::MAX` can overflow.
         let mut available = write - self.read_pos;
         if available == 0 {
-            return Ok(None);
+            return Ok(false);
         }
         let data = self.shared.data_ptr();
         let mut skipped = 0;
@@ -654,16 +662,11 @@ impl RingReader {
                 format!("frame length {len} does not fit: {} bytes to the end of the data area, {available} written", cap - off),
             ));
         }
-        let mut out = vec![0u8; len as usize];
         // SAFETY: `off + 4 + len <= cap` and those bytes were published by the producer
-        // (`4 + len <= available`, `write` read with Acquire).
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                data.add(off as usize + 4),
-                out.as_mut_ptr(),
-                len as usize,
-            )
-        };
+        // (`4 + len <= available`, `write` read with Acquire), which does not write them
+        // again before `read_pos` passes them (below, after the copy).
+        let frame = unsafe { std::slice::from_raw_parts(data.add(off as usize + 4), len as usize) };
+        out.extend_from_slice(frame);
         if self.shared.guard.hit() {
             return Err(corrupt(
                 0,
@@ -674,7 +677,7 @@ impl RingReader {
         self.shared
             .u64_at(OFF_READ_POS)
             .store(self.read_pos, Ordering::Release);
-        Ok(Some(out))
+        Ok(true)
     }
 }
 

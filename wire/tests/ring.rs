@@ -733,3 +733,30 @@ fn a_reader_that_gives_up_tells_the_producer() {
     assert!(writer.reader_gone());
     assert_eq!(reader.header().flags, FLAG_ALIVE | FLAG_READER_GONE);
 }
+
+/// One buffer for every frame: each read replaces its contents exactly (shorter
+/// frames after longer ones, frames across the wrap), keeps its allocation, and an
+/// empty ring leaves it empty.
+#[test]
+fn reading_into_one_buffer_replaces_its_contents_and_keeps_its_allocation() {
+    let dir = TempDir::new("read-into");
+    let (mut w, mut r) = ring(&dir, 4096);
+    let mut buf = Vec::new();
+    let mut grown = 0;
+    for (seq, len) in [
+        (1u64, 1000usize),
+        (2, 10),
+        (3, 1500),
+        (4, 1),
+        (5, 2000),
+        (6, 700),
+    ] {
+        w.try_write(&payload(seq, len)).expect("write");
+        assert!(r.try_read_into(&mut buf).expect("read"));
+        assert_eq!(buf, payload(seq, len), "frame {seq}");
+        grown = grown.max(buf.capacity());
+        assert_eq!(buf.capacity(), grown, "frame {seq}: the allocation is kept");
+    }
+    assert!(!r.try_read_into(&mut buf).expect("read"));
+    assert!(buf.is_empty());
+}
