@@ -69,9 +69,13 @@ fn ranks_are_reported_together_and_kept_apart() {
     rank(&b, 100, "node-b", 5);
     let (code, v, stderr) = report(&[&a, &b]);
     assert_eq!(code, Some(0), "{stderr}");
+    let (an, bn) = (a.display().to_string(), b.display().to_string());
     assert_eq!(
         v["sessions"],
-        json!([a.display().to_string(), b.display().to_string()])
+        json!([
+            {"session": 1, "dir": an, "processes": 1, "kernels": 6, "kernel_ns": 3 * 2_500},
+            {"session": 2, "dir": bn, "processes": 1, "kernels": 10, "kernel_ns": 5 * 2_500},
+        ])
     );
     let procs: Vec<(u64, u64, &str, u64)> = v["processes"]
         .as_array()
@@ -120,7 +124,6 @@ fn ranks_are_reported_together_and_kept_apart() {
             )
         })
         .collect();
-    let (an, bn) = (a.display().to_string(), b.display().to_string());
     assert_eq!(
         ranks,
         vec![
@@ -165,9 +168,27 @@ fn ranks_are_reported_together_and_kept_apart() {
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
         table.starts_with(&format!(
-            "Sessions\n  1: {an}\n  2: {bn}\n\nProcesses\n  pid 100 (session 1): ./serve --rank node-a\n"
+            "Sessions\n  session  processes  kernels  GPU µs  directory\n        1          1        6   7.500  {an}\n        2          1       10  12.500  {bn}\n\nProcesses\n  pid 100 (session 1): ./serve --rank node-a\n"
         )),
         "{table}"
     );
     assert!(table.contains("\nRoofline by session\n"), "{table}");
+
+    // CSV: the sessions first, then each process with its session.
+    let out = gpuprof_command()
+        .arg("report")
+        .args([&a, &b])
+        .args(["--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        csv.starts_with(&format!(
+            "# sessions\nsession,dir,processes,kernels,kernel_ns\n1,{an},1,6,7500\n2,{bn},1,10,12500\n\n# processes\n"
+        )),
+        "{csv}"
+    );
+    let header = csv.lines().nth(6).unwrap();
+    assert!(header.ends_with(",session"), "{header}");
+    assert!(csv.lines().nth(8).unwrap().ends_with(",2"), "{csv}");
 }

@@ -111,9 +111,24 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
     let mut out = String::new();
     if !s.sessions.is_empty() {
         out.push_str("Sessions\n");
-        for (i, dir) in s.sessions.iter().enumerate() {
-            let _ = writeln!(out, "  {}: {dir}", i + 1);
-        }
+        let rows: Vec<Vec<String>> = session_rows(s)
+            .into_iter()
+            .map(|r| {
+                vec![
+                    r.session.to_string(),
+                    r.processes.to_string(),
+                    r.kernels.to_string(),
+                    micros(r.kernel_ns),
+                    r.dir.to_string(),
+                ]
+            })
+            .collect();
+        grid(
+            &mut out,
+            &["session", "processes", "kernels", "GPU µs", "directory"],
+            &[true, true, true, true, false],
+            &rows,
+        );
         out.push('\n');
     }
     out.push_str("Processes\n");
@@ -298,6 +313,32 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
     out
 }
 
+/// One session of several read together: its number (from 1), directory and totals.
+struct SessionRow<'a> {
+    session: usize,
+    dir: &'a str,
+    processes: u64,
+    kernels: u64,
+    kernel_ns: u64,
+}
+
+fn session_rows(s: &Summary) -> Vec<SessionRow<'_>> {
+    s.sessions
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| {
+            let procs = s.processes.iter().filter(|p| p.session == i);
+            SessionRow {
+                session: i + 1,
+                dir,
+                processes: procs.clone().count() as u64,
+                kernels: procs.clone().map(|p| p.kernels).sum(),
+                kernel_ns: procs.fold(0u64, |t, p| t.saturating_add(p.kernel_ns)),
+            }
+        })
+        .collect()
+}
+
 /// What the table says of processes whose stream did not finish.
 const UNFINISHED_NOTE: &str = "  (they or the collector stopped first: what they did not deliver is in the\n   undelivered and unwritten rows above when the collector saw them stop;\n   when the collector itself stopped, records it had not sealed are lost, uncounted)\n";
 
@@ -312,8 +353,23 @@ pub fn csv(s: &Summary, top: Option<usize>) -> String {
 pub fn csv_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) -> String {
     let v = json_with(s, roofline, top);
     let mut out = String::new();
+    // Several sessions: a section listing them, and each process's session.
+    let several = !s.sessions.is_empty();
+    let process_columns: Vec<&str> = PROCESS_COLUMNS
+        .iter()
+        .copied()
+        .chain(several.then_some("session"))
+        .collect();
+    let session_sections: &[(&str, &[&str])] = if several {
+        &[(
+            "sessions",
+            &["session", "dir", "processes", "kernels", "kernel_ns"],
+        )]
+    } else {
+        &[]
+    };
     let sections: [(&str, &[&str]); 7] = [
-        ("processes", &PROCESS_COLUMNS),
+        ("processes", &process_columns),
         ("devices", &DEVICE_COLUMNS),
         ("kernels", &KERNEL_COLUMNS),
         ("transfers", &TRANSFER_COLUMNS),
@@ -335,7 +391,12 @@ pub fn csv_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) 
     } else {
         &counter_sections
     };
-    for (i, (name, columns)) in sections.iter().chain(counter_sections).enumerate() {
+    for (i, (name, columns)) in session_sections
+        .iter()
+        .chain(&sections)
+        .chain(counter_sections)
+        .enumerate()
+    {
         if i > 0 {
             out.push('\n');
         }
@@ -606,7 +667,16 @@ pub fn json_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>)
         "unfinished": s.unfinished,
     });
     if !s.sessions.is_empty() {
-        out["sessions"] = json!(s.sessions);
+        out["sessions"] = json!(session_rows(s)
+            .iter()
+            .map(|r| json!({
+                "session": r.session,
+                "dir": r.dir,
+                "processes": r.processes,
+                "kernels": r.kernels,
+                "kernel_ns": r.kernel_ns,
+            }))
+            .collect::<Vec<_>>());
     }
     if s.counters.any() {
         out["counters"] = counters_json(s, top);
