@@ -1,57 +1,19 @@
-//! Reading a session for every command that analyses one (`report`, `trace`,
-//! `roofline`, and the report `record` prints): every part and file that verifies is
-//! read ([`crate::store`]), damaged files are skipped and noted with the records they
-//! held, parts never sealed are noted, and records whose values cannot be true are
-//! screened out ([`crate::analysis::integrity`]). Whoever prints the result says what
-//! was left out.
+//! Reading sessions for the commands that analyse them (`report`, `roofline`, and the
+//! report `record` prints; `trace` reads parts itself, by the same rules): one part
+//! at a time, every part and file that verifies ([`crate::store`]), folded into the
+//! analyses' aggregate ([`crate::analysis::aggregate`]); damaged files are skipped and
+//! noted with the records they held, parts never sealed are noted, and records whose
+//! values cannot be true are screened out ([`crate::analysis::integrity`]). Whoever
+//! prints the result says what was left out.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use wire::Record;
 
 use crate::analysis::aggregate::{Aggregate, Aggregator};
-use crate::analysis::integrity::{screen, DamagedFile, Integrity, Unsealed};
+use crate::analysis::integrity::{DamagedFile, Integrity, Unsealed};
 use crate::store::reader::Damage;
 use crate::store::Store;
-
-/// The records of a session and what could not be read.
-#[derive(Debug)]
-pub struct Loaded {
-    /// The session directory.
-    pub dir: PathBuf,
-    /// Part by part, tables in [`crate::store::tables::TableId`] order, each with the
-    /// producer's pid; impossible records left out.
-    pub records: Vec<(u32, Record)>,
-    /// Parts read.
-    pub parts: usize,
-    pub integrity: Integrity,
-}
-
-/// Reads every part and file that verifies, skipping damaged ones. Errors only when
-/// nothing can be read (no session, a session of the old format, a part of a newer
-/// version).
-pub fn load(session: &Path) -> Result<Loaded> {
-    let store = Store::open(session)?;
-    let mut records = Vec::new();
-    let mut integrity = Integrity::default();
-    for i in 0..store.parts.len() {
-        let part = store.read_part(i)?;
-        records.extend(part.records);
-        integrity
-            .damaged
-            .extend(part.damaged.into_iter().map(damaged_file));
-    }
-    integrity.unsealed = unsealed(&store);
-    let (records, impossible) = screen(records);
-    integrity.impossible = impossible;
-    Ok(Loaded {
-        dir: store.dir.clone(),
-        records,
-        parts: store.parts.len(),
-        integrity,
-    })
-}
 
 /// A session analysed part by part, and what could not be read.
 #[derive(Debug)]

@@ -347,7 +347,7 @@ fn run_commands(records: &[(u32, Record)], integrity: &Integrity) -> Result<(), 
 proptest! {
     #![proptest_config(config())]
 
-    /// The production path: records screened as `session::load` screens them.
+    /// The production path: records screened as `session::analyse` screens them.
     #[test]
     fn screened_records_render_without_panics_or_non_finite_numbers(records in session()) {
         let (records, impossible) = screen(records);

@@ -10,14 +10,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use gpuprof_collector::analysis::chrome_trace;
 use gpuprof_collector::analysis::efficiency::efficiency_of;
 use gpuprof_collector::analysis::peaks::Overrides;
-use gpuprof_collector::analysis::trace::{write_trace, TraceFormat};
 use gpuprof_collector::render::{self, Format};
 use gpuprof_collector::roofline_points::{charts, points, points_csv};
 use gpuprof_collector::roofline_svg::render_svg;
-use gpuprof_collector::session::{analyse, load};
+use gpuprof_collector::session::analyse;
 use gpuprof_collector::store::write_parts;
 use gpuprof_tests::gpuprof_command;
 use wire::ring::{RingError, RingReader, RingWriter, HEADER_SIZE, WRAP};
@@ -443,9 +441,21 @@ fn session_facts(path: &Path) -> BTreeMap<String, String> {
     for format in [Format::Table, Format::Csv] {
         render::report(&loaded.aggregate, i, format, None, &peaks);
     }
-    let records = load(path).expect("a session that analyses loads").records;
-    serde_json::to_string(&chrome_trace(&records)).unwrap();
-    write_trace(&records, TraceFormat::Perfetto, None, Vec::new()).unwrap();
+    // The Chrome JSON trace too, through the command: the same exit status, JSON
+    // that parses.
+    let chrome = trace.with_extension("json");
+    let traced = gpuprof_command()
+        .args(["trace", "--format", "chrome"])
+        .arg(path)
+        .arg("-o")
+        .arg(&chrome)
+        .output()
+        .unwrap();
+    assert_eq!(traced.status.code(), Some(code), "{}", path.display());
+    let text = std::fs::read(&chrome).unwrap();
+    serde_json::from_slice::<serde_json::Value>(&text)
+        .unwrap_or_else(|e| panic!("{}: the Chrome trace is not JSON: {e}", path.display()));
+    let _ = std::fs::remove_file(&chrome);
     let e = efficiency_of(&loaded.aggregate, &peaks);
     points_csv(&points(&e));
     for (_, chart) in charts(&e) {
