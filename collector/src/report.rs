@@ -72,28 +72,9 @@ pub fn load_peaks(explicit: Option<&Path>) -> Result<Overrides> {
     Ok(parse_overrides(&text, &path.display().to_string())?)
 }
 
-/// What was read of a session, for [`warn_damage`] and [`finish`].
-pub trait ReadState {
-    fn dir(&self) -> &Path;
-    fn parts(&self) -> usize;
-    fn integrity(&self) -> &Integrity;
-}
-
-impl ReadState for Analysed {
-    fn dir(&self) -> &Path {
-        &self.dir
-    }
-    fn parts(&self) -> usize {
-        self.parts
-    }
-    fn integrity(&self) -> &Integrity {
-        &self.integrity
-    }
-}
-
 /// Warns on stderr about each part of the session the output leaves out.
-pub fn warn_damage(read: &impl ReadState, what: &str) {
-    warn_damage_of(read.dir(), read.integrity(), what);
+pub fn warn_damage(read: &Analysed, what: &str) {
+    warn_damage_of(&read.dir, &read.integrity, what);
 }
 
 /// [`warn_damage`] for the session in `dir` read with `integrity`.
@@ -122,8 +103,8 @@ pub fn warn_damage_of(dir: &Path, integrity: &Integrity, what: &str) {
 
 /// After the output was written: says what it leaves out and gives the exit status,
 /// [`EXIT_INCOMPLETE`] when the session is damaged or a part was never sealed.
-pub fn finish(read: &impl ReadState, what: &str) -> ExitCode {
-    finish_of(read.dir(), read.integrity(), read.parts(), what)
+pub fn finish(read: &Analysed, what: &str) -> ExitCode {
+    finish_of(&read.dir, &read.integrity, read.parts, what)
 }
 
 /// [`finish`] for the session in `dir` of `parts` sealed parts, read with `integrity`.

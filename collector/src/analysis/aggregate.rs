@@ -355,8 +355,9 @@ impl Aggregator {
 
     fn process(&mut self, pid: u32) -> &mut ProcessSummary {
         let processes = &mut self.out.processes;
-        let (session, real) = self.out.others.get(&pid).copied().unwrap_or((0, pid));
+        let others = &self.out.others;
         let i = *self.process_index.entry(pid).or_insert_with(|| {
+            let (session, real) = others.get(&pid).copied().unwrap_or((0, pid));
             processes.push(ProcessSummary {
                 pid: real,
                 session,

@@ -205,7 +205,8 @@ impl Joiner {
         // activity buffers): join them now, so they need not be held long; a kernel
         // that came first tries again when finalized.
         let launch = self.launches.get(&(pid, k.correlation_id)).map(|(_, l)| *l);
-        let gemm = self.gemm_of(pid, &k).map(Box::new);
+        // A cycle is counted when the kernel is finalized (looked up again then).
+        let gemm = self.gemm_of(pid, &k).ok().flatten().map(Box::new);
         // A direct launch's GEMM record is this kernel's alone: done with it.
         let key = (pid, k.correlation_id);
         if gemm.is_some() && k.graph_node_id == 0 && !self.captured.contains(&key) {
@@ -221,19 +222,19 @@ impl Joiner {
     }
 
     /// The GEMM record of kernel `k`'s launch (through the graph it came from, if
-    /// any), marked used.
-    fn gemm_of(&mut self, pid: u32, k: &Kernel) -> Option<Gemm> {
+    /// any), marked used; `Err` for a cycle in the graph's clone records.
+    fn gemm_of(&mut self, pid: u32, k: &Kernel) -> Result<Option<Gemm>, ()> {
         let correlation = if k.graph_node_id == 0 {
             Some(k.correlation_id)
         } else {
-            // A cycle in the clone records: no GEMM (counted when finalized).
-            self.graphs
-                .capture(pid, k.graph_node_id)
-                .unwrap_or_default()
+            self.graphs.capture(pid, k.graph_node_id)?
         };
-        let g = correlation.and_then(|c| self.gemms.get_mut(&(pid, c)))?;
-        g.used = true;
-        Some(g.gemm)
+        Ok(correlation
+            .and_then(|c| self.gemms.get_mut(&(pid, c)))
+            .map(|g| {
+                g.used = true;
+                g.gemm
+            }))
     }
 
     pub fn kernel_counters(&mut self, pid: u32, c: KernelCounters) {
@@ -282,12 +283,12 @@ impl Joiner {
         let launch = w
             .launch
             .or_else(|| self.launches.get(&(pid, k.correlation_id)).map(|(_, l)| *l));
-        if k.graph_node_id != 0 && self.graphs.capture(pid, k.graph_node_id).is_err() {
-            self.gemm_cycles += 1;
-        }
         let gemm = match w.gemm {
             Some(g) => Some(*g),
-            None => self.gemm_of(pid, k),
+            None => self.gemm_of(pid, k).unwrap_or_else(|()| {
+                self.gemm_cycles += 1;
+                None
+            }),
         };
         let unique = k.graph_node_id == 0
             || self
