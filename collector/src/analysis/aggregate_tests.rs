@@ -216,3 +216,30 @@ fn a_range_never_closed_covers_nothing_and_nested_ranges_of_one_name_count_once(
         assert_eq!(s.unmatched_range_ends, 1);
     }
 }
+
+#[test]
+fn ranges_started_and_never_ended_are_counted_open_and_held_within_a_bound() {
+    use super::super::range_cover::MAX_OPEN;
+    let n = MAX_OPEN as u32 + 1000;
+    let mut list = vec![string(GEMM, "k"), string(DECODE, "request")];
+    for i in 0..n {
+        list.push(marker(S, i + 1, THREAD, i as u64 * 10, DECODE, 0));
+    }
+    // The last range opened does end, and covers the kernel launched inside it.
+    list.push(launch(1, THREAD, n as u64 * 10, n as u64 * 10 + 1));
+    list.push(k(GEMM, 1, n as u64 * 10 + 5, n as u64 * 10 + 25));
+    list.push(marker(E, n, THREAD, n as u64 * 10 + 100, 0, 0));
+    // The first one's end comes after it was given up: an unmatched end.
+    list.push(marker(E, 1, THREAD, n as u64 * 10 + 200, 0, 0));
+    let records = on(1, list);
+    let mut a = Aggregator::default();
+    a.add_part(records);
+    let a = a.finish();
+    let s = summarize_aggregate(&a);
+    let r = &s.ranges[0];
+    assert_eq!(
+        (r.count, r.open, r.kernels, r.gpu_ns),
+        (1, n as u64 - 1, 1, 20)
+    );
+    assert_eq!(s.unmatched_range_ends, 1);
+}

@@ -37,7 +37,15 @@ pub struct NameTotals {
     pub wall_ns: u64,
     /// The kernels covered, per class.
     pub classes: BTreeMap<usize, Tally>,
+    /// Instances given up while still open (see [`MAX_OPEN`]): open for good.
+    pub given_up: u64,
 }
+
+/// The most instances one scope (a thread, or a process's start/end ranges) keeps
+/// open. A program that starts ranges it never ends would otherwise grow them
+/// without bound; beyond this the oldest open one is given up: counted as never
+/// closed (it covers nothing), its end, if it ever comes, an unmatched end.
+pub const MAX_OPEN: usize = 4096;
 
 #[derive(Debug)]
 struct Instance {
@@ -125,11 +133,33 @@ impl RangeCover {
             list.insert(at, (m.timestamp_ns, id));
             // A second start under an open id leaves the first open for good.
             self.open.insert((pid, m.id), id);
+            if self
+                .stacks
+                .get(&scope)
+                .is_some_and(|st| st.len() > MAX_OPEN)
+            {
+                self.give_up(scope);
+            }
         } else if m.flags & marker_flags::END != 0 {
             match self.open.remove(&(pid, m.id)) {
                 Some(id) => self.close(id, m.timestamp_ns, part),
                 None => self.unmatched_ends += 1,
             }
+        }
+    }
+
+    /// Gives up the oldest open instance of `scope` (see [`MAX_OPEN`]).
+    fn give_up(&mut self, scope: (u32, u64)) {
+        let Some(stack) = self.stacks.get_mut(&scope) else {
+            return;
+        };
+        let id = stack.remove(0);
+        if let Some(inst) = self.instances.remove(&id) {
+            self.totals[inst.name].given_up += 1;
+        }
+        self.open.retain(|_, open| *open != id);
+        if let Some(list) = self.scopes.get_mut(&scope) {
+            list.retain(|(_, i)| *i != id);
         }
     }
 
@@ -272,7 +302,7 @@ impl RangeCover {
 
     /// Instances never closed, per name.
     pub fn open_counts(&self) -> Vec<u64> {
-        let mut out = vec![0; self.names.len()];
+        let mut out: Vec<u64> = self.totals.iter().map(|t| t.given_up).collect();
         for i in self.instances.values() {
             if i.end_ns.is_none() {
                 out[i.name] += 1;
