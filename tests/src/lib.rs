@@ -32,7 +32,9 @@ pub use injected::{
 pub use perfetto::{read_perfetto_trace, slices_per_track, track_names};
 pub use report::{cudarc_llm_calls, kernel_calls};
 pub use sim_command::SimCommand;
-pub use sim_env::{nvidia_extra, nvtx_library, sim_cupti, sim_lib_dir, venv_python};
+pub use sim_env::{
+    nvidia_extra, nvtx_library, sim_cupti, sim_lib_dir, venv_python, venv_python_of,
+};
 pub use timed::{Finished, TimedChild};
 
 use std::path::{Path, PathBuf};

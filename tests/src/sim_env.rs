@@ -112,3 +112,16 @@ pub fn venv_python() -> PathBuf {
     );
     p
 }
+
+/// The Python of `target/venv-SET` (made by `scripts/python-env.sh SET` from
+/// `scripts/python-requirements-SET.txt`, which the test command runs first): a
+/// third-party tool in a venv of its own, so its pins do not fight the others'.
+pub fn venv_python_of(set: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../target/venv-{set}/bin/python"));
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/python-env.sh {set}",
+        p.display()
+    );
+    p
+}
