@@ -19,7 +19,7 @@ use anyhow::{Context, Result};
 use gpuprof_collector::analysis::aggregate::Aggregate;
 use gpuprof_collector::analysis::peaks::{parse_overrides, Overrides};
 use gpuprof_collector::analysis::Integrity;
-use gpuprof_collector::render;
+use gpuprof_collector::{output_file, render};
 
 pub use gpuprof_collector::render::Format;
 pub use gpuprof_collector::session::{analyse, analyse_sessions, Analysed};
@@ -52,6 +52,19 @@ pub struct ReportArgs {
     /// format below.
     #[arg(long, value_name = "FILE")]
     peaks: Option<PathBuf>,
+    /// Name kernels by their whole demangled names in the table (default: short
+    /// names: return type, namespaces, template arguments and parameters folded,
+    /// `gemv2N_kernel<…>`, cut with "…" to fit 120 columns). CSV and JSON always carry
+    /// both (`name`, `short_name`).
+    #[arg(long)]
+    full_names: bool,
+    /// Write the report to PATH instead of standard output. With --format csv, PATH
+    /// is a directory (made when missing) and each table is a file of its own,
+    /// `PATH/<table>.csv` (kernels.csv, kernel_configs.csv, roofline_kernels.csv, ...),
+    /// each one header row and its rows, as pandas.read_csv and DuckDB read them.
+    /// Files written before are replaced.
+    #[arg(short, long, value_name = "PATH")]
+    output: Option<PathBuf>,
 }
 
 /// The environment variable naming the default peaks file.
@@ -163,18 +176,67 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode> {
     let sessions = expand_sessions(&args.sessions)?;
     let analysed = analyse_with_progress(&sessions)?;
     warn_damage(&analysed, "report");
-    let text = render::report(
-        &analysed.aggregate,
-        &analysed.integrity,
-        args.format,
-        args.top,
-        &peaks,
-    );
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|_| out.flush())
-        .context("cannot write the report")?;
+    let view = render::View {
+        full_names: args.full_names,
+    };
+    match (&args.output, args.format) {
+        (Some(dir), Format::Csv) => {
+            let tables = render::report_csv_tables(
+                &analysed.aggregate,
+                &analysed.integrity,
+                args.top,
+                &peaks,
+            );
+            write_csv_dir(dir, &tables)?;
+            eprintln!(
+                "gpuprof: {} CSV tables written to {}",
+                tables.tables.len(),
+                dir.display()
+            );
+        }
+        (output, format) => {
+            let text = render::report_with(
+                &analysed.aggregate,
+                &analysed.integrity,
+                format,
+                args.top,
+                &peaks,
+                &view,
+            );
+            match output {
+                Some(path) => output_file::write_replacing(path, |w| w.write_all(text.as_bytes()))
+                    .with_context(|| format!("cannot write the report to {}", path.display()))?,
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(text.as_bytes())
+                        .and_then(|_| out.flush())
+                        .context("cannot write the report")?;
+                }
+            }
+        }
+    }
     Ok(finish(&analysed, "report"))
+}
+
+/// Writes each table to `dir/<name>.csv`: `dir` is made when missing, and must
+/// otherwise be a directory of the user running gpuprof.
+fn write_csv_dir(dir: &Path, tables: &render::CsvTables) -> Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => output_file::make_dir(dir)
+            .with_context(|| format!("cannot make the directory {}", dir.display()))?,
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", dir.display())),
+        Ok(meta) if !meta.is_dir() => anyhow::bail!(
+            "{} is not a directory: with --format csv, -o names a directory, one file per table",
+            dir.display()
+        ),
+        Ok(meta) => output_file::check_own_dir(dir, &meta)?,
+    }
+    for (name, table) in &tables.tables {
+        let path = dir.join(format!("{name}.csv"));
+        output_file::write_replacing(&path, |w| w.write_all(table.as_bytes()))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// The sessions `args` name: each as given when it exists, else, when it has a

@@ -166,9 +166,9 @@ Processes
     1 kernels, 1.500 µs GPU time; stream did not finish
 
 Kernels by GPU time (5 kernels, 8.000 µs)
-  time %  total µs  calls  mean µs  min µs  max µs  grid    block    name
-   75.00     6.000      3    2.000   1.000   3.000  64x1x1  256x1x1  gemm(float*, float*, int)
-   25.00     2.000      2    1.000   0.500   1.500  1x1x1   256x1x1  rmsnorm_kernel
+  time %  total µs  calls  mean µs  median µs  min µs  max µs  stddev µs  grid    block    name
+   75.00     6.000      3    2.000      2.000   1.000   3.000      1.000  64x1x1  256x1x1  gemm
+   25.00     2.000      2    1.000      1.000   0.500   1.500      0.707  1x1x1   256x1x1  rmsnorm_kernel
 
 Roofline
   (no FLOPs: no cuBLAS GEMM shapes and no FLOP counters in this session; see GPUPROF_GEMM and GPUPROF_COUNTERS)
@@ -207,6 +207,15 @@ fn report_table_is_exact() {
         assert_eq!(text(&out.stdout), TABLE);
         assert_eq!(text(&out.stderr), "");
     }
+    // --full-names: the demangled name, whole.
+    let out = run(&["report", dir.path().to_str().unwrap(), "--full-names"]);
+    assert_eq!(
+        text(&out.stdout),
+        TABLE.replace(
+            "256x1x1  gemm\n",
+            "256x1x1  gemm(float*, float*, int)\n"
+        )
+    );
 }
 
 const CSV: &str = "\
@@ -220,9 +229,14 @@ pid,id,name,compute_capability,sm_count
 4242,0,NVIDIA H100 80GB HBM3,9.0,132
 
 # kernels
-name,mangled,calls,total_ns,mean_ns,min_ns,max_ns,gpu_time_pct,grid,block
-\"gemm(float*, float*, int)\",_Z4gemmPfS_i,3,6000,2000,1000,3000,75.0,64x1x1,256x1x1
-rmsnorm_kernel,rmsnorm_kernel,2,2000,1000,500,1500,25.0,1x1x1,256x1x1
+name,mangled,calls,total_ns,mean_ns,min_ns,max_ns,gpu_time_pct,grid,block,short_name,median_ns,median_exact,stddev_ns,configs
+\"gemm(float*, float*, int)\",_Z4gemmPfS_i,3,6000,2000,1000,3000,75.0,64x1x1,256x1x1,gemm,2000,true,1000.0,1
+rmsnorm_kernel,rmsnorm_kernel,2,2000,1000,500,1500,25.0,1x1x1,256x1x1,rmsnorm_kernel,1000,true,707.1067811865476,1
+
+# kernel_configs
+name,mangled,grid,block,calls,total_ns,mean_ns,min_ns,max_ns,median_ns,median_exact,stddev_ns,gpu_time_pct
+\"gemm(float*, float*, int)\",_Z4gemmPfS_i,64x1x1,256x1x1,3,6000,2000,1000,3000,2000,true,1000.0,75.0
+rmsnorm_kernel,rmsnorm_kernel,1x1x1,256x1x1,2,2000,1000,500,1500,1000,true,707.1067811865476,25.0
 
 # transfers
 kind,count,bytes,total_ns
@@ -282,12 +296,26 @@ fn report_json_is_exact() {
             {
                 "name": "gemm(float*, float*, int)", "mangled": "_Z4gemmPfS_i", "calls": 3, "total_ns": 6000,
                 "mean_ns": 2000, "min_ns": 1000, "max_ns": 3000, "gpu_time_pct": 75.0, "grid": [64, 1, 1],
-                "block": [256, 1, 1],
+                "block": [256, 1, 1], "short_name": "gemm", "median_ns": 2000, "median_exact": true,
+                // statistics.stdev([3000, 2000, 1000])
+                "stddev_ns": 1000.0,
+                "configs": [{
+                    "grid": [64, 1, 1], "block": [256, 1, 1], "calls": 3, "total_ns": 6000, "mean_ns": 2000,
+                    "min_ns": 1000, "max_ns": 3000, "median_ns": 2000, "median_exact": true,
+                    "stddev_ns": 1000.0, "gpu_time_pct": 75.0,
+                }],
             },
             {
                 "name": "rmsnorm_kernel", "mangled": "rmsnorm_kernel", "calls": 2, "total_ns": 2000,
                 "mean_ns": 1000, "min_ns": 500, "max_ns": 1500, "gpu_time_pct": 25.0, "grid": [1, 1, 1],
-                "block": [256, 1, 1],
+                "block": [256, 1, 1], "short_name": "rmsnorm_kernel", "median_ns": 1000, "median_exact": true,
+                // statistics.stdev([500, 1500])
+                "stddev_ns": 707.1067811865476,
+                "configs": [{
+                    "grid": [1, 1, 1], "block": [256, 1, 1], "calls": 2, "total_ns": 2000, "mean_ns": 1000,
+                    "min_ns": 500, "max_ns": 1500, "median_ns": 1000, "median_exact": true,
+                    "stddev_ns": 707.1067811865476, "gpu_time_pct": 25.0,
+                }],
             },
         ],
         "transfers": [
@@ -399,9 +427,9 @@ Processes
     1 kernels, 1.500 µs GPU time; stream did not finish
 
 Kernels by GPU time (2 kernels, 2.500 µs)
-  time %  total µs  calls  mean µs  min µs  max µs  grid    block    name
-   60.00     1.500      1    1.500   1.500   1.500  1x1x1   256x1x1  rmsnorm_kernel
-   40.00     1.000      1    1.000   1.000   1.000  64x1x1  256x1x1  gemm(float*, float*, int)
+  time %  total µs  calls  mean µs  median µs  min µs  max µs  stddev µs  grid    block    name
+   60.00     1.500      1    1.500      1.500   1.500   1.500      0.000  1x1x1   256x1x1  rmsnorm_kernel
+   40.00     1.000      1    1.000      1.000   1.000   1.000      0.000  64x1x1  256x1x1  gemm
 
 Roofline
   (no FLOPs: no cuBLAS GEMM shapes and no FLOP counters in this session; see GPUPROF_GEMM and GPUPROF_COUNTERS)

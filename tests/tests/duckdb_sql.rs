@@ -102,7 +102,7 @@ fn keys(row: &Value) -> BTreeSet<String> {
 }
 
 /// The report's fields of a kernel that the SQL does not give (docs/SESSION.md).
-const KERNEL_LEFT_OUT: &[&str] = &["name"];
+const KERNEL_LEFT_OUT: &[&str] = &["name", "short_name", "configs"];
 const ROOFLINE_LEFT_OUT: &[&str] = &["name", "family", "hw_flops", "hw_flops_launches"];
 /// What a roofline row computes from its FLOPs: NULL in the SQL for a row whose
 /// FLOPs the report takes from counters.

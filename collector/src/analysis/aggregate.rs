@@ -552,6 +552,7 @@ impl Aggregator {
         c.tally.add(ns, bytes);
         c.min_ns = c.min_ns.min(ns);
         c.max_ns = c.max_ns.max(ns);
+        c.durations.add(ns);
 
         self.out.kernel_count += 1;
         self.out.kernel_ns = self.out.kernel_ns.saturating_add(ns);

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use ahash::AHashMap;
 
+use super::durations::Durations;
 use super::gemm::GemmShape;
 
 /// What makes two launches one class (see the module documentation).
@@ -90,6 +91,8 @@ pub struct Class {
     pub tally: Tally,
     pub min_ns: u64,
     pub max_ns: u64,
+    /// The spread of its durations (median, standard deviation).
+    pub durations: Durations,
     /// Launches with at least one `KernelCounters` record.
     pub with_counters: u64,
     /// Every metric of every `KernelCounters` record of its launches: metric id
@@ -120,6 +123,7 @@ impl Classes {
             tally: Tally::default(),
             min_ns: u64::MAX,
             max_ns: 0,
+            durations: Durations::default(),
             with_counters: 0,
             metrics: BTreeMap::new(),
             flop_metrics: BTreeMap::new(),

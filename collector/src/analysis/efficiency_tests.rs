@@ -494,19 +494,19 @@ fn flop_metrics() {
 
 /// The table's roofline sections, between the counters and the copies.
 const TABLE: &str = "
-Roofline by kernel (FLOPs: model = GEMM shapes, hw = counters; AI in FLOP/byte)
-   GPU µs  calls  model FLOPs  hw FLOPs  used   DRAM bytes       AI   FLOP/s  MFU %  MBU %  bound    roofline %  family     math             name
-  170.000      2      137.47G         -  model     134.23M  1024.19  808.66T   81.7   23.6  compute        81.7  GEMM       BF16 tensor      sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n [NVIDIA H100 80GB HBM3]
-  100.000      1            -    49.47G  hw        200.00M   247.35  494.70T   50.0   59.7  memory         59.7  attention  BF16 tensor      flash_fwd_kernel [NVIDIA H100 80GB HBM3]
-   20.000      2            -     5.00k  hw          4.00M   0.0013  250.00M    0.0    6.0  memory          6.0  reduction  FP32 CUDA cores  rms_norm_kernel [NVIDIA H100 80GB HBM3]
-    2.000      1            0         -  model           -        -        0    0.0      -  -                 -  GEMM       BF16 tensor      splitKreduce_kernel [NVIDIA H100 80GB HBM3]
-    1.000      1            -         -  -               -        -        -      -      -  -                 -  other      -                worker_kernel [Mystery GPU]
-    1.000      1            -         -  -               -        -        -      -      -  -                 -  other      -                worker_kernel [NVIDIA H100 80GB HBM3]
+Roofline by kernel (FLOPs from GEMM shapes, * from counters; AI in FLOP/byte)
+   GPU µs    FLOPs  DRAM bytes       AI   FLOP/s  MFU %  MBU %  bound    math             gpu                    name
+  170.000  137.47G     134.23M  1024.19  808.66T   81.7   23.6  compute  BF16 tensor      NVIDIA H100 80GB HBM3  sm90_xmma_gemm_…f32_tn_n
+  100.000  49.47G*     200.00M   247.35  494.70T   50.0   59.7  memory   BF16 tensor      NVIDIA H100 80GB HBM3  flash_fwd_kernel
+   20.000   5.00k*       4.00M   0.0013  250.00M    0.0    6.0  memory   FP32 CUDA cores  NVIDIA H100 80GB HBM3  rms_norm_kernel
+    2.000        0           -        -        0    0.0      -  -        BF16 tensor      NVIDIA H100 80GB HBM3  splitKreduce_kernel
+    1.000        -           -        -        -      -      -  -        -                Mystery GPU            worker_kernel
+    1.000        -           -        -        -      -      -  -        -                NVIDIA H100 80GB HBM3  worker_kernel
 
 Roofline by GEMM shape (M x N x K x batch, A·B->D types, compute type)
-  calls  launches   GPU µs  model FLOPs  DRAM bytes       AI   FLOP/s  MFU %  MBU %  bound    roofline %  math         shape
-      1         1  160.000      137.44G     100.66M  1365.33  858.99T   86.8   18.8  compute        86.8  BF16 tensor  4096x4096x4096 x1 bf16·bf16->bf16 (fp32) [NVIDIA H100 80GB HBM3]
-      1         2   12.000       33.55M           -        -    2.80T    0.3      -  -                 -  BF16 tensor  4096x1x4096 x1 bf16·bf16->bf16 (fp32) [NVIDIA H100 80GB HBM3]
+  calls   GPU µs  model FLOPs       AI   FLOP/s  MFU %  MBU %  bound    shape
+      1  160.000      137.44G  1365.33  858.99T   86.8   18.8  compute  4096x4096x4096 x1 bf16·bf16->bf16 (fp32) [NVIDIA H100 80GB HBM3]
+      1   12.000       33.55M        -    2.80T    0.3      -  -        4096x1x4096 x1 bf16·bf16->bf16 (fp32) [NVIDIA H100 80GB HBM3]
 
 Roofline by kernel family (MFU, MBU: time-weighted, (Σ FLOPs / peak) / Σ time)
   launches   GPU µs  time %  model FLOPs  hw FLOPs  DRAM bytes       AI   FLOP/s  MFU %  MBU %  family

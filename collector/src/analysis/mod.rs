@@ -26,6 +26,7 @@
 pub mod aggregate;
 pub mod classes;
 pub mod counters;
+pub mod durations;
 pub mod efficiency;
 pub mod family;
 pub mod flop_metrics;
@@ -41,6 +42,7 @@ pub mod range_cover;
 pub mod rollup;
 pub mod roofline;
 pub mod sampled;
+pub mod short_name;
 pub mod summary;
 pub mod trace;
 
@@ -58,8 +60,8 @@ pub use precision::{Math, Pipe, Precision};
 pub use roofline::{Bound, Point};
 pub use sampled::{Attribution, SampleIdle, SampledKernel, SampledMetric};
 pub use summary::{
-    drop_source_name, range_stats, summarize, DeviceSummary, DroppedStats, KernelStats,
-    ProcessSummary, Summary, TransferStats,
+    drop_source_name, range_stats, summarize, ConfigStats, DeviceSummary, DroppedStats,
+    KernelStats, ProcessSummary, Summary, TransferStats,
 };
 pub use trace::chrome_trace;
 

@@ -10,9 +10,11 @@ use wire::{DropSource, Record};
 use super::aggregate::{aggregate, Aggregate};
 pub use super::aggregate::{DeviceSummary, ProcessSummary};
 use super::counters::{counters_of, Counters};
+use super::durations::Durations;
 use super::integrity::Integrity;
 use super::names::demangle;
 use super::nvtx::{RangeStats, RangeTotals};
+use super::short_name::short_name;
 
 /// Everything `gpuprof report` shows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -45,19 +47,66 @@ pub struct Summary {
     pub integrity: Integrity,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KernelStats {
     /// Demangled (see [`demangle`]).
     pub name: String,
+    /// The demangled name folded ([`short_name`]); when two kernels fold to the same
+    /// short name, each gets " #1", " #2", ... in the kernels' order.
+    pub short_name: String,
     /// As recorded.
     pub mangled: String,
     pub calls: u64,
     pub total_ns: u64,
     pub min_ns: u64,
     pub max_ns: u64,
+    /// See [`Durations::median`]; exact unless `median_exact` is false.
+    pub median_ns: u64,
+    pub median_exact: bool,
+    /// Sample standard deviation of the durations, ns.
+    pub stddev_ns: f64,
     /// The most common launch configuration (ties: the smallest).
     pub grid: [i32; 3],
     pub block: [i32; 3],
+    /// Every launch configuration, most launches first (ties: the smallest).
+    pub configs: Vec<ConfigStats>,
+}
+
+/// The launches of one kernel with one launch configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfigStats {
+    pub grid: [i32; 3],
+    pub block: [i32; 3],
+    pub calls: u64,
+    pub total_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub median_ns: u64,
+    pub median_exact: bool,
+    pub stddev_ns: f64,
+}
+
+/// Min, max and the spread of a set of launches.
+struct Spread {
+    min: u64,
+    max: u64,
+    durations: Durations,
+}
+
+impl Spread {
+    fn new() -> Spread {
+        Spread {
+            min: u64::MAX,
+            max: 0,
+            durations: Durations::default(),
+        }
+    }
+
+    fn add(&mut self, c: &super::classes::Class) {
+        self.min = self.min.min(c.min_ns);
+        self.max = self.max.max(c.max_ns);
+        self.durations.merge(&c.durations);
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -134,49 +183,72 @@ pub fn range_totals(a: &Aggregate) -> RangeTotals {
 
 /// Builds the whole summary from a session's aggregate.
 pub fn summarize_aggregate(a: &Aggregate) -> Summary {
+    type Config = ([i32; 3], [i32; 3]);
     struct Acc {
         calls: u64,
         total: u64,
-        min: u64,
-        max: u64,
-        configs: BTreeMap<([i32; 3], [i32; 3]), u64>,
+        all: Spread,
+        /// (grid, block) -> (calls, total ns, spread).
+        configs: BTreeMap<Config, (u64, u64, Spread)>,
     }
     let mut kernels: BTreeMap<&str, Acc> = BTreeMap::new();
     for c in &a.classes.list {
         let acc = kernels.entry(c.mangled.as_str()).or_insert(Acc {
             calls: 0,
             total: 0,
-            min: u64::MAX,
-            max: 0,
+            all: Spread::new(),
             configs: BTreeMap::new(),
         });
         acc.calls += c.tally.calls;
         acc.total = acc.total.saturating_add(c.tally.ns);
-        acc.min = acc.min.min(c.min_ns);
-        acc.max = acc.max.max(c.max_ns);
-        *acc.configs.entry((c.key.grid, c.key.block)).or_default() += c.tally.calls;
+        acc.all.add(c);
+        let cfg = acc
+            .configs
+            .entry((c.key.grid, c.key.block))
+            .or_insert_with(|| (0, 0, Spread::new()));
+        cfg.0 += c.tally.calls;
+        cfg.1 = cfg.1.saturating_add(c.tally.ns);
+        cfg.2.add(c);
     }
     let mut kernels: Vec<KernelStats> = kernels
         .into_iter()
         .map(|(mangled, acc)| {
-            let ((grid, block), _) = acc
+            let mut configs: Vec<ConfigStats> = acc
                 .configs
                 .into_iter()
-                .max_by(|(ca, na), (cb, nb)| na.cmp(nb).then_with(|| cb.cmp(ca)))
-                .expect("a kernel entry has at least one call");
+                .map(|((grid, block), (calls, total_ns, sp))| ConfigStats {
+                    grid,
+                    block,
+                    calls,
+                    total_ns,
+                    min_ns: sp.min,
+                    max_ns: sp.max,
+                    median_ns: sp.durations.median(),
+                    median_exact: sp.durations.median_exact(),
+                    stddev_ns: sp.durations.stddev(),
+                })
+                .collect();
+            // Most launches first; ties: the smallest configuration (the map's order).
+            configs.sort_by_key(|c| std::cmp::Reverse(c.calls));
+            let name = if mangled.is_empty() {
+                "(unnamed)".to_string()
+            } else {
+                demangle(mangled)
+            };
             KernelStats {
-                name: if mangled.is_empty() {
-                    "(unnamed)".to_string()
-                } else {
-                    demangle(mangled)
-                },
+                short_name: short_name(&name),
+                name,
                 mangled: mangled.to_string(),
                 calls: acc.calls,
                 total_ns: acc.total,
-                min_ns: acc.min,
-                max_ns: acc.max,
-                grid,
-                block,
+                min_ns: acc.all.min,
+                max_ns: acc.all.max,
+                median_ns: acc.all.durations.median(),
+                median_exact: acc.all.durations.median_exact(),
+                stddev_ns: acc.all.durations.stddev(),
+                grid: configs[0].grid,
+                block: configs[0].block,
+                configs,
             }
         })
         .collect();
@@ -185,6 +257,7 @@ pub fn summarize_aggregate(a: &Aggregate) -> Summary {
             .cmp(&a.total_ns)
             .then_with(|| a.mangled.cmp(&b.mangled))
     });
+    number_clashing_short_names(&mut kernels);
 
     let transfers = a
         .transfers
@@ -249,5 +322,22 @@ pub fn summarize_aggregate(a: &Aggregate) -> Summary {
             impossible: a.impossible_records(),
             ..Integrity::default()
         },
+    }
+}
+
+/// Gives kernels whose short names are the same (two instantiations of one template)
+/// " #1", " #2", ... in the kernels' order, so no two rows print the same name.
+fn number_clashing_short_names(kernels: &mut [KernelStats]) {
+    let mut count: std::collections::HashMap<String, usize> = Default::default();
+    for k in kernels.iter() {
+        *count.entry(k.short_name.clone()).or_default() += 1;
+    }
+    let mut next: std::collections::HashMap<String, usize> = Default::default();
+    for k in kernels.iter_mut() {
+        if count[&k.short_name] > 1 {
+            let n = next.entry(k.short_name.clone()).or_default();
+            *n += 1;
+            k.short_name = format!("{} #{n}", k.short_name);
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::analysis::short_name::fit_names;
 use crate::analysis::{percent, KernelStats};
 
 /// µs with three decimals, from ns.
@@ -132,4 +133,150 @@ pub(super) fn grid_or_none(
     } else {
         grid(out, headers, right, rows);
     }
+}
+
+/// The width the text report fits, in columns (characters).
+pub const WIDTH: usize = 120;
+
+/// The narrowest a name column is cut to, however wide the other columns are.
+const MIN_NAME_WIDTH: usize = 24;
+
+/// Cuts the last column of `rows` so every line of [`grid`] fits [`WIDTH`]: names are
+/// cut by [`fit_names`], which keeps distinct names distinct.
+pub(super) fn fit_last_column(headers: &[&str], rows: &mut [Vec<String>]) {
+    let n = headers.len();
+    if n == 0 {
+        return;
+    }
+    let mut prefix = 2 + 2 * (n - 1);
+    for (i, header) in headers.iter().enumerate().take(n - 1) {
+        let w = rows
+            .iter()
+            .filter_map(|r| r.get(i))
+            .map(|c| c.chars().count())
+            .chain([header.chars().count()])
+            .max()
+            .unwrap_or(0);
+        prefix += w;
+    }
+    let avail = WIDTH.saturating_sub(prefix).max(MIN_NAME_WIDTH);
+    let mut distinct: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r.last())
+        .map(|s| s.as_str())
+        .collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let fitted = fit_names(&distinct, avail);
+    let map: std::collections::HashMap<String, String> =
+        distinct.iter().map(|s| s.to_string()).zip(fitted).collect();
+    for r in rows.iter_mut() {
+        if let Some(last) = r.last_mut() {
+            if let Some(f) = map.get(last.as_str()) {
+                *last = f.clone();
+            }
+        }
+    }
+}
+
+/// The name tables print for a kernel: its short name (see
+/// [`crate::analysis::short_name`]), or with `--full-names` the demangled one.
+pub struct Names<'a> {
+    pub full: bool,
+    short: std::collections::HashMap<&'a str, &'a str>,
+}
+
+impl<'a> Names<'a> {
+    pub fn new(kernels: &'a [KernelStats], full: bool) -> Names<'a> {
+        Names {
+            full,
+            short: kernels
+                .iter()
+                .map(|k| (k.mangled.as_str(), k.short_name.as_str()))
+                .collect(),
+        }
+    }
+
+    /// The name of the kernel recorded as `mangled`, demangled `name`.
+    pub fn of(&self, mangled: &str, name: &str) -> String {
+        if self.full {
+            return name.to_string();
+        }
+        match self.short.get(mangled) {
+            Some(s) => s.to_string(),
+            None => crate::analysis::short_name::short_name(name),
+        }
+    }
+}
+
+/// The CSV report as tables: each a name, a header row and its rows. Written as one
+/// stream ([`CsvTables::stream`]: `# name` lines, tables separated by an empty line)
+/// or one file per table (`gpuprof report --format csv -o DIR`).
+#[derive(Debug, Default)]
+pub struct CsvTables {
+    pub tables: Vec<(String, String)>,
+}
+
+impl CsvTables {
+    /// Adds table `name`: `columns` as the header, then each row's cells in order.
+    pub(super) fn table(&mut self, name: &str, columns: &[&str], rows: Vec<Value>) {
+        let mut t = columns.join(",");
+        t.push('\n');
+        for row in rows {
+            let cells: Vec<String> = columns.iter().map(|c| csv_cell(&row[*c])).collect();
+            t.push_str(&cells.join(","));
+            t.push('\n');
+        }
+        self.tables.push((name.to_string(), t));
+    }
+
+    /// Every table in one stream.
+    pub fn stream(&self) -> String {
+        let mut out = String::new();
+        for (i, (name, t)) in self.tables.iter().enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            out.push_str("# ");
+            out.push_str(name);
+            out.push('\n');
+            out.push_str(t);
+        }
+        out
+    }
+}
+
+/// `text` at `indent` spaces, wrapped at spaces to fit [`WIDTH`]; continuation lines
+/// are indented two more. A word longer than the line (a path) stays whole.
+pub(super) fn wrapped(out: &mut String, indent: usize, text: &str) {
+    let pad = " ".repeat(indent);
+    let mut line = pad.clone();
+    let mut empty = true;
+    for word in text.split(' ') {
+        let len = line.chars().count();
+        if !empty && len + 1 + word.chars().count() > WIDTH {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = format!("{pad}  ");
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+}
+
+/// `text` cut to fit [`WIDTH`] after `indent` spaces, ending in "…" when cut.
+pub(super) fn cut_to_width(indent: usize, text: &str) -> String {
+    let room = WIDTH.saturating_sub(indent).max(16);
+    if text.chars().count() <= room {
+        return text.to_string();
+    }
+    let mut s: String = text.chars().take(room - 1).collect();
+    s.push('…');
+    s
 }

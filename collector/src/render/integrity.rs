@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use super::cells::{csv_cell, grid, plural};
+use super::cells::{grid, plural, CsvTables};
 use crate::analysis::Integrity;
 
 /// Damaged files listed in the table; JSON and CSV list all.
@@ -98,16 +98,9 @@ pub(super) const DAMAGE_COLUMNS: [&str; 5] = ["kind", "file", "records", "bytes"
 pub(super) const IMPOSSIBLE_COLUMNS: [&str; 3] = ["kind", "records", "reason"];
 
 /// The CSV sections of [`integrity_json`]'s fields of `v`, each after an empty line.
-pub(super) fn integrity_csv(out: &mut String, v: &Value) {
+pub(super) fn integrity_csv(out: &mut CsvTables, v: &Value) {
     let mut section = |name: &str, columns: &[&str], rows: Vec<Value>| {
-        let _ = writeln!(out, "\n# {name}");
-        out.push_str(&columns.join(","));
-        out.push('\n');
-        for row in rows {
-            let cells: Vec<String> = columns.iter().map(|c| csv_cell(&row[*c])).collect();
-            out.push_str(&cells.join(","));
-            out.push('\n');
-        }
+        out.table(name, columns, rows);
     };
     if let Some(d) = v.get("session_damage") {
         let tagged = |kind: &str, mut row: Value| {

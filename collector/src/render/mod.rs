@@ -51,8 +51,10 @@ use crate::analysis::aggregate::Aggregate;
 use crate::analysis::efficiency::{efficiency_of, Efficiency};
 use crate::analysis::peaks::Overrides;
 use crate::analysis::summary::summarize_aggregate;
-use crate::analysis::{dims, percent, Integrity, Summary};
-use cells::{csv_cell, grid, grid_or_none, mean_ns, pct, shown};
+use crate::analysis::{dims, percent, Integrity, KernelStats, Summary};
+use cells::{
+    cut_to_width, fit_last_column, grid, grid_or_none, mean_ns, pct, shown, wrapped, Names,
+};
 use counters::{
     counters_json, counters_table, KERNEL_COUNTER_COLUMNS, PLAN_COLUMNS, SAMPLED_COLUMNS,
     SAMPLE_COLUMNS,
@@ -60,7 +62,7 @@ use counters::{
 use integrity::{integrity_csv, integrity_json, integrity_table};
 use roofline::{roofline_csv, roofline_json, roofline_table};
 
-pub use cells::{micros, value};
+pub use cells::{micros, value, CsvTables};
 pub use roofline::si;
 
 /// The formats of `gpuprof report`.
@@ -85,11 +87,31 @@ pub fn report(
     top: Option<usize>,
     peaks: &Overrides,
 ) -> String {
+    report_with(aggregate, integrity, format, top, peaks, &View::default())
+}
+
+/// How the text report shows what it shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct View {
+    /// Kernels by their demangled names, whole (default: short names, cut to fit
+    /// [`cells::WIDTH`] columns).
+    pub full_names: bool,
+}
+
+/// [`report`] shown as `view` says.
+pub fn report_with(
+    aggregate: &Aggregate,
+    integrity: &Integrity,
+    format: Format,
+    top: Option<usize>,
+    peaks: &Overrides,
+    view: &View,
+) -> String {
     let mut summary = summarize_aggregate(aggregate);
     summary.integrity = integrity.clone();
     let roofline = efficiency_of(aggregate, peaks);
     match format {
-        Format::Table => table_with(&summary, Some(&roofline), Some(top.unwrap_or(20))),
+        Format::Table => table_view(&summary, Some(&roofline), Some(top.unwrap_or(20)), view),
         Format::Csv => csv_with(&summary, Some(&roofline), top),
         Format::Json => {
             let mut s = serde_json::to_string_pretty(&json_with(&summary, Some(&roofline), top))
@@ -100,6 +122,19 @@ pub fn report(
     }
 }
 
+/// The CSV report's tables, one by one (`report --format csv -o DIR`).
+pub fn report_csv_tables(
+    aggregate: &Aggregate,
+    integrity: &Integrity,
+    top: Option<usize>,
+    peaks: &Overrides,
+) -> CsvTables {
+    let mut summary = summarize_aggregate(aggregate);
+    summary.integrity = integrity.clone();
+    let roofline = efficiency_of(aggregate, peaks);
+    csv_tables(&summary, Some(&roofline), top)
+}
+
 /// The report as aligned text. `top` limits the kernel table (`None` or 0: all).
 pub fn table(s: &Summary, top: Option<usize>) -> String {
     table_with(s, None, top)
@@ -108,6 +143,17 @@ pub fn table(s: &Summary, top: Option<usize>) -> String {
 /// [`table`] with the roofline sections of `roofline` (shown when
 /// [`Efficiency::any`]) after the counters.
 pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) -> String {
+    table_view(s, roofline, top, &View::default())
+}
+
+/// [`table_with`] shown as `view` says.
+pub fn table_view(
+    s: &Summary,
+    roofline: Option<&Efficiency>,
+    top: Option<usize>,
+    view: &View,
+) -> String {
+    let names = Names::new(&s.kernels, view.full_names);
     let mut out = String::new();
     if !s.sessions.is_empty() {
         out.push_str("Sessions\n");
@@ -142,11 +188,16 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
             format!(" (session {})", p.session + 1)
         };
         if p.known {
-            let _ = writeln!(out, "  pid {}{session}: {}", p.pid, p.command.join(" "));
-            let _ = writeln!(
-                out,
-                "    host {}; CUPTI API {} (record layouts {}) from {}",
-                p.host, p.cupti_api_version, p.cupti_layouts, p.cupti_path
+            let head = format!("pid {}{session}: ", p.pid);
+            let command = cut_to_width(2 + head.chars().count(), &p.command.join(" "));
+            let _ = writeln!(out, "  {head}{command}");
+            wrapped(
+                &mut out,
+                4,
+                &format!(
+                    "host {}; CUPTI API {} (record layouts {}) from {}",
+                    p.host, p.cupti_api_version, p.cupti_layouts, p.cupti_path
+                ),
             );
         } else {
             let _ = writeln!(out, "  pid {}{session}: (no process record)", p.pid);
@@ -178,38 +229,7 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
         micros(s.kernel_ns)
     );
     let kernels = shown(&s.kernels, top);
-    let rows: Vec<Vec<String>> = kernels
-        .iter()
-        .map(|k| {
-            vec![
-                pct(k.total_ns, s.kernel_ns),
-                micros(k.total_ns),
-                k.calls.to_string(),
-                micros(mean_ns(k.total_ns, k.calls)),
-                micros(k.min_ns),
-                micros(k.max_ns),
-                dims(k.grid),
-                dims(k.block),
-                k.name.clone(),
-            ]
-        })
-        .collect();
-    grid_or_none(
-        &mut out,
-        &[
-            "time %",
-            "total µs",
-            "calls",
-            "mean µs",
-            "min µs",
-            "max µs",
-            "grid",
-            "block",
-            "name",
-        ],
-        &[true, true, true, true, true, true, false, false, false],
-        &rows,
-    );
+    kernels_grid(&mut out, s, kernels, &names);
     if kernels.len() < s.kernels.len() {
         let _ = writeln!(
             out,
@@ -222,7 +242,7 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
         counters_table(&mut out, s, kernels);
     }
     match roofline {
-        Some(e) if e.any() => roofline_table(&mut out, e, s.kernel_ns, top),
+        Some(e) if e.any() => roofline_table(&mut out, e, s.kernel_ns, top, &names),
         Some(_) if s.kernel_count > 0 => out.push_str(
             "\nRoofline\n  (no FLOPs: no cuBLAS GEMM shapes and no FLOP counters in this session; \
              see GPUPROF_GEMM and GPUPROF_COUNTERS)\n",
@@ -251,7 +271,7 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
     );
 
     out.push_str("\nNVTX ranges\n");
-    let rows: Vec<Vec<String>> = s
+    let mut rows: Vec<Vec<String>> = s
         .ranges
         .iter()
         .map(|r| {
@@ -270,6 +290,16 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
             ]
         })
         .collect();
+    let range_headers = [
+        "count",
+        "open",
+        "wall µs",
+        "kernels",
+        "GPU µs",
+        "GPU time %",
+        "range",
+    ];
+    fit_last_column(&range_headers, &mut rows);
     grid_or_none(
         &mut out,
         &[
@@ -313,6 +343,86 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
     out
 }
 
+/// The columns of the kernel table.
+const KERNEL_TABLE_HEADERS: [&str; 11] = [
+    "time %",
+    "total µs",
+    "calls",
+    "mean µs",
+    "median µs",
+    "min µs",
+    "max µs",
+    "stddev µs",
+    "grid",
+    "block",
+    "name",
+];
+
+/// The kernel table: a row per kernel, and under a kernel launched with several
+/// configurations a row per configuration (`└` in the name column).
+fn kernels_grid(out: &mut String, s: &Summary, kernels: &[KernelStats], names: &Names) {
+    let spread = |total: u64, calls: u64, median: u64, exact: bool, min: u64, max: u64, sd: f64| {
+        vec![
+            pct(total, s.kernel_ns),
+            micros(total),
+            calls.to_string(),
+            micros(mean_ns(total, calls)),
+            format!("{}{}", if exact { "" } else { "~" }, micros(median)),
+            micros(min),
+            micros(max),
+            micros(sd.round() as u64),
+        ]
+    };
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for k in kernels {
+        let mut row = spread(
+            k.total_ns,
+            k.calls,
+            k.median_ns,
+            k.median_exact,
+            k.min_ns,
+            k.max_ns,
+            k.stddev_ns,
+        );
+        if k.configs.len() > 1 {
+            row.extend([format!("{} configs", k.configs.len()), String::new()]);
+        } else {
+            row.extend([dims(k.grid), dims(k.block)]);
+        }
+        row.push(names.of(&k.mangled, &k.name));
+        rows.push(row);
+        if k.configs.len() > 1 {
+            for c in &k.configs {
+                let mut row = spread(
+                    c.total_ns,
+                    c.calls,
+                    c.median_ns,
+                    c.median_exact,
+                    c.min_ns,
+                    c.max_ns,
+                    c.stddev_ns,
+                );
+                row.extend([dims(c.grid), dims(c.block), "└".to_string()]);
+                rows.push(row);
+            }
+        }
+    }
+    if !names.full {
+        fit_last_column(&KERNEL_TABLE_HEADERS, &mut rows);
+    }
+    grid_or_none(
+        out,
+        &KERNEL_TABLE_HEADERS,
+        &[
+            true, true, true, true, true, true, true, true, false, false, false,
+        ],
+        &rows,
+    );
+    if kernels.iter().any(|k| !k.median_exact) {
+        out.push_str("  ~ median within 0.4% (a kernel with over 256 distinct durations)\n");
+    }
+}
+
 /// One session of several read together: its number (from 1), directory and totals.
 struct SessionRow<'a> {
     session: usize,
@@ -351,8 +461,13 @@ pub fn csv(s: &Summary, top: Option<usize>) -> String {
 /// [`csv`] with the roofline sections (`roofline_*`, `peaks`) at the end, when
 /// [`Efficiency::any`].
 pub fn csv_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) -> String {
+    csv_tables(s, roofline, top).stream()
+}
+
+/// The tables of [`csv_with`], one by one.
+pub fn csv_tables(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) -> CsvTables {
     let v = json_with(s, roofline, top);
-    let mut out = String::new();
+    let mut out = CsvTables::default();
     // Several sessions: a section listing them, and each process's session.
     let several = !s.sessions.is_empty();
     let process_columns: Vec<&str> = PROCESS_COLUMNS
@@ -368,10 +483,11 @@ pub fn csv_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) 
     } else {
         &[]
     };
-    let sections: [(&str, &[&str]); 7] = [
+    let sections: [(&str, &[&str]); 8] = [
         ("processes", &process_columns),
         ("devices", &DEVICE_COLUMNS),
         ("kernels", &KERNEL_COLUMNS),
+        ("kernel_configs", &CONFIG_COLUMNS),
         ("transfers", &TRANSFER_COLUMNS),
         ("nvtx_ranges", &RANGE_COLUMNS),
         ("dropped", &DROPPED_COLUMNS),
@@ -391,19 +507,41 @@ pub fn csv_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) 
     } else {
         &counter_sections
     };
-    for (i, (name, columns)) in session_sections
+    for (name, columns) in session_sections
         .iter()
         .chain(&sections)
         .chain(counter_sections)
-        .enumerate()
     {
-        if i > 0 {
-            out.push('\n');
-        }
-        let _ = writeln!(out, "# {name}");
-        out.push_str(&columns.join(","));
-        out.push('\n');
         let rows: Vec<Value> = match *name {
+            // In the kernels table, the number of configurations; each is a row here.
+            "kernels" => v["kernels"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|k| {
+                    let mut k = k.clone();
+                    k["configs"] = json!(k["configs"].as_array().map_or(0, Vec::len));
+                    k
+                })
+                .collect(),
+            "kernel_configs" => v["kernels"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|k| {
+                    let (name, mangled) = (k["name"].clone(), k["mangled"].clone());
+                    k["configs"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(move |mut c| {
+                            c["name"] = name.clone();
+                            c["mangled"] = mangled.clone();
+                            c
+                        })
+                })
+                .collect(),
             "devices" => v["processes"]
                 .as_array()
                 .into_iter()
@@ -522,11 +660,7 @@ pub fn csv_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) 
                 .collect(),
             _ => v[*name].as_array().cloned().unwrap_or_default(),
         };
-        for row in rows {
-            let cells: Vec<String> = columns.iter().map(|c| csv_cell(&row[*c])).collect();
-            out.push_str(&cells.join(","));
-            out.push('\n');
-        }
+        out.table(name, columns, rows);
     }
     if let Some(r) = v.get("roofline") {
         roofline_csv(&mut out, r);
@@ -548,7 +682,7 @@ const PROCESS_COLUMNS: [&str; 10] = [
     "finished",
 ];
 const DEVICE_COLUMNS: [&str; 5] = ["pid", "id", "name", "compute_capability", "sm_count"];
-const KERNEL_COLUMNS: [&str; 10] = [
+const KERNEL_COLUMNS: [&str; 15] = [
     "name",
     "mangled",
     "calls",
@@ -559,6 +693,27 @@ const KERNEL_COLUMNS: [&str; 10] = [
     "gpu_time_pct",
     "grid",
     "block",
+    "short_name",
+    "median_ns",
+    "median_exact",
+    "stddev_ns",
+    "configs",
+];
+/// One row per kernel and launch configuration.
+const CONFIG_COLUMNS: [&str; 13] = [
+    "name",
+    "mangled",
+    "grid",
+    "block",
+    "calls",
+    "total_ns",
+    "mean_ns",
+    "min_ns",
+    "max_ns",
+    "median_ns",
+    "median_exact",
+    "stddev_ns",
+    "gpu_time_pct",
 ];
 const TRANSFER_COLUMNS: [&str; 4] = ["kind", "count", "bytes", "total_ns"];
 const RANGE_COLUMNS: [&str; 8] = [
@@ -624,6 +779,23 @@ pub fn json_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>)
                 "gpu_time_pct": percent(k.total_ns, s.kernel_ns),
                 "grid": k.grid,
                 "block": k.block,
+                "short_name": k.short_name,
+                "median_ns": k.median_ns,
+                "median_exact": k.median_exact,
+                "stddev_ns": k.stddev_ns,
+                "configs": k.configs.iter().map(|c| json!({
+                    "grid": c.grid,
+                    "block": c.block,
+                    "calls": c.calls,
+                    "total_ns": c.total_ns,
+                    "mean_ns": mean_ns(c.total_ns, c.calls),
+                    "min_ns": c.min_ns,
+                    "max_ns": c.max_ns,
+                    "median_ns": c.median_ns,
+                    "median_exact": c.median_exact,
+                    "stddev_ns": c.stddev_ns,
+                    "gpu_time_pct": percent(c.total_ns, s.kernel_ns),
+                })).collect::<Vec<_>>(),
             })
         })
         .collect();

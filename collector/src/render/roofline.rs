@@ -6,9 +6,10 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use super::cells::{csv_cell, grid, micros, pct, plural, value};
+use super::cells::{fit_last_column, grid, micros, pct, plural, value, wrapped, CsvTables, Names};
 use crate::analysis::efficiency::{Efficiency, KernelRow, Rollup, ShapeRow};
 use crate::analysis::precision::Math;
+use crate::analysis::rollup::FlopSource;
 use crate::analysis::roofline::Point;
 
 /// A large number with an SI prefix and two decimals ("137.44G"); below 1000 at most
@@ -57,7 +58,8 @@ fn shown_rows<T>(rows: &[T], top: Option<usize>) -> &[T] {
     }
 }
 
-/// The point's columns for tables: AI, FLOP/s, MFU %, MBU %, bound, roofline %.
+/// The point's columns for tables: AI, FLOP/s, MFU %, MBU %, bound. (The roofline
+/// efficiency, the share of the attainable FLOP/s, is in CSV and JSON.)
 fn point_cells(p: &Point) -> Vec<String> {
     vec![
         or_dash(p.intensity.map(intensity)),
@@ -65,7 +67,6 @@ fn point_cells(p: &Point) -> Vec<String> {
         pct_of(p.mfu),
         pct_of(p.mbu),
         or_dash(p.bound.map(|b| b.name().to_string())),
-        pct_of(p.efficiency),
     ]
 }
 
@@ -98,18 +99,21 @@ fn rows_json<'a, T>(items: &'a [T], fields: impl Fn(&'a T) -> (Value, Measured<'
 }
 
 /// The columns of [`point_cells`]: (header, right-aligned).
-const POINT_COLUMNS: [(&str, bool); 6] = [
+const POINT_COLUMNS: [(&str, bool); 5] = [
     ("AI", true),
     ("FLOP/s", true),
     ("MFU %", true),
     ("MBU %", true),
     ("bound", false),
-    ("roofline %", true),
 ];
 
 /// [`grid`] with each column given as (header, right-aligned).
-fn grid_columns(out: &mut String, columns: &[(&str, bool)], rows: &[Vec<String>]) {
+/// The last column (a name) is cut to fit [`super::cells::WIDTH`] unless `whole`.
+fn grid_columns(out: &mut String, columns: &[(&str, bool)], rows: &mut [Vec<String>], whole: bool) {
     let (headers, right): (Vec<&str>, Vec<bool>) = columns.iter().copied().unzip();
+    if !whole {
+        fit_last_column(&headers, rows);
+    }
     grid(out, &headers, &right, rows);
 }
 
@@ -158,13 +162,20 @@ fn rollup_grid(out: &mut String, title: &str, rows: &[Rollup], kernel_ns: u64) {
     let mut headers: Vec<&str> = ROLLUP_HEADERS.to_vec();
     headers.push(title);
     let right: Vec<bool> = (0..11).map(|i| i < 10).collect();
-    let cells: Vec<Vec<String>> = rows.iter().map(|r| rollup_cells(r, kernel_ns)).collect();
+    let mut cells: Vec<Vec<String>> = rows.iter().map(|r| rollup_cells(r, kernel_ns)).collect();
+    fit_last_column(&headers, &mut cells);
     grid(out, &headers, &right, &cells);
 }
 
 /// The table's roofline sections: per kernel, per GEMM shape, per family, per NVTX
 /// range, the run, the peaks used and what is missing.
-pub(super) fn roofline_table(out: &mut String, e: &Efficiency, kernel_ns: u64, top: Option<usize>) {
+pub(super) fn roofline_table(
+    out: &mut String,
+    e: &Efficiency,
+    kernel_ns: u64,
+    top: Option<usize>,
+    names: &Names,
+) {
     let many_gpus = e.gpus.len() > 1;
     let label = |name: &str, gpu: &str| {
         if many_gpus {
@@ -174,40 +185,36 @@ pub(super) fn roofline_table(out: &mut String, e: &Efficiency, kernel_ns: u64, t
         }
     };
     out.push_str(
-        "\nRoofline by kernel (FLOPs: model = GEMM shapes, hw = counters; AI in FLOP/byte)\n",
+        "\nRoofline by kernel (FLOPs from GEMM shapes, * from counters; AI in FLOP/byte)\n",
     );
     let kernels = shown_rows(&e.kernels, top);
-    let rows: Vec<Vec<String>> = kernels
+    let mut rows: Vec<Vec<String>> = kernels
         .iter()
         .map(|k: &KernelRow| {
-            let mut row = vec![
-                micros(k.gpu_ns),
-                k.calls.to_string(),
-                or_dash(k.model_flops.map(si)),
-                or_dash(k.hw_flops.map(si)),
-                or_dash(k.flops_source.map(|f| f.name().to_string())),
-                or_dash(k.bytes.map(si)),
-            ];
+            let flops = match k.flops_source {
+                Some(FlopSource::Model) => or_dash(k.model_flops.map(si)),
+                Some(FlopSource::Hardware) => or_dash(k.hw_flops.map(|f| format!("{}*", si(f)))),
+                None => "-".to_string(),
+            };
+            let mut row = vec![micros(k.gpu_ns), flops, or_dash(k.bytes.map(si))];
             row.extend(point_cells(&k.point));
-            row.push(k.family.name().to_string());
             row.push(or_dash(k.math.map(|m| m.to_string())));
-            row.push(label(&k.name, &k.gpu));
+            if many_gpus {
+                row.push(k.gpu.clone());
+            }
+            row.push(names.of(&k.mangled, &k.name));
             row
         })
         .collect();
+    let gpu_column: &[(&str, bool)] = if many_gpus { &[("gpu", false)] } else { &[] };
     let columns = [
-        &[
-            ("GPU µs", true),
-            ("calls", true),
-            ("model FLOPs", true),
-            ("hw FLOPs", true),
-            ("used", false),
-            ("DRAM bytes", true),
-        ][..],
+        &[("GPU µs", true), ("FLOPs", true), ("DRAM bytes", true)][..],
         &POINT_COLUMNS,
-        &[("family", false), ("math", false), ("name", false)],
+        &[("math", false)],
+        gpu_column,
+        &[("name", false)],
     ];
-    grid_columns(out, &columns.concat(), &rows);
+    grid_columns(out, &columns.concat(), &mut rows, names.full);
     if kernels.len() < e.kernels.len() {
         let _ = writeln!(
             out,
@@ -218,35 +225,22 @@ pub(super) fn roofline_table(out: &mut String, e: &Efficiency, kernel_ns: u64, t
 
     if !e.shapes.is_empty() {
         out.push_str("\nRoofline by GEMM shape (M x N x K x batch, A·B->D types, compute type)\n");
-        let rows: Vec<Vec<String>> = e
+        let mut rows: Vec<Vec<String>> = e
             .shapes
             .iter()
             .map(|s: &ShapeRow| {
-                let mut row = vec![
-                    s.calls.to_string(),
-                    s.launches.to_string(),
-                    micros(s.gpu_ns),
-                    si(s.model_flops),
-                    or_dash(s.bytes.map(si)),
-                ];
+                let mut row = vec![s.calls.to_string(), micros(s.gpu_ns), si(s.model_flops)];
                 row.extend(point_cells(&s.point));
-                row.push(or_dash(s.math.map(|m| m.to_string())));
                 row.push(label(&s.label, &s.gpu));
                 row
             })
             .collect();
         let columns = [
-            &[
-                ("calls", true),
-                ("launches", true),
-                ("GPU µs", true),
-                ("model FLOPs", true),
-                ("DRAM bytes", true),
-            ][..],
+            &[("calls", true), ("GPU µs", true), ("model FLOPs", true)][..],
             &POINT_COLUMNS,
-            &[("math", false), ("shape", false)],
+            &[("shape", false)],
         ];
-        grid_columns(out, &columns.concat(), &rows);
+        grid_columns(out, &columns.concat(), &mut rows, true);
     }
 
     out.push_str(
@@ -279,7 +273,7 @@ pub(super) fn roofline_table(out: &mut String, e: &Efficiency, kernel_ns: u64, t
                     .iter()
                     .map(|(m, v)| format!("{m} {}", value(v / 1e12)))
                     .collect();
-                let _ = writeln!(out, "    TFLOP/s: {}", ceilings.join(", "));
+                wrapped(out, 4, &format!("TFLOP/s: {}", ceilings.join(", ")));
                 let _ = writeln!(
                     out,
                     "    DRAM: {}",
@@ -288,7 +282,7 @@ pub(super) fn roofline_table(out: &mut String, e: &Efficiency, kernel_ns: u64, t
                         None => "unknown".to_string(),
                     }
                 );
-                let _ = writeln!(out, "    source: {}", p.source);
+                wrapped(out, 4, &format!("source: {}", p.source));
             }
             (None, Some(err)) => {
                 let _ = writeln!(out, "    {err}");
@@ -518,7 +512,7 @@ const PEAK_COLUMNS: [&str; 14] = [
 ];
 
 /// The CSV roofline sections from the JSON `roofline` object.
-pub(super) fn roofline_csv(out: &mut String, r: &Value) {
+pub(super) fn roofline_csv(out: &mut CsvTables, r: &Value) {
     let rows = |key: &str| r[key].as_array().cloned().unwrap_or_default();
     let peaks: Vec<Value> = rows("peaks")
         .into_iter()
@@ -553,13 +547,6 @@ pub(super) fn roofline_csv(out: &mut String, r: &Value) {
         if name == "roofline_sessions" && rows.is_empty() {
             continue;
         }
-        let _ = writeln!(out, "\n# {name}");
-        out.push_str(&columns.join(","));
-        out.push('\n');
-        for row in rows {
-            let cells: Vec<String> = columns.iter().map(|c| csv_cell(&row[*c])).collect();
-            out.push_str(&cells.join(","));
-            out.push('\n');
-        }
+        out.table(name, columns, rows);
     }
 }
