@@ -25,6 +25,8 @@ fi
 
 step "Python environment for the Python clients (target/venv)"
 scripts/python-env.sh
+step "pandas, which reads the report's CSV tables (target/venv-pandas)"
+scripts/python-env.sh pandas
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
