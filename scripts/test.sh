@@ -26,6 +26,9 @@ fi
 step "Python environment for the Python clients (target/venv)"
 scripts/python-env.sh
 
+step "Go, whose pprof reads gpuprof pprof's profiles (tests/tests/pprof_go.rs)"
+scripts/debian-tools.sh golang-go
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
