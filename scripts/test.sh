@@ -28,6 +28,9 @@ scripts/python-env.sh
 step "pandas, which reads the report's CSV tables (target/venv-pandas)"
 scripts/python-env.sh pandas
 
+step "Go, whose pprof reads gpuprof pprof's profiles (tests/tests/pprof_go.rs)"
+scripts/debian-tools.sh golang-go
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

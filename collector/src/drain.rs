@@ -126,6 +126,14 @@ impl Drainer {
         })
     }
 
+    /// The session directory was renamed to `out_dir`.
+    pub fn moved_to(&mut self, out_dir: &Path) {
+        self.out_dir = out_dir.to_path_buf();
+        if let Some(w) = &mut self.writer {
+            w.moved_to(out_dir);
+        }
+    }
+
     /// Opens rings that appeared since the last call.
     pub fn discover(&mut self) {
         let entries = match std::fs::read_dir(&self.dir) {

@@ -12,6 +12,8 @@ mod doctor;
 mod doctor_counters;
 mod drain;
 mod metrics_cmd;
+mod output_name;
+mod pprof_cmd;
 mod record;
 mod report;
 mod roofline_cmd;
@@ -88,6 +90,21 @@ enum Command {
     ///
     /// Example: gpuprof demo -o demo1 -- --layers 4 --decode-steps 16
     Demo(demo::Args),
+    /// Write a session as a pprof profile: GPU time as a flame graph for `go tool
+    /// pprof`, Pyroscope and Grafana
+    ///
+    /// One gzipped profile.proto (gpu.pb.gz in the session directory by default) with
+    /// four sample types: gpu_time (nanoseconds), launches (count), flops (model FLOPs
+    /// from GEMM shapes, count) and dram (DRAM bytes, bytes). Each stack, root first:
+    /// the process ("python [pid 1234]"), the NVTX ranges enclosing the kernel's
+    /// launch (outermost first; a range still open at the end of the session
+    /// included), the kernel family, the kernel (function name; the full demangled
+    /// name is the function's system name and the sample label kernel_name; labels
+    /// grid, block and gpu). Totals are the report's. Exits with status 3 after
+    /// writing it when the session is damaged (as `report`).
+    ///
+    /// Example: gpuprof pprof run1 && go tool pprof -top -sample_index=gpu_time run1/gpu.pb.gz
+    Pprof(pprof_cmd::Args),
     /// Draw the roofline of a recorded session (SVG) and write its points (CSV, JSON)
     ///
     /// One point per kernel name: x its arithmetic intensity (model FLOPs from GEMM
@@ -136,6 +153,7 @@ fn main() -> ExitCode {
         Command::Trace(args) => trace_cmd::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Roofline(args) => roofline_cmd::run(&args),
+        Command::Pprof(args) => pprof_cmd::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -16,11 +16,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, ExitStatus};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use wire::ring::process_alive;
 use wire::session_dir;
 
 use crate::drain::{describe, Counts, Drainer, Progress, POLL};
+use crate::output_name;
 use crate::report::{analyse, finish, render_report, warn_damage, Format};
 use crate::session_dirs;
 use crate::signals;
@@ -30,6 +31,12 @@ use gpuprof_collector::store::PartLimits;
 pub struct RecordArgs {
     /// Output directory for the session (created; an existing one must be empty).
     /// Default: $GPUPROF_OUT, else ./gpuprof-<YYYYmmdd-HHMMSS>-<pid>.
+    ///
+    /// In DIR, %p is the program's pid (in the last component only: the session is
+    /// made as pending-<gpuprof's pid> there and renamed once the program has
+    /// started), %h the host name, %q{VAR} the value of environment variable VAR (an
+    /// error when it is not set), %% a %; any other % sequence is an error.
+    /// Example: -o runs/%h-rank%q{SLURM_PROCID}-%p
     #[arg(short, long, value_name = "DIR")]
     output: Option<PathBuf>,
     /// Ring capacity per profiled process, bytes with an optional K, M or G suffix
@@ -161,7 +168,31 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         .as_deref()
         .map(session_dirs::check_ring_size)
         .transpose()?;
-    let (out_dir, created) = session_dirs::make_out_dir(args.output.as_deref())?;
+    let host = output_name::host_name();
+    let env = |var: &str| std::env::var_os(var);
+    let values = |pid| output_name::Values {
+        pid,
+        host: &host,
+        env: &env,
+    };
+    let pid_named = args
+        .output
+        .as_ref()
+        .is_some_and(|o| output_name::has_pid(o.as_os_str()));
+    if let Some(parent) = args.output.as_ref().and_then(|o| o.parent()) {
+        if output_name::has_pid(parent.as_os_str()) {
+            bail!(
+                "output name {:?}: %p may only be in its last component",
+                args.output.as_ref().unwrap().display().to_string()
+            );
+        }
+    }
+    let output = args
+        .output
+        .as_ref()
+        .map(|o| output_name::expand(o.as_os_str(), &values(None)))
+        .transpose()?;
+    let (mut out_dir, created) = session_dirs::make_out_dir(output.as_deref())?;
     let ring_dir = RingDir(session_dirs::make_ring_dir()?);
     let limits = PartLimits {
         rows: usize::try_from(args.part_rows).unwrap_or(usize::MAX),
@@ -208,6 +239,26 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         }
     };
 
+    if pid_named {
+        let named = args
+            .output
+            .as_ref()
+            .map(|o| output_name::expand(o.as_os_str(), &values(Some(child.id()))))
+            .transpose()?;
+        if let Some(named) = named {
+            match rename_new(&out_dir, &named) {
+                Ok(()) => {
+                    drainer.moved_to(&named);
+                    out_dir = named;
+                }
+                Err(e) => eprintln!(
+                    "gpuprof: warning: cannot rename the session directory to {}: {e}; it stays {}",
+                    named.display(),
+                    out_dir.display()
+                ),
+            }
+        }
+    }
     let (status, interrupted) = follow(&mut drainer, &mut child)?;
     let code = match status {
         Some(s) => exit_code(s),
@@ -242,6 +293,34 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         out_dir.display()
     );
     Ok(ExitCode::from(with_completeness(code, &drainer)))
+}
+
+/// Renames `from` to `to`, which must not exist (`RENAME_NOREPLACE`: nothing
+/// planted at `to` is replaced or followed).
+fn rename_new(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "a NUL byte in the path")
+        })
+    };
+    let (from, to) = (c(from)?, c(to)?);
+    // SAFETY: both are NUL-terminated strings that outlive the call; renameat2 only
+    // reads them.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// How long a process the program left running may stay silent before the session

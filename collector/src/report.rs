@@ -276,6 +276,15 @@ pub fn expand_sessions(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
 /// [`analyse`]s sessions, showing the parts read on stderr when it is a terminal and
 /// there are more than a few parts.
 pub fn analyse_with_progress(sessions: &[PathBuf]) -> Result<Analysed> {
+    progress_of(sessions, |s, p| analyse_sessions(s, p))
+}
+
+/// [`analyse_with_progress`] through `analyse` (`analyse_sessions` or
+/// `gpuprof_collector::session::analyse_stacks`).
+pub fn progress_of(
+    sessions: &[PathBuf],
+    analyse: impl FnOnce(&[PathBuf], &mut dyn FnMut(usize, usize)) -> Result<Analysed>,
+) -> Result<Analysed> {
     use std::io::IsTerminal;
     let tty = std::io::stderr().is_terminal();
     let mut shown = false;
@@ -283,7 +292,7 @@ pub fn analyse_with_progress(sessions: &[PathBuf]) -> Result<Analysed> {
         [one] => one.display().to_string(),
         _ => format!("{} sessions", sessions.len()),
     };
-    let analysed = analyse_sessions(sessions, |done, all| {
+    let analysed = analyse(sessions, &mut |done, all| {
         if tty && all > 8 {
             eprint!("\rgpuprof: reading {name}: part {done} of {all}");
             shown = true;

@@ -44,6 +44,23 @@ pub fn analyse(session: &Path, progress: impl FnMut(usize, usize)) -> Result<Ana
 /// command before any output.
 pub fn analyse_sessions(
     sessions: &[PathBuf],
+    progress: impl FnMut(usize, usize),
+) -> Result<Analysed> {
+    analyse_into(Aggregator::default(), sessions, progress)
+}
+
+/// [`analyse_sessions`] with launches also summed by the NVTX ranges enclosing them
+/// ([`crate::analysis::aggregate::Aggregate::stacks`]), for `gpuprof pprof`.
+pub fn analyse_stacks(
+    sessions: &[PathBuf],
+    progress: impl FnMut(usize, usize),
+) -> Result<Analysed> {
+    analyse_into(Aggregator::with_stacks(), sessions, progress)
+}
+
+fn analyse_into(
+    mut aggregator: Aggregator,
+    sessions: &[PathBuf],
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Analysed> {
     let stores = sessions
@@ -51,7 +68,6 @@ pub fn analyse_sessions(
         .map(|s| Store::open(s))
         .collect::<Result<Vec<Store>>>()?;
     let several = stores.len() > 1;
-    let mut aggregator = Aggregator::default();
     let mut integrity = Integrity::default();
     let all: usize = stores.iter().map(|s| s.parts.len()).sum();
     let mut done = 0;

@@ -30,7 +30,7 @@ pub use injected::{
     CUDARC_LLM_STDOUT, RUN_LIMIT, WAIT_VALUE_STDOUT,
 };
 pub use perfetto::{read_perfetto_trace, slices_per_track, track_names};
-pub use report::{cudarc_llm_calls, kernel_calls};
+pub use report::{cudarc_llm_calls, kernel_calls, record_cudarc_llm, report_json};
 pub use sim_command::SimCommand;
 pub use sim_env::{
     nvidia_extra, nvtx_library, sim_cupti, sim_lib_dir, venv_python, venv_python_of,

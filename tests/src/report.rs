@@ -47,3 +47,25 @@ pub fn cudarc_llm_calls() -> BTreeMap<String, u64> {
     .map(|(k, v)| (k.to_string(), v))
     .collect()
 }
+
+/// `gpuprof record -o OUT -- cudarc-llm ARGS` on the simulated H100, CUPTI
+/// impersonating `release`; panics unless it exits 0.
+pub fn record_cudarc_llm(out: &std::path::Path, release: &str, args: &[&str]) {
+    let mut cmd = crate::record_on_sim(release);
+    cmd.arg("-o")
+        .arg(out)
+        .arg("--")
+        .arg(crate::artifact("cudarc-llm"))
+        .args(args);
+    let o = crate::TimedChild::spawn(cmd, std::time::Duration::from_secs(180)).wait();
+    assert_eq!(o.status.code(), Some(0), "gpuprof record: {}", o.stderr);
+}
+
+/// `gpuprof report --format json SESSION`; panics unless it exits 0.
+pub fn report_json(session: &std::path::Path) -> serde_json::Value {
+    let mut cmd = crate::gpuprof_command();
+    cmd.args(["report", "--format", "json"]).arg(session);
+    let o = crate::TimedChild::spawn(cmd, std::time::Duration::from_secs(180)).wait();
+    assert_eq!(o.status.code(), Some(0), "gpuprof report: {}", o.stderr);
+    serde_json::from_str(&o.stdout).expect("report JSON")
+}

@@ -211,10 +211,7 @@ fn report_table_is_exact() {
     let out = run(&["report", dir.path().to_str().unwrap(), "--full-names"]);
     assert_eq!(
         text(&out.stdout),
-        TABLE.replace(
-            "256x1x1  gemm\n",
-            "256x1x1  gemm(float*, float*, int)\n"
-        )
+        TABLE.replace("256x1x1  gemm\n", "256x1x1  gemm(float*, float*, int)\n")
     );
 }
 

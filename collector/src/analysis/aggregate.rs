@@ -29,6 +29,7 @@ use super::integrity::{impossible, ImpossibleRecords};
 use super::join::{Joined, Joiner, LaunchInfo};
 use super::range_cover::RangeCover;
 use super::sampled::{Attribution, Attributor, KernelSpan, Window};
+use super::stacks::Stacks;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProcessSummary {
@@ -124,6 +125,9 @@ pub struct Aggregate {
     pub gemm_unjoined: u64,
     pub gemm_cycles: u64,
     pub ranges: RangeCover,
+    /// Launches by class and enclosing NVTX ranges; `None` unless asked for
+    /// ([`Aggregator::with_stacks`]).
+    pub stacks: Option<Stacks>,
     /// The names of the counter metrics the classes hold, by id.
     pub metrics: MetricNames,
     /// Records left out because a value cannot be true: (kind, reason) -> records.
@@ -241,6 +245,14 @@ impl Aggregator {
             joiner: Joiner::new(hold_parts, hold_rows),
             ..Aggregator::default()
         }
+    }
+
+    /// An aggregator that also sums launches by the NVTX ranges enclosing them
+    /// ([`Aggregate::stacks`]).
+    pub fn with_stacks() -> Aggregator {
+        let mut a = Aggregator::default();
+        a.out.stacks = Some(Stacks::default());
+        a
     }
 
     /// Records the join window holds now.
@@ -560,14 +572,14 @@ impl Aggregator {
         p.kernels += 1;
         p.kernel_ns = p.kernel_ns.saturating_add(ns);
 
-        self.out.ranges.cover(
-            pid,
-            j.launch.map(|l| (l.thread_id, l.start_ns)),
-            k.start_ns,
-            class,
-            ns,
-            bytes,
-        );
+        let launch = j.launch.map(|l| (l.thread_id, l.start_ns));
+        if let Some(stacks) = &mut self.out.stacks {
+            let path = self.out.ranges.enclosing(pid, launch, k.start_ns);
+            stacks.add(class, path, ns, bytes);
+        }
+        self.out
+            .ranges
+            .cover(pid, launch, k.start_ns, class, ns, bytes);
         if self.sampling {
             self.spans.push(Span {
                 part: self.part,

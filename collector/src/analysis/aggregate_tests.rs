@@ -243,3 +243,61 @@ fn ranges_started_and_never_ended_are_counted_open_and_held_within_a_bound() {
     );
     assert_eq!(s.unmatched_range_ends, 1);
 }
+
+#[test]
+fn stacks_hold_the_ranges_enclosing_each_launch_outermost_first() {
+    const SPAN: u32 = 8;
+    let records = on(
+        1,
+        vec![
+            string(GEMM, "k"),
+            string(DECODE, "layer"),
+            string(NORM, "open"),
+            string(SPAN, "span"),
+            marker(S, 1, THREAD, 0, DECODE, 0),
+            marker(S, 2, THREAD, 5, NORM, 0),
+            // A start/end range (no thread) around the first kernel's GPU start.
+            marker(S, 9, 0, 15, SPAN, 0),
+            launch(1, THREAD, 10, 11),
+            k(GEMM, 1, 20, 30),
+            marker(E, 9, 0, 35, 0, 0),
+            marker(E, 1, THREAD, 50, 0, 0),
+            // "open" never ends: it encloses what its thread launches after it.
+            launch(2, THREAD, 60, 61),
+            k(GEMM, 2, 70, 90),
+            // No launch record, outside every start/end range: no range.
+            k(GEMM, 3, 100, 110),
+        ],
+    );
+    for parts in [1, records.len()] {
+        let mut a = Aggregator::with_stacks();
+        for part in records.chunks(records.len().div_ceil(parts)) {
+            a.add_part(part.to_vec());
+        }
+        let a = a.finish();
+        let names: Vec<&str> = a.ranges.names.iter().map(|(_, n)| n.as_str()).collect();
+        let stacks = a.stacks.as_ref().unwrap();
+        let got: Vec<(Vec<&str>, u64, u64)> = stacks
+            .sorted()
+            .into_iter()
+            .map(|(c, p, t)| {
+                assert_eq!(c, 0);
+                let path = stacks.paths[p].iter().map(|&n| names[n]).collect();
+                (path, t.calls, t.ns)
+            })
+            .collect();
+        let mut got = got;
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (vec![], 1, 10),
+                (vec!["layer", "open", "span"], 1, 10),
+                (vec!["open"], 1, 20),
+            ],
+            "{parts} parts"
+        );
+    }
+    // Without asking, no stacks are kept.
+    assert!(aggregate(&records).stacks.is_none());
+}

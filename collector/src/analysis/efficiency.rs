@@ -53,8 +53,9 @@ use super::gemm::GemmShape;
 use super::names::{demangle, dims};
 use super::peaks::{peaks_for, Overrides, Peaks};
 use super::precision::Math;
+pub use super::rollup::ClassValues;
 pub use super::rollup::FlopSource;
-use super::rollup::{by_session, rollups, with_mean, ClassValues};
+use super::rollup::{by_session, rollups, with_mean};
 use super::roofline::{evaluate, Inputs, Point};
 
 pub use super::rollup::Rollup;
@@ -172,6 +173,10 @@ pub struct Efficiency {
     pub gemm_statuses: Vec<(u32, String)>,
     /// `Gemm` records joined to no kernel.
     pub gemm_unjoined: u64,
+    /// What each launch of each class of the aggregate contributes, in class order
+    /// (not in the report: its rows and rollups are made from these).
+    #[serde(skip)]
+    pub classes: Vec<ClassValues>,
 }
 
 impl Efficiency {
@@ -589,6 +594,7 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
                 flops,
                 source,
                 bytes_mean: *mean,
+                row_bytes: r.bytes.is_some(),
                 peak,
                 bandwidth: r.bandwidth,
             }
@@ -694,6 +700,7 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
     out.ranges = rolled.ranges;
     out.run = rolled.run;
     out.ranks = by_session(a, &values);
+    out.classes = values;
 
     // Rows by GPU time, and their missing values in that order.
     let mut order: Vec<usize> = (0..rows.len()).collect();

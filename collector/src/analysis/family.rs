@@ -109,7 +109,7 @@ fn by_rules(name: &str) -> Option<Family> {
 
 /// The function's own name in a demangled name: without the return type, template
 /// arguments and parameters (`void ns::f<int>(float*)` -> `ns::f`).
-fn base_name(name: &str) -> &str {
+pub fn base_name(name: &str) -> &str {
     let end = name.find(['<', '(']).unwrap_or(name.len());
     let head = &name[..end];
     // A return type is separated by a space ("void ns::f").

@@ -18,6 +18,8 @@
 //!   sampling windows per metric;
 //! - [`sampled`]: sampling windows attributed to kernels by overlap time;
 //! - [`nvtx`]: NVTX range pairing and the GPU time attributed to each range;
+//! - [`stacks`]: launches summed by class and by the NVTX ranges enclosing them, for
+//!   the flame graph (`gpuprof pprof`, [`pprof`]);
 //! - [`trace`]: the timeline, built part by part, as a Perfetto trace or Chrome JSON;
 //! - [`precision`], [`peaks`], [`roofline`], [`family`], [`gemm`], [`efficiency`](mod@efficiency): the
 //!   roofline analysis: GEMM shapes joined to kernels, per-GPU peaks, and per kernel,
@@ -37,12 +39,14 @@ mod names;
 pub mod nvtx;
 mod peak_table;
 pub mod peaks;
+pub mod pprof;
 pub mod precision;
 pub mod range_cover;
 pub mod rollup;
 pub mod roofline;
 pub mod sampled;
 pub mod short_name;
+pub mod stacks;
 pub mod summary;
 pub mod trace;
 

@@ -29,6 +29,15 @@ use super::nvtx::RangeKind;
 /// A range name: (domain, message); empty strings for none.
 pub type RangeName = (String, String);
 
+/// How a range name is shown: "domain: name", or the name alone without a domain.
+pub fn range_label(domain: &str, name: &str) -> String {
+    if domain.is_empty() {
+        name.to_string()
+    } else {
+        format!("{domain}: {name}")
+    }
+}
+
 /// The totals of one range name.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct NameTotals {
@@ -211,7 +220,7 @@ impl RangeCover {
         }
         // A kernel is inside a few ranges at most.
         let mut by_name: Vec<NameCover> = Vec::new();
-        let mut note = |inst: &Instance, id: u64| {
+        self.covering(pid, launch, gpu_start_ns, |inst, id| {
             let e = match by_name.iter().position(|e| e.0 == inst.name) {
                 Some(i) => &mut by_name[i],
                 None => {
@@ -225,35 +234,7 @@ impl RangeCover {
             } else if e.1.is_none_or(|(start, _)| inst.start_ns >= start) {
                 *e.1 = Some((inst.start_ns, id));
             }
-        };
-        let covers =
-            |inst: &Instance, t: u64| inst.start_ns <= t && inst.end_ns.is_none_or(|e| t < e);
-        if let Some((thread, t)) = launch {
-            if let Some(list) = self.scopes.get(&(pid, thread)) {
-                // The last instance started by `t`, then its enclosing ones.
-                let at = list.partition_point(|(start, _)| *start <= t);
-                let mut next = at.checked_sub(1).map(|i| list[i].1);
-                while let Some(id) = next {
-                    let Some(inst) = self.instances.get(&id) else {
-                        break;
-                    };
-                    if covers(inst, t) {
-                        note(inst, id);
-                    }
-                    next = inst.parent;
-                }
-            }
-        }
-        if let Some(list) = self.scopes.get(&(pid, 0)) {
-            let at = list.partition_point(|(start, _)| *start <= gpu_start_ns);
-            for (_, id) in &list[..at] {
-                if let Some(inst) = self.instances.get(id) {
-                    if inst.kind == RangeKind::StartEnd && covers(inst, gpu_start_ns) {
-                        note(inst, *id);
-                    }
-                }
-            }
-        }
+        });
         for (name, closed, open) in by_name {
             if closed {
                 self.totals[name]
@@ -267,6 +248,63 @@ impl RangeCover {
                 }
             }
         }
+    }
+
+    /// Calls `f` with every instance known now that covers a kernel: the push/pop
+    /// instances of its launching thread around its launch `launch` (thread, time),
+    /// innermost first, then the start/end instances of its process around its GPU
+    /// start, in order of start. An instance still open covers whatever came after
+    /// its start.
+    fn covering(
+        &self,
+        pid: u32,
+        launch: Option<(u64, u64)>,
+        gpu_start_ns: u64,
+        mut f: impl FnMut(&Instance, u64),
+    ) {
+        let covers =
+            |inst: &Instance, t: u64| inst.start_ns <= t && inst.end_ns.is_none_or(|e| t < e);
+        if let Some((thread, t)) = launch {
+            if let Some(list) = self.scopes.get(&(pid, thread)) {
+                // The last instance started by `t`, then its enclosing ones.
+                let at = list.partition_point(|(start, _)| *start <= t);
+                let mut next = at.checked_sub(1).map(|i| list[i].1);
+                while let Some(id) = next {
+                    let Some(inst) = self.instances.get(&id) else {
+                        break;
+                    };
+                    if covers(inst, t) {
+                        f(inst, id);
+                    }
+                    next = inst.parent;
+                }
+            }
+        }
+        if let Some(list) = self.scopes.get(&(pid, 0)) {
+            let at = list.partition_point(|(start, _)| *start <= gpu_start_ns);
+            for (_, id) in &list[..at] {
+                if let Some(inst) = self.instances.get(id) {
+                    if inst.kind == RangeKind::StartEnd && covers(inst, gpu_start_ns) {
+                        f(inst, *id);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The names of the range instances enclosing a kernel (arguments as for
+    /// [`RangeCover::cover`]), outermost first: the instances covering it, push/pop
+    /// and start/end together, in order of start (an instance started earlier, or at
+    /// the same time but before, encloses a later one). Unlike [`RangeCover::cover`],
+    /// an instance still open when the kernel is finalized encloses it: this is where
+    /// the kernel was launched, whether or not its range ever ends.
+    pub fn enclosing(&self, pid: u32, launch: Option<(u64, u64)>, gpu_start_ns: u64) -> Vec<usize> {
+        let mut found: Vec<(u64, u64, usize)> = Vec::new();
+        self.covering(pid, launch, gpu_start_ns, |inst, id| {
+            found.push((inst.start_ns, id, inst.name))
+        });
+        found.sort_unstable();
+        found.into_iter().map(|(_, _, name)| name).collect()
     }
 
     /// Forgets closed instances whose kernels have all been finalized: those closed

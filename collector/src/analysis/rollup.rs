@@ -25,6 +25,7 @@ use serde::Serialize;
 use super::aggregate::Aggregate;
 use super::classes::Tally;
 use super::family::Family;
+use super::range_cover::range_label;
 
 /// Where a row's FLOPs come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -69,23 +70,27 @@ pub struct Rollup {
 }
 
 /// What each launch of one class contributes to a rollup.
-pub(super) struct ClassValues {
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassValues {
     /// The family of the class's row.
-    pub(super) family: Family,
+    pub family: Family,
     /// FLOPs per launch.
-    pub(super) flops: Option<f64>,
-    pub(super) source: Option<FlopSource>,
+    pub flops: Option<f64>,
+    pub source: Option<FlopSource>,
     /// The DRAM bytes a launch that did not measure them is given: the mean of its
     /// group (see [`super::efficiency`]); `None` when no launch of the group measured
     /// them (then no launch of the class did either).
-    pub(super) bytes_mean: Option<f64>,
-    pub(super) peak: Option<f64>,
-    pub(super) bandwidth: Option<f64>,
+    pub bytes_mean: Option<f64>,
+    /// Whether the class's row has DRAM bytes: every launch of the kernel (on that
+    /// GPU model) measured them or is given its group's mean.
+    pub row_bytes: bool,
+    pub peak: Option<f64>,
+    pub bandwidth: Option<f64>,
 }
 
 /// The DRAM bytes of `t`'s launches: those measured, plus `mean` for each of the
 /// others.
-pub(super) fn with_mean(t: &Tally, mean: f64) -> f64 {
+pub fn with_mean(t: &Tally, mean: f64) -> f64 {
     t.bytes + (t.calls - t.bytes_calls) as f64 * mean
 }
 
@@ -121,12 +126,7 @@ pub(super) fn rollups(a: &Aggregate, values: &[ClassValues]) -> Rollups {
         if t.classes.is_empty() {
             continue;
         }
-        let label = if domain.is_empty() {
-            name.clone()
-        } else {
-            format!("{domain}: {name}")
-        };
-        let e = covered.entry(label).or_default();
+        let e = covered.entry(range_label(domain, name)).or_default();
         for (c, tally) in &t.classes {
             e.entry(*c).or_default().merge(tally);
         }

@@ -207,6 +207,12 @@ impl StoreWriter {
         }
     }
 
+    /// The session directory was renamed to `dir` (nothing is being written: parts
+    /// are written whole between calls).
+    pub fn moved_to(&mut self, dir: &Path) {
+        self.dir = dir.to_path_buf();
+    }
+
     /// Deletes the reserve file, making room for a last part.
     pub fn release_reserve(&mut self) {
         let _ = std::fs::remove_file(self.dir.join(RESERVE_FILE));

@@ -1,0 +1,282 @@
+//! A session as a pprof profile (`gpuprof pprof`): GPU time as a flame graph for
+//! `go tool pprof`, Pyroscope, Grafana and other readers of pprof's format
+//! ([`proto`]).
+//!
+//! One sample per (class, NVTX range path) of the aggregate's [`Stacks`], with four
+//! values, in this order ([`SAMPLE_TYPES`]):
+//! - `gpu_time` / `nanoseconds`: the sum of the launches' durations;
+//! - `launches` / `count`;
+//! - `flops` / `count`: model FLOPs (2·M·N·K·batch of each GEMM call, on its first
+//!   launch; [`super::classes::GemmPart::flops`]), 0 for kernels without a shape;
+//! - `dram` / `bytes`: DRAM bytes read and written, as the report's kernel rows give
+//!   them ([`super::efficiency`]): the launches that measured them plus, for each
+//!   launch that did not, the mean of its group; 0 for every launch of a kernel the
+//!   report has no DRAM bytes for (some launch neither measured them nor has a group
+//!   mean), rather than a partial sum.
+//!
+//! The stack, root first: the process (`python [pid 1234]`: the command's file name,
+//! or `pid 1234` when its `Process` record is missing), the NVTX ranges enclosing the
+//! kernel, outermost first ("domain: name", or the name), the kernel's family
+//! ([`super::family`]), and the kernel: its function name without return type,
+//! template arguments and parameters, the full demangled name as the function's
+//! `system_name` and as the sample's label `kernel_name`. Labels `grid`, `block` and
+//! `gpu` say the launch configuration and the device.
+//!
+//! Values are integers: GPU time and launches exact, FLOPs and bytes rounded to the
+//! nearest integer, each saturating at `i64::MAX`.
+
+pub mod proto;
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use prost::Message;
+
+use super::aggregate::Aggregate;
+use super::efficiency::Efficiency;
+use super::family::base_name;
+use super::names::{demangle, dims};
+use super::range_cover::range_label;
+use super::rollup::with_mean;
+use super::stacks::Stacks;
+use proto::{Function, Label, Line, Location, Profile, Sample, ValueType};
+
+/// The sample types, (type, unit), in value order.
+pub const SAMPLE_TYPES: [(&str, &str); 4] = [
+    ("gpu_time", "nanoseconds"),
+    ("launches", "count"),
+    ("flops", "count"),
+    ("dram", "bytes"),
+];
+
+/// What a profile holds, for the command's summary.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ProfileStats {
+    pub samples: u64,
+    pub launches: u64,
+    pub gpu_ns: u64,
+    /// Distinct frames (functions).
+    pub frames: u64,
+}
+
+/// Strings, functions and locations of a profile being built, each written once.
+#[derive(Default)]
+struct Tables {
+    strings: Vec<String>,
+    string_ids: HashMap<String, i64>,
+    functions: Vec<Function>,
+    /// (name, system name) -> function id (= its location's id).
+    function_ids: HashMap<(i64, i64), u64>,
+}
+
+impl Tables {
+    fn new() -> Tables {
+        let mut t = Tables::default();
+        t.string(""); // index 0 must be the empty string
+        t
+    }
+
+    fn string(&mut self, s: &str) -> i64 {
+        if let Some(&i) = self.string_ids.get(s) {
+            return i;
+        }
+        let i = self.strings.len() as i64;
+        self.strings.push(s.to_string());
+        self.string_ids.insert(s.to_string(), i);
+        i
+    }
+
+    /// The location of the frame `name` (`system_name`: the full name).
+    fn frame(&mut self, name: &str, system_name: &str) -> u64 {
+        let key = (self.string(name), self.string(system_name));
+        if let Some(&id) = self.function_ids.get(&key) {
+            return id;
+        }
+        let id = self.functions.len() as u64 + 1;
+        self.functions.push(Function {
+            id,
+            name: key.0,
+            system_name: key.1,
+            filename: 0,
+        });
+        self.function_ids.insert(key, id);
+        id
+    }
+
+    fn label(&mut self, key: &str, value: &str) -> Label {
+        Label {
+            key: self.string(key),
+            str: self.string(value),
+            num: 0,
+            num_unit: 0,
+        }
+    }
+}
+
+/// A value for pprof: rounded, saturating.
+fn int(v: f64) -> i64 {
+    // `as` saturates, and maps NaN to 0.
+    v.round() as i64
+}
+
+/// The frame of a process keyed `key` in `a`.
+fn process_frame(a: &Aggregate, key: u32) -> String {
+    let (session, pid) = (a.session(key), a.pid(key));
+    let command = a
+        .processes
+        .iter()
+        .find(|p| p.pid == pid && p.session == session && p.known)
+        .and_then(|p| p.command.first())
+        .map(|c| c.rsplit('/').next().unwrap_or(c).to_string())
+        .filter(|c| !c.is_empty());
+    let at = if a.sessions.len() > 1 {
+        format!(", {}", a.sessions[session])
+    } else {
+        String::new()
+    };
+    match command {
+        Some(c) => format!("{c} [pid {pid}{at}]"),
+        None => format!("pid {pid}{at}"),
+    }
+}
+
+/// The kernel's frame name: its function's own name (`void ns::f<int>(float*)` ->
+/// `ns::f`), or the whole name when that leaves nothing.
+fn short_name(demangled: &str) -> &str {
+    let base = base_name(demangled);
+    if base.is_empty() {
+        demangled
+    } else {
+        base
+    }
+}
+
+/// The profile of `a` (read with stacks: [`crate::session::analyse_stacks`]), with
+/// the per-class values of its roofline analysis `e`. `comment` goes into the
+/// profile's comments.
+pub fn profile(a: &Aggregate, e: &Efficiency, comment: &str) -> (Profile, ProfileStats) {
+    let mut t = Tables::new();
+    let empty = Stacks::default();
+    let stacks = a.stacks.as_ref().unwrap_or(&empty);
+    let mut stats = ProfileStats::default();
+    let sample_type = SAMPLE_TYPES
+        .iter()
+        .map(|(ty, unit)| ValueType {
+            r#type: t.string(ty),
+            unit: t.string(unit),
+        })
+        .collect();
+    let comment = vec![t.string(comment)];
+    let default_sample_type = t.string(SAMPLE_TYPES[0].0);
+
+    let mut processes: HashMap<u32, u64> = HashMap::new();
+    let mut ranges: HashMap<usize, u64> = HashMap::new();
+    // Per class: (family frame, kernel frame, labels).
+    let mut kernels: HashMap<usize, (u64, u64, Vec<Label>)> = HashMap::new();
+    let mut samples = Vec::with_capacity(stacks.sums.len());
+    for (class, path, tally) in stacks.sorted() {
+        let c = &a.classes.list[class];
+        let process = *processes
+            .entry(c.key.pid)
+            .or_insert_with(|| t.frame(&process_frame(a, c.key.pid), ""));
+        let values = e.classes.get(class);
+        let (family, kernel, labels) = kernels.entry(class).or_insert_with(|| {
+            let full = if c.mangled.is_empty() {
+                "(unknown kernel)".to_string()
+            } else {
+                demangle(&c.mangled)
+            };
+            let family = values.map_or("other", |v| v.family.name());
+            let gpu = a.devices.get(&(c.key.pid, c.key.device_id)).map_or_else(
+                || format!("device {}", c.key.device_id),
+                |d| d.name.trim().to_string(),
+            );
+            let labels = vec![
+                t.label("kernel_name", &full),
+                t.label("grid", &dims(c.key.grid)),
+                t.label("block", &dims(c.key.block)),
+                t.label("gpu", &gpu),
+            ];
+            (
+                t.frame(family, ""),
+                t.frame(short_name(&full), &full),
+                labels,
+            )
+        });
+        // Leaf first.
+        let mut location_id = vec![*kernel, *family];
+        for &r in stacks.paths[path].iter().rev() {
+            let id = *ranges.entry(r).or_insert_with(|| {
+                let (domain, name) = &a.ranges.names[r];
+                t.frame(&range_label(domain, name), "")
+            });
+            location_id.push(id);
+        }
+        location_id.push(process);
+        let flops = c.key.gemm.as_ref().map_or(0.0, |g| g.flops()) * tally.calls as f64;
+        let bytes = match values {
+            Some(v) if v.row_bytes => with_mean(&tally, v.bytes_mean.unwrap_or(0.0)),
+            _ => 0.0,
+        };
+        samples.push(Sample {
+            location_id,
+            value: vec![
+                i64::try_from(tally.ns).unwrap_or(i64::MAX),
+                i64::try_from(tally.calls).unwrap_or(i64::MAX),
+                int(flops),
+                int(bytes),
+            ],
+            label: labels.clone(),
+        });
+        stats.samples += 1;
+        stats.launches += tally.calls;
+        stats.gpu_ns = stats.gpu_ns.saturating_add(tally.ns);
+    }
+    stats.frames = t.functions.len() as u64;
+    let location = t
+        .functions
+        .iter()
+        .map(|f| Location {
+            id: f.id,
+            line: vec![Line { function_id: f.id }],
+        })
+        .collect();
+    let profile = Profile {
+        sample_type,
+        sample: samples,
+        location,
+        function: t.functions,
+        string_table: t.strings,
+        time_nanos: 0,
+        duration_nanos: 0,
+        comment,
+        default_sample_type,
+    };
+    (profile, stats)
+}
+
+/// `profile` encoded and gzipped into `w`, as pprof's readers expect a profile file.
+pub fn write_gzipped(profile: &Profile, w: impl Write) -> std::io::Result<()> {
+    let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::default());
+    gz.write_all(&profile.encode_to_vec())?;
+    gz.finish()?.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names() {
+        assert_eq!(short_name("void ns::f<int>(float*)"), "ns::f");
+        assert_eq!(short_name("flash_fwd_kernel"), "flash_fwd_kernel");
+        assert_eq!(short_name("(unknown kernel)"), "(unknown kernel)");
+    }
+
+    #[test]
+    fn values_are_rounded_and_saturate() {
+        assert_eq!(int(2.5), 3);
+        assert_eq!(int(1e30), i64::MAX);
+        assert_eq!(int(f64::NAN), 0);
+    }
+}
