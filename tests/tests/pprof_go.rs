@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use gpuprof_tests::{cudarc_llm_calls, gpuprof_command, record_cudarc_llm, report_json, Scratch};
+use serde_json::Value;
 
 /// `go tool pprof ARGS FILE`'s stdout, or `None` (test skipped, said why) when Go is
 /// not installed and cannot be (scripts/debian-tools.sh needs root).
@@ -117,12 +118,16 @@ fn traces(text: &str, unit: &str) -> Vec<(u64, Vec<String>)> {
 }
 
 /// The frame the profile names a cudarc-llm kernel by (its function's own name).
-fn frame_of(mangled: &str) -> String {
-    if mangled.starts_with("_Z13gemv2N_kernel") {
-        "gemv2N_kernel".to_string()
-    } else {
-        mangled.to_string()
-    }
+/// The kernel frame of the kernel recorded as `mangled`: its short name in the report.
+fn frame_of(report: &Value, mangled: &str) -> String {
+    report["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["mangled"] == mangled)
+        .and_then(|k| k["short_name"].as_str())
+        .unwrap_or_else(|| panic!("{mangled} is not in the report"))
+        .to_string()
 }
 
 #[test]
@@ -157,14 +162,14 @@ fn go_tool_pprof_reads_the_reports_totals_kernels_families_and_ranges() {
     let mut want: BTreeMap<String, (u64, u64, u64, u64)> = BTreeMap::new();
     for k in r["kernels"].as_array().unwrap() {
         let e = want
-            .entry(frame_of(k["mangled"].as_str().unwrap()))
+            .entry(frame_of(&r, k["mangled"].as_str().unwrap()))
             .or_default();
         e.0 += k["calls"].as_u64().unwrap();
         e.1 += k["total_ns"].as_u64().unwrap();
     }
     for k in r["roofline"]["kernels"].as_array().unwrap() {
         let e = want
-            .get_mut(&frame_of(k["mangled"].as_str().unwrap()))
+            .get_mut(&frame_of(&r, k["mangled"].as_str().unwrap()))
             .unwrap();
         e.2 += k["model_flops"].as_f64().unwrap_or(0.0) as u64;
         // Launches the counter policy did not measure are given their group's mean; a
@@ -173,7 +178,7 @@ fn go_tool_pprof_reads_the_reports_totals_kernels_families_and_ranges() {
     }
     let calls: BTreeMap<String, u64> = cudarc_llm_calls()
         .into_iter()
-        .map(|(m, n)| (frame_of(&m), n))
+        .map(|(m, n)| (frame_of(&r, &m), n))
         .collect();
     assert_eq!(
         want.iter()

@@ -34,10 +34,10 @@ use prost::Message;
 
 use super::aggregate::Aggregate;
 use super::efficiency::Efficiency;
-use super::family::base_name;
 use super::names::{demangle, dims};
 use super::range_cover::range_label;
 use super::rollup::with_mean;
+use super::short_name::short_name;
 use super::stacks::Stacks;
 use proto::{Function, Label, Line, Location, Profile, Sample, ValueType};
 
@@ -140,17 +140,6 @@ fn process_frame(a: &Aggregate, key: u32) -> String {
     }
 }
 
-/// The kernel's frame name: its function's own name (`void ns::f<int>(float*)` ->
-/// `ns::f`), or the whole name when that leaves nothing.
-fn short_name(demangled: &str) -> &str {
-    let base = base_name(demangled);
-    if base.is_empty() {
-        demangled
-    } else {
-        base
-    }
-}
-
 /// The profile of `a` (read with stacks: [`crate::session::analyse_stacks`]), with
 /// the per-class values of its roofline analysis `e`. `comment` goes into the
 /// profile's comments.
@@ -199,7 +188,7 @@ pub fn profile(a: &Aggregate, e: &Efficiency, comment: &str) -> (Profile, Profil
             ];
             (
                 t.frame(family, ""),
-                t.frame(short_name(&full), &full),
+                t.frame(&short_name(&full), &full),
                 labels,
             )
         });
@@ -265,13 +254,6 @@ pub fn write_gzipped(profile: &Profile, w: impl Write) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn short_names() {
-        assert_eq!(short_name("void ns::f<int>(float*)"), "ns::f");
-        assert_eq!(short_name("flash_fwd_kernel"), "flash_fwd_kernel");
-        assert_eq!(short_name("(unknown kernel)"), "(unknown kernel)");
-    }
 
     #[test]
     fn values_are_rounded_and_saturate() {
