@@ -21,7 +21,7 @@ use gpuprof_collector::analysis::peaks::{parse_overrides, Overrides};
 use gpuprof_collector::analysis::Integrity;
 use gpuprof_collector::render;
 
-pub use gpuprof_collector::render::Format;
+pub use gpuprof_collector::render::{CounterView, Format};
 pub use gpuprof_collector::session::{analyse, analyse_sessions, Analysed};
 
 /// Exit status of `report`, `trace` and `roofline` when the output was written but the
@@ -52,6 +52,23 @@ pub struct ReportArgs {
     /// format below.
     #[arg(long, value_name = "FILE")]
     peaks: Option<PathBuf>,
+    /// How the table shows kernel counters: pct, one row per kernel with SM active,
+    /// tensor pipe, DRAM throughput, L2 hit rate and achieved occupancy as
+    /// percentages (formulas below); raw, each metric's mean per kernel, leaving out
+    /// metrics that are 0 for every kernel shown; off, no counter sections. CSV and
+    /// JSON always carry both the means and the percentages.
+    #[arg(long, value_enum, default_value_t = CounterView::Pct)]
+    counters: CounterView,
+}
+
+/// What `gpuprof report --help` prints after the options: the counter percentages'
+/// formulas and the peaks file's format.
+pub fn long_help() -> String {
+    format!(
+        "{}\n\n{}",
+        render::PCT_HELP,
+        gpuprof_collector::analysis::peaks::PEAKS_FILE_HELP
+    )
 }
 
 /// The environment variable naming the default peaks file.
@@ -163,12 +180,13 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode> {
     let sessions = expand_sessions(&args.sessions)?;
     let analysed = analyse_with_progress(&sessions)?;
     warn_damage(&analysed, "report");
-    let text = render::report(
+    let text = render::report_with_counters(
         &analysed.aggregate,
         &analysed.integrity,
         args.format,
         args.top,
         &peaks,
+        args.counters,
     );
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())

@@ -7,7 +7,8 @@
 //! JSON field names and CSV column names are the same and stable.
 //!
 //! Counters get their own section (table `Counters`, CSV `counter_plans`,
-//! `counter_statuses`, `kernel_counters`, `counter_samples`, JSON `counters`) only when
+//! `counter_statuses`, `kernel_counters`, `counter_pct`, `counter_samples`, JSON
+//! `counters`) only when
 //! the session holds counter records, so reports of sessions without counters are the
 //! same as before counters existed. The sampling windows attributed to kernels
 //! (`analysis::sampled`: `.sum` metrics split by overlap time, others as the
@@ -41,6 +42,7 @@
 mod cells;
 mod counters;
 mod integrity;
+mod name_fit;
 mod roofline;
 
 use std::fmt::Write;
@@ -48,19 +50,21 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use crate::analysis::aggregate::Aggregate;
+use crate::analysis::counter_pct::counter_pct;
 use crate::analysis::efficiency::{efficiency_of, Efficiency};
 use crate::analysis::peaks::Overrides;
 use crate::analysis::summary::summarize_aggregate;
 use crate::analysis::{dims, percent, Integrity, Summary};
 use cells::{csv_cell, grid, grid_or_none, mean_ns, pct, shown};
 use counters::{
-    counters_json, counters_table, KERNEL_COUNTER_COLUMNS, PLAN_COLUMNS, SAMPLED_COLUMNS,
-    SAMPLE_COLUMNS,
+    counters_json, counters_table, pct_rows, KERNEL_COUNTER_COLUMNS, PCT_COLUMNS, PLAN_COLUMNS,
+    SAMPLED_COLUMNS, SAMPLE_COLUMNS,
 };
 use integrity::{integrity_csv, integrity_json, integrity_table};
 use roofline::{roofline_csv, roofline_json, roofline_table};
 
 pub use cells::{micros, value};
+pub use counters::{CounterView, PCT_HELP};
 pub use roofline::si;
 
 /// The formats of `gpuprof report`.
@@ -85,11 +89,26 @@ pub fn report(
     top: Option<usize>,
     peaks: &Overrides,
 ) -> String {
+    report_with_counters(aggregate, integrity, format, top, peaks, CounterView::Pct)
+}
+
+/// [`report`] with the table's counters shown as `view` says.
+pub fn report_with_counters(
+    aggregate: &Aggregate,
+    integrity: &Integrity,
+    format: Format,
+    top: Option<usize>,
+    peaks: &Overrides,
+    view: CounterView,
+) -> String {
     let mut summary = summarize_aggregate(aggregate);
     summary.integrity = integrity.clone();
+    summary.counters.pct = counter_pct(aggregate, &summary.counters.kernels, peaks);
     let roofline = efficiency_of(aggregate, peaks);
     match format {
-        Format::Table => table_with(&summary, Some(&roofline), Some(top.unwrap_or(20))),
+        Format::Table => {
+            table_with_counters(&summary, Some(&roofline), Some(top.unwrap_or(20)), view)
+        }
         Format::Csv => csv_with(&summary, Some(&roofline), top),
         Format::Json => {
             let mut s = serde_json::to_string_pretty(&json_with(&summary, Some(&roofline), top))
@@ -108,6 +127,16 @@ pub fn table(s: &Summary, top: Option<usize>) -> String {
 /// [`table`] with the roofline sections of `roofline` (shown when
 /// [`Efficiency::any`]) after the counters.
 pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) -> String {
+    table_with_counters(s, roofline, top, CounterView::Pct)
+}
+
+/// [`table_with`] with the counters shown as `view` says.
+pub fn table_with_counters(
+    s: &Summary,
+    roofline: Option<&Efficiency>,
+    top: Option<usize>,
+    view: CounterView,
+) -> String {
     let mut out = String::new();
     if !s.sessions.is_empty() {
         out.push_str("Sessions\n");
@@ -219,7 +248,7 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
     }
 
     if s.counters.any() {
-        counters_table(&mut out, s, kernels);
+        counters_table(&mut out, s, kernels, view);
     }
     match roofline {
         Some(e) if e.any() => roofline_table(&mut out, e, s.kernel_ns, top),
@@ -377,17 +406,18 @@ pub fn csv_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) 
         ("dropped", &DROPPED_COLUMNS),
         ("unfinished", &["pid"]),
     ];
-    let counter_sections: [(&str, &[&str]); 5] = [
+    let counter_sections: [(&str, &[&str]); 6] = [
         ("counter_plans", &PLAN_COLUMNS),
         ("counter_statuses", &["pid", "message"]),
         ("kernel_counters", &KERNEL_COUNTER_COLUMNS),
+        ("counter_pct", &PCT_COLUMNS),
         ("counter_samples", &SAMPLE_COLUMNS),
         ("sampled_kernel_counters", &SAMPLED_COLUMNS),
     ];
     let counter_sections: &[(&str, &[&str])] = if v.get("counters").is_none() {
         &[]
     } else if s.counters.samples.is_empty() {
-        &counter_sections[..4]
+        &counter_sections[..5]
     } else {
         &counter_sections
     };
@@ -473,6 +503,7 @@ pub fn csv_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) 
                         .collect()
                 })
                 .collect(),
+            "counter_pct" => pct_rows(&v["counters"]),
             "counter_samples" => v["counters"]["samples"]
                 .as_array()
                 .cloned()
