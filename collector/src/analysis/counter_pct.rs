@@ -30,8 +30,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::aggregate::Aggregate;
-use super::counters::{KernelCounterStats, MetricStats};
 use super::peaks::{peaks_for, Overrides};
+
+/// A kernel's merged metric means per measured launch, by metric name.
+pub type Means<'a> = BTreeMap<&'a str, f64>;
 
 pub const SM_CYCLES_ACTIVE: &str = "sm__cycles_active.avg";
 pub const GPU_TIME: &str = "gpu__time_duration.sum";
@@ -97,12 +99,12 @@ struct Gpu {
     bandwidth: Result<f64, String>,
 }
 
-/// The percentages of each kernel of `kernels` (by mangled name, as
-/// [`super::counters::Counters::kernels`]), with the peak bandwidth of `overrides`
-/// or the built-in table, as the roofline takes it.
+/// The percentages of each of `kernels` (mangled name and metric means, as
+/// [`super::counters::Counters::kernels`] holds them), with the peak bandwidth of
+/// `overrides` or the built-in table, as the roofline takes it.
 pub fn counter_pct(
     a: &Aggregate,
-    kernels: &[KernelCounterStats],
+    kernels: &[(&str, Means)],
     overrides: &Overrides,
 ) -> Vec<KernelPct> {
     let mut devices: BTreeMap<&str, BTreeSet<(u32, u32)>> = BTreeMap::new();
@@ -117,7 +119,7 @@ pub fn counter_pct(
         .iter()
         .map(|k| {
             let on: Vec<Gpu> = devices
-                .get(k.mangled.as_str())
+                .get(k.0)
                 .into_iter()
                 .flatten()
                 .map(|&(pid, dev)| {
@@ -126,7 +128,7 @@ pub fn counter_pct(
                         .clone()
                 })
                 .collect();
-            kernel_pct(&k.mangled, &k.metrics, &on)
+            kernel_pct(k.0, &k.1, &on)
         })
         .collect()
 }
@@ -176,13 +178,8 @@ fn common(
 }
 
 /// The percentages of one kernel from its merged `metrics` and the GPUs it ran on.
-fn kernel_pct(mangled: &str, metrics: &[MetricStats], gpus: &[Gpu]) -> KernelPct {
-    let mean = |name: &str| {
-        metrics
-            .binary_search_by(|m| m.metric.as_str().cmp(name))
-            .ok()
-            .map(|i| metrics[i].mean)
-    };
+fn kernel_pct(mangled: &str, means: &Means, gpus: &[Gpu]) -> KernelPct {
+    let mean = |name: &str| means.get(name).copied();
     let direct = |name: &str| mean(name).map_or(Pct::Lacking, Pct::Value);
     // A share of the kernel's duration at a device rate.
     let share = |amount: Option<f64>, rate: Result<f64, String>| -> Pct {
@@ -229,13 +226,9 @@ fn kernel_pct(mangled: &str, metrics: &[MetricStats], gpus: &[Gpu]) -> KernelPct
 mod tests {
     use super::*;
 
-    fn m(metric: &str, launches: u64, sum: f64) -> MetricStats {
-        MetricStats {
-            metric: metric.to_string(),
-            launches,
-            sum,
-            mean: sum / launches as f64,
-        }
+    /// The mean of `sum` over `launches`.
+    fn m(metric: &str, launches: u64, sum: f64) -> (&str, f64) {
+        (metric, sum / launches as f64)
     }
 
     fn gpu_2ghz_2tbs() -> Gpu {
@@ -245,9 +238,8 @@ mod tests {
         }
     }
 
-    fn sorted(mut v: Vec<MetricStats>) -> Vec<MetricStats> {
-        v.sort_by(|a, b| a.metric.cmp(&b.metric));
-        v
+    fn sorted(v: Vec<(&str, f64)>) -> Means<'_> {
+        v.into_iter().collect()
     }
 
     #[test]

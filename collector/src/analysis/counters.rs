@@ -19,7 +19,7 @@ use wire::Record;
 
 use super::aggregate::{aggregate, Aggregate};
 pub use super::aggregate::{PlanSummary, StatusSummary};
-use super::counter_pct::{counter_pct, KernelPct};
+use super::counter_pct::{counter_pct, KernelPct, Means};
 use super::names::demangle;
 use super::peaks::Overrides;
 use super::sampled::{SampleIdle, SampledKernel};
@@ -36,7 +36,7 @@ pub struct Counters {
     pub kernels: Vec<KernelCounterStats>,
     /// The percentages of peak of each of [`Counters::kernels`], same order (see
     /// [`super::counter_pct`]): with the built-in peaks from [`counters_of`]; whoever
-    /// has the user's peaks file recomputes them with [`counter_pct`].
+    /// has the user's peaks file recomputes them with [`pct_of`].
     pub pct: Vec<KernelPct>,
     /// Per kernel key (name + grid + block), by mangled name then grid then block.
     pub configs: Vec<ConfigCounterStats>,
@@ -171,6 +171,28 @@ impl Acc {
     }
 }
 
+/// The percentages of peak of `kernels` (see [`super::counter_pct`]) with the peaks
+/// of `overrides` (or the built-in ones).
+pub fn pct_of(
+    a: &Aggregate,
+    kernels: &[KernelCounterStats],
+    overrides: &Overrides,
+) -> Vec<KernelPct> {
+    let means: Vec<(&str, Means)> = kernels
+        .iter()
+        .map(|k| {
+            (
+                k.mangled.as_str(),
+                k.metrics
+                    .iter()
+                    .map(|m| (m.metric.as_str(), m.mean))
+                    .collect(),
+            )
+        })
+        .collect();
+    counter_pct(a, &means, overrides)
+}
+
 /// Builds the counter summary of `records`, read as one part.
 pub fn counters(records: &[(u32, Record)]) -> Counters {
     counters_of(&aggregate(records))
@@ -215,7 +237,7 @@ pub fn counters_of(a: &Aggregate) -> Counters {
     Counters {
         plans: a.plans.clone(),
         statuses: a.counter_statuses.clone(),
-        pct: counter_pct(a, &kernels, &Overrides::default()),
+        pct: pct_of(a, &kernels, &Overrides::default()),
         kernels,
         configs: by_key
             .iter()

@@ -50,7 +50,7 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use crate::analysis::aggregate::Aggregate;
-use crate::analysis::counter_pct::counter_pct;
+use crate::analysis::counters::pct_of;
 use crate::analysis::efficiency::{efficiency_of, Efficiency};
 use crate::analysis::peaks::Overrides;
 use crate::analysis::summary::summarize_aggregate;
@@ -103,7 +103,7 @@ pub fn report_with_counters(
 ) -> String {
     let mut summary = summarize_aggregate(aggregate);
     summary.integrity = integrity.clone();
-    summary.counters.pct = counter_pct(aggregate, &summary.counters.kernels, peaks);
+    summary.counters.pct = pct_of(aggregate, &summary.counters.kernels, peaks);
     let roofline = efficiency_of(aggregate, peaks);
     match format {
         Format::Table => {
