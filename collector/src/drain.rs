@@ -59,6 +59,10 @@ pub struct Counts {
     pub processes: usize,
     pub kernels: u64,
     pub dropped: u64,
+    /// Records read from the rings.
+    pub records: u64,
+    /// How full the fullest ring was before the last drain read it, in percent.
+    pub ring_fill_pct: u32,
 }
 
 /// The rings of one session directory and the session they go to.
@@ -94,6 +98,8 @@ pub struct Drainer {
     notes: Vec<String>,
     /// The frame being read, its allocation kept from frame to frame.
     frame: Vec<u8>,
+    /// [`Counts::ring_fill_pct`].
+    fill_pct: u32,
 }
 
 impl Drainer {
@@ -123,6 +129,7 @@ impl Drainer {
             incomplete: false,
             notes: Vec::new(),
             frame: Vec::new(),
+            fill_pct: 0,
         })
     }
 
@@ -207,8 +214,10 @@ impl Drainer {
     fn drain_rings(&mut self) -> bool {
         let mut any = false;
         let paths: Vec<PathBuf> = self.rings.keys().cloned().collect();
+        self.fill_pct = 0;
         for path in paths {
             let mut ring = self.rings.remove(&path).expect("ring listed");
+            self.fill_pct = self.fill_pct.max(ring.reader.fill_pct());
             let finished = ring.reader.is_finished();
             let (read, ok) = self.read_all(&mut ring);
             any |= read > 0;
@@ -492,6 +501,8 @@ impl Drainer {
             processes: self.pids.len(),
             kernels: self.kernels,
             dropped: self.dropped_in_records + self.dropped_in_headers_done + live + self.unsaved,
+            records: self.received.values().map(|r| r.records).sum(),
+            ring_fill_pct: self.fill_pct,
         }
     }
 
@@ -606,10 +617,11 @@ impl Drainer {
     }
 }
 
-/// The `gpuprof: N processes, M kernels, D dropped` line on stderr, at most four times
-/// a second and only when stderr is a terminal.
+/// The live status line of `gpuprof record` on stderr ([`status`]), redrawn in place
+/// at most four times a second, only when stderr is a terminal, and erased at the end.
 pub struct Progress {
     tty: bool,
+    start: Instant,
     last: Option<Instant>,
     shown: bool,
 }
@@ -619,6 +631,7 @@ impl Progress {
         use std::io::IsTerminal;
         Progress {
             tty: std::io::stderr().is_terminal(),
+            start: Instant::now(),
             last: None,
             shown: false,
         }
@@ -634,7 +647,7 @@ impl Progress {
         }
         self.last = Some(Instant::now());
         self.shown = true;
-        eprint!("\r\x1b[Kgpuprof: {}", describe(c));
+        eprint!("\r\x1b[Kgpuprof: {}", status(c, self.start.elapsed()));
     }
 
     /// Erases the line.
@@ -644,6 +657,36 @@ impl Progress {
             self.shown = false;
         }
     }
+}
+
+/// `12.3 s, 1 process, 12345 kernels (1003.7/s), 30000 records, 0 dropped, ring 3%
+/// full` (the fullest ring, before it was last read).
+pub fn status(c: &Counts, elapsed: Duration) -> String {
+    let secs = elapsed.as_secs_f64();
+    let rate = if secs > 0.0 {
+        c.kernels as f64 / secs
+    } else {
+        0.0
+    };
+    format!(
+        "{:.1} s, {}, {} record{}, {} dropped, ring {}% full",
+        secs,
+        kernels_of(c, rate),
+        c.records,
+        if c.records == 1 { "" } else { "s" },
+        c.dropped,
+        c.ring_fill_pct
+    )
+}
+
+fn kernels_of(c: &Counts, rate: f64) -> String {
+    format!(
+        "{} process{}, {} kernel{} ({rate:.1}/s)",
+        c.processes,
+        if c.processes == 1 { "" } else { "es" },
+        c.kernels,
+        if c.kernels == 1 { "" } else { "s" },
+    )
 }
 
 /// Why a ring file in our directory is not a producer's: owned by another user, or
@@ -681,3 +724,36 @@ pub fn describe(c: &Counts) -> String {
 
 /// The poll period of the collector's loop.
 pub const POLL: Duration = Duration::from_millis(20);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_line_says_time_rate_records_drops_and_ring_fill() {
+        let c = Counts {
+            processes: 2,
+            kernels: 12_345,
+            dropped: 7,
+            records: 30_000,
+            ring_fill_pct: 63,
+        };
+        // 12345 kernels in 12.3 s: 1003.66 a second.
+        assert_eq!(
+            status(&c, Duration::from_millis(12_300)),
+            "12.3 s, 2 processes, 12345 kernels (1003.7/s), 30000 records, 7 dropped, \
+             ring 63% full"
+        );
+        let one = Counts {
+            processes: 1,
+            kernels: 1,
+            dropped: 0,
+            records: 1,
+            ring_fill_pct: 0,
+        };
+        assert_eq!(
+            status(&one, Duration::ZERO),
+            "0.0 s, 1 process, 1 kernel (0.0/s), 1 record, 0 dropped, ring 0% full"
+        );
+    }
+}

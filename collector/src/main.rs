@@ -61,7 +61,7 @@ enum Command {
     /// collector was killed). A session that cannot be read at all (not a session, the
     /// old single-file format, a newer version) and a peaks file that cannot be read
     /// or is invalid are errors (exit status 2).
-    #[command(after_long_help = gpuprof_collector::analysis::peaks::PEAKS_FILE_HELP)]
+    #[command(after_long_help = report::long_help())]
     Report(report::ReportArgs),
     /// Write a session as a timeline for Perfetto (ui.perfetto.dev): kernels, copies
     /// and sets per (process, GPU, stream), NVTX ranges and launch calls per thread,

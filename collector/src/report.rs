@@ -21,7 +21,7 @@ use gpuprof_collector::analysis::peaks::{parse_overrides, Overrides};
 use gpuprof_collector::analysis::Integrity;
 use gpuprof_collector::{output_file, render};
 
-pub use gpuprof_collector::render::Format;
+pub use gpuprof_collector::render::{CounterView, Format};
 pub use gpuprof_collector::session::{analyse, analyse_sessions, Analysed};
 
 /// Exit status of `report`, `trace` and `roofline` when the output was written but the
@@ -65,6 +65,23 @@ pub struct ReportArgs {
     /// Files written before are replaced.
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
+    /// How the table shows kernel counters: pct, one row per kernel with SM active,
+    /// tensor pipe, DRAM throughput, L2 hit rate and achieved occupancy as
+    /// percentages (formulas below); raw, each metric's mean per kernel, leaving out
+    /// metrics that are 0 for every kernel shown; off, no counter sections. CSV and
+    /// JSON always carry both the means and the percentages.
+    #[arg(long, value_enum, default_value_t = CounterView::Pct)]
+    counters: CounterView,
+}
+
+/// What `gpuprof report --help` prints after the options: the counter percentages'
+/// formulas and the peaks file's format.
+pub fn long_help() -> String {
+    format!(
+        "{}\n\n{}",
+        render::PCT_HELP,
+        gpuprof_collector::analysis::peaks::PEAKS_FILE_HELP
+    )
 }
 
 /// The environment variable naming the default peaks file.
@@ -178,6 +195,7 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode> {
     warn_damage(&analysed, "report");
     let view = render::View {
         full_names: args.full_names,
+        counters: args.counters,
     };
     match (&args.output, args.format) {
         (Some(dir), Format::Csv) => {

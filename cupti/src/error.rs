@@ -7,6 +7,13 @@ use cupti_sys::CUptiResult;
 
 use crate::candidate::Rejection;
 
+/// What `CUPTI_ERROR_HARDWARE_BUSY` from a counter call means for the user: another
+/// tool holds the GPU's performance counters (DCGM's profiling module, which
+/// dcgm-exporter runs, or another profiler). Unchecked: needs a GPU with DCGM.
+pub const HARDWARE_BUSY_EXPLAINED: &str = "the GPU's performance counters are held by \
+another tool (DCGM: `dcgmi profile --pause`, or another profiler); kernels are recorded \
+without counters";
+
 /// A CUPTI result code other than `CUPTI_SUCCESS`. Open: codes this build does not
 /// know still pass through with their number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -27,7 +27,7 @@ mod version;
 
 pub use discovery::{candidates, discover, Candidate, Inputs, Rejection, Source};
 pub use elf_check::check_shared_object;
-pub use error::{CuptiError, LoadError};
+pub use error::{CuptiError, LoadError, HARDWARE_BUSY_EXPLAINED};
 pub use host_library::{open_host_api, preload_perf_libraries};
 pub use library::{driver_init, driver_loaded, driver_version, required_functions, Cupti};
 pub use procmaps::mapped_files;

@@ -19,7 +19,9 @@ use std::ffi::CString;
 use std::fmt;
 use std::sync::Mutex;
 
-use cupti_sys::CUptiResult::{CUPTI_ERROR_INVALID_PARAMETER, CUPTI_ERROR_NOT_SUPPORTED};
+use cupti_sys::CUptiResult::{
+    CUPTI_ERROR_HARDWARE_BUSY, CUPTI_ERROR_INVALID_PARAMETER, CUPTI_ERROR_NOT_SUPPORTED,
+};
 use cupti_sys::CUpti_ProfilerRange::CUPTI_AutoRange;
 use cupti_sys::CUpti_ProfilerReplayMode::{CUPTI_KernelReplay, CUPTI_UserReplay};
 use cupti_sys::CUpti_ProfilerType::{
@@ -53,6 +55,14 @@ impl fmt::Display for CallError {
                 f,
                 "{} is not supported by this CUPTI ({})",
                 self.call, self.code
+            )
+        } else if self.code.0 == CUPTI_ERROR_HARDWARE_BUSY {
+            write!(
+                f,
+                "{} failed: {}: {}",
+                self.call,
+                self.code,
+                crate::error::HARDWARE_BUSY_EXPLAINED
             )
         } else {
             // CuptiError names the codes this crate knows, the number otherwise.

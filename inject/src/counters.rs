@@ -207,7 +207,13 @@ pub fn configure(opts: &Options) {
 /// Turns counters off for the rest of the run: one warning, one `CounterStatus`.
 pub fn fail(message: String) {
     if ON.swap(false, Ordering::AcqRel) {
-        warn!("hardware counters are off: {message}; tracing continues");
+        // The explanation of a busy answer already says what goes on.
+        let tail = if message.ends_with(cupti::HARDWARE_BUSY_EXPLAINED) {
+            ""
+        } else {
+            "; tracing continues"
+        };
+        warn!("hardware counters are off: {message}{tail}");
         handoff::send(Record::CounterStatus(CounterStatus { message }));
     }
 }

@@ -138,12 +138,10 @@ Counters
     group 1: sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
   pid 4243: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES from cuptiRangeProfilerEnable: another tool holds the counters
 
-Counters by kernel (mean per launch)
-  gemm(float*, float*, int): 3 of 3 launches with counters
-    dram__bytes_read.sum                                                      1572864 (2 launches)
-    dram__bytes_write.sum                                                   762144.25 (2 launches)
-    sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active      61.25 (1 launch)
-  rmsnorm_kernel: no counters (2 launches)
+Counters by kernel (% of peak; formulas: gpuprof report --help)
+  launches  measured  SM active %  tensor pipe %  DRAM %  L2 hit %  occupancy %  kernel
+         3         3            -              -       -         -            -  gemm
+         2         0            -              -       -         -            -  rmsnorm_kernel
   1 of 2 kernels without counters
 
 Counter samples (GPU-wide sampling windows, sum)
@@ -151,11 +149,22 @@ Counter samples (GPU-wide sampling windows, sum)
     dram__bytes_read.sum  3200000 (1 sample)
 
 Counter samples by kernel (by overlap time: .sum split, others time-weighted mean)
-  gemm(float*, float*, int): from 1 sample, 6.000 µs inside windows
+  gemm: from 1 sample, 6.000 µs inside windows
     dram__bytes_read.sum  2953846.154 (sum)
   rmsnorm_kernel: from 1 sample, 0.500 µs inside windows
     dram__bytes_read.sum  246153.846 (sum)
   idle: 0 windows without kernels; 3.500 of 10.000 µs sampled without kernels
+";
+
+/// `--counters raw`: the metric means of each kernel (none is 0 for every kernel).
+const TABLE_RAW_BY_KERNEL: &str = "
+Counters by kernel (mean per launch)
+  gemm: 3 of 3 launches with counters
+    dram__bytes_read.sum                                                      1572864 (2 launches)
+    dram__bytes_write.sum                                                   762144.25 (2 launches)
+    sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active      61.25 (1 launch)
+  rmsnorm_kernel: no counters (2 launches)
+  1 of 2 kernels without counters
 ";
 
 /// With `--top 1`, only gemm's counters (the count of kernels without counters is over
@@ -167,11 +176,9 @@ Counters
     group 1: sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
   pid 4243: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES from cuptiRangeProfilerEnable: another tool holds the counters
 
-Counters by kernel (mean per launch)
-  gemm(float*, float*, int): 3 of 3 launches with counters
-    dram__bytes_read.sum                                                      1572864 (2 launches)
-    dram__bytes_write.sum                                                   762144.25 (2 launches)
-    sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active      61.25 (1 launch)
+Counters by kernel (% of peak; formulas: gpuprof report --help)
+  launches  measured  SM active %  tensor pipe %  DRAM %  L2 hit %  occupancy %  kernel
+         3         3            -              -       -         -            -  gemm
   1 of 2 kernels without counters
 
 Counter samples (GPU-wide sampling windows, sum)
@@ -179,7 +186,7 @@ Counter samples (GPU-wide sampling windows, sum)
     dram__bytes_read.sum  3200000 (1 sample)
 
 Counter samples by kernel (by overlap time: .sum split, others time-weighted mean)
-  gemm(float*, float*, int): from 1 sample, 6.000 µs inside windows
+  gemm: from 1 sample, 6.000 µs inside windows
     dram__bytes_read.sum  2953846.154 (sum)
   idle: 0 windows without kernels; 3.500 of 10.000 µs sampled without kernels
 ";
@@ -202,6 +209,10 @@ name,mangled,launches_with_counters,metric,launches,mean,sum
 \"gemm(float*, float*, int)\",_Z4gemmPfS_i,3,dram__bytes_write.sum,2,762144.25,1524288.5
 \"gemm(float*, float*, int)\",_Z4gemmPfS_i,3,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,1,61.25,61.25
 rmsnorm_kernel,rmsnorm_kernel,0,,,,
+
+# counter_pct
+name,mangled,launches,launches_with_counters,sm_active_pct,tensor_pipe_pct,dram_throughput_pct,l2_hit_rate_pct,achieved_occupancy_pct
+\"gemm(float*, float*, int)\",_Z4gemmPfS_i,3,3,,,,,
 
 # counter_samples
 pid,device_id,metric,samples,sum
@@ -230,6 +241,38 @@ fn table_counter_section_is_exact_and_the_rest_unchanged() {
     assert!(with.contains(&format!(
         "rmsnorm_kernel\n{TABLE_COUNTERS}\nRoofline\n  (no FLOPs"
     )));
+}
+
+/// `--counters raw` shows the means instead of the percentages, `--counters off` no
+/// counter section at all; the rest of the table is the same.
+/// The default by-kernel section of [`TABLE_COUNTERS`]: no kernel has all the metrics
+/// of any percentage, so every cell is "-".
+const PCT_BY_KERNEL: &str = "
+Counters by kernel (% of peak; formulas: gpuprof report --help)
+  launches  measured  SM active %  tensor pipe %  DRAM %  L2 hit %  occupancy %  kernel
+         3         3            -              -       -         -            -  gemm
+         2         0            -              -       -         -            -  rmsnorm_kernel
+  1 of 2 kernels without counters
+";
+
+/// `--counters raw` shows the means instead of the percentages, `--counters off` no
+/// counter section at all; the rest of the table is the same.
+#[test]
+fn table_counter_views() {
+    let pct = report("counters-view-pct", true, &[]);
+    assert!(TABLE_COUNTERS.contains(PCT_BY_KERNEL));
+    let raw = report("counters-view-raw", true, &["--counters", "raw"]);
+    assert_eq!(
+        raw,
+        without(&pct, PCT_BY_KERNEL).replacen(
+            "\n\nCounter samples",
+            &format!("\n{TABLE_RAW_BY_KERNEL}\nCounter samples"),
+            1
+        )
+    );
+    let off = report("counters-view-off", true, &["--counters", "off"]);
+    let plain = report("counters-view-plain", false, &[]);
+    assert_eq!(off, plain);
 }
 
 #[test]
@@ -276,6 +319,12 @@ fn json_counters_are_exact_and_the_rest_unchanged() {
                         "launches": 1, "mean": 61.25, "sum": 61.25,
                     },
                 ],
+                // No figure has all its metrics (no GPU time, none of the default
+                // set's percentages): every one is null, none is unknown.
+                "pct": {
+                    "sm_active": null, "tensor_pipe": null, "dram_throughput": null,
+                    "l2_hit_rate": null, "achieved_occupancy": null,
+                },
                 "sample_count": 1, "sample_time_ns": 6000,
                 "sample_metrics": [
                     {"metric": "dram__bytes_read.sum", "samples": 1, "kind": "sum", "value": 2953846.153846154},
@@ -481,7 +530,7 @@ fn a_metric_name_of_70000_characters_is_printed() {
         w.push((pid, records.to_vec()));
     }
     write_parts(&dir.join(""), &w).unwrap();
-    let out = run(&["report", dir.path().to_str().unwrap()]);
+    let out = run(&["report", "--counters", "raw", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     // Names padded to the longest, two spaces, values right-aligned to the widest

@@ -17,8 +17,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use gpuprof_tests::{
-    artifact, gpuprof_command, record_on_sim, ring_files, Finished, Injection, Scratch, SimCommand,
-    TimedChild,
+    artifact, cudarc_llm_calls, gpuprof_command, kernel_calls, record_on_sim, ring_files, Finished,
+    Injection, Scratch, SimCommand, TimedChild,
 };
 use wire::ring::RingReader;
 use wire::{Kernel, Record};
@@ -38,14 +38,25 @@ const NO_DEFAULT_GA102: &str = "gpuprof has no default metric set for chip GA102
 const REFUSED_METRIC: &str = "CUPTI does not accept metric not_a_real_metric.sum on GH100 \
                               (GPU 0): cuptiProfilerHostConfigAddMetrics failed: \
                               CUPTI_ERROR_INVALID_PARAMETER (1)";
-/// Reason when another tool holds the counters: `CUPTI_ERROR_HARDWARE_BUSY` (26, "The
-/// performance monitoring hardware is in use by other client", cupti_result.h), which
-/// `cupti::CuptiError` does not name, so it is shown by number.
-const COUNTERS_BUSY: &str = "cuptiRangeProfilerEnable failed: CUPTI_ERROR_HARDWARE_BUSY (26)";
+/// What a `CUPTI_ERROR_HARDWARE_BUSY` answer (26, "The performance monitoring hardware
+/// is in use by other client", cupti_result.h) says after the call and the code.
+const BUSY_EXPLAINED: &str = "the GPU's performance counters are held by another tool \
+                              (DCGM: `dcgmi profile --pause`, or another profiler); kernels \
+                              are recorded without counters";
 
-/// The one warning line a counter failure gives (counters.rs `fail`, log.rs).
+/// Reason when another tool holds the counters and `call` says so.
+fn counters_busy(call: &str) -> String {
+    format!("{call} failed: CUPTI_ERROR_HARDWARE_BUSY (26): {BUSY_EXPLAINED}")
+}
+
+/// The one warning line a counter failure gives (counters.rs `fail`, log.rs); a busy
+/// answer's reason already says that kernels are recorded.
 fn warning(reason: &str) -> String {
-    format!("gpuprof: hardware counters are off: {reason}; tracing continues\n")
+    if reason.ends_with(BUSY_EXPLAINED) {
+        format!("gpuprof: hardware counters are off: {reason}\n")
+    } else {
+        format!("gpuprof: hardware counters are off: {reason}; tracing continues\n")
+    }
 }
 
 /// The cudarc client on the simulated stack (CUPTI 13.4), injected, with `env`; checks
@@ -270,10 +281,102 @@ fn refused_metric_leaves_tracing_on() {
 
 /// Another tool holds the GPU's counters (`SIMCUPTI_COUNTERS_BUSY=1`: the simulated
 /// `cuptiRangeProfilerEnable` answers `CUPTI_ERROR_HARDWARE_BUSY`): the plan was made
-/// (host side, before the context's range profiler), then counters go off.
+/// (host side, before the context's range profiler), then counters go off, saying
+/// who holds them and what to do.
 #[test]
 fn counters_held_by_another_tool_leave_tracing_on() {
     let (out, records) = run("busy", &[("SIMCUPTI_COUNTERS_BUSY", "1")]);
-    check_failed("busy", &out, &records, COUNTERS_BUSY);
+    check_failed(
+        "busy",
+        &out,
+        &records,
+        &counters_busy("cuptiRangeProfilerEnable"),
+    );
     assert_eq!(plan_chips(&records), vec!["GH100"]);
+}
+
+/// The same answer from the other calls that take the counters: PM sampling's
+/// enable (`GPUPROF_COUNTERS=sampling`), and `cuptiProfilerInitialize` before any plan.
+#[test]
+fn counters_held_by_another_tool_at_any_setup_call_say_so() {
+    let (out, records) = run(
+        "busy-sampling",
+        &[
+            ("SIMCUPTI_COUNTERS_BUSY", "1"),
+            ("GPUPROF_COUNTERS", "sampling"),
+        ],
+    );
+    check_failed(
+        "busy-sampling",
+        &out,
+        &records,
+        &counters_busy("cuptiPmSamplingEnable"),
+    );
+    let (out, records) = run(
+        "busy-initialize",
+        &[("SIMCUPTI_COUNTERS_BUSY", "cuptiProfilerInitialize")],
+    );
+    check_failed(
+        "busy-initialize",
+        &out,
+        &records,
+        &counters_busy("cuptiProfilerInitialize"),
+    );
+    assert!(plan_chips(&records).is_empty(), "no plan");
+}
+
+/// Under `gpuprof record`: the one warning, the report's counter status is exactly
+/// the busy reason (JSON, and the table's Counters section, wrapped at 120 columns),
+/// and every kernel is in the report with its exact count.
+#[test]
+fn counters_held_by_another_tool_under_record_reach_the_report() {
+    let scratch = Scratch::new("counter-failures-record-busy");
+    let out = scratch.join("out");
+    let mut cmd = record_on_sim("13.4");
+    cmd.arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(artifact("cudarc-llm"))
+        .env("SIMCUPTI_COUNTERS_BUSY", "1");
+    let ended = TimedChild::spawn(cmd, LIMIT).wait();
+    assert_eq!(ended.status.code(), Some(0), "{}", ended.stderr);
+    let reason = counters_busy("cuptiRangeProfilerEnable");
+    assert_eq!(
+        ended.stderr,
+        format!(
+            "{}gpuprof: session written to {o} (1 process, {KERNELS} kernels, 0 dropped); \
+             gpuprof report {o}\n",
+            warning(&reason),
+            o = out.display(),
+        )
+    );
+
+    let mut report = gpuprof_command();
+    report.args(["report", "--format", "json"]).arg(&out);
+    let r = TimedChild::spawn(report, LIMIT).wait();
+    assert!(r.status.success(), "gpuprof report: {}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("report JSON");
+    let pid = v["processes"][0]["pid"].as_u64().expect("pid");
+    assert_eq!(
+        v["counters"]["statuses"],
+        serde_json::json!([{"pid": pid, "message": reason}])
+    );
+    assert_eq!(kernel_calls(&v), cudarc_llm_calls());
+    assert_eq!(v["counters"]["kernels_without_counters"], 8);
+
+    // The table: after the plan, the status's lines, joined, are the reason; no line
+    // is over 120 columns.
+    let section = ended
+        .stdout
+        .split("\nCounters\n")
+        .nth(1)
+        .and_then(|s| s.split("\n\n").next())
+        .expect("a Counters section");
+    assert!(
+        section.lines().all(|l| l.chars().count() <= 120),
+        "{section}"
+    );
+    let status = &section[section.find(&format!("  pid {pid}: ")).expect("status")..];
+    let joined: Vec<&str> = status.lines().map(str::trim).collect();
+    assert_eq!(joined.join(" "), format!("pid {pid}: {reason}"));
 }

@@ -576,6 +576,14 @@ impl RingReader {
         }
     }
 
+    /// How full the ring is now: bytes written and not yet read, in whole percent of
+    /// the capacity (rounded down).
+    pub fn fill_pct(&self) -> u32 {
+        let write = self.shared.u64_at(OFF_WRITE_POS).load(Ordering::Acquire);
+        let used = write.saturating_sub(self.read_pos) as u128;
+        (used * 100 / self.shared.capacity.max(1) as u128).min(100) as u32
+    }
+
     /// Whether the ring file was truncated while mapped: what is in it is gone.
     pub fn is_lost(&self) -> bool {
         self.shared.guard.hit()

@@ -760,3 +760,22 @@ fn reading_into_one_buffer_replaces_its_contents_and_keeps_its_allocation() {
     assert!(!r.try_read_into(&mut buf).expect("read"));
     assert!(buf.is_empty());
 }
+
+#[test]
+fn fill_is_the_unread_share_of_the_capacity() {
+    let dir = TempDir::new("ring-fill");
+    let (mut writer, mut reader) = ring(&dir, 4096);
+    assert_eq!(reader.fill_pct(), 0);
+    // A frame is a 4-byte length and its payload: 1024 bytes of 4096.
+    writer.try_write(&payload(1, 1020)).unwrap();
+    assert_eq!(reader.fill_pct(), 25);
+    writer.try_write(&payload(2, 1020)).unwrap();
+    writer.try_write(&payload(3, 16)).unwrap();
+    // 2068 of 4096: 50.48%, rounded down.
+    assert_eq!(reader.fill_pct(), 50);
+    read_one(&mut reader);
+    assert_eq!(reader.fill_pct(), 25);
+    read_one(&mut reader);
+    read_one(&mut reader);
+    assert_eq!(reader.fill_pct(), 0);
+}

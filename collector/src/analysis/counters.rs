@@ -19,7 +19,9 @@ use wire::Record;
 
 use super::aggregate::{aggregate, Aggregate};
 pub use super::aggregate::{PlanSummary, StatusSummary};
+use super::counter_pct::{counter_pct, KernelPct, Means};
 use super::names::demangle;
+use super::peaks::Overrides;
 use super::sampled::{SampleIdle, SampledKernel};
 
 /// Everything the report's counter section shows.
@@ -32,6 +34,10 @@ pub struct Counters {
     /// Per kernel name (as recorded), every kernel of the session, by mangled name;
     /// kernels that had no counters have `launches_with_counters == 0` and no metrics.
     pub kernels: Vec<KernelCounterStats>,
+    /// The percentages of peak of each of [`Counters::kernels`], same order (see
+    /// [`super::counter_pct`]): with the built-in peaks from [`counters_of`]; whoever
+    /// has the user's peaks file recomputes them with [`pct_of`].
+    pub pct: Vec<KernelPct>,
     /// Per kernel key (name + grid + block), by mangled name then grid then block.
     pub configs: Vec<ConfigCounterStats>,
     /// PM sampling windows: per (pid, device, metric), by pid, device, metric name.
@@ -64,6 +70,14 @@ impl Counters {
             .binary_search_by(|k| k.mangled.as_str().cmp(mangled))
             .ok()
             .map(|i| &self.kernels[i])
+    }
+
+    /// The percentages of peak of the kernel whose recorded name is `mangled`.
+    pub fn pct(&self, mangled: &str) -> Option<&KernelPct> {
+        self.pct
+            .binary_search_by(|k| k.mangled.as_str().cmp(mangled))
+            .ok()
+            .map(|i| &self.pct[i])
     }
 
     /// The sample values attributed to the kernel whose recorded name is `mangled`.
@@ -157,6 +171,28 @@ impl Acc {
     }
 }
 
+/// The percentages of peak of `kernels` (see [`super::counter_pct`]) with the peaks
+/// of `overrides` (or the built-in ones).
+pub fn pct_of(
+    a: &Aggregate,
+    kernels: &[KernelCounterStats],
+    overrides: &Overrides,
+) -> Vec<KernelPct> {
+    let means: Vec<(&str, Means)> = kernels
+        .iter()
+        .map(|k| {
+            (
+                k.mangled.as_str(),
+                k.metrics
+                    .iter()
+                    .map(|m| (m.metric.as_str(), m.mean))
+                    .collect(),
+            )
+        })
+        .collect();
+    counter_pct(a, &means, overrides)
+}
+
 /// Builds the counter summary of `records`, read as one part.
 pub fn counters(records: &[(u32, Record)]) -> Counters {
     counters_of(&aggregate(records))
@@ -184,23 +220,25 @@ pub fn counters_of(a: &Aggregate) -> Counters {
             }
         }
     }
+    let kernels: Vec<KernelCounterStats> = by_name
+        .iter()
+        .map(|(mangled, acc)| KernelCounterStats {
+            name: if mangled.is_empty() {
+                "(unnamed)".to_string()
+            } else {
+                demangle(mangled)
+            },
+            mangled: mangled.to_string(),
+            launches: acc.launches,
+            launches_with_counters: acc.with_counters,
+            metrics: acc.metrics(),
+        })
+        .collect();
     Counters {
         plans: a.plans.clone(),
         statuses: a.counter_statuses.clone(),
-        kernels: by_name
-            .iter()
-            .map(|(mangled, acc)| KernelCounterStats {
-                name: if mangled.is_empty() {
-                    "(unnamed)".to_string()
-                } else {
-                    demangle(mangled)
-                },
-                mangled: mangled.to_string(),
-                launches: acc.launches,
-                launches_with_counters: acc.with_counters,
-                metrics: acc.metrics(),
-            })
-            .collect(),
+        pct: pct_of(a, &kernels, &Overrides::default()),
+        kernels,
         configs: by_key
             .iter()
             .map(|((mangled, grid, block), acc)| ConfigCounterStats {

@@ -526,11 +526,14 @@ Roofline of the run
 
 Peaks (dense)
   NVIDIA H100 80GB HBM3 (pid 1 device 0)
-    TFLOP/s: FP64 tensor 67, TF32 tensor 494.7, FP16 tensor 989.4, BF16 tensor 989.4, FP8 tensor 1978.8, INT8 tensor 1978.8, FP32 CUDA cores 67, FP64 CUDA cores 34
+    TFLOP/s: FP64 tensor 67, TF32 tensor 494.7, FP16 tensor 989.4, BF16 tensor 989.4, FP8 tensor 1978.8, INT8 tensor
+      1978.8, FP32 CUDA cores 67, FP64 CUDA cores 34
     DRAM: 3.35 TB/s
-    source: NVIDIA H100 Tensor Core GPU datasheet, SXM5: BF16 dense 989.4 TFLOP/s, FP8 1978.8, TF32 494.7, FP64 tensor 67, FP32 67, FP64 34 TFLOP/s, 3.35 TB/s
+    source: NVIDIA H100 Tensor Core GPU datasheet, SXM5: BF16 dense 989.4 TFLOP/s, FP8 1978.8, TF32 494.7, FP64 tensor
+      67, FP32 67, FP64 34 TFLOP/s, 3.35 TB/s
   Mystery GPU (pid 2 device 0)
-    no peaks for GPU \"Mystery GPU\" (device 0): not in the table of known GPUs, and cannot derive them without the per-SM rates of architecture sm_75 (known: sm_80, sm_86, sm_89, sm_90, sm_100); give them in a peaks file (--peaks)
+    no peaks for GPU \"Mystery GPU\" (device 0): not in the table of known GPUs, and cannot derive them without the per-SM
+      rates of architecture sm_75 (known: sm_80, sm_86, sm_89, sm_90, sm_100); give them in a peaks file (--peaks)
 
 Roofline values missing
   splitKreduce_kernel [NVIDIA H100 80GB HBM3]: no DRAM counters

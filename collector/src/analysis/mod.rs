@@ -16,6 +16,8 @@
 //!   whose stream did not end;
 //! - [`counters`](mod@counters): counter plans and statuses, kernel counters merged per kernel,
 //!   sampling windows per metric;
+//! - [`counter_pct`]: kernel counters as percentages of peak (SM active, tensor pipe,
+//!   DRAM throughput, L2 hit rate, achieved occupancy);
 //! - [`sampled`]: sampling windows attributed to kernels by overlap time;
 //! - [`nvtx`]: NVTX range pairing and the GPU time attributed to each range;
 //! - [`stacks`]: launches summed by class and by the NVTX ranges enclosing them, for
@@ -27,6 +29,7 @@
 
 pub mod aggregate;
 pub mod classes;
+pub mod counter_pct;
 pub mod counters;
 pub mod durations;
 pub mod efficiency;

@@ -183,7 +183,10 @@ pub(super) fn fit_last_column(headers: &[&str], rows: &mut [Vec<String>]) {
 /// [`crate::analysis::short_name`]), or with `--full-names` the demangled one.
 pub struct Names<'a> {
     pub full: bool,
+    /// Recorded name -> short name.
     short: std::collections::HashMap<&'a str, &'a str>,
+    /// Demangled name -> short name.
+    by_demangled: std::collections::HashMap<&'a str, &'a str>,
 }
 
 impl<'a> Names<'a> {
@@ -194,6 +197,19 @@ impl<'a> Names<'a> {
                 .iter()
                 .map(|k| (k.mangled.as_str(), k.short_name.as_str()))
                 .collect(),
+            by_demangled: kernels
+                .iter()
+                .map(|k| (k.name.as_str(), k.short_name.as_str()))
+                .collect(),
+        }
+    }
+
+    /// The name of the kernel whose demangled name is `name`; other text (a GEMM
+    /// shape's label) as it is.
+    pub fn of_demangled(&self, name: &str) -> String {
+        match self.by_demangled.get(name) {
+            Some(s) if !self.full => s.to_string(),
+            _ => name.to_string(),
         }
     }
 
@@ -246,28 +262,35 @@ impl CsvTables {
     }
 }
 
-/// `text` at `indent` spaces, wrapped at spaces to fit [`WIDTH`]; continuation lines
-/// are indented two more. A word longer than the line (a path) stays whole.
-pub(super) fn wrapped(out: &mut String, indent: usize, text: &str) {
-    let pad = " ".repeat(indent);
-    let mut line = pad.clone();
+/// `text` in lines of at most [`WIDTH`] characters, broken at spaces: the first line
+/// after `first` and a space, the others after `rest` (a longer word stays whole).
+pub(super) fn wrap_after(out: &mut String, first: &str, rest: &str, text: &str) {
+    let mut line = first.to_string();
+    // What goes before the next word when it is the line's first.
+    let mut lead = " ";
     let mut empty = true;
     for word in text.split(' ') {
-        let len = line.chars().count();
-        if !empty && len + 1 + word.chars().count() > WIDTH {
+        if !empty && line.chars().count() + 1 + word.chars().count() > WIDTH {
             out.push_str(line.trim_end());
             out.push('\n');
-            line = format!("{pad}  ");
+            line = rest.to_string();
+            lead = "";
             empty = true;
         }
-        if !empty {
-            line.push(' ');
-        }
+        line.push_str(if empty { lead } else { " " });
         line.push_str(word);
         empty = false;
     }
     out.push_str(line.trim_end());
     out.push('\n');
+}
+
+/// `text` at `indent` (at least 1) spaces, wrapped at spaces to fit [`WIDTH`];
+/// continuation lines are indented two more. A word longer than a line (a path) stays
+/// whole.
+pub(super) fn wrapped(out: &mut String, indent: usize, text: &str) {
+    let indent = indent.max(1);
+    wrap_after(out, &" ".repeat(indent - 1), &" ".repeat(indent + 2), text);
 }
 
 /// `text` cut to fit [`WIDTH`] after `indent` spaces, ending in "…" when cut.

@@ -1,13 +1,52 @@
 //! The counters sections of the report: the table's `Counters`, `Counters by kernel`,
 //! `Counter samples` and `Counter samples by kernel`, the JSON `counters` object and
 //! the columns of the CSV counter sections.
+//!
+//! `Counters by kernel` is one row per kernel with its counters as percentages of
+//! peak ([`crate::analysis::counter_pct`]), or with `--counters raw` the metric means
+//! per kernel, leaving out metrics that are 0 for every kernel shown. Every line of
+//! the counter sections but the raw metric rows fits [`super::cells::WIDTH`] columns.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use super::cells::{micros, plural, shown, value};
+use super::cells::{
+    fit_last_column, grid, micros, plural, shown, value, wrap_after as wrapped, Names,
+};
+use crate::analysis::counter_pct::{KernelPct, Pct};
 use crate::analysis::{Counters, KernelStats, Summary};
+
+/// What the table shows of the kernels' counters (`gpuprof report --counters`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum CounterView {
+    /// One row per kernel: SM active, tensor pipe, DRAM throughput, L2 hit rate and
+    /// achieved occupancy as percentages of peak.
+    #[default]
+    Pct,
+    /// The mean of each metric per kernel; metrics 0 for every kernel shown are left
+    /// out.
+    Raw,
+    /// No counter sections in the table.
+    Off,
+}
+
+/// The formulas of the percentages, for `gpuprof report --help` (docs/ARCHITECTURE.md
+/// has the same).
+pub const PCT_HELP: &str = "\
+Counters by kernel (the table's default, --counters pct), as percentages; each from the means
+per measured launch, \"-\" where the kernel lacks a metric, a footnote where a device fact is
+missing:
+  SM active %    100 x sm__cycles_active.avg / (gpu__time_duration.sum x the device record's
+                 core clock: CUDA's CLOCK_RATE, the maximum, so low when the GPU ran slower)
+  tensor pipe %  sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active
+  DRAM %         100 x (dram__bytes_read.sum + dram__bytes_write.sum) / (gpu__time_duration.sum
+                 x the peak DRAM bandwidth the roofline uses, --peaks included), or
+                 dram__throughput.avg.pct_of_peak_sustained_elapsed when that was collected
+  L2 hit %       100 x lts__t_sectors_lookup_hit.sum / (that + lts__t_sectors_lookup_miss.sum),
+                 or lts__t_sector_hit_rate.pct when that was collected
+  occupancy %    sm__warps_active.avg.pct_of_peak_sustained_active (achieved occupancy)";
 
 /// Metric rows: name padded, value right-aligned, then a note; indented by four.
 fn metric_rows(out: &mut String, rows: &[(String, String, String)]) {
@@ -25,63 +64,43 @@ fn metric_rows(out: &mut String, rows: &[(String, String, String)]) {
     }
 }
 
-/// The table's counter section: per process the plan or status, per shown kernel the
-/// metric means, and the sampling windows.
-pub(super) fn counters_table(out: &mut String, s: &Summary, kernels: &[KernelStats]) {
+/// The table's counter section: per process the plan or status, per shown kernel
+/// the counters as `view` says, and the sampling windows; nothing for
+/// [`CounterView::Off`].
+pub(super) fn counters_table(
+    out: &mut String,
+    s: &Summary,
+    kernels: &[KernelStats],
+    view: CounterView,
+    names: &Names,
+) {
+    if view == CounterView::Off {
+        return;
+    }
     let c: &Counters = &s.counters;
     out.push_str("\nCounters\n");
     for p in &s.processes {
         for plan in c.plans.iter().filter(|x| x.pid == p.pid) {
-            let _ = writeln!(
-                out,
-                "  pid {}, device {}: chip {}, {} mode; {}",
-                plan.pid, plan.device_id, plan.chip, plan.mode, plan.policy
+            let head = format!(
+                "  pid {}, device {}: chip {}, {} mode;",
+                plan.pid, plan.device_id, plan.chip, plan.mode
             );
+            wrapped(out, &head, "      ", &plan.policy);
             for (i, g) in plan.groups.iter().enumerate() {
-                let _ = writeln!(out, "    group {i}: {}", g.join(", "));
+                let head = format!("    group {i}:");
+                let rest = " ".repeat(head.chars().count() + 1);
+                wrapped(out, &head, &rest, &g.join(", "));
             }
         }
         for st in c.statuses.iter().filter(|x| x.pid == p.pid) {
-            let _ = writeln!(out, "  pid {}: {}", st.pid, st.message);
+            wrapped(out, &format!("  pid {}:", st.pid), "      ", &st.message);
         }
     }
 
-    out.push_str("\nCounters by kernel (mean per launch)\n");
-    if kernels.is_empty() {
-        out.push_str("  (no kernels)\n");
-    }
-    for k in kernels {
-        match c.kernel(&k.mangled) {
-            Some(kc) if kc.launches_with_counters > 0 => {
-                let _ = writeln!(
-                    out,
-                    "  {}: {} of {} with counters",
-                    k.name,
-                    kc.launches_with_counters,
-                    plural(kc.launches, "launch", "launches")
-                );
-                let rows: Vec<(String, String, String)> = kc
-                    .metrics
-                    .iter()
-                    .map(|m| {
-                        (
-                            m.metric.clone(),
-                            value(m.mean),
-                            format!("({})", plural(m.launches, "launch", "launches")),
-                        )
-                    })
-                    .collect();
-                metric_rows(out, &rows);
-            }
-            _ => {
-                let _ = writeln!(
-                    out,
-                    "  {}: no counters ({})",
-                    k.name,
-                    plural(k.calls, "launch", "launches")
-                );
-            }
-        }
+    if view == CounterView::Raw {
+        raw_table(out, c, kernels, names);
+    } else {
+        pct_table(out, c, kernels, names);
     }
     let _ = writeln!(
         out,
@@ -117,7 +136,137 @@ pub(super) fn counters_table(out: &mut String, s: &Summary, kernels: &[KernelSta
             i += rows.len();
             metric_rows(out, &rows);
         }
-        sampled_table(out, c, kernels);
+        sampled_table(out, c, kernels, names);
+    }
+}
+
+/// The shown kernels' metric means, without the metrics that are 0 for every one of
+/// them (counted in a line of their own).
+fn raw_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names: &Names) {
+    out.push_str("\nCounters by kernel (mean per launch)\n");
+    if kernels.is_empty() {
+        out.push_str("  (no kernels)\n");
+    }
+    // Metrics some shown kernel has a value other than 0 of, and all of them.
+    let mut nonzero: BTreeSet<&str> = BTreeSet::new();
+    let mut all: BTreeSet<&str> = BTreeSet::new();
+    for kc in kernels.iter().filter_map(|k| c.kernel(&k.mangled)) {
+        for m in &kc.metrics {
+            all.insert(&m.metric);
+            if m.mean != 0.0 {
+                nonzero.insert(&m.metric);
+            }
+        }
+    }
+    for k in kernels {
+        match c.kernel(&k.mangled) {
+            Some(kc) if kc.launches_with_counters > 0 => {
+                let _ = writeln!(
+                    out,
+                    "  {}: {} of {} with counters",
+                    names.of(&k.mangled, &k.name),
+                    kc.launches_with_counters,
+                    plural(kc.launches, "launch", "launches")
+                );
+                let rows: Vec<(String, String, String)> = kc
+                    .metrics
+                    .iter()
+                    .filter(|m| nonzero.contains(m.metric.as_str()))
+                    .map(|m| {
+                        (
+                            m.metric.clone(),
+                            value(m.mean),
+                            format!("({})", plural(m.launches, "launch", "launches")),
+                        )
+                    })
+                    .collect();
+                metric_rows(out, &rows);
+            }
+            _ => {
+                let _ = writeln!(
+                    out,
+                    "  {}: no counters ({})",
+                    names.of(&k.mangled, &k.name),
+                    plural(k.calls, "launch", "launches")
+                );
+            }
+        }
+    }
+    let zero = all.len() - nonzero.len();
+    if zero > 0 {
+        let _ = writeln!(
+            out,
+            "  {} left out: 0 for every kernel shown",
+            plural(zero as u64, "metric", "metrics")
+        );
+    }
+}
+
+/// A percentage with one decimal, `-` without one.
+fn pct_cell(p: &Pct) -> String {
+    p.value()
+        .map_or_else(|| "-".to_string(), |v| format!("{v:.1}"))
+}
+
+/// The percentage columns: header and [`KernelPct::columns`] key.
+const PCT_HEADERS: [&str; 5] = [
+    "SM active %",
+    "tensor pipe %",
+    "DRAM %",
+    "L2 hit %",
+    "occupancy %",
+];
+
+/// One row per shown kernel: launches, launches with counters, the percentages of
+/// peak and the name cut to the width left; then why figures are unknown.
+fn pct_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names: &Names) {
+    out.push_str("\nCounters by kernel (% of peak; formulas: gpuprof report --help)\n");
+    if kernels.is_empty() {
+        out.push_str("  (no kernels)\n");
+        return;
+    }
+    let mut headers = vec!["launches", "measured"];
+    headers.extend(PCT_HEADERS);
+    // footnote text -> kernels it applies to
+    let mut notes: BTreeMap<String, u64> = BTreeMap::new();
+    let mut rows: Vec<Vec<String>> = kernels
+        .iter()
+        .map(|k| {
+            let measured = c
+                .kernel(&k.mangled)
+                .map_or(0, |kc| kc.launches_with_counters);
+            let mut row = vec![k.calls.to_string(), measured.to_string()];
+            match c.pct(&k.mangled).filter(|_| measured > 0) {
+                Some(p) => {
+                    for ((_, v), h) in p.columns().into_iter().zip(PCT_HEADERS) {
+                        row.push(pct_cell(v));
+                        if let Pct::Unknown(why) = v {
+                            *notes.entry(format!("{h}: {why}")).or_default() += 1;
+                        }
+                    }
+                }
+                None => row.extend(PCT_HEADERS.map(|_| "-".to_string())),
+            }
+            row
+        })
+        .collect();
+    for (row, k) in rows.iter_mut().zip(kernels) {
+        row.push(names.of(&k.mangled, &k.name));
+    }
+    headers.push("kernel");
+    if !names.full {
+        fit_last_column(&headers, &mut rows);
+    }
+    let mut right = vec![true; headers.len()];
+    right[headers.len() - 1] = false;
+    grid(out, &headers, &right, &rows);
+    for (note, n) in &notes {
+        wrapped(
+            out,
+            "  \"-\" in",
+            "    ",
+            &format!("{note} ({})", plural(*n, "kernel", "kernels")),
+        );
     }
 }
 
@@ -129,7 +278,7 @@ fn sampled_rows(metrics: &[crate::analysis::SampledMetric]) -> Vec<(String, Stri
 }
 
 /// The samples attributed to the shown kernels, then the idle time.
-fn sampled_table(out: &mut String, c: &Counters, kernels: &[KernelStats]) {
+fn sampled_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names: &Names) {
     out.push_str(
         "\nCounter samples by kernel (by overlap time: .sum split, others time-weighted mean)\n",
     );
@@ -138,7 +287,7 @@ fn sampled_table(out: &mut String, c: &Counters, kernels: &[KernelStats]) {
             let _ = writeln!(
                 out,
                 "  {}: from {}, {} µs inside windows",
-                k.name,
+                names.of(&k.mangled, &k.name),
                 plural(sk.samples, "sample", "samples"),
                 micros(sk.overlap_ns)
             );
@@ -205,6 +354,13 @@ pub(super) fn counters_json(s: &Summary, top: Option<usize>) -> Value {
                 "launches_with_counters": kc.map_or(0, |kc| kc.launches_with_counters),
                 "metrics": metrics,
             });
+            if let Some(p) = c.pct(&k.mangled).filter(|_| !metrics_empty(kc)) {
+                let (pct, unknown) = pct_json(p);
+                row["pct"] = pct;
+                if !unknown.is_empty() {
+                    row["pct_unknown"] = json!(unknown);
+                }
+            }
             if !c.samples.is_empty() {
                 let sk = c.sampled_kernel(&k.mangled);
                 row["sample_count"] = json!(sk.map_or(0, |sk| sk.samples));
@@ -240,6 +396,64 @@ pub(super) fn counters_json(s: &Summary, top: Option<usize>) -> Value {
     }
     out
 }
+
+fn metrics_empty(kc: Option<&crate::analysis::KernelCounterStats>) -> bool {
+    kc.is_none_or(|kc| kc.metrics.is_empty())
+}
+
+/// A kernel's percentages rounded to two decimals (`null` where unknown), and why
+/// each unknown one is.
+fn pct_json(p: &KernelPct) -> (Value, BTreeMap<&'static str, String>) {
+    let mut values = serde_json::Map::new();
+    let mut unknown = BTreeMap::new();
+    for (key, v) in p.columns() {
+        values.insert(
+            key.to_string(),
+            json!(v.value().map(|v| (v * 100.0).round() / 100.0)),
+        );
+        if let Pct::Unknown(why) = v {
+            unknown.insert(key, why.clone());
+        }
+    }
+    (Value::Object(values), unknown)
+}
+
+/// The CSV's `counter_pct` rows: one per kernel of the JSON `counters.kernels` with
+/// counters, its `pct` values as `<key>_pct` columns.
+pub(super) fn pct_rows(counters: &Value) -> Vec<Value> {
+    counters["kernels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|k| k.get("pct").is_some())
+        .map(|k| {
+            let mut row = json!({
+                "name": k["name"],
+                "mangled": k["mangled"],
+                "launches": k["launches"],
+                "launches_with_counters": k["launches_with_counters"],
+            });
+            if let Some(p) = k["pct"].as_object() {
+                for (key, v) in p {
+                    row[format!("{key}_pct")] = v.clone();
+                }
+            }
+            row
+        })
+        .collect()
+}
+
+pub(super) const PCT_COLUMNS: [&str; 9] = [
+    "name",
+    "mangled",
+    "launches",
+    "launches_with_counters",
+    "sm_active_pct",
+    "tensor_pipe_pct",
+    "dram_throughput_pct",
+    "l2_hit_rate_pct",
+    "achieved_occupancy_pct",
+];
 
 pub(super) const PLAN_COLUMNS: [&str; 7] = [
     "pid",

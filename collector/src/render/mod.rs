@@ -7,7 +7,8 @@
 //! JSON field names and CSV column names are the same and stable.
 //!
 //! Counters get their own section (table `Counters`, CSV `counter_plans`,
-//! `counter_statuses`, `kernel_counters`, `counter_samples`, JSON `counters`) only when
+//! `counter_statuses`, `kernel_counters`, `counter_pct`, `counter_samples`, JSON
+//! `counters`) only when
 //! the session holds counter records, so reports of sessions without counters are the
 //! same as before counters existed. The sampling windows attributed to kernels
 //! (`analysis::sampled`: `.sum` metrics split by overlap time, others as the
@@ -48,6 +49,7 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use crate::analysis::aggregate::Aggregate;
+use crate::analysis::counters::pct_of;
 use crate::analysis::efficiency::{efficiency_of, Efficiency};
 use crate::analysis::peaks::Overrides;
 use crate::analysis::summary::summarize_aggregate;
@@ -56,13 +58,14 @@ use cells::{
     cut_to_width, fit_last_column, grid, grid_or_none, mean_ns, pct, shown, wrapped, Names,
 };
 use counters::{
-    counters_json, counters_table, KERNEL_COUNTER_COLUMNS, PLAN_COLUMNS, SAMPLED_COLUMNS,
-    SAMPLE_COLUMNS,
+    counters_json, counters_table, pct_rows, KERNEL_COUNTER_COLUMNS, PCT_COLUMNS, PLAN_COLUMNS,
+    SAMPLED_COLUMNS, SAMPLE_COLUMNS,
 };
 use integrity::{integrity_csv, integrity_json, integrity_table};
 use roofline::{roofline_csv, roofline_json, roofline_table};
 
 pub use cells::{micros, value, CsvTables};
+pub use counters::{CounterView, PCT_HELP};
 pub use roofline::si;
 
 /// The formats of `gpuprof report`.
@@ -96,6 +99,8 @@ pub struct View {
     /// Kernels by their demangled names, whole (default: short names, cut to fit
     /// [`cells::WIDTH`] columns).
     pub full_names: bool,
+    /// How the kernels' counters are shown.
+    pub counters: CounterView,
 }
 
 /// [`report`] shown as `view` says.
@@ -109,6 +114,7 @@ pub fn report_with(
 ) -> String {
     let mut summary = summarize_aggregate(aggregate);
     summary.integrity = integrity.clone();
+    summary.counters.pct = pct_of(aggregate, &summary.counters.kernels, peaks);
     let roofline = efficiency_of(aggregate, peaks);
     match format {
         Format::Table => table_view(&summary, Some(&roofline), Some(top.unwrap_or(20)), view),
@@ -239,7 +245,7 @@ pub fn table_view(
     }
 
     if s.counters.any() {
-        counters_table(&mut out, s, kernels);
+        counters_table(&mut out, s, kernels, view.counters, &names);
     }
     match roofline {
         Some(e) if e.any() => roofline_table(&mut out, e, s.kernel_ns, top, &names),
@@ -493,17 +499,18 @@ pub fn csv_tables(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
         ("dropped", &DROPPED_COLUMNS),
         ("unfinished", &["pid"]),
     ];
-    let counter_sections: [(&str, &[&str]); 5] = [
+    let counter_sections: [(&str, &[&str]); 6] = [
         ("counter_plans", &PLAN_COLUMNS),
         ("counter_statuses", &["pid", "message"]),
         ("kernel_counters", &KERNEL_COUNTER_COLUMNS),
+        ("counter_pct", &PCT_COLUMNS),
         ("counter_samples", &SAMPLE_COLUMNS),
         ("sampled_kernel_counters", &SAMPLED_COLUMNS),
     ];
     let counter_sections: &[(&str, &[&str])] = if v.get("counters").is_none() {
         &[]
     } else if s.counters.samples.is_empty() {
-        &counter_sections[..4]
+        &counter_sections[..5]
     } else {
         &counter_sections
     };
@@ -611,6 +618,7 @@ pub fn csv_tables(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
                         .collect()
                 })
                 .collect(),
+            "counter_pct" => pct_rows(&v["counters"]),
             "counter_samples" => v["counters"]["samples"]
                 .as_array()
                 .cloned()

@@ -11,6 +11,7 @@ use crate::analysis::efficiency::{Efficiency, KernelRow, Rollup, ShapeRow};
 use crate::analysis::precision::Math;
 use crate::analysis::rollup::FlopSource;
 use crate::analysis::roofline::Point;
+use crate::analysis::short_name::fit_names;
 
 /// A large number with an SI prefix and two decimals ("137.44G"); below 1000 at most
 /// three decimals.
@@ -57,6 +58,9 @@ fn shown_rows<T>(rows: &[T], top: Option<usize>) -> &[T] {
         _ => rows,
     }
 }
+
+/// The most characters of a kernel's name in a line of prose ("... missing").
+const PROSE_NAME_WIDTH: usize = 60;
 
 /// The point's columns for tables: AI, FLOP/s, MFU %, MBU %, bound. (The roofline
 /// efficiency, the share of the attainable FLOP/s, is in CSV and JSON.)
@@ -284,9 +288,7 @@ pub(super) fn roofline_table(
                 );
                 wrapped(out, 4, &format!("source: {}", p.source));
             }
-            (None, Some(err)) => {
-                let _ = writeln!(out, "    {err}");
-            }
+            (None, Some(err)) => wrapped(out, 4, err),
             (None, None) => {}
         }
     }
@@ -305,7 +307,11 @@ pub(super) fn roofline_table(
     if !e.missing.is_empty() {
         out.push_str("\nRoofline values missing\n");
         for m in &e.missing {
-            let _ = writeln!(out, "  {}: {}", label(&m.kernel, &m.gpu), m.what);
+            let mut kernel = names.of_demangled(&m.kernel);
+            if !names.full {
+                kernel = fit_names(&[&kernel], PROSE_NAME_WIDTH).remove(0);
+            }
+            wrapped(out, 2, &format!("{}: {}", label(&kernel, &m.gpu), m.what));
         }
     }
 }

@@ -62,6 +62,9 @@ pub unsafe extern "C" fn cuptiPmSamplingEnable(p: *mut CUpti_PmSampling_Enable_P
         if d.attribute(CLOCK_RATE, dev).is_none() {
             return CUPTI_ERROR_INVALID_PARAMETER;
         }
+        if crate::profiling::counters_busy("cuptiPmSamplingEnable") {
+            return CUPTI_ERROR_HARDWARE_BUSY;
+        }
         let chip = crate::api_profiler_target::chip_of(d, dev).unwrap_or_default();
         match pm::enable(dev as u32, chip) {
             Ok(h) => {

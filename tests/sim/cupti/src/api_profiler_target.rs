@@ -54,6 +54,9 @@ pub unsafe extern "C" fn cuptiProfilerInitialize(p: *mut CUpti_Profiler_Initiali
         if crate::driver::get().is_none() {
             return CUPTI_ERROR_NOT_INITIALIZED;
         }
+        if crate::profiling::counters_busy("cuptiProfilerInitialize") {
+            return CUPTI_ERROR_HARDWARE_BUSY;
+        }
         PROFILER_INITIALIZED.fetch_add(1, Ordering::AcqRel);
         CUPTI_SUCCESS
     })

@@ -9,9 +9,10 @@
 //! `CUPTI_ERROR_INVALID_OPERATION`. `cuptiProfilerInitialize` must come first
 //! (`CUPTI_ERROR_NOT_INITIALIZED`).
 //!
-//! `SIMCUPTI_COUNTERS_BUSY=1` plays another tool holding the GPU's counters:
-//! `cuptiRangeProfilerEnable` on a valid context answers `CUPTI_ERROR_HARDWARE_BUSY`
-//! ("The performance monitoring hardware is in use by other client", cupti_result.h).
+//! `SIMCUPTI_COUNTERS_BUSY` plays another tool holding the GPU's counters
+//! ([`crate::profiling::counters_busy`]): `cuptiRangeProfilerEnable` on a valid
+//! context then answers `CUPTI_ERROR_HARDWARE_BUSY` ("The performance monitoring
+//! hardware is in use by other client", cupti_result.h).
 
 use std::ffi::CStr;
 
@@ -45,19 +46,11 @@ fn run<T: Copy>(p: *mut T, min: usize, f: impl FnOnce(&mut T, usize) -> R) -> R 
 
 const NOT_ENABLED: R = CUPTI_ERROR_INVALID_OPERATION;
 
-/// Environment variable: `1` makes `cuptiRangeProfilerEnable` answer
-/// `CUPTI_ERROR_HARDWARE_BUSY`, as when another tool holds the counters.
-pub const COUNTERS_BUSY_ENV: &str = "SIMCUPTI_COUNTERS_BUSY";
-
-fn counters_busy() -> bool {
-    std::env::var_os(COUNTERS_BUSY_ENV).is_some_and(|v| v == "1")
-}
-
 /// `cuptiRangeProfilerEnable`: "Create a range profiler object and enable range
 /// profiling on the CUDA context." A null or invalid context is
 /// `CUPTI_ERROR_INVALID_PARAMETER`; a second object on one context
-/// `CUPTI_ERROR_INVALID_OPERATION`; with `SIMCUPTI_COUNTERS_BUSY=1` (another tool
-/// holds the counters) `CUPTI_ERROR_HARDWARE_BUSY`.
+/// `CUPTI_ERROR_INVALID_OPERATION`; with `SIMCUPTI_COUNTERS_BUSY` naming it (another
+/// tool holds the counters) `CUPTI_ERROR_HARDWARE_BUSY`.
 ///
 /// # Safety
 /// `p` is null or a valid `CUpti_RangeProfiler_Enable_Params`.
@@ -78,7 +71,7 @@ pub unsafe extern "C" fn cuptiRangeProfilerEnable(p: *mut CUpti_RangeProfiler_En
         if id == 0 || dev < 0 {
             return CUPTI_ERROR_INVALID_PARAMETER;
         }
-        if counters_busy() {
+        if crate::profiling::counters_busy("cuptiRangeProfilerEnable") {
             return CUPTI_ERROR_HARDWARE_BUSY;
         }
         let chip = crate::api_profiler_target::chip_of(d, dev).unwrap_or_default();

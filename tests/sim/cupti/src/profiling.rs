@@ -37,6 +37,27 @@ use sim_abi::GpuOp;
 
 type R = CUptiResult::Type;
 
+/// Environment variable that plays another tool holding the GPU's counters (DCGM's
+/// profiling module, another profiler): `1` makes the calls that take the counters
+/// for a context or device, `cuptiRangeProfilerEnable` and `cuptiPmSamplingEnable`,
+/// answer `CUPTI_ERROR_HARDWARE_BUSY`; a comma-separated list of call names makes
+/// exactly those answer it (also `cuptiProfilerInitialize`). Which call real CUPTI
+/// refuses is not documented for these APIs (cupti_result.h: "The performance
+/// monitoring hardware is in use by other client"), so each can be played.
+pub const COUNTERS_BUSY_ENV: &str = "SIMCUPTI_COUNTERS_BUSY";
+
+/// Whether [`COUNTERS_BUSY_ENV`] makes `call` answer `CUPTI_ERROR_HARDWARE_BUSY`.
+pub fn counters_busy(call: &str) -> bool {
+    let Some(v) = std::env::var_os(COUNTERS_BUSY_ENV) else {
+        return false;
+    };
+    let v = v.to_string_lossy();
+    if v == "1" {
+        return matches!(call, "cuptiRangeProfilerEnable" | "cuptiPmSamplingEnable");
+    }
+    v.split(',').any(|c| c == call)
+}
+
 /// Whether the impersonated release has the profiling APIs (12.6 headers on).
 pub fn available() -> bool {
     crate::release::current().at_least(12, 6)
