@@ -26,6 +26,9 @@ fi
 step "Python environment for the Python clients (target/venv)"
 scripts/python-env.sh
 
+step "Python environment for Holistic Trace Analysis (target/venv-hta)"
+scripts/python-env.sh hta
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
