@@ -349,13 +349,21 @@ pub fn run(args: &Args) -> Result<ExitCode> {
                 if window.is_some() { " in the window" } else { "" }
             );
         }
+        // The processes that have a file.
+        let written: Vec<ProcessHeader> = headers
+            .into_iter()
+            .filter(|h| {
+                let path = output.join(h.file_name());
+                temps.borrow().iter().any(|(_, p)| *p == path)
+            })
+            .collect();
         return Ok(finish(
             &store,
             &output,
             args,
             &stats,
             integrity,
-            &headers,
+            &written,
             temps.borrow().len(),
         ));
     }
