@@ -31,6 +31,9 @@ scripts/python-env.sh pandas
 step "Go, whose pprof reads gpuprof pprof's profiles (tests/tests/pprof_go.rs)"
 scripts/debian-tools.sh golang-go
 
+step "Python environment for Holistic Trace Analysis (target/venv-hta)"
+scripts/python-env.sh hta
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -79,7 +79,7 @@ pub fn write_replacing(
 }
 
 /// A new file beside `path` under the first free temporary name.
-fn temp_beside(path: &Path, name: &str) -> io::Result<(PathBuf, File)> {
+pub fn temp_beside(path: &Path, name: &str) -> io::Result<(PathBuf, File)> {
     let pid = std::process::id();
     for n in 0..TEMP_NAMES {
         let tmp = path.with_file_name(format!(".{name}.{pid}.{n}.tmp"));

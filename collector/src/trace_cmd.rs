@@ -1,5 +1,6 @@
-//! `gpuprof trace`: the session as a timeline, in Perfetto's protobuf format (default)
-//! or Chrome trace-event JSON, streamed: the session is read part by part
+//! `gpuprof trace`: the session as a timeline, in Perfetto's protobuf format (default),
+//! Chrome trace-event JSON or the PyTorch profiler's (Kineto's) JSON, one file per
+//! process in a directory (`analysis::trace::kineto`), streamed: the session is read part by part
 //! (`store::Store::read_part`) and each part's slices are written before the next
 //! part is read (`analysis::trace::TraceBuilder`), so memory holds one part and the
 //! builder's small state, whatever the length of the run.
@@ -7,13 +8,18 @@
 //! Damage is handled as `report` handles it: damaged files are skipped, each named
 //! on stderr, and the command exits 3 after writing the trace.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::rc::Rc;
 
 use anyhow::{bail, Context, Result};
 use gpuprof_collector::analysis::integrity::{screen, DamagedFile, Integrity, Unsealed};
 use gpuprof_collector::analysis::trace::chrome::ChromeWriter;
 use gpuprof_collector::analysis::trace::event::Sink;
+use gpuprof_collector::analysis::trace::kineto::{
+    assign_ranks, Files, KinetoWriter, ProcessHeader,
+};
 use gpuprof_collector::analysis::trace::perfetto::PerfettoWriter;
 use gpuprof_collector::analysis::trace::{
     first_timestamp, TraceBuilder, TraceFormat, TraceStats, Window, HOLD_PARTS,
@@ -28,9 +34,12 @@ pub struct Args {
     /// A session: the output directory of `gpuprof record` / `collect`.
     #[arg(value_name = "SESSION")]
     session: PathBuf,
-    /// Where to write the trace. Default: trace.perfetto-trace (perfetto) or
-    /// trace.json (chrome) in the session directory.
-    #[arg(short, long, value_name = "FILE")]
+    /// Where to write the trace. Default: trace.perfetto-trace (perfetto),
+    /// trace.json (chrome) or the directory kineto/ (kineto) in the session
+    /// directory. For kineto, a directory: made if missing; one that exists must hold
+    /// nothing but `*.pt.trace.json` files (a Kineto trace written before, which the
+    /// new one replaces): HTA reads every JSON file in it.
+    #[arg(short, long, value_name = "FILE|DIR")]
     output: Option<PathBuf>,
     /// The trace format.
     #[arg(long, value_enum, default_value_t = TraceFormat::Perfetto)]
@@ -89,6 +98,7 @@ pub fn default_name(format: TraceFormat) -> &'static str {
     match format {
         TraceFormat::Perfetto => "trace.perfetto-trace",
         TraceFormat::Chrome => "trace.json",
+        TraceFormat::Kineto => "kineto",
     }
 }
 
@@ -114,23 +124,136 @@ fn read(store: &Store, i: usize, integrity: Option<&mut Integrity>) -> Result<Ve
 
 /// The first timestamp of the session (one pass over it).
 fn origin(store: &Store) -> Result<Option<u64>> {
+    Ok(prepass(store)?.0)
+}
+
+/// The first timestamp of the session and what each process's Kineto file says of
+/// it (one pass over the session).
+fn prepass(store: &Store) -> Result<(Option<u64>, Vec<ProcessHeader>)> {
     let mut first: Option<u64> = None;
+    let mut headers: std::collections::BTreeMap<u32, ProcessHeader> = Default::default();
     for i in 0..store.parts.len() {
         let records = read(store, i, None)?;
         if let Some(t) = first_timestamp(&records) {
             first = Some(first.map_or(t, |f| f.min(t)));
         }
+        for (pid, r) in &records {
+            let h = headers
+                .entry(*pid)
+                .or_insert_with(|| ProcessHeader::unknown(*pid));
+            match r {
+                // The first record of a process wins, as the builder takes it.
+                Record::Process(p) if h.command.is_empty() && h.host.is_empty() => {
+                    let devices = std::mem::take(&mut h.devices);
+                    *h = ProcessHeader::of(p, *pid);
+                    h.devices = devices;
+                }
+                Record::Device(d) => {
+                    h.devices.entry(d.id).or_insert_with(|| d.clone());
+                }
+                _ => {}
+            }
+        }
     }
-    Ok(first)
+    let mut headers: Vec<ProcessHeader> = headers.into_values().collect();
+    assign_ranks(&mut headers);
+    Ok((first, headers))
 }
 
-/// Every part of `store` through `builder`.
+/// The Kineto trace's files, written under temporary names in the output directory
+/// (made when the first is) and renamed into place once all are whole.
+struct DirFiles {
+    dir: PathBuf,
+    made: bool,
+    /// (temporary name, final name), shared with the caller, who renames or removes
+    /// them.
+    files: Rc<RefCell<Vec<(PathBuf, PathBuf)>>>,
+}
+
+impl Files for DirFiles {
+    type W = std::io::BufWriter<std::fs::File>;
+    fn create(&mut self, name: &str) -> std::io::Result<Self::W> {
+        if !self.made {
+            if !self.dir.is_dir() {
+                gpuprof_collector::output_file::make_dir(&self.dir)?;
+            }
+            self.made = true;
+        }
+        let path = self.dir.join(name);
+        let (tmp, file) = gpuprof_collector::output_file::temp_beside(&path, name)?;
+        self.files.borrow_mut().push((tmp, path));
+        Ok(std::io::BufWriter::with_capacity(1 << 16, file))
+    }
+}
+
+/// Removes the files of an earlier Kineto trace in `dir` that this one (`files`:
+/// temporary and final names) does not replace, then renames this one's into place.
+fn commit(dir: &Path, files: &[(PathBuf, PathBuf)]) -> std::io::Result<()> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let new: Vec<&PathBuf> = files.iter().map(|(_, path)| path).collect();
+    for old in kineto_files(dir)? {
+        if !new.contains(&&old) {
+            std::fs::remove_file(&old)?;
+        }
+    }
+    for (tmp, path) in files {
+        std::fs::rename(tmp, path)?;
+    }
+    Ok(())
+}
+
+/// The `*.pt.trace.json` files in `dir`.
+fn kineto_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        if e.file_name().to_string_lossy().ends_with(".pt.trace.json") && e.file_type()?.is_file() {
+            out.push(e.path());
+        }
+    }
+    Ok(out)
+}
+
+/// Refuses an output directory for the Kineto trace that is not a directory of the
+/// user's own holding nothing but an earlier Kineto trace (and our temporary files).
+fn check_kineto_dir(dir: &Path) -> Result<()> {
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => bail!("{}: {e}", dir.display()),
+    };
+    if !meta.is_dir() {
+        bail!(
+            "{} is not a directory: the Kineto trace is a directory of files, one per process (name a new or empty one with -o)",
+            dir.display()
+        );
+    }
+    gpuprof_collector::output_file::check_own_dir(dir, &meta)?;
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
+    for e in entries {
+        let e = e.with_context(|| format!("cannot list {}", dir.display()))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let ours = name.ends_with(".pt.trace.json") && e.file_type().is_ok_and(|t| t.is_file());
+        if !ours {
+            bail!(
+                "{} holds {name:?}, which is not a Kineto trace file (*.pt.trace.json): HTA reads every JSON file of the directory it is given, so gpuprof writes the trace only into a new or empty directory, or over an earlier Kineto trace (name one with -o)",
+                dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Every part of `store` through `builder`; what was written, and the sink.
 fn stream<S: Sink>(
     store: &Store,
     mut builder: TraceBuilder<S>,
     integrity: &mut Integrity,
     failed: &mut Option<ReadError>,
-) -> std::io::Result<TraceStats> {
+) -> std::io::Result<(TraceStats, S)> {
     for i in 0..store.parts.len() {
         let records = match read(store, i, Some(integrity)) {
             Ok(r) => r,
@@ -142,7 +265,8 @@ fn stream<S: Sink>(
         };
         builder.part(&records)?;
     }
-    Ok(builder.finish()?.1)
+    let (sink, stats) = builder.finish()?;
+    Ok((stats, sink))
 }
 
 fn plural(n: u64, one: &str, many: &str) -> String {
@@ -160,11 +284,20 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         Some(o) => o.clone(),
         None => store.dir.join(default_name(args.format)),
     };
+    if args.format == TraceFormat::Kineto {
+        check_kineto_dir(&output)?;
+    }
     let windowed = args.from.is_some() || args.to.is_some();
-    let origin = if windowed || args.format == TraceFormat::Chrome {
-        origin(&store)?
-    } else {
-        None
+    let mut headers = Vec::new();
+    let origin = match args.format {
+        TraceFormat::Kineto => {
+            let (origin, h) = prepass(&store)?;
+            headers = h;
+            origin
+        }
+        TraceFormat::Chrome => origin(&store)?,
+        TraceFormat::Perfetto if windowed => origin(&store)?,
+        TraceFormat::Perfetto => None,
     };
     let window = match (windowed, origin) {
         (true, Some(o)) => Some(Window {
@@ -178,20 +311,83 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let mut integrity = Integrity::default();
     let mut failed = None;
     let mut stats = TraceStats::default();
+    if args.format == TraceFormat::Kineto {
+        let temps = Rc::new(RefCell::new(Vec::new()));
+        let files = DirFiles {
+            dir: output.clone(),
+            made: false,
+            files: Rc::clone(&temps),
+        };
+        let writer = KinetoWriter::new(files, origin.unwrap_or(0), headers.clone());
+        let streamed = stream(
+            &store,
+            TraceBuilder::new(writer, window),
+            &mut integrity,
+            &mut failed,
+        );
+        let committed = streamed.and_then(|(s, writer)| {
+            stats = s;
+            // Each file is flushed (finish) and closed before the renames.
+            let files = writer.into_files();
+            drop(files);
+            commit(&output, &temps.borrow())
+        });
+        if committed.is_err() {
+            for (tmp, _) in temps.borrow().iter() {
+                let _ = std::fs::remove_file(tmp);
+            }
+        }
+        if let Some(ReadError(e)) = failed {
+            return Err(e);
+        }
+        committed
+            .with_context(|| format!("cannot write the Kineto trace in {}", output.display()))?;
+        if temps.borrow().is_empty() {
+            bail!(
+                "{}: the session has no kernel, copy, set, launch call or NVTX range{}: no Kineto trace written",
+                store.dir.display(),
+                if window.is_some() { " in the window" } else { "" }
+            );
+        }
+        // The processes that have a file.
+        let written: Vec<ProcessHeader> = headers
+            .into_iter()
+            .filter(|h| {
+                let path = output.join(h.file_name());
+                temps.borrow().iter().any(|(_, p)| *p == path)
+            })
+            .collect();
+        return Ok(finish(
+            &store,
+            &output,
+            args,
+            &stats,
+            integrity,
+            &written,
+            temps.borrow().len(),
+        ));
+    }
     let written = gpuprof_collector::output_file::write_replacing(&output, |w| {
         stats = match args.format {
-            TraceFormat::Perfetto => stream(
-                &store,
-                TraceBuilder::new(PerfettoWriter::new(w), window),
-                &mut integrity,
-                &mut failed,
-            )?,
-            TraceFormat::Chrome => stream(
-                &store,
-                TraceBuilder::new(ChromeWriter::new(w, origin.unwrap_or(0))?, window),
-                &mut integrity,
-                &mut failed,
-            )?,
+            TraceFormat::Perfetto => {
+                stream(
+                    &store,
+                    TraceBuilder::new(PerfettoWriter::new(w), window),
+                    &mut integrity,
+                    &mut failed,
+                )?
+                .0
+            }
+            TraceFormat::Chrome => {
+                stream(
+                    &store,
+                    TraceBuilder::new(ChromeWriter::new(w, origin.unwrap_or(0))?, window),
+                    &mut integrity,
+                    &mut failed,
+                )?
+                .0
+            }
+            TraceFormat::Kineto => unreachable!("written above"),
         };
         Ok(())
     });
@@ -199,6 +395,19 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         return Err(e);
     }
     written.with_context(|| format!("cannot write {}", output.display()))?;
+    Ok(finish(&store, &output, args, &stats, integrity, &[], 0))
+}
+
+/// The damage warnings, the summary and the exit code.
+fn finish(
+    store: &Store,
+    output: &Path,
+    args: &Args,
+    stats: &TraceStats,
+    mut integrity: Integrity,
+    headers: &[ProcessHeader],
+    files: usize,
+) -> ExitCode {
     integrity.unsealed = store
         .unsealed
         .iter()
@@ -207,19 +416,13 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             bytes: *bytes,
         })
         .collect();
-
     report::warn_damage_of(&store.dir, &integrity, "trace");
-    summary(&output, args, &stats);
-    Ok(report::finish_of(
-        &store.dir,
-        &integrity,
-        store.parts.len(),
-        "trace",
-    ))
+    summary(output, args, stats, headers, files);
+    report::finish_of(&store.dir, &integrity, store.parts.len(), "trace")
 }
 
 /// What was written, on stderr.
-fn summary(output: &Path, args: &Args, s: &TraceStats) {
+fn summary(output: &Path, args: &Args, s: &TraceStats, headers: &[ProcessHeader], files: usize) {
     let window = match (args.from, args.to) {
         (None, None) => String::new(),
         (from, to) => format!(
@@ -229,12 +432,48 @@ fn summary(output: &Path, args: &Args, s: &TraceStats) {
         ),
     };
     let viewer = match args.format {
-        TraceFormat::Perfetto => "open it in ui.perfetto.dev",
-        TraceFormat::Chrome => "open it in ui.perfetto.dev or chrome://tracing",
+        TraceFormat::Perfetto => "open it in ui.perfetto.dev".to_string(),
+        TraceFormat::Chrome => "open it in ui.perfetto.dev or chrome://tracing".to_string(),
+        TraceFormat::Kineto => format!(
+            "analyse it with HTA: TraceAnalysis(trace_dir={:?})",
+            output.display().to_string()
+        ),
+    };
+    let what = match args.format {
+        TraceFormat::Kineto => {
+            let assigned = headers.iter().filter(|h| !h.rank_from_env).count();
+            let ranks = if assigned == 0 {
+                "each rank from its process's RANK".to_string()
+            } else if assigned == headers.len() {
+                "ranks numbered by gpuprof: no process had RANK set".to_string()
+            } else {
+                format!(
+                    "{} numbered by gpuprof, the others from RANK",
+                    plural(assigned as u64, "rank", "ranks")
+                )
+            };
+            format!(
+                "Kineto trace written to {} ({}, one per process; {ranks})",
+                output.display(),
+                plural(files as u64, "file", "files")
+            )
+        }
+        _ => format!("trace written to {}", output.display()),
+    };
+    let gpu_ranges = if args.format == TraceFormat::Kineto {
+        format!(
+            ", {}",
+            plural(
+                s.gpu_ranges,
+                "NVTX range on the GPU",
+                "NVTX ranges on the GPU"
+            )
+        )
+    } else {
+        String::new()
     };
     eprintln!(
-        "gpuprof: trace written to {}: {}, {}, {}, {}, {}, {} from launch to kernel{window}; {viewer}",
-        output.display(),
+        "gpuprof: {what}: {}, {}, {}, {}, {}{gpu_ranges}, {} from launch to kernel{window}; {viewer}",
         plural(s.kernels, "kernel", "kernels"),
         plural(s.memcpys, "copy", "copies"),
         plural(s.memsets, "set", "sets"),

@@ -160,6 +160,7 @@ fn record() -> impl Strategy<Value = Record> {
                 cupti_api_version: 130401,
                 cupti_layouts: layouts,
                 cupti_path: "/lib".into(),
+                environment: vec![format!("RANK={ppid}")],
             })
         }),
         1 => (small(), proptest::sample::select(DEVICES), (0u32..12, 0u32..10), small(), id(), id(), id())

@@ -271,7 +271,20 @@ pub fn process_info(cupti: &cupti::Cupti, pid: u32, start_ns: u64) -> ProcessInf
         cupti_api_version: cupti.api_version().0,
         cupti_layouts: cupti.release().name.to_string(),
         cupti_path: cupti.path().display().to_string(),
+        environment: recorded_environment(),
     }
+}
+
+/// `NAME=value` of each variable of [`wire::env::RECORDED_ENVIRONMENT`] that is set
+/// (and is text).
+fn recorded_environment() -> Vec<String> {
+    wire::env::RECORDED_ENVIRONMENT
+        .iter()
+        .filter_map(|name| {
+            let value = std::env::var(name).ok()?;
+            Some(format!("{name}={value}"))
+        })
+        .collect()
 }
 
 fn hostname() -> String {

@@ -49,6 +49,7 @@ fn frames() -> Vec<(u32, Vec<Record>)> {
                     cupti_api_version: 130401,
                     cupti_layouts: "13.4".into(),
                     cupti_path: "/opt/cuda/libcupti.so.13".into(),
+                    environment: Vec::new(),
                 }),
                 s(1, "_Z4gemmPfS_i"),
                 s(2, "rmsnorm_kernel"),

@@ -82,6 +82,7 @@ fn produce(scenario: &str) -> i32 {
                 cupti_api_version: 28,
                 cupti_layouts: "12.9".into(),
                 cupti_path: "none".into(),
+                environment: Vec::new(),
             }),
             Record::String(InternedString {
                 id: 1,

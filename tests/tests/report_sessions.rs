@@ -24,6 +24,7 @@ fn rank(dir: &Path, pid: u32, host: &str, steps: u32) {
             cupti_api_version: 130401,
             cupti_layouts: "13.4".into(),
             cupti_path: "/opt/cuda/libcupti.so.13".into(),
+            environment: Vec::new(),
         }),
         Record::Device(testing::device(
             "NVIDIA H100 80GB HBM3",

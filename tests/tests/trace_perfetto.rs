@@ -749,7 +749,7 @@ fn bad_window_arguments_are_errors_and_write_nothing() {
     let o = gpuprof(&["trace", d, "--format", "svg"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        text(&o.stderr).starts_with("error: invalid value 'svg' for '--format <FORMAT>'\n  [possible values: perfetto, chrome]\n"),
+        text(&o.stderr).starts_with("error: invalid value 'svg' for '--format <FORMAT>'\n  [possible values: perfetto, chrome, kineto]\n"),
         "{}",
         text(&o.stderr)
     );

@@ -27,3 +27,10 @@ pub const REPLAY: &str = "GPUPROF_REPLAY";
 pub const NVTX_LIB: &str = "GPUPROF_NVTX_LIB";
 /// The temporary directory, a fallback for the ring directory.
 pub const TMPDIR: &str = "TMPDIR";
+
+/// The variables of a profiled process's own environment that its `Process` record
+/// keeps (`ProcessInfo::environment`): what distributed launchers (torchrun,
+/// `torch.distributed.launch`, DeepSpeed, Slurm wrappers that export them) set for
+/// each rank. `gpuprof trace --format kineto` names each process's trace file's rank
+/// from them. Nothing else of the environment is kept: it holds tokens and keys.
+pub const RECORDED_ENVIRONMENT: &[&str] = &["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"];

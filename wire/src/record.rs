@@ -73,6 +73,11 @@ pub struct ProcessInfo {
     pub cupti_layouts: String,
     /// Where CUPTI was loaded from.
     pub cupti_path: String,
+    /// The variables of [`crate::env::RECORDED_ENVIRONMENT`] (a distributed launcher's
+    /// rank and world size) that the process had set at start-up, as `NAME=value`, in
+    /// that list's order.
+    #[serde(default)]
+    pub environment: Vec<String>,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]

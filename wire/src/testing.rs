@@ -27,6 +27,7 @@ pub fn process(pid: u32, cmd: &str) -> Record {
         cupti_api_version: 130401,
         cupti_layouts: "13.4".into(),
         cupti_path: "/lib/libcupti.so.13".into(),
+        environment: Vec::new(),
     })
 }
 

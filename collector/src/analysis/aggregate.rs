@@ -421,6 +421,7 @@ impl Aggregator {
                 LaunchInfo {
                     thread_id: l.thread_id,
                     start_ns: l.start_ns,
+                    end_ns: l.end_ns,
                 },
             ),
             Record::Gemm(g) => self.joiner.gemm(pid, g),

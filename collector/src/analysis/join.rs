@@ -41,6 +41,8 @@ pub struct LaunchInfo {
     pub thread_id: u64,
     /// API entry time.
     pub start_ns: u64,
+    /// API exit time.
+    pub end_ns: u64,
 }
 
 /// A kernel joined to its records.

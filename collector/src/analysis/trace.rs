@@ -26,6 +26,8 @@
 
 pub mod chrome;
 pub mod event;
+mod joined;
+pub mod kineto;
 pub mod perfetto;
 mod proto;
 
@@ -34,8 +36,10 @@ use std::io::{self, Write};
 
 use wire::{marker_flags, Record};
 
+use super::join;
 use super::names::{copy_kind_name, demangle, launch_api_name};
-use event::{Arg, Category, FlowIn, Process, Sink, Slice, Track, TrackKind, Value};
+use event::{Arg, Category, FlowIn, Process, Sink, Slice, Source, Track, TrackKind, Value};
+use joined::JoinState;
 
 /// Parts a launch waits for its kernel after the part it is in.
 pub const HOLD_PARTS: u64 = 2;
@@ -49,6 +53,9 @@ pub enum TraceFormat {
     /// Chrome trace-event JSON, for chrome://tracing and small runs (about 1 KB per
     /// kernel).
     Chrome,
+    /// The PyTorch profiler's (Kineto's) JSON, one file per process, for Holistic
+    /// Trace Analysis, TraceLens and the other tools that read PyTorch traces.
+    Kineto,
 }
 
 /// A time span, absolute ns (the session's `CLOCK_REALTIME` timebase), both ends
@@ -86,6 +93,8 @@ pub struct TraceStats {
     pub range_ends_without_start: u64,
     /// NVTX ranges ending before they start (not written).
     pub ranges_ending_before_start: u64,
+    /// Push/pop NVTX ranges projected onto a GPU stream (joined builds only).
+    pub gpu_ranges: u64,
 }
 
 impl TraceStats {
@@ -142,6 +151,8 @@ struct OpenRange {
     name: String,
     domain: String,
     start_ns: u64,
+    /// Its instance in the joined build's [`joined::GpuRanges`].
+    gpu: Option<u64>,
 }
 
 /// Builds the trace from a session's records, part by part, into a [`Sink`].
@@ -158,10 +169,13 @@ pub struct TraceBuilder<S: Sink> {
     pending: HashMap<(u32, u32), PendingLaunch>,
     open_ranges: HashMap<(u32, u32), OpenRange>,
     stats: TraceStats,
+    /// When the sink joins kernels ([`Sink::joined`]).
+    join: Option<JoinState>,
 }
 
 impl<S: Sink> TraceBuilder<S> {
     pub fn new(sink: S, window: Option<Window>) -> TraceBuilder<S> {
+        let join = sink.joined().then(JoinState::new);
         TraceBuilder {
             sink,
             window,
@@ -175,6 +189,7 @@ impl<S: Sink> TraceBuilder<S> {
             pending: HashMap::new(),
             open_ranges: HashMap::new(),
             stats: TraceStats::default(),
+            join,
         }
     }
 
@@ -240,11 +255,96 @@ impl<S: Sink> TraceBuilder<S> {
             keep
         });
         self.stats.launches_without_kernel += lost;
+        if self.join.is_some() {
+            self.end_joined_part(records.len() as u64, false)?;
+        }
         self.part += 1;
         Ok(())
     }
 
+    /// Writes the kernels the joiner finalizes at the end of this part (or, at the
+    /// end, all of them) and the NVTX ranges' GPU projections that are done.
+    fn end_joined_part(&mut self, rows: u64, last: bool) -> io::Result<()> {
+        let Some(mut join) = self.join.take() else {
+            return Ok(());
+        };
+        let mut result = Ok(());
+        let mut joiner = std::mem::take(&mut join.joiner);
+        let mut each = |j: join::Joined| {
+            if result.is_ok() {
+                result = self.joined_kernel(&mut join, &j);
+            }
+        };
+        if last {
+            joiner.finish(&mut each);
+        } else {
+            joiner.end_part(rows, &mut each);
+        }
+        let done = if last {
+            join.ranges.take_done(|_| true)
+        } else {
+            join.ranges.take_done(|part| joiner.waited(part, 2))
+        };
+        join.joiner = joiner;
+        self.join = Some(join);
+        result?;
+        for r in done {
+            self.gpu_range(&r)?;
+        }
+        Ok(())
+    }
+
+    /// A finalized kernel, with its facts.
+    fn joined_kernel(&mut self, join: &mut JoinState, j: &join::Joined) -> io::Result<()> {
+        let k = j.kernel;
+        if let Some(l) = j.launch {
+            join.ranges
+                .kernel(j.pid, l, (k.device_id, k.stream_id), (k.start_ns, k.end_ns));
+        }
+        if !self.keep(k.start_ns, k.end_ns) {
+            return Ok(());
+        }
+        let launch_written = j.launch.is_some_and(|l| self.keep(l.start_ns, l.end_ns));
+        let facts = join.facts(j, &self.strings, launch_written);
+        self.write_kernel(j.pid, k, None, Some(&facts))?;
+        if launch_written {
+            self.stats.flows += 1;
+        }
+        Ok(())
+    }
+
+    /// A push/pop range's projections onto the streams its kernels ran on.
+    fn gpu_range(&mut self, r: &joined::Instance) -> io::Result<()> {
+        for (&(device, stream), &(start_ns, end_ns)) in &r.extents {
+            if !self.keep(start_ns, end_ns) {
+                continue;
+            }
+            let track = self.track(r.pid, TrackKind::Stream { device, stream })?;
+            let args = [arg("domain", Value::Str(&r.domain))];
+            self.sink.slice(&Slice {
+                track,
+                category: Category::GpuNvtx,
+                name: if r.name.is_empty() {
+                    "(unnamed range)"
+                } else {
+                    &r.name
+                },
+                start_ns,
+                end_ns,
+                args: &args,
+                flow_out: None,
+                flow_in: None,
+                source: Source::None,
+            })?;
+            self.stats.gpu_ranges += 1;
+        }
+        Ok(())
+    }
+
     fn record(&mut self, pid: u32, record: &Record) -> io::Result<()> {
+        if let Some(join) = &mut self.join {
+            join.record(pid, record);
+        }
         match record {
             Record::Process(p) => {
                 let next_id = &mut self.next_id;
@@ -280,6 +380,7 @@ impl<S: Sink> TraceBuilder<S> {
                     name,
                     (m.start_ns, m.end_ns),
                     &args,
+                    Source::Memcpy(m),
                 )? {
                     self.stats.memcpys += 1;
                 }
@@ -294,7 +395,8 @@ impl<S: Sink> TraceBuilder<S> {
                 ];
                 let stream = (pid, m.device_id, m.stream_id);
                 let span = (m.start_ns, m.end_ns);
-                if self.transfer(stream, Category::Memset, "memset", span, &args)? {
+                let source = Source::Memset(m);
+                if self.transfer(stream, Category::Memset, "memset", span, &args, source)? {
                     self.stats.memsets += 1;
                 }
             }
@@ -313,6 +415,7 @@ impl<S: Sink> TraceBuilder<S> {
         name: &str,
         (start_ns, end_ns): (u64, u64),
         args: &[Arg],
+        source: Source,
     ) -> io::Result<bool> {
         if !self.keep(start_ns, end_ns) {
             return Ok(false);
@@ -327,6 +430,7 @@ impl<S: Sink> TraceBuilder<S> {
             args,
             flow_out: None,
             flow_in: None,
+            source,
         })?;
         Ok(true)
     }
@@ -356,6 +460,7 @@ impl<S: Sink> TraceBuilder<S> {
                 args: &args,
                 flow_out: first.then(|| flow_id(pid, l.correlation_id)),
                 flow_in: None,
+                source: Source::Launch(l),
             })?;
             self.stats.launches += 1;
             written = Some((track, mid(l.start_ns, l.end_ns)));
@@ -393,9 +498,29 @@ impl<S: Sink> TraceBuilder<S> {
                 self.pending.remove(&key);
             }
         }
+        if let Some(join) = &mut self.join {
+            // Written when the joiner finalizes it (see `joined_kernel`).
+            join.joiner.kernel(pid, k.clone());
+            return Ok(());
+        }
         if !written {
             return Ok(());
         }
+        self.write_kernel(pid, k, flow_in, None)?;
+        if flow_in.is_some() {
+            self.stats.flows += 1;
+        }
+        Ok(())
+    }
+
+    /// Kernel `k` of `pid` on its stream.
+    fn write_kernel(
+        &mut self,
+        pid: u32,
+        k: &wire::Kernel,
+        flow_in: Option<FlowIn>,
+        facts: Option<&event::KernelFacts>,
+    ) -> io::Result<()> {
         let track = self.track(
             pid,
             TrackKind::Stream {
@@ -444,11 +569,9 @@ impl<S: Sink> TraceBuilder<S> {
             args: &args,
             flow_out: None,
             flow_in,
+            source: Source::Kernel(k, facts),
         })?;
         self.stats.kernels += 1;
-        if flow_in.is_some() {
-            self.stats.flows += 1;
-        }
         Ok(())
     }
 
@@ -460,15 +583,28 @@ impl<S: Sink> TraceBuilder<S> {
             self.strings.get(&(pid, id)).cloned().unwrap_or_default()
         };
         if m.flags & marker_flags::START != 0 {
+            let (name, domain) = (text(m.name), text(m.domain));
+            let gpu = match &mut self.join {
+                Some(join) if m.thread_id != 0 => Some(join.ranges.start(
+                    pid,
+                    m.thread_id,
+                    name.clone(),
+                    domain.clone(),
+                    m.timestamp_ns,
+                )),
+                _ => None,
+            };
             let range = OpenRange {
                 thread_id: m.thread_id,
-                name: text(m.name),
-                domain: text(m.domain),
+                name,
+                domain,
                 start_ns: m.timestamp_ns,
+                gpu,
             };
             // A second start under an id still open leaves the first one unclosed.
-            if self.open_ranges.insert((pid, m.id), range).is_some() {
+            if let Some(old) = self.open_ranges.insert((pid, m.id), range) {
                 self.stats.ranges_never_closed += 1;
+                self.discard_gpu_range(old.gpu);
             }
             return Ok(());
         }
@@ -482,7 +618,11 @@ impl<S: Sink> TraceBuilder<S> {
         let end_ns = m.timestamp_ns;
         if end_ns < r.start_ns {
             self.stats.ranges_ending_before_start += 1;
+            self.discard_gpu_range(r.gpu);
             return Ok(());
+        }
+        if let (Some(join), Some(id)) = (&mut self.join, r.gpu) {
+            join.ranges.close(id, end_ns, self.part as usize);
         }
         if !self.keep(r.start_ns, end_ns) {
             return Ok(());
@@ -512,13 +652,21 @@ impl<S: Sink> TraceBuilder<S> {
             args: &args,
             flow_out: None,
             flow_in: None,
+            source: Source::None,
         })?;
         self.stats.ranges += 1;
         Ok(())
     }
 
+    fn discard_gpu_range(&mut self, id: Option<u64>) {
+        if let (Some(join), Some(id)) = (&mut self.join, id) {
+            join.ranges.discard(id);
+        }
+    }
+
     /// After the last part: counts what was left waiting, finishes the output.
     pub fn finish(mut self) -> io::Result<(S, TraceStats)> {
+        self.end_joined_part(0, true)?;
         self.stats.launches_without_kernel +=
             self.pending.values().filter(|l| !l.matched).count() as u64;
         self.stats.ranges_never_closed += self.open_ranges.len() as u64;
@@ -579,6 +727,10 @@ pub fn write_trace<W: Write>(
             b.part(records)?;
             Ok(b.finish()?.1)
         }
+        TraceFormat::Kineto => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the Kineto format is a directory of files: see kineto::write_kineto",
+        )),
     }
 }
 

@@ -282,6 +282,9 @@ enum Col<'a> {
     U32List(&'a GenericListArray<i32>),
     F64List(&'a GenericListArray<i32>),
     U32ListList(&'a GenericListArray<i32>),
+    /// A column added after the file was written (see [`RowReader::new`]): every
+    /// value reads as the type's default (0, empty).
+    Absent,
 }
 
 /// Reads the rows of one batch whose schema has been checked against the table's.
@@ -296,6 +299,7 @@ macro_rules! get {
         pub fn $name(&mut self) -> $t {
             let v = match &self.cols[self.at] {
                 Col::$variant(a) => a.value(self.row),
+                Col::Absent => Default::default(),
                 _ => unreachable!("column {} is not {}", self.at, stringify!($variant)),
             };
             self.at += 1;
@@ -309,16 +313,25 @@ fn prim<T: arrow_array::types::ArrowPrimitiveType>(a: &ArrayRef) -> &PrimitiveAr
 }
 
 impl<'a> RowReader<'a> {
-    /// Checks that `batch` has exactly the columns `names` of kinds `kinds`, without
-    /// nulls. Errors name the first column that differs.
-    pub fn new(batch: &'a RecordBatch, names: &[&str], kinds: &[Kind]) -> Result<Self, String> {
+    /// Checks that `batch` has the columns `names` of kinds `kinds`, in order, without
+    /// nulls: all of them, or at least the first `required` (a file written before
+    /// the later ones were added to its table: those read as their type's default).
+    /// Errors name the first column that differs.
+    pub fn new(
+        batch: &'a RecordBatch,
+        names: &[&str],
+        kinds: &[Kind],
+        required: usize,
+    ) -> Result<Self, String> {
         let schema = batch.schema();
-        if schema.fields().len() != kinds.len() {
-            return Err(format!(
-                "{} columns, expected {}",
-                schema.fields().len(),
-                kinds.len()
-            ));
+        let present = schema.fields().len();
+        let required = required.min(kinds.len());
+        if present > kinds.len() || present < required {
+            return Err(if required < kinds.len() {
+                format!("{present} columns, expected {required} to {}", kinds.len())
+            } else {
+                format!("{present} columns, expected {}", kinds.len())
+            });
         }
         let mut cols = Vec::with_capacity(kinds.len());
         for (i, ((field, name), kind)) in schema.fields().iter().zip(names).zip(kinds).enumerate() {
@@ -355,6 +368,7 @@ impl<'a> RowReader<'a> {
                 Kind::U32ListList => Col::U32ListList(a.as_list::<i32>()),
             });
         }
+        cols.extend((present..kinds.len()).map(|_| Col::Absent));
         Ok(RowReader {
             cols,
             row: 0,
@@ -379,6 +393,7 @@ impl<'a> RowReader<'a> {
     pub fn str(&mut self) -> String {
         let v = match &self.cols[self.at] {
             Col::Str(a) => a.value(self.row).to_string(),
+            Col::Absent => String::new(),
             _ => unreachable!("column {} is not Str", self.at),
         };
         self.at += 1;
@@ -392,6 +407,7 @@ impl<'a> RowReader<'a> {
                 u.copy_from_slice(a.value(self.row));
                 u
             }
+            Col::Absent => [0u8; 16],
             _ => unreachable!("column {} is not Uuid", self.at),
         };
         self.at += 1;
@@ -405,6 +421,7 @@ impl<'a> RowReader<'a> {
                 let s = inner.as_string::<i32>();
                 (0..s.len()).map(|i| s.value(i).to_string()).collect()
             }
+            Col::Absent => Vec::new(),
             _ => unreachable!("column {} is not StrList", self.at),
         };
         self.at += 1;
@@ -414,6 +431,7 @@ impl<'a> RowReader<'a> {
     pub fn u32s(&mut self) -> Vec<u32> {
         let v = match &self.cols[self.at] {
             Col::U32List(a) => prim::<UInt32Type>(&a.value(self.row)).values().to_vec(),
+            Col::Absent => Vec::new(),
             _ => unreachable!("column {} is not U32List", self.at),
         };
         self.at += 1;
@@ -423,6 +441,7 @@ impl<'a> RowReader<'a> {
     pub fn f64s(&mut self) -> Vec<f64> {
         let v = match &self.cols[self.at] {
             Col::F64List(a) => prim::<Float64Type>(&a.value(self.row)).values().to_vec(),
+            Col::Absent => Vec::new(),
             _ => unreachable!("column {} is not F64List", self.at),
         };
         self.at += 1;
@@ -438,6 +457,7 @@ impl<'a> RowReader<'a> {
                     .map(|i| prim::<UInt32Type>(&lists.value(i)).values().to_vec())
                     .collect()
             }
+            Col::Absent => Vec::new(),
             _ => unreachable!("column {} is not U32ListList", self.at),
         };
         self.at += 1;

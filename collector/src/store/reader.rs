@@ -317,7 +317,7 @@ fn decode(id: TableId, bytes: Vec<u8>) -> Result<Vec<(u32, Record)>, String> {
     let mut out = Vec::new();
     for batch in reader {
         let batch = batch.map_err(|e| format!("does not decode: {e}"))?;
-        let mut rows = RowReader::new(&batch, &names, &kinds)
+        let mut rows = RowReader::new(&batch, &names, &kinds, id.required_columns())
             .map_err(|e| format!("table {}: {e}", table.name))?;
         for row in 0..batch.num_rows() {
             out.push(read_row(id, &mut rows, row).map_err(|e| format!("row {row}: {e}"))?);

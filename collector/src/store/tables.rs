@@ -41,7 +41,7 @@ tables! {
     Processes = "processes" [
         "pid": U32, "ppid": U32, "command": StrList, "host": Str, "start_ns": U64,
         "profiler_version": Str, "cupti_api_version": U32, "cupti_layouts": Str,
-        "cupti_path": Str,
+        "cupti_path": Str, "environment": StrList,
     ];
     Devices = "devices" [
         "pid": U32, "device_id": U32, "name": Str, "cc_major": U32, "cc_minor": U32,
@@ -106,6 +106,17 @@ tables! {
 impl TableId {
     pub fn table(self) -> &'static Table {
         &TABLES[self as usize]
+    }
+
+    /// The columns a file of this table must have: the table's, less those added
+    /// since the session layout's version (they read as empty from older files).
+    /// `processes.environment` came after layout 3's first sessions.
+    pub fn required_columns(self) -> usize {
+        let all = self.table().columns.len();
+        match self {
+            TableId::Processes => all - 1,
+            _ => all,
+        }
     }
 }
 
@@ -176,6 +187,7 @@ pub fn write_row(w: &mut RowWriter, pid: u32, record: &Record) {
             w.u32(p.cupti_api_version);
             w.str(&p.cupti_layouts);
             w.str(&p.cupti_path);
+            w.strs(&p.environment);
         }
         Record::Device(d) => {
             w.u32(d.id);
@@ -350,6 +362,7 @@ pub fn read_row(id: TableId, r: &mut RowReader, row: usize) -> Result<(u32, Reco
             cupti_api_version: r.u32(),
             cupti_layouts: r.str(),
             cupti_path: r.str(),
+            environment: r.strs(),
         }),
         TableId::Devices => Record::Device(DeviceInfo {
             id: r.u32(),

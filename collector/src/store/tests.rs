@@ -35,6 +35,7 @@ fn every_kind(pid: u32) -> Vec<Record> {
             cupti_api_version: 130401,
             cupti_layouts: "13.4".into(),
             cupti_path: "/usr/lib/libcupti.so.13".into(),
+            environment: vec!["RANK=3".into(), "WORLD_SIZE=8".into()],
         }),
         Record::Device(DeviceInfo {
             id: 3,
@@ -501,5 +502,76 @@ fn columns_are_encoded_as_documented_and_a_kernel_costs_at_most_40_bytes() {
     assert!(
         per_kernel <= 40.0,
         "{bytes} bytes: {per_kernel:.1} per kernel"
+    );
+}
+
+#[test]
+fn a_processes_file_from_before_the_environment_column_reads_without_one() {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let t = Tmp::new("old-processes");
+    let process = every_kind(7).remove(0);
+    write(&t.0, &[(7, vec![process.clone(), k(1, 1, 100, 200)])]);
+    let part = t.0.join("parts/00000001");
+    let file = part.join("processes.parquet");
+    // The file as gpuprof wrote it before `environment`: the same columns but that one.
+    let bytes = bytes::Bytes::from(std::fs::read(&file).unwrap());
+    let batch = ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .unwrap()
+        .build()
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let last = batch.num_columns() - 1;
+    assert_eq!(batch.schema().field(last).name(), "environment");
+    let old = batch.project(&(0..last).collect::<Vec<_>>()).unwrap();
+    let mut out = Vec::new();
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(&mut out, old.schema(), Some(writer::properties()))
+            .unwrap();
+    w.write(&old).unwrap();
+    w.close().unwrap();
+    std::fs::write(&file, &out).unwrap();
+    let manifest_path = part.join("manifest.json");
+    let mut m = manifest::Manifest::parse(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    let entry = m.files.iter_mut().find(|f| f.table == "processes").unwrap();
+    entry.bytes = out.len() as u64;
+    entry.crc32c = crc32c::crc32c(&out);
+    std::fs::write(&manifest_path, m.to_bytes()).unwrap();
+
+    let (back, damaged) = read_all(&t.0);
+    assert_eq!(damaged, Vec::new());
+    let Record::Process(mut want) = process else {
+        unreachable!()
+    };
+    want.environment = Vec::new();
+    assert_eq!(back[0], (7, Record::Process(want)));
+    assert_eq!(back.len(), 2);
+
+    // One column fewer than that is a damaged file, not a process without a command.
+    let fewer = batch.project(&(0..last - 1).collect::<Vec<_>>()).unwrap();
+    let mut out = Vec::new();
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(&mut out, fewer.schema(), Some(writer::properties()))
+            .unwrap();
+    w.write(&fewer).unwrap();
+    w.close().unwrap();
+    std::fs::write(&file, &out).unwrap();
+    let mut m = manifest::Manifest::parse(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    let entry = m.files.iter_mut().find(|f| f.table == "processes").unwrap();
+    entry.bytes = out.len() as u64;
+    entry.crc32c = crc32c::crc32c(&out);
+    std::fs::write(&manifest_path, m.to_bytes()).unwrap();
+    let (back, damaged) = read_all(&t.0);
+    assert_eq!(back.len(), 1);
+    assert_eq!(damaged.len(), 1);
+    assert_eq!(
+        damaged[0].reason,
+        format!(
+            "table processes: {} columns, expected {} to {}",
+            last - 1,
+            last,
+            last + 1
+        )
     );
 }

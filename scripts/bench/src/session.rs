@@ -316,6 +316,7 @@ fn preamble(counter_every: u64) -> Vec<Record> {
             cupti_api_version: 130_401,
             cupti_layouts: "13.4".into(),
             cupti_path: "/usr/local/cuda-13.0/extras/CUPTI/lib64/libcupti.so.13".into(),
+            environment: vec!["RANK=0".into(), "WORLD_SIZE=1".into()],
         }),
         Record::Device(DeviceInfo {
             id: 0,

@@ -69,6 +69,11 @@ pub fn all_records() -> Vec<Record> {
             cupti_api_version: 26,
             cupti_layouts: "13.4".into(),
             cupti_path: "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13".into(),
+            environment: vec![
+                "RANK=1".into(),
+                "LOCAL_RANK=1".into(),
+                "WORLD_SIZE=2".into(),
+            ],
         }),
         Record::Device(DeviceInfo {
             id: 3,

@@ -13,15 +13,20 @@ pub enum Category {
     CudaApi,
     /// An NVTX range.
     Nvtx,
+    /// A push/pop NVTX range projected onto a GPU stream: from the start of the first
+    /// to the end of the last kernel launched inside it (innermost) on that stream.
+    /// Only builders that join kernels ([`Sink::joined`]) make these.
+    GpuNvtx,
 }
 
 impl Category {
-    pub const ALL: [Category; 5] = [
+    pub const ALL: [Category; 6] = [
         Category::Kernel,
         Category::Memcpy,
         Category::Memset,
         Category::CudaApi,
         Category::Nvtx,
+        Category::GpuNvtx,
     ];
 
     pub fn name(self) -> &'static str {
@@ -31,6 +36,7 @@ impl Category {
             Category::Memset => "memset",
             Category::CudaApi => "cuda_api",
             Category::Nvtx => "nvtx",
+            Category::GpuNvtx => "gpu_nvtx",
         }
     }
 
@@ -118,6 +124,67 @@ pub struct FlowIn {
     pub graph: bool,
 }
 
+/// What gpuprof knows about a kernel launch beyond its record, when the builder joins
+/// kernels ([`Sink::joined`]): its GEMM call and the roofline numbers of the launch.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KernelFacts {
+    /// Its launch call is in the trace (so a flow from it can be drawn).
+    pub launch_written: bool,
+    /// The GEMM behind it: shape (M, N, K, batch), its label
+    /// ([`crate::analysis::gemm::GemmShape::label`]), which launch of the call it is.
+    pub gemm: Option<GemmFacts>,
+    /// Model FLOPs credited to this launch (2·M·N·K·batch on a call's first launch).
+    pub model_flops: Option<f64>,
+    /// DRAM bytes read and written, when this launch measured both counters.
+    pub dram_bytes: Option<f64>,
+    /// The peak FLOP/s of the GEMM's precision and pipe on this GPU.
+    pub peak_flops: Option<f64>,
+}
+
+impl KernelFacts {
+    /// FLOPs per DRAM byte.
+    pub fn arithmetic_intensity(&self) -> Option<f64> {
+        match (self.model_flops, self.dram_bytes) {
+            (Some(f), Some(b)) if f > 0.0 && b > 0.0 => Some(f / b),
+            _ => None,
+        }
+    }
+
+    /// Model FLOPs per second over `dur_ns`, as a fraction of the peak.
+    pub fn mfu(&self, dur_ns: u64) -> Option<f64> {
+        match (self.model_flops, self.peak_flops) {
+            (Some(f), Some(p)) if f > 0.0 && p > 0.0 && dur_ns > 0 => {
+                Some(f / (dur_ns as f64 * 1e-9) / p)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A GEMM call as a kernel's facts show it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GemmFacts {
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+    pub batch: u64,
+    pub label: String,
+    /// Which launch of the call (0: the first, which carries the FLOPs).
+    pub launch_index: u32,
+}
+
+/// The record behind a slice, for formats that write a record's fields their own way
+/// (Kineto's argument names).
+#[derive(Debug, Clone, Copy, Default)]
+pub enum Source<'a> {
+    #[default]
+    None,
+    Kernel(&'a wire::Kernel, Option<&'a KernelFacts>),
+    Memcpy(&'a wire::Memcpy),
+    Memset(&'a wire::Memset),
+    Launch(&'a wire::Launch),
+}
+
 /// A span of time on a track.
 #[derive(Debug, Clone, Copy)]
 pub struct Slice<'a> {
@@ -132,6 +199,8 @@ pub struct Slice<'a> {
     pub flow_out: Option<u64>,
     /// A kernel whose launch call is in the trace.
     pub flow_in: Option<FlowIn>,
+    /// The record it was made from.
+    pub source: Source<'a>,
 }
 
 /// A trace format: receives the trace as it is built, in the order the session's
@@ -142,4 +211,12 @@ pub trait Sink {
     fn slice(&mut self, slice: &Slice) -> io::Result<()>;
     /// After the last slice.
     fn finish(&mut self) -> io::Result<()>;
+    /// Whether kernels are to be joined to their GEMM call and counters before they
+    /// are written ([`KernelFacts`]): they then come a few parts after they were read,
+    /// with [`Slice::flow_in`] unset and `launch_written` saying whether their launch
+    /// is in the trace, and push/pop NVTX ranges also come projected onto the GPU
+    /// streams their kernels ran on ([`Category::GpuNvtx`]).
+    fn joined(&self) -> bool {
+        false
+    }
 }

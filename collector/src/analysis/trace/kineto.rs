@@ -1,0 +1,635 @@
+//! The trace as the PyTorch profiler (Kineto) writes it, so that Holistic Trace
+//! Analysis (HTA), TraceLens and the other tools that read PyTorch traces analyse
+//! programs that never ran the PyTorch profiler. One JSON file per profiled process
+//! (HTA loads a directory of them, one per rank), named `<host>_<pid>.pt.trace.json`
+//! as PyTorch's `tensorboard_trace_handler` names a worker's trace, each written
+//! event by event as the builder makes them.
+//!
+//! A file is one object: first `schemaVersion` (1), `deviceProperties` (the
+//! process's GPUs from the session's device records: id, name, UUID, memory, SM
+//! count, compute capability, clocks, bus width, L2), `distributedInfo` (`rank`,
+//! and `world_size`, `local_rank`, `local_world_size` when the process had
+//! `WORLD_SIZE`, `LOCAL_RANK`, `LOCAL_WORLD_SIZE` set), `gpuprof` (pid, host,
+//! command line, where the rank came from), `displayTimeUnit` and
+//! `baseTimeNanoseconds`, then `traceEvents`, one event per line. The header comes
+//! before the events because HTA's streaming parser stops reading metadata at
+//! `traceEvents`, and `"rank": N` is written with a space because HTA finds a file's
+//! rank with the regular expression `"rank":\s+(\d+)`.
+//!
+//! **Ranks.** A process's rank is its `RANK` (kept in its `Process` record from its
+//! environment at start-up), unless an earlier process (by start time, then pid) has
+//! the same one; every other process gets the lowest number no process has, in that
+//! order. HTA keeps one file per rank, so every file's rank differs.
+//!
+//! **Events**, as Kineto writes them (`ph: "X"`, times in µs with three decimals,
+//! from `baseTimeNanoseconds`: exact to the ns, written from integers):
+//! - `kernel`, `gpu_memcpy`, `gpu_memset` on `pid` = device index, `tid` = stream,
+//!   with Kineto's arguments (`device`, `context`, `stream`, `correlation`, `grid`,
+//!   `block`, `registers per thread`, `shared memory`; `bytes`, `memory bandwidth
+//!   (GB/s)`; `graph id`, `graph node id`) and gpuprof's (the GEMM shape, model FLOPs,
+//!   DRAM bytes, arithmetic intensity, MFU, when known). Copies and sets are named as
+//!   Kineto names them: "Memcpy HtoD (Pageable -> Device)", "Memset (Device)".
+//! - `cuda_driver` (`cuda_runtime` for a runtime API launch) on `pid` = the process
+//!   id, `tid` = the thread, named by the API (`cuLaunchKernel`, ...), with `cbid`
+//!   and `correlation`.
+//! - `ac2g` flows keyed by correlation id: an `s` event at the start of a launch call,
+//!   an `f` event (`bp: "e"`) at the start of each of its kernels.
+//! - `user_annotation`: NVTX ranges on the CPU (push/pop ranges on their thread,
+//!   start/end ranges on `tid` 0); `gpu_user_annotation`: push/pop ranges projected
+//!   onto the streams their kernels ran on (see `joined.rs`). Neither has a `stream`
+//!   argument: HTA takes every event with one for GPU work.
+//! - `M` events naming processes ("GPU 0", the command line) and threads.
+//!
+//! A process with several GPUs is one file (one rank) whose GPU events have several
+//! `pid`s, as Kineto writes a process that uses several GPUs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use serde_json::{json, Value as Json};
+use wire::{DeviceInfo, ProcessInfo};
+
+use super::event::{Category, KernelFacts, Process, Sink, Slice, Source, Track, TrackKind};
+
+/// What a file says about its process, known before the first event is written
+/// (from a pass over the session's processes and devices).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessHeader {
+    pub pid: u32,
+    pub host: String,
+    pub command: Vec<String>,
+    /// `NAME=value` (see `ProcessInfo::environment`).
+    pub environment: Vec<String>,
+    /// CLOCK_REALTIME ns when profiling started in it (0 when its record was lost).
+    pub start_ns: u64,
+    /// Its GPUs, by device index.
+    pub devices: BTreeMap<u32, DeviceInfo>,
+    /// Set by [`assign_ranks`].
+    pub rank: u32,
+    /// Whether `rank` is the process's own `RANK`.
+    pub rank_from_env: bool,
+}
+
+impl ProcessHeader {
+    /// A process the session has only a pid of.
+    pub fn unknown(pid: u32) -> ProcessHeader {
+        ProcessHeader {
+            pid,
+            host: String::new(),
+            command: Vec::new(),
+            environment: Vec::new(),
+            start_ns: 0,
+            devices: BTreeMap::new(),
+            rank: 0,
+            rank_from_env: false,
+        }
+    }
+
+    pub fn of(p: &ProcessInfo, pid: u32) -> ProcessHeader {
+        ProcessHeader {
+            pid,
+            host: p.host.clone(),
+            command: p.command.clone(),
+            environment: p.environment.clone(),
+            start_ns: p.start_ns,
+            ..ProcessHeader::unknown(pid)
+        }
+    }
+
+    /// The value of environment variable `name`, when recorded.
+    pub fn env(&self, name: &str) -> Option<&str> {
+        self.environment.iter().find_map(|e| {
+            let (k, v) = e.split_once('=')?;
+            (k == name).then_some(v)
+        })
+    }
+
+    /// An environment variable as a rank-like number.
+    fn env_number(&self, name: &str) -> Option<u32> {
+        self.env(name)?.trim().parse().ok()
+    }
+
+    /// `<host>_<pid>.pt.trace.json`, the host reduced to letters, digits, `-`, `.`
+    /// and `_` (at most 64 of them; "host" when none is left).
+    pub fn file_name(&self) -> String {
+        let host: String = self
+            .host
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+            .take(64)
+            .collect();
+        let host = host.trim_start_matches('.');
+        let host = if host.is_empty() { "host" } else { host };
+        format!("{host}_{}.pt.trace.json", self.pid)
+    }
+}
+
+/// Gives every process its rank (see the module documentation).
+pub fn assign_ranks(processes: &mut [ProcessHeader]) {
+    processes.sort_by_key(|p| (p.start_ns, p.pid));
+    let mut taken = std::collections::BTreeSet::new();
+    let mut own = vec![false; processes.len()];
+    for (i, p) in processes.iter_mut().enumerate() {
+        if let Some(r) = p.env_number("RANK") {
+            if taken.insert(r) {
+                p.rank = r;
+                p.rank_from_env = true;
+                own[i] = true;
+            }
+        }
+    }
+    let mut next = 0u32;
+    for (i, p) in processes.iter_mut().enumerate() {
+        if own[i] {
+            continue;
+        }
+        while taken.contains(&next) {
+            next += 1;
+        }
+        taken.insert(next);
+        p.rank = next;
+        p.rank_from_env = false;
+    }
+}
+
+/// `ns` as µs with three decimals, exactly ("12.345", "-0.001").
+pub fn micros(ns: i128) -> String {
+    let sign = if ns < 0 { "-" } else { "" };
+    let a = ns.unsigned_abs();
+    format!("{sign}{}.{:03}", a / 1000, a % 1000)
+}
+
+/// A device's UUID as NVIDIA prints it: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".
+pub fn uuid_text(u: &[u8; 16]) -> String {
+    let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// `CUpti_ActivityMemoryKind` as Kineto names it.
+fn memory_kind(kind: u8) -> &'static str {
+    match kind {
+        0 => "Unknown",
+        1 => "Pageable",
+        2 => "Pinned",
+        3 => "Device",
+        4 => "Array",
+        5 => "Managed",
+        6 => "Device Static",
+        7 => "Managed Static",
+        _ => "Unrecognized",
+    }
+}
+
+/// `CUpti_ActivityMemcpyKind` as Kineto names it.
+fn copy_kind(kind: u8) -> &'static str {
+    match crate::analysis::copy_kind_name(kind) {
+        "unknown" => "<unknown>",
+        k => k,
+    }
+}
+
+/// A JSON string literal.
+fn quoted(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+}
+
+/// Where the files go: one writer per file name.
+pub trait Files {
+    type W: Write;
+    fn create(&mut self, name: &str) -> io::Result<Self::W>;
+}
+
+/// Files kept in memory (tests, small sessions).
+#[derive(Debug, Default)]
+pub struct MemoryFiles;
+
+impl Files for MemoryFiles {
+    type W = Vec<u8>;
+    fn create(&mut self, _name: &str) -> io::Result<Vec<u8>> {
+        Ok(Vec::new())
+    }
+}
+
+struct OpenFile<W> {
+    name: String,
+    out: W,
+    events: u64,
+}
+
+/// Writes one Kineto JSON file per process.
+pub struct KinetoWriter<F: Files> {
+    files: F,
+    base_ns: u64,
+    headers: HashMap<u32, ProcessHeader>,
+    /// By pid, in the order they were opened.
+    open: Vec<(u32, OpenFile<F::W>)>,
+    index: HashMap<u32, usize>,
+    /// Track id -> (pid, kind).
+    tracks: HashMap<u64, (u32, TrackKind)>,
+    /// Devices named so far, per process.
+    named_devices: HashMap<u32, Vec<u32>>,
+    line: String,
+}
+
+impl<F: Files> KinetoWriter<F> {
+    /// Times are written relative to `base_ns` (the file's `baseTimeNanoseconds`);
+    /// `headers` says what each process's file starts with (a pid without one gets
+    /// [`ProcessHeader::unknown`]'s, rank 0).
+    pub fn new(files: F, base_ns: u64, headers: Vec<ProcessHeader>) -> KinetoWriter<F> {
+        KinetoWriter {
+            files,
+            base_ns,
+            headers: headers.into_iter().map(|h| (h.pid, h)).collect(),
+            open: Vec::new(),
+            index: HashMap::new(),
+            tracks: HashMap::new(),
+            named_devices: HashMap::new(),
+            line: String::with_capacity(1024),
+        }
+    }
+
+    /// The files written, by file name, in the order they were opened.
+    pub fn into_files(self) -> Vec<(String, F::W)> {
+        self.open
+            .into_iter()
+            .map(|(_, f)| (f.name, f.out))
+            .collect()
+    }
+
+    fn ts(&self, t: u64) -> String {
+        micros(i128::from(t) - i128::from(self.base_ns))
+    }
+
+    fn header(&self, h: &ProcessHeader) -> String {
+        let devices: Vec<Json> = h
+            .devices
+            .values()
+            .map(|d| {
+                json!({
+                    "id": d.id,
+                    "name": d.name,
+                    "uuid": uuid_text(&d.uuid),
+                    "totalGlobalMem": d.global_memory_bytes,
+                    "computeMajor": d.compute_capability.0,
+                    "computeMinor": d.compute_capability.1,
+                    "numSms": d.sm_count,
+                    "clockRate": d.core_clock_khz,
+                    "memoryClockRate": d.memory_clock_khz,
+                    "memoryBusWidth": d.memory_bus_width_bits,
+                    "l2CacheSize": d.l2_cache_bytes,
+                })
+            })
+            .collect();
+        let mut dist = format!("{{\"rank\": {}", h.rank);
+        for (key, var) in [
+            ("world_size", "WORLD_SIZE"),
+            ("local_rank", "LOCAL_RANK"),
+            ("local_world_size", "LOCAL_WORLD_SIZE"),
+        ] {
+            if let Some(v) = h.env_number(var) {
+                let _ = write!(dist, ", \"{key}\": {v}");
+            }
+        }
+        dist.push('}');
+        let gpuprof = json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "pid": h.pid,
+            "host": h.host,
+            "command": h.command.join(" "),
+            "rank_source": if h.rank_from_env { "RANK" } else { "assigned by gpuprof" },
+        });
+        format!(
+            "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": {},\n  \"distributedInfo\": {dist},\n  \"gpuprof\": {gpuprof},\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": {},\n  \"traceEvents\": [\n",
+            Json::Array(devices),
+            self.base_ns
+        )
+    }
+
+    /// The file of `pid`, opened (header written) the first time.
+    fn file(&mut self, pid: u32) -> io::Result<&mut OpenFile<F::W>> {
+        if let Some(&i) = self.index.get(&pid) {
+            return Ok(&mut self.open[i].1);
+        }
+        let h = self
+            .headers
+            .get(&pid)
+            .cloned()
+            .unwrap_or_else(|| ProcessHeader::unknown(pid));
+        let name = h.file_name();
+        let mut out = self.files.create(&name)?;
+        out.write_all(self.header(&h).as_bytes())?;
+        self.index.insert(pid, self.open.len());
+        self.open.push((
+            pid,
+            OpenFile {
+                name,
+                out,
+                events: 0,
+            },
+        ));
+        let i = self.open.len() - 1;
+        Ok(&mut self.open[i].1)
+    }
+
+    /// Writes `self.line` (one event) to the file of `pid`.
+    fn emit(&mut self, pid: u32) -> io::Result<()> {
+        let line = std::mem::take(&mut self.line);
+        let f = self.file(pid)?;
+        if f.events > 0 {
+            f.out.write_all(b",\n")?;
+        }
+        f.events += 1;
+        let r = f.out.write_all(line.as_bytes());
+        self.line = line;
+        self.line.clear();
+        r
+    }
+
+    fn metadata(
+        &mut self,
+        file_pid: u32,
+        name: &str,
+        pid: u64,
+        tid: u64,
+        key: &str,
+        value: &str,
+    ) -> io::Result<()> {
+        self.line.clear();
+        let _ = write!(
+            self.line,
+            "{{\"ph\": \"M\", \"name\": \"{name}\", \"pid\": {pid}, \"tid\": {tid}, \"args\": {{\"{key}\": {}}}}}",
+            quoted(value)
+        );
+        self.emit(file_pid)
+    }
+
+    /// A complete event; `args` is the inside of the args object.
+    #[allow(clippy::too_many_arguments)]
+    fn complete(
+        &mut self,
+        file_pid: u32,
+        cat: &str,
+        name: &str,
+        (pid, tid): (u64, u64),
+        (start_ns, end_ns): (u64, u64),
+        args: &str,
+    ) -> io::Result<()> {
+        let ts = self.ts(start_ns);
+        let dur = micros(i128::from(end_ns.saturating_sub(start_ns)));
+        self.line.clear();
+        let _ = write!(
+            self.line,
+            "{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": {}, \"pid\": {pid}, \"tid\": {tid}, \"ts\": {ts}, \"dur\": {dur}, \"args\": {{{args}}}}}",
+            quoted(name)
+        );
+        self.emit(file_pid)
+    }
+
+    fn flow(
+        &mut self,
+        file_pid: u32,
+        end: bool,
+        id: u32,
+        (pid, tid): (u64, u64),
+        t: u64,
+    ) -> io::Result<()> {
+        let ts = self.ts(t);
+        self.line.clear();
+        let _ = write!(
+            self.line,
+            "{{\"ph\": \"{}\", \"id\": {id}, \"pid\": {pid}, \"tid\": {tid}, \"ts\": {ts}, \"cat\": \"ac2g\", \"name\": \"ac2g\"{}}}",
+            if end { "f" } else { "s" },
+            if end { ", \"bp\": \"e\"" } else { "" }
+        );
+        self.emit(file_pid)
+    }
+}
+
+/// `, "key": value` for a finite number.
+fn push_number(args: &mut String, key: &str, v: f64) {
+    if let Some(n) = serde_json::Number::from_f64(v) {
+        let _ = write!(args, ", \"{key}\": {n}");
+    }
+}
+
+fn kernel_args(k: &wire::Kernel, facts: Option<&KernelFacts>) -> String {
+    let mut a = format!(
+        "\"device\": {}, \"context\": {}, \"stream\": {}, \"correlation\": {}, \"registers per thread\": {}, \"shared memory\": {}, \"grid\": [{}, {}, {}], \"block\": [{}, {}, {}]",
+        k.device_id,
+        k.context_id,
+        k.stream_id,
+        k.correlation_id,
+        k.registers_per_thread,
+        i64::from(k.static_shared_memory) + i64::from(k.dynamic_shared_memory),
+        k.grid[0],
+        k.grid[1],
+        k.grid[2],
+        k.block[0],
+        k.block[1],
+        k.block[2],
+    );
+    if k.graph_id != 0 {
+        let _ = write!(
+            a,
+            ", \"graph id\": {}, \"graph node id\": {}",
+            k.graph_id, k.graph_node_id
+        );
+    }
+    let Some(f) = facts else { return a };
+    if let Some(g) = &f.gemm {
+        let _ = write!(
+            a,
+            ", \"GEMM M\": {}, \"GEMM N\": {}, \"GEMM K\": {}, \"GEMM batch\": {}, \"GEMM\": {}, \"GEMM call launch\": {}",
+            g.m,
+            g.n,
+            g.k,
+            g.batch,
+            quoted(&g.label),
+            g.launch_index
+        );
+    }
+    let dur = k.end_ns.saturating_sub(k.start_ns);
+    if let Some(v) = f.model_flops {
+        push_number(&mut a, "model FLOPs", v);
+    }
+    if let Some(v) = f.dram_bytes {
+        push_number(&mut a, "DRAM bytes", v);
+    }
+    if let Some(v) = f.arithmetic_intensity() {
+        push_number(&mut a, "arithmetic intensity (FLOP/byte)", v);
+    }
+    if let Some(v) = f.mfu(dur) {
+        push_number(&mut a, "MFU (%)", v * 100.0);
+    }
+    a
+}
+
+fn transfer_args(
+    device: u32,
+    context: u32,
+    stream: u32,
+    correlation: u32,
+    bytes: u64,
+    dur_ns: u64,
+) -> String {
+    let mut a = format!(
+        "\"device\": {device}, \"context\": {context}, \"stream\": {stream}, \"correlation\": {correlation}, \"bytes\": {bytes}"
+    );
+    if dur_ns > 0 {
+        // Bytes per ns are GB/s.
+        push_number(
+            &mut a,
+            "memory bandwidth (GB/s)",
+            bytes as f64 / dur_ns as f64,
+        );
+    }
+    a
+}
+
+impl<F: Files> Sink for KinetoWriter<F> {
+    fn process(&mut self, p: &Process) -> io::Result<()> {
+        let name = if p.command.is_empty() {
+            format!("pid {}", p.pid)
+        } else {
+            p.command.join(" ")
+        };
+        self.metadata(p.pid, "process_name", p.pid.into(), 0, "name", &name)
+    }
+
+    fn track(&mut self, t: &Track) -> io::Result<()> {
+        self.tracks.insert(t.id, (t.pid, t.kind));
+        match t.kind {
+            TrackKind::Thread(tid) => self.metadata(
+                t.pid,
+                "thread_name",
+                t.pid.into(),
+                tid,
+                "name",
+                &format!("thread {tid}"),
+            ),
+            TrackKind::Stream { device, stream } => {
+                let named = self.named_devices.entry(t.pid).or_default();
+                if !named.contains(&device) {
+                    named.push(device);
+                    let label = self
+                        .headers
+                        .get(&t.pid)
+                        .and_then(|h| h.devices.get(&device))
+                        .map(|d| d.name.clone())
+                        .unwrap_or_default();
+                    self.metadata(
+                        t.pid,
+                        "process_name",
+                        device.into(),
+                        0,
+                        "name",
+                        &format!("GPU {device}"),
+                    )?;
+                    self.metadata(t.pid, "process_labels", device.into(), 0, "labels", &label)?;
+                }
+                self.metadata(
+                    t.pid,
+                    "thread_name",
+                    device.into(),
+                    stream.into(),
+                    "name",
+                    &format!("stream {stream}"),
+                )
+            }
+            TrackKind::Range => Ok(()),
+        }
+    }
+
+    fn slice(&mut self, s: &Slice) -> io::Result<()> {
+        let Some(&(pid, kind)) = self.tracks.get(&s.track) else {
+            return Ok(());
+        };
+        let at = match kind {
+            TrackKind::Thread(tid) => (u64::from(pid), tid),
+            TrackKind::Stream { device, stream } => (device.into(), stream.into()),
+            TrackKind::Range => (u64::from(pid), 0),
+        };
+        let span = (s.start_ns, s.end_ns);
+        let dur = s.end_ns.saturating_sub(s.start_ns);
+        match (s.category, s.source) {
+            (Category::Kernel, Source::Kernel(k, facts)) => {
+                self.complete(pid, "kernel", s.name, at, span, &kernel_args(k, facts))?;
+                if facts.is_some_and(|f| f.launch_written) {
+                    self.flow(pid, true, k.correlation_id, at, s.start_ns)?;
+                }
+                Ok(())
+            }
+            (Category::Memcpy, Source::Memcpy(m)) => {
+                let name = format!(
+                    "Memcpy {} ({} -> {})",
+                    copy_kind(m.copy_kind),
+                    memory_kind(m.src_kind),
+                    memory_kind(m.dst_kind)
+                );
+                let args = transfer_args(
+                    m.device_id,
+                    m.context_id,
+                    m.stream_id,
+                    m.correlation_id,
+                    m.bytes,
+                    dur,
+                );
+                self.complete(pid, "gpu_memcpy", &name, at, span, &args)
+            }
+            (Category::Memset, Source::Memset(m)) => {
+                let name = format!("Memset ({})", memory_kind(m.memory_kind));
+                let args = transfer_args(
+                    m.device_id,
+                    m.context_id,
+                    m.stream_id,
+                    m.correlation_id,
+                    m.bytes,
+                    dur,
+                );
+                self.complete(pid, "gpu_memset", &name, at, span, &args)
+            }
+            (Category::CudaApi, Source::Launch(l)) => {
+                let cat = if l.runtime {
+                    "cuda_runtime"
+                } else {
+                    "cuda_driver"
+                };
+                let args = format!(
+                    "\"cbid\": {}, \"correlation\": {}",
+                    l.cbid, l.correlation_id
+                );
+                self.complete(pid, cat, s.name, at, span, &args)?;
+                if s.flow_out.is_some() {
+                    self.flow(pid, false, l.correlation_id, at, s.start_ns)?;
+                }
+                Ok(())
+            }
+            (Category::Nvtx, _) => self.complete(pid, "user_annotation", s.name, at, span, ""),
+            (Category::GpuNvtx, _) => {
+                self.complete(pid, "gpu_user_annotation", s.name, at, span, "")
+            }
+            // A slice without its record (not something the builder makes).
+            _ => Ok(()),
+        }
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        for (_, f) in &mut self.open {
+            f.out.write_all(b"\n  ]\n}\n")?;
+            f.out.flush()?;
+        }
+        Ok(())
+    }
+
+    fn joined(&self) -> bool {
+        true
+    }
+}

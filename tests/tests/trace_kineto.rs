@@ -1,0 +1,689 @@
+//! `gpuprof trace --format kineto`, read by the real Holistic Trace Analysis (HTA
+//! 0.5.0, `target/venv-hta`, made by `scripts/python-env.sh hta`) through
+//! `tests/hta/analyse.py`: the README's demo workload recorded on the simulated H100
+//! and a four-process run launched as torchrun launches ranks (RANK, LOCAL_RANK,
+//! WORLD_SIZE in each process's environment), each against `gpuprof report`; and
+//! sessions that hold nothing to trace or hostile values, and output directories
+//! that are not ours.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use gpuprof_collector::store::write_parts;
+use gpuprof_tests::{
+    artifact, gpuprof_command, record_on_sim, venv_python_of, Scratch, TimedChild,
+};
+use serde_json::{json, Value};
+use wire::testing::{k, launch, marker, process, string};
+use wire::{marker_flags, ProcessInfo, Record};
+
+const LIMIT: Duration = Duration::from_secs(300);
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn gpuprof(args: &[&str]) -> Output {
+    gpuprof_command().args(args).output().unwrap()
+}
+
+fn report_json(dir: &Path) -> Value {
+    let o = gpuprof(&["report", "--format", "json", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// What HTA makes of the Kineto trace in `dir` (see tests/hta/analyse.py).
+fn hta(dir: &Path) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("hta/analyse.py");
+    let mut cmd = Command::new(venv_python_of("hta"));
+    cmd.arg(script).arg(dir);
+    let o = TimedChild::spawn(cmd, LIMIT).wait();
+    assert_eq!(o.status.code(), Some(0), "HTA: {}", o.stderr);
+    serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout))
+}
+
+/// The report's kernels by name: (launches, total ns).
+fn report_kernels(v: &Value) -> BTreeMap<String, (u64, u64)> {
+    let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for k in v["kernels"].as_array().unwrap() {
+        let e = out
+            .entry(k["name"].as_str().unwrap().to_string())
+            .or_default();
+        e.0 += k["calls"].as_u64().unwrap();
+        e.1 += k["total_ns"].as_u64().unwrap();
+    }
+    out
+}
+
+/// HTA's kernels by name: (count, total ns); copies and sets (count 0: HTA counts
+/// only `kernel` events here) by name: total ns.
+type Kernels = BTreeMap<String, (u64, u64)>;
+fn hta_kernels(h: &Value) -> (Kernels, BTreeMap<String, u64>) {
+    let mut kernels = BTreeMap::new();
+    let mut transfers = BTreeMap::new();
+    for (name, k) in h["kernels"].as_object().unwrap() {
+        let ns = (k["total_us"].as_f64().unwrap() * 1000.0).round() as u64;
+        match k["count"].as_u64().unwrap() {
+            0 => {
+                transfers.insert(name.clone(), ns);
+            }
+            n => {
+                kernels.insert(name.clone(), (n, ns));
+            }
+        }
+    }
+    (kernels, transfers)
+}
+
+/// The report's copies and sets by Kineto's name, total ns ("Memcpy HtoD (Pageable
+/// -> Device)" -> "HtoD" as the report's kind).
+fn transfer_kinds(hta: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    let mut out: BTreeMap<String, u64> = BTreeMap::new();
+    for (name, ns) in hta {
+        let kind = match name.strip_prefix("Memcpy ") {
+            Some(rest) => rest.split(' ').next().unwrap().to_string(),
+            None => "memset".to_string(),
+        };
+        *out.entry(kind).or_default() += ns;
+    }
+    out
+}
+
+fn report_transfers(v: &Value) -> BTreeMap<String, u64> {
+    let mut out: BTreeMap<String, u64> = BTreeMap::new();
+    for t in v["transfers"].as_array().unwrap() {
+        *out.entry(t["kind"].as_str().unwrap().to_string())
+            .or_default() += t["total_ns"].as_u64().unwrap();
+    }
+    out
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn the_demo_workload_reads_in_hta_as_in_the_report() {
+    let scratch = Scratch::new("kineto-demo");
+    let out = scratch.join("out");
+    let mut cmd = record_on_sim("13.4");
+    cmd.arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(artifact("cudarc-llm"));
+    let rec = TimedChild::spawn(cmd, LIMIT).wait();
+    assert_eq!(rec.status.code(), Some(0), "{}", rec.stderr);
+    let v = report_json(&out);
+    assert_eq!(v["kernel_count"], 107);
+    let p = &v["processes"][0];
+    let pid = p["pid"].as_u64().unwrap();
+    let host = p["host"].as_str().unwrap();
+
+    let o = gpuprof(&["trace", out.to_str().unwrap(), "--format", "kineto"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let dir = out.join("kineto");
+    let stderr = text(&o.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "gpuprof: Kineto trace written to {} (1 file, one per process; ranks numbered by gpuprof: no process had RANK set): 107 kernels, ",
+            dir.display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains(", 5 NVTX ranges, 5 NVTX ranges on the GPU, 107 flows from launch to kernel; analyse it with HTA: TraceAnalysis(trace_dir="), "{stderr}");
+    // One file, named as PyTorch names a worker's trace.
+    let file = dir.join(format!("{host}_{pid}.pt.trace.json"));
+    assert_eq!(files_in(&dir), vec![file.clone()]);
+
+    // The header, before the events, in Kineto's order and spelling.
+    let raw = std::fs::read_to_string(&file).unwrap();
+    let keys: Vec<&str> = raw
+        .lines()
+        .take_while(|l| !l.contains("\"traceEvents\""))
+        .filter_map(|l| l.trim().strip_prefix('"')?.split('"').next())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "schemaVersion",
+            "deviceProperties",
+            "distributedInfo",
+            "gpuprof",
+            "displayTimeUnit",
+            "baseTimeNanoseconds"
+        ]
+    );
+    assert!(
+        raw.contains("\n  \"distributedInfo\": {\"rank\": 0},\n"),
+        "{}",
+        &raw[..600]
+    );
+    let t = read_json(&file);
+    assert_eq!(t["schemaVersion"], 1);
+    let d = &t["deviceProperties"][0];
+    assert_eq!(
+        (
+            &d["id"],
+            &d["name"],
+            &d["numSms"],
+            &d["computeMajor"],
+            &d["computeMinor"]
+        ),
+        (
+            &json!(0),
+            &json!("NVIDIA H100 80GB HBM3"),
+            &json!(132),
+            &json!(9),
+            &json!(0)
+        )
+    );
+    assert!(d["uuid"].as_str().unwrap().starts_with("GPU-"), "{d}");
+    assert!(d["totalGlobalMem"].as_u64().unwrap() > 0);
+    assert_eq!(t["gpuprof"]["pid"], pid);
+    assert_eq!(t["gpuprof"]["rank_source"], "assigned by gpuprof");
+    let base = t["baseTimeNanoseconds"].as_u64().unwrap();
+    assert!(base > 1_600_000_000_000_000_000);
+
+    // Events: categories and counts; times exact to the ns (three decimals, from
+    // integers), never before the base.
+    let events = t["traceEvents"].as_array().unwrap();
+    let mut cats: BTreeMap<String, u64> = BTreeMap::new();
+    for e in events {
+        *cats
+            .entry(format!(
+                "{} {}",
+                e["ph"].as_str().unwrap(),
+                e["cat"].as_str().unwrap_or("")
+            ))
+            .or_default() += 1;
+    }
+    let copies: u64 = v["transfers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["kind"] != "memset")
+        .map(|t| t["count"].as_u64().unwrap())
+        .sum();
+    let sets: u64 = v["transfers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["kind"] == "memset")
+        .map(|t| t["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(cats["X kernel"], 107);
+    assert_eq!(cats["X cuda_driver"], 107);
+    assert_eq!(cats["s ac2g"], 107);
+    assert_eq!(cats["f ac2g"], 107);
+    assert_eq!(cats["X gpu_memcpy"], copies);
+    assert_eq!(cats["X gpu_memset"], sets);
+    assert_eq!(cats["X user_annotation"], 5);
+    assert_eq!(cats["X gpu_user_annotation"], 5);
+    for line in raw.lines().filter(|l| l.starts_with("{\"ph\": \"X\"")) {
+        for field in ["\"ts\": ", "\"dur\": "] {
+            let at = line.find(field).unwrap() + field.len();
+            let num: String = line[at..].chars().take_while(|c| *c != ',').collect();
+            let (whole, frac) = num.split_once('.').unwrap_or_else(|| panic!("{line}"));
+            assert!(whole.parse::<u64>().is_ok() && frac.len() == 3, "{line}");
+        }
+    }
+    // Kernels on pid = device, tid = stream, with Kineto's arguments; flows keyed by
+    // the correlation id from the launch's thread to the kernel's stream.
+    let kernels: Vec<&Value> = events.iter().filter(|e| e["cat"] == "kernel").collect();
+    for e in &kernels {
+        let a = &e["args"];
+        assert_eq!((&e["pid"], &e["tid"]), (&a["device"], &a["stream"]), "{e}");
+        for key in [
+            "correlation",
+            "grid",
+            "block",
+            "registers per thread",
+            "shared memory",
+            "context",
+        ] {
+            assert!(!a[key].is_null(), "{key}: {e}");
+        }
+    }
+    for e in events.iter().filter(|e| e["cat"] == "cuda_driver") {
+        assert_eq!(e["name"], "cuLaunchKernel");
+        assert_eq!(e["pid"], pid);
+        assert!(e["args"]["stream"].is_null(), "{e}");
+        let corr = &e["args"]["correlation"];
+        let s = events
+            .iter()
+            .find(|f| f["ph"] == "s" && &f["id"] == corr)
+            .unwrap();
+        assert_eq!((&s["ts"], &s["tid"]), (&e["ts"], &e["tid"]));
+        let k = kernels
+            .iter()
+            .find(|k| &k["args"]["correlation"] == corr)
+            .unwrap();
+        let f = events
+            .iter()
+            .find(|f| f["ph"] == "f" && &f["id"] == corr)
+            .unwrap();
+        assert_eq!(
+            (&f["ts"], &f["pid"], &f["tid"], &f["bp"]),
+            (&k["ts"], &k["pid"], &k["tid"], &json!("e"))
+        );
+    }
+    // Copies carry bytes and bandwidth as Kineto names them.
+    for e in events.iter().filter(|e| e["cat"] == "gpu_memcpy") {
+        let gbps = e["args"]["memory bandwidth (GB/s)"].as_f64().unwrap();
+        let bytes = e["args"]["bytes"].as_f64().unwrap();
+        let dur_ns = e["dur"].as_f64().unwrap() * 1000.0;
+        assert!((gbps - bytes / dur_ns).abs() < 1e-9 * gbps.max(1.0), "{e}");
+        assert!(e["name"].as_str().unwrap().starts_with("Memcpy "), "{e}");
+    }
+    // GEMM kernels: shape, model FLOPs, arithmetic intensity and MFU, as the
+    // workload's GEMMs (the demo runs with every counter on every kernel).
+    let gemms: Vec<&&Value> = kernels
+        .iter()
+        .filter(|e| !e["args"]["GEMM M"].is_null())
+        .collect();
+    assert_eq!(gemms.len(), 47, "the workload's 47 GEMMs");
+    for e in &gemms {
+        let a = &e["args"];
+        let (m, n, kk, b) = (
+            a["GEMM M"].as_f64().unwrap(),
+            a["GEMM N"].as_f64().unwrap(),
+            a["GEMM K"].as_f64().unwrap(),
+            a["GEMM batch"].as_f64().unwrap(),
+        );
+        assert_eq!(
+            a["model FLOPs"].as_f64().unwrap(),
+            2.0 * m * n * kk * b,
+            "{e}"
+        );
+        let dur_s = e["dur"].as_f64().unwrap() * 1e-6;
+        let mfu = a["MFU (%)"].as_f64().unwrap();
+        assert!(mfu > 0.0 && mfu < 100.0, "{e}");
+        assert!(
+            a["GEMM"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{m}x{n}x{kk} x{b} ")),
+            "{e}"
+        );
+        let _ = dur_s;
+    }
+    assert!(gemms
+        .iter()
+        .any(|e| e["args"]["arithmetic intensity (FLOP/byte)"]
+            .as_f64()
+            .is_some_and(|ai| ai > 0.0)));
+    // CPU NVTX ranges on the launching thread; their GPU projections on the stream,
+    // holding the kernels launched inside them.
+    for e in events.iter().filter(|e| e["cat"] == "gpu_user_annotation") {
+        assert_eq!((&e["pid"], &e["tid"]), (&json!(0), &json!(1)));
+        assert!(e["args"]["stream"].is_null());
+    }
+
+    // HTA: per kernel name, the count and total duration the report has, exactly.
+    let h = hta(&dir);
+    assert_eq!(h["ranks"], json!({"0": {"distributedInfo": {"rank": 0}}}));
+    let (kernels, transfers) = hta_kernels(&h);
+    assert_eq!(kernels, report_kernels(&v));
+    assert_eq!(transfer_kinds(&transfers), report_transfers(&v));
+    // Launches: HTA links every launch call to its kernel by correlation id (the
+    // launch events of its queue-length and critical-path analyses); its
+    // get_cuda_kernel_launch_stats counts only runtime API launches (cudaLaunchKernel,
+    // cudaLaunchKernelExC, cudaMemcpyAsync, cudaMemsetAsync), and gpuprof records the
+    // driver API's cuLaunchKernel, which HTA 0.5.0 leaves out there.
+    assert_eq!(h["linked_launches"], json!({"0": 107}));
+    assert_eq!(h["launch_names"], json!({"0": ["cuLaunchKernel"]}));
+    assert_eq!(h["launch_stats_rows"], 0);
+
+    // Again: the earlier trace's file is replaced, nothing else is made.
+    let o = gpuprof(&["trace", out.to_str().unwrap(), "--format", "kineto"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(files_in(&dir), vec![file.clone()]);
+
+    // A window keeps what overlaps it, and HTA still reads it.
+    let part = scratch.join("window");
+    let o = gpuprof(&[
+        "trace",
+        out.to_str().unwrap(),
+        "--format",
+        "kineto",
+        "-o",
+        part.to_str().unwrap(),
+        "--from",
+        "0",
+        "--to",
+        "0.000001",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stderr = text(&o.stderr);
+    assert!(
+        stderr.contains("(what overlaps 0 s to 0.000001 s after the session's first timestamp)"),
+        "{stderr}"
+    );
+    let windowed = read_json(&files_in(&part)[0]);
+    let n = windowed["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .count();
+    assert!(n >= 1 && n < events.len(), "{n}");
+}
+
+#[test]
+fn four_ranks_are_four_files_and_hta_loads_four_ranks() {
+    let scratch = Scratch::new("kineto-ranks");
+    let out = scratch.join("out");
+    // The ranks in reverse order of their start, as a launcher may start them.
+    let script = format!(
+        "for r in 3 2 1 0; do RANK=$r LOCAL_RANK=$r WORLD_SIZE=4 {} --layers 1 --decode-steps 2 & done; wait",
+        artifact("cudarc-llm").display()
+    );
+    let mut cmd = record_on_sim("13.4");
+    cmd.arg("-o").arg(&out).args(["--", "sh", "-c", &script]);
+    let rec = TimedChild::spawn(cmd, LIMIT).wait();
+    assert_eq!(rec.status.code(), Some(0), "{}", rec.stderr);
+    let v = report_json(&out);
+    let procs = v["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 4, "{v:#}");
+
+    let dir = scratch.join("kineto");
+    let o = gpuprof(&[
+        "trace",
+        out.to_str().unwrap(),
+        "--format",
+        "kineto",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).starts_with(&format!("gpuprof: Kineto trace written to {} (4 files, one per process; each rank from its process's RANK): ", dir.display())), "{}", text(&o.stderr));
+    let files = files_in(&dir);
+    assert_eq!(files.len(), 4);
+    // Each file: its process's rank from its environment, and only its own events.
+    let mut kernels_of_rank = BTreeMap::new();
+    for f in &files {
+        let t = read_json(f);
+        let rank = t["distributedInfo"]["rank"].as_u64().unwrap();
+        assert_eq!(
+            t["distributedInfo"],
+            json!({"rank": rank, "world_size": 4, "local_rank": rank})
+        );
+        assert_eq!(t["gpuprof"]["rank_source"], "RANK");
+        let pid = t["gpuprof"]["pid"].as_u64().unwrap();
+        let p = procs.iter().find(|p| p["pid"] == pid).unwrap();
+        assert!(f.ends_with(format!(
+            "{}_{pid}.pt.trace.json",
+            p["host"].as_str().unwrap()
+        )));
+        let events = t["traceEvents"].as_array().unwrap();
+        let kernels = events.iter().filter(|e| e["cat"] == "kernel").count() as u64;
+        assert_eq!(kernels, p["kernels"].as_u64().unwrap());
+        assert!(events
+            .iter()
+            .filter(|e| e["cat"] == "cuda_driver")
+            .all(|e| e["pid"] == pid));
+        kernels_of_rank.insert(rank.to_string(), kernels);
+    }
+
+    let h = hta(&dir);
+    let ranks: BTreeMap<String, Value> = (0..4)
+        .map(|r| {
+            (
+                r.to_string(),
+                json!({"distributedInfo": {"rank": r, "world_size": 4, "local_rank": r}}),
+            )
+        })
+        .collect();
+    assert_eq!(h["ranks"], json!(ranks));
+    let (kernels, transfers) = hta_kernels(&h);
+    assert_eq!(kernels, report_kernels(&v));
+    assert_eq!(transfer_kinds(&transfers), report_transfers(&v));
+    assert_eq!(h["linked_launches"], json!(kernels_of_rank));
+    assert_eq!(h["launch_stats_rows"], 0);
+}
+
+const T0: u64 = 1_700_000_000_000_000_000;
+
+fn process_with(pid: u32, host: &str, env: &[&str]) -> Record {
+    let Record::Process(p) = process(pid, "./app") else {
+        unreachable!()
+    };
+    Record::Process(ProcessInfo {
+        host: host.into(),
+        start_ns: T0 + u64::from(pid),
+        environment: env.iter().map(|e| e.to_string()).collect(),
+        ..p
+    })
+}
+
+#[test]
+fn hostile_values_stay_in_the_directory_and_every_file_gets_its_own_rank() {
+    let dir = Scratch::new("kineto-hostile");
+    let session = dir.join("s");
+    let kernel_of = |_pid: u32| -> Vec<Record> {
+        vec![
+            string(1, "_Z1kv"),
+            string(2, "step \"rank\": 9"),
+            launch(1, 7, T0 + 100, T0 + 200),
+            k(1, 1, T0 + 300, T0 + 400),
+            marker(marker_flags::START, 1, 7, T0 + 50, 2, 0),
+            marker(marker_flags::END, 1, 7, T0 + 500, 0, 0),
+        ]
+    };
+    let parts = vec![
+        (
+            10,
+            [
+                vec![process_with(10, "../../etc/x", &["RANK=1", "WORLD_SIZE=2"])],
+                kernel_of(10),
+            ]
+            .concat(),
+        ),
+        (
+            11,
+            [
+                vec![process_with(11, "node/\n\"2\"", &["RANK=1"])],
+                kernel_of(11),
+            ]
+            .concat(),
+        ),
+        (
+            12,
+            [
+                vec![process_with(12, "node", &["RANK=-3", "WORLD_SIZE=many"])],
+                kernel_of(12),
+            ]
+            .concat(),
+        ),
+        // A process whose record was lost.
+        (13, kernel_of(13)),
+    ];
+    std::fs::create_dir_all(&session).unwrap();
+    write_parts(&session, &parts).unwrap();
+    let out = dir.join("k");
+    let o = gpuprof(&[
+        "trace",
+        session.to_str().unwrap(),
+        "--format",
+        "kineto",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains(
+            "(4 files, one per process; 3 ranks numbered by gpuprof, the others from RANK)"
+        ),
+        "{}",
+        text(&o.stderr)
+    );
+    let names: Vec<String> = files_in(&out)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "etcx_10.pt.trace.json",
+            "host_13.pt.trace.json",
+            "node2_11.pt.trace.json",
+            "node_12.pt.trace.json"
+        ]
+    );
+    let rank_of = |name: &str| read_json(&out.join(name))["distributedInfo"].clone();
+    // The first process with RANK=1 keeps it; the second with it, the one with a
+    // RANK that is no rank, and the one without a record take the free ones in order
+    // of their start (unknown first).
+    assert_eq!(
+        rank_of("etcx_10.pt.trace.json"),
+        json!({"rank": 1, "world_size": 2})
+    );
+    assert_eq!(rank_of("host_13.pt.trace.json"), json!({"rank": 0}));
+    assert_eq!(rank_of("node2_11.pt.trace.json"), json!({"rank": 2}));
+    assert_eq!(rank_of("node_12.pt.trace.json"), json!({"rank": 3}));
+    // HTA loads the four, the NVTX name's quotes do not fool its rank scan.
+    let h = hta(&out);
+    assert_eq!(h["ranks"].as_object().unwrap().len(), 4, "{h}");
+    let (kernels, _) = hta_kernels(&h);
+    assert_eq!(kernels, BTreeMap::from([("k()".to_string(), (4, 400))]));
+    assert_eq!(
+        h["linked_launches"],
+        json!({"0": 1, "1": 1, "2": 1, "3": 1})
+    );
+}
+
+#[test]
+fn nothing_to_trace_and_directories_not_ours_are_errors() {
+    let dir = Scratch::new("kineto-errors");
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    write_parts(&empty, &[(5, vec![process_with(5, "h", &["RANK=0"])])]).unwrap();
+    let out = dir.join("k");
+    let o = gpuprof(&[
+        "trace",
+        empty.to_str().unwrap(),
+        "--format",
+        "kineto",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o.stderr),
+        format!("gpuprof: error: {}: the session has no kernel, copy, set, launch call or NVTX range: no Kineto trace written\n", empty.display())
+    );
+    assert!(!out.exists());
+
+    // A window that holds nothing.
+    let session = dir.join("s");
+    std::fs::create_dir_all(&session).unwrap();
+    write_parts(
+        &session,
+        &[(
+            5,
+            vec![
+                process_with(5, "h", &[]),
+                string(1, "k"),
+                launch(1, 7, T0 + 100, T0 + 200),
+                k(1, 1, T0 + 300, T0 + 400),
+            ],
+        )],
+    )
+    .unwrap();
+    let o = gpuprof(&[
+        "trace",
+        session.to_str().unwrap(),
+        "--format",
+        "kineto",
+        "-o",
+        out.to_str().unwrap(),
+        "--from",
+        "10",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).ends_with("no kernel, copy, set, launch call or NVTX range in the window: no Kineto trace written\n"), "{}", text(&o.stderr));
+    assert!(!out.exists());
+
+    // An output directory holding anything but a Kineto trace is left alone.
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("notes.json"), b"{}").unwrap();
+    let o = gpuprof(&[
+        "trace",
+        session.to_str().unwrap(),
+        "--format",
+        "kineto",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr)
+            .contains("holds \"notes.json\", which is not a Kineto trace file (*.pt.trace.json)"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(files_in(&out), vec![out.join("notes.json")]);
+    // A file is not a directory.
+    let file = out.join("notes.json");
+    let o = gpuprof(&[
+        "trace",
+        session.to_str().unwrap(),
+        "--format",
+        "kineto",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("is not a directory: the Kineto trace is a directory of files"),
+        "{}",
+        text(&o.stderr)
+    );
+    // Not a session at all.
+    let o = gpuprof(&["trace", out.to_str().unwrap(), "--format", "kineto"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("no session here"),
+        "{}",
+        text(&o.stderr)
+    );
+    // A damaged part: what verifies is written, the damage named, exit 3.
+    let kernels = session.join("parts/00000001/kernels.parquet");
+    let mut b = std::fs::read(&kernels).unwrap();
+    b[40] ^= 0x10;
+    std::fs::write(&kernels, b).unwrap();
+    let good = dir.join("good");
+    let o = gpuprof(&[
+        "trace",
+        session.to_str().unwrap(),
+        "--format",
+        "kineto",
+        "-o",
+        good.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("kernels.parquet"),
+        "{}",
+        text(&o.stderr)
+    );
+    let t = read_json(&files_in(&good)[0]);
+    assert!(t["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["cat"] != "kernel"));
+}
