@@ -3,11 +3,11 @@
 /// The protocol version as a literal, checked against the wire crate at compile time.
 macro_rules! protocol_version {
     () => {
-        "5"
+        "6"
     };
 }
 const _: () = assert!(
-    wire::PROTOCOL_VERSION == 5,
+    wire::PROTOCOL_VERSION == 6,
     "update protocol_version!() in collector/src/version.rs"
 );
 

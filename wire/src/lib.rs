@@ -6,6 +6,7 @@
 //! - [`session_dir`]: the ring directory both sides share (names, the collector's pid
 //!   file, where it is made) and the size syntax of the ring-size settings;
 //! - [`sigbus`]: surviving a ring file truncated under its mapping;
+//! - [`capture`]: the capture window's settings, one parser for both sides;
 //! - [`env`]: the names of the environment variables one side sets for the other.
 //!
 //! Bump [`PROTOCOL_VERSION`] on every change to the ring layout or the record schema.
@@ -30,6 +31,7 @@
 //! reads a struct from a map as well as from an array, and a variant from its name as
 //! well as its index.
 
+pub mod capture;
 pub mod env;
 pub mod record;
 pub mod ring;
@@ -41,7 +43,7 @@ pub mod testing;
 pub use record::*;
 
 /// Version of the record schema and ring layout.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// Encodes a batch of records as one frame payload (see the module documentation).
 pub fn encode_batch(records: &[Record]) -> Result<Vec<u8>, rmp_serde::encode::Error> {
@@ -122,6 +124,7 @@ impl serde::Serialize for Indexed<'_> {
             Record::GemmStatus(r) => map.serialize_entry(&17u8, r)?,
             Record::Dropped(r) => map.serialize_entry(&18u8, r)?,
             Record::End(r) => map.serialize_entry(&19u8, r)?,
+            Record::Capture(r) => map.serialize_entry(&20u8, r)?,
         }
         map.end()
     }
