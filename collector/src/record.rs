@@ -54,6 +54,23 @@ pub struct RecordArgs {
     #[arg(long, value_name = "S", default_value_t = PartLimits::default().age.as_secs(),
           value_parser = clap::value_parser!(u64).range(1..))]
     part_seconds: u64,
+    /// Record only from S seconds after the program starts (fractions allowed;
+    /// sets GPUPROF_DELAY). With --capture-range, the delay applies first: windows
+    /// open only after it.
+    #[arg(long, value_name = "S", allow_hyphen_values = true)]
+    delay: Option<String>,
+    /// Record only for S seconds, from the start or from the end of --delay
+    /// (fractions allowed; sets GPUPROF_DURATION).
+    #[arg(long, value_name = "S", allow_hyphen_values = true)]
+    duration: Option<String>,
+    /// Record only inside capture windows: `cudaProfilerApi`, between each
+    /// cuProfilerStart / cudaProfilerStart and the next stop; `nvtx:NAME`, while an
+    /// NVTX range named NAME is open (a push/pop range on the launching thread, or a
+    /// start/end range on any thread). Sets GPUPROF_CAPTURE_RANGE. Kernels, copies,
+    /// sets, launches, GEMM shapes and counters outside the windows are not
+    /// recorded; NVTX ranges are.
+    #[arg(long, value_name = "RANGE", allow_hyphen_values = true)]
+    capture_range: Option<String>,
     /// The program to profile and its arguments. Every CUDA process it starts is
     /// profiled too.
     #[arg(last = true, required = true, value_name = "CMD")]
@@ -73,6 +90,9 @@ impl RecordArgs {
             ring_size: None,
             part_rows: PartLimits::default().rows as u64,
             part_seconds: PartLimits::default().age.as_secs(),
+            delay: None,
+            duration: None,
+            capture_range: None,
             command,
             env: Vec::new(),
         }
@@ -161,6 +181,32 @@ fn exit_code(status: ExitStatus) -> u8 {
     }
 }
 
+/// The capture window's variables for the program, checked by the rule the library
+/// reads them with (`wire::capture`).
+fn capture_env(args: &RecordArgs) -> Result<Vec<(&'static str, String)>> {
+    let mut vars = Vec::new();
+    for (flag, var, value, zero_ok) in [
+        ("--delay", wire::env::DELAY, &args.delay, true),
+        ("--duration", wire::env::DURATION, &args.duration, false),
+    ] {
+        let Some(v) = value else { continue };
+        match wire::capture::parse_seconds(v) {
+            Some(ns) if zero_ok || ns > 0 => vars.push((var, v.clone())),
+            _ => bail!(
+                "{flag} {v:?}: not a number of seconds from {} to {} (fractions allowed, e.g. 1.5)",
+                if zero_ok { "0" } else { "0.000000001" },
+                wire::capture::MAX_SECONDS
+            ),
+        }
+    }
+    if let Some(v) = &args.capture_range {
+        let range = wire::capture::CaptureRange::parse(v)
+            .map_err(|e| anyhow::anyhow!("--capture-range {v:?}: {e}"))?;
+        vars.push((wire::env::CAPTURE_RANGE, range.spec()));
+    }
+    Ok(vars)
+}
+
 pub fn record(args: &RecordArgs) -> Result<ExitCode> {
     let lib = session_dirs::injection_library()?;
     let ring_size = args
@@ -168,6 +214,7 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         .as_deref()
         .map(session_dirs::check_ring_size)
         .transpose()?;
+    let capture = capture_env(args)?;
     let host = output_name::host_name();
     let env = |var: &str| std::env::var_os(var);
     let values = |pid| output_name::Values {
@@ -209,6 +256,7 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
     if let Some(size) = &ring_size {
         cmd.env(wire::env::RING_SIZE, size);
     }
+    cmd.envs(capture.iter().map(|(k, v)| (k, v)));
     cmd.envs(args.env.iter().map(|(k, v)| (k, v)));
     if let Some(other) = std::env::var_os("CUDA_INJECTION64_PATH").filter(|v| v != lib.as_os_str())
     {

@@ -138,6 +138,13 @@ pub fn enable_callback(c: &Cupti, s: &Subscriber, domain: u32, cbid: u32) -> Res
     CuptiError::check(unsafe { f(1, s.handle, domain, cbid) })
 }
 
+/// `cuptiEnableDomain(1, subscriber, domain)`: every callback of the domain.
+pub fn enable_domain(c: &Cupti, s: &Subscriber, domain: u32) -> Result<()> {
+    let f = c.fns().cuptiEnableDomain.ok_or(NOT_SUPPORTED)?;
+    // SAFETY: plain values; the handle came from a successful subscribe.
+    CuptiError::check(unsafe { f(1, s.handle, domain) })
+}
+
 /// `cuptiGetTimestamp`, 0 if CUPTI cannot answer.
 pub fn timestamp(c: &Cupti) -> u64 {
     let Some(f) = c.fns().cuptiGetTimestamp else {

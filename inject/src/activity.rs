@@ -16,6 +16,7 @@ use cupti_sys::{
 };
 use wire::Record;
 
+use crate::capture_window;
 use crate::decode::Decoded;
 use crate::handoff::{self, Claims, CONTEXTS, DEVICES, UNKNOWN_KINDS};
 use crate::log::debug;
@@ -160,17 +161,28 @@ unsafe fn decode_buffer(t: &tracer::Tracer, buffer: *mut u8, valid: usize) {
         }
         // SAFETY: CUPTI returned a complete record; every record starts with its kind.
         let kind = unsafe { (*rec).kind };
-        if matches!(
+        let kernel = matches!(
             kind,
             cupti_sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_KERNEL
                 | cupti_sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
-        ) {
-            crate::tally::kernel_completed();
-        }
+        );
         // SAFETY: CUPTI returned a complete record of the loaded release.
         match unsafe { t.layouts.decode(rec as *const u8, &mut intern) } {
-            Decoded::Record(r) => emit(r),
-            Decoded::Lost => handoff::lost(),
+            // Outside the capture window: not recorded, not counted (its launch was
+            // not either).
+            Decoded::Record(r) if !capture_window::keeps(&r) => {}
+            Decoded::Record(r) => {
+                if kernel {
+                    crate::tally::kernel_completed();
+                }
+                emit(r)
+            }
+            Decoded::Lost => {
+                if kernel {
+                    crate::tally::kernel_completed();
+                }
+                handoff::lost()
+            }
             Decoded::Unknown(kind) => {
                 UNKNOWN_KINDS.fetch_add(1, Ordering::Relaxed);
                 if UNKNOWN_SEEN.claim(kind) {

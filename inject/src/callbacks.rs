@@ -26,7 +26,7 @@ use crate::log::warn;
 use crate::state::{self, State};
 use cupti::callback;
 
-use crate::{counters, device, gemm, tally, tracer};
+use crate::{capture_window, counters, device, gemm, nvtx_ranges, tally, tracer};
 
 /// The driver-API calls that launch GPU work whose kernels we attribute.
 pub const LAUNCH_CBIDS: &[u32] = &[
@@ -96,7 +96,7 @@ pub unsafe extern "C" fn on_callback(
         CUPTI_CB_DOMAIN_NVTX => {
             // SAFETY: for the NVTX domain CUPTI passes a CUpti_NvtxData.
             let d = unsafe { &*(data as *const CUpti_NvtxData) };
-            counters::range_filter::on_nvtx(cbid, d);
+            nvtx_ranges::on_nvtx(cbid, d);
         }
         _ => {}
     });
@@ -104,6 +104,14 @@ pub unsafe extern "C" fn on_callback(
 
 fn on_api(cbid: u32, d: &CUpti_CallbackData) {
     let Some(t) = tracer::get() else { return };
+    if capture_window::active() {
+        // The whole driver domain is on: decide every call, go on with launches
+        // made inside the window only.
+        let launch = LAUNCH_CBIDS.contains(&cbid);
+        if !capture_window::on_api(cbid, d, launch) || !launch {
+            return;
+        }
+    }
     let slot = d.correlationData;
     let measurable = counters::measurable(cbid);
     if d.callbackSite == CUPTI_API_ENTER && measurable {

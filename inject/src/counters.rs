@@ -69,12 +69,12 @@ use wire::{CounterPlan, CounterStatus, KernelCounters, MetricValue, Record};
 
 use crate::handoff;
 use crate::log::{debug, warn};
+use crate::nvtx_ranges::{self, Watch};
 use crate::options::{CounterMode, Options, Replay as ReplayOption};
 
 pub mod capture;
 pub mod finished;
 pub mod policy;
-pub mod range_filter;
 pub mod sampling;
 
 use finished::Finished;
@@ -186,7 +186,7 @@ pub fn configure(opts: &Options) {
         }
         CounterMode::Kernel => {}
     }
-    range_filter::configure(opts.counter_range.as_deref());
+    nvtx_ranges::configure(Watch::Counters, opts.counter_range.as_deref());
     if SETTINGS
         .set(Settings {
             metrics: opts.metrics.clone(),
@@ -295,7 +295,7 @@ fn make_plan(c: &'static Cupti, device_id: u32) -> Result<Plan, String> {
         .as_ref()
         .map(|p| p.describe(groups.len()))
         .unwrap_or_default();
-    if let Some(r) = range_filter::name() {
+    if let Some(r) = nvtx_ranges::name(Watch::Counters) {
         policy.push_str(&format!("; only launches inside NVTX range {r:?}"));
     }
     if mode == Mode::KernelReplay {
@@ -403,7 +403,7 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData) {
     if FINISHED.with(|f| f.borrow().contains(&key)) {
         return;
     }
-    if !range_filter::admits() {
+    if !nvtx_ranges::admits(Watch::Counters) {
         return;
     }
     let ctx = CONTEXTS

@@ -95,6 +95,7 @@ fn on_exit() {
             if let Err(e) = activity::flush_all(t.cupti, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) {
                 debug!("cuptiActivityFlushAll at exit: {e}");
             }
+            crate::capture_window::finish();
             // Only after the flush: disabling PM sampling can finalize CUPTI and lose
             // activity buffers not yet delivered.
             crate::counters::sampling::disable();

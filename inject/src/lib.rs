@@ -13,6 +13,7 @@
 
 mod activity;
 mod callbacks;
+mod capture_window;
 mod counters;
 mod decode;
 mod device;
@@ -22,6 +23,7 @@ mod gemm;
 mod guard;
 mod handoff;
 mod log;
+mod nvtx_ranges;
 mod options;
 mod preload;
 mod session;

@@ -21,6 +21,11 @@
 //! - `GPUPROF_METRICS`: a comma-separated list of metric names replacing the default
 //!   set of the chip (it is then one group, which must fit in one pass).
 //!
+//! The capture window (`capture_window.rs`): `GPUPROF_DELAY` and `GPUPROF_DURATION`
+//! (seconds, fractions allowed) and `GPUPROF_CAPTURE_RANGE` (`cudaProfilerApi` or
+//! `nvtx:NAME`), parsed by `wire::capture` as `gpuprof record` checks them. A value
+//! it refuses is one warning and the setting is ignored.
+//!
 //! A measured launch is serialised with the rest of the GPU's work (the range
 //! profiler brackets it); the launch policy bounds how many are.
 
@@ -29,6 +34,7 @@ use std::path::PathBuf;
 
 use crate::log::{self, Level};
 
+use wire::capture::{parse_seconds, CaptureRange, MAX_SECONDS};
 use wire::env;
 use wire::session_dir::{parse_size, show_size};
 
@@ -78,6 +84,14 @@ pub struct Options {
     pub counter_range: Option<String>,
     /// `GPUPROF_GEMM`: on (default) or off: record cuBLAS / cuBLASLt GEMM shapes.
     pub gemm: bool,
+    /// `GPUPROF_DELAY`: record only from this long after the process started (ns).
+    pub delay_ns: u64,
+    /// `GPUPROF_DURATION`: record only for this long after the delay (ns; 0: to the
+    /// end).
+    pub duration_ns: u64,
+    /// `GPUPROF_CAPTURE_RANGE`: record only inside these ranges
+    /// (`capture_window.rs`).
+    pub capture_range: Option<CaptureRange>,
 }
 
 /// `GPUPROF_REPLAY`.
@@ -120,6 +134,9 @@ impl Default for Options {
             replay: Replay::None,
             counter_range: None,
             gemm: true,
+            delay_ns: 0,
+            duration_ns: 0,
+            capture_range: None,
         }
     }
 }
@@ -200,6 +217,27 @@ impl<F: Fn(&str) -> Option<OsString>> Reader<'_, F> {
                     "{key}={v:?} is not a whole number from {min} to {max}; using {default}"
                 ));
                 default
+            }
+        }
+    }
+}
+
+impl<F: Fn(&str) -> Option<OsString>> Reader<'_, F> {
+    /// A number of seconds as ns (`wire::capture::parse_seconds`); at least 1 ns
+    /// unless `zero_ok`. Anything else is a warning and 0 (the setting ignored).
+    fn seconds(&mut self, key: &str, zero_ok: bool) -> u64 {
+        const IGNORED: &str = "ignoring it: recording everything it would limit";
+        let Some(v) = self.value(key, IGNORED) else {
+            return 0;
+        };
+        match parse_seconds(&v) {
+            Some(ns) if zero_ok || ns > 0 => ns,
+            _ => {
+                self.warnings.push(format!(
+                    "{key}={v:?} is not a number of seconds from {} to {MAX_SECONDS}; {IGNORED}",
+                    if zero_ok { "0" } else { "0.000000001" }
+                ));
+                0
             }
         }
     }
@@ -338,6 +376,20 @@ impl Options {
             Text::Invalid if counters == CounterMode::Kernel => (None, CounterMode::Off),
             Text::Invalid => (None, counters),
         };
+        let delay_ns = r.seconds(env::DELAY, true);
+        let duration_ns = r.seconds(env::DURATION, false);
+        let capture_range = r
+            .value(env::CAPTURE_RANGE, "ignoring it: recording everything")
+            .and_then(|v| match CaptureRange::parse(&v) {
+                Ok(range) => Some(range),
+                Err(e) => {
+                    r.warnings.push(format!(
+                        "{}={v:?}: {e}; ignoring it: recording everything",
+                        env::CAPTURE_RANGE
+                    ));
+                    None
+                }
+            });
         let opts = Options {
             log,
             disabled,
@@ -357,6 +409,9 @@ impl Options {
             replay,
             counter_range,
             gemm,
+            delay_ns,
+            duration_ns,
+            capture_range,
         };
         (opts, r.warnings)
     }

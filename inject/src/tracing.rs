@@ -56,6 +56,7 @@ pub fn start(cupti: &'static Cupti, opts: &Options) -> Result<(), String> {
             }
         })?;
     crate::counters::configure(opts);
+    crate::capture_window::configure(opts);
     crate::gemm::install(opts);
     let tracer = tracer::set(Tracer {
         cupti,
@@ -100,8 +101,19 @@ fn enable(t: &Tracer) -> Result<(), String> {
             debug!("driver callback {cbid} not enabled: {e}");
         }
     }
-    if let Err(e) = crate::counters::range_filter::enable(c, s) {
-        crate::counters::fail(e);
+    if crate::capture_window::active() {
+        // Copies and sets are decided at their API call too (`capture_window.rs`).
+        callback::enable_domain(c, s, CUPTI_CB_DOMAIN_DRIVER_API).map_err(|e| {
+            format!("cannot enable CUPTI's driver-API callbacks for the capture window: {e}")
+        })?;
+    }
+    if let Err(e) = crate::nvtx_ranges::enable(c, s) {
+        if crate::nvtx_ranges::name(crate::nvtx_ranges::Watch::Counters).is_some() {
+            crate::counters::fail(format!("{e}: GPUPROF_COUNTER_RANGE cannot be followed"));
+        }
+        if crate::nvtx_ranges::name(crate::nvtx_ranges::Watch::Capture).is_some() {
+            warn!("{e}: the capture range never opens, nothing is recorded");
+        }
     }
     // Without system thread ids, NVTX push/pop ranges could not be matched with the
     // launches made inside them; tracing still works, so this is not fatal.

@@ -92,13 +92,23 @@ pub fn nvidia_extra(name: &str) -> PathBuf {
         )
     });
     let v: serde_json::Value = serde_json::from_str(&text).expect("extras.json is JSON");
-    PathBuf::from(v[name].as_str().unwrap_or_else(|| {
+    let recorded = PathBuf::from(v[name].as_str().unwrap_or_else(|| {
         panic!(
             "{name} is not in {}; run {}",
             extras.display(),
             crate::FETCH_COMMAND
         )
-    }))
+    }));
+    // The paths are absolute: when the directory was fetched under another checkout's
+    // `target/nvidia` and is reached here through a link, the same file is at the
+    // same place under ours.
+    match recorded
+        .to_str()
+        .and_then(|p| p.split_once("/target/nvidia/"))
+    {
+        Some((_, tail)) if !recorded.exists() => crate::nvidia_dir().join(tail),
+        _ => recorded,
+    }
 }
 
 /// The Python of `target/venv` (made by `scripts/python-env.sh`, which the test command

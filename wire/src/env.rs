@@ -23,6 +23,15 @@ pub const COUNTERS: &str = "GPUPROF_COUNTERS";
 pub const METRICS: &str = "GPUPROF_METRICS";
 /// Counter replay: `none` or `kernel`.
 pub const REPLAY: &str = "GPUPROF_REPLAY";
+/// Record only from this many seconds after the process starts (fractions allowed).
+/// Set from `gpuprof record --delay`.
+pub const DELAY: &str = "GPUPROF_DELAY";
+/// Record only for this many seconds (after the delay). Set from `gpuprof record
+/// --duration`.
+pub const DURATION: &str = "GPUPROF_DURATION";
+/// Record only inside a capture range: `cudaProfilerApi` or `nvtx:NAME`. Set from
+/// `gpuprof record --capture-range`.
+pub const CAPTURE_RANGE: &str = "GPUPROF_CAPTURE_RANGE";
 /// The NVTX injection library the demo's workload loads.
 pub const NVTX_LIB: &str = "GPUPROF_NVTX_LIB";
 /// The temporary directory, a fallback for the ring directory.

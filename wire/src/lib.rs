@@ -6,6 +6,7 @@
 //! - [`session_dir`]: the ring directory both sides share (names, the collector's pid
 //!   file, where it is made) and the size syntax of the ring-size settings;
 //! - [`sigbus`]: surviving a ring file truncated under its mapping;
+//! - [`capture`]: the capture window's settings, one parser for both sides;
 //! - [`env`]: the names of the environment variables one side sets for the other.
 //!
 //! Bump [`PROTOCOL_VERSION`] on every change to the ring layout or the record schema.
@@ -30,6 +31,7 @@
 //! reads a struct from a map as well as from an array, and a variant from its name as
 //! well as its index.
 
+pub mod capture;
 pub mod env;
 pub mod record;
 pub mod ring;
@@ -122,6 +124,7 @@ impl serde::Serialize for Indexed<'_> {
             Record::GemmStatus(r) => map.serialize_entry(&17u8, r)?,
             Record::Dropped(r) => map.serialize_entry(&18u8, r)?,
             Record::End(r) => map.serialize_entry(&19u8, r)?,
+            Record::Capture(r) => map.serialize_entry(&20u8, r)?,
         }
         map.end()
     }

@@ -54,6 +54,9 @@ pub enum Record {
     Dropped(Dropped),
     /// The process's stream is complete: nothing follows.
     End(End),
+    /// What a capture window let through in a process (`gpuprof record --delay,
+    /// --duration, --capture-range`), sent once before [`Record::End`].
+    Capture(Capture),
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -341,4 +344,24 @@ pub struct Dropped {
 pub struct End {
     /// Records this process produced, including dropped ones.
     pub records: u64,
+}
+
+/// The capture window of a process and what it let through. Only launches made inside
+/// the window have `Launch`, `Gemm`, `KernelCounters`, kernel, copy and set records.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capture {
+    /// The capture range as given: "" (none), "cudaProfilerApi" or "nvtx:NAME".
+    pub range: String,
+    /// `GPUPROF_DELAY` in ns after the process started (0: none).
+    pub delay_ns: u64,
+    /// `GPUPROF_DURATION` in ns (0: until the end).
+    pub duration_ns: u64,
+    /// Windows opened: successful `cuProfilerStart` calls that started one, and NVTX
+    /// ranges named NAME opened, while the time window was open; with a time window
+    /// alone, 1 once its start was reached.
+    pub windows: u64,
+    /// Kernel launch API calls made (graph launches included).
+    pub launches: u64,
+    /// Of those, the ones made inside a window.
+    pub captured_launches: u64,
 }

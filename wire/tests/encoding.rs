@@ -75,6 +75,14 @@ fn every_variant() -> Vec<Record> {
         Record::GemmStatus(GemmStatus {
             message: "gemm off".into(),
         }),
+        Record::Capture(Capture {
+            range: "nvtx:decode".into(),
+            delay_ns: 1_500_000_000,
+            duration_ns: 2_000_000_000,
+            windows: 3,
+            launches: 40,
+            captured_launches: 12,
+        }),
     ]);
     all
 }
@@ -102,6 +110,7 @@ fn index_of(r: &Record) -> u8 {
         Record::GemmStatus(_) => 17,
         Record::Dropped(_) => 18,
         Record::End(_) => 19,
+        Record::Capture(_) => 20,
     }
 }
 
@@ -111,7 +120,7 @@ fn every_variant_round_trips() {
     let mut indices: Vec<u8> = all.iter().map(index_of).collect();
     indices.sort();
     indices.dedup();
-    assert_eq!(indices, (0..20).collect::<Vec<u8>>(), "one of each variant");
+    assert_eq!(indices, (0..21).collect::<Vec<u8>>(), "one of each variant");
     for record in &all {
         let bytes = encode_batch(std::slice::from_ref(record)).unwrap();
         assert_eq!(decode_batch(&bytes).unwrap(), vec![record.clone()]);
@@ -386,10 +395,10 @@ fn a_newer_reader_defaults_fields_this_writer_lacks() {
 fn a_missing_field_or_an_unknown_variant_is_an_error() {
     // End without its one value.
     assert!(decode_batch(&[0x91, 0x81, 0x13, 0x90]).is_err());
-    // Variant index 20: past the last variant.
-    let err = decode_batch(&[0x91, 0x81, 0x14, 0x91, 0x05]).unwrap_err();
+    // Variant index 21: past the last variant.
+    let err = decode_batch(&[0x91, 0x81, 0x15, 0x91, 0x05]).unwrap_err();
     assert!(
-        err.to_string().contains("variant index 0 <= i < 20"),
+        err.to_string().contains("variant index 0 <= i < 21"),
         "{err}"
     );
     // A negative index, a name no variant has, a map of two variants.

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ahash::AHashMap;
 
 use serde::Serialize;
-use wire::{CounterPlan, CounterSample, DeviceInfo, DropSource, Record};
+use wire::{Capture, CounterPlan, CounterSample, DeviceInfo, DropSource, Record};
 
 use super::classes::{ClassKey, Classes, GemmPart};
 use super::flop_metrics::{flop_metric, DRAM_READ, DRAM_WRITE};
@@ -51,6 +51,9 @@ pub struct ProcessSummary {
     pub kernel_ns: u64,
     /// An `End` record was seen.
     pub finished: bool,
+    /// The capture window the process recorded in, when one was set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture: Option<Capture>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -383,6 +386,7 @@ impl Aggregator {
                 kernels: 0,
                 kernel_ns: 0,
                 finished: false,
+                capture: None,
             });
             processes.len() - 1
         });
@@ -460,6 +464,7 @@ impl Aggregator {
                 self.out.dropped[i] = self.out.dropped[i].saturating_add(d.records);
             }
             Record::End(_) => p.finished = true,
+            Record::Capture(c) => p.capture = Some(c),
             Record::CounterPlan(plan) => {
                 if plan.mode == "sampling" {
                     self.sampling = true;

@@ -215,6 +215,9 @@ pub fn table_view(
                 d.id, d.name, d.compute_capability.0, d.compute_capability.1, d.sm_count
             );
         }
+        if let Some(c) = &p.capture {
+            let _ = writeln!(out, "    {}", capture_line(c));
+        }
         let _ = writeln!(
             out,
             "    {} kernels, {} µs GPU time; {}",
@@ -347,6 +350,36 @@ pub fn table_view(
     }
     integrity_table(&mut out, &s.integrity);
     out
+}
+
+/// What a process's capture window let through, in one line: "captured:
+/// cudaProfilerApi, 2 windows, 12 of 40 launches", with the delay and duration when
+/// set.
+pub fn capture_line(c: &wire::Capture) -> String {
+    let mut what = Vec::new();
+    if !c.range.is_empty() {
+        what.push(c.range.clone());
+    }
+    if c.delay_ns > 0 {
+        what.push(format!("delay {} s", seconds(c.delay_ns)));
+    }
+    if c.duration_ns > 0 {
+        what.push(format!("duration {} s", seconds(c.duration_ns)));
+    }
+    format!(
+        "captured: {}, {} window{}, {} of {} launches",
+        what.join(", "),
+        c.windows,
+        if c.windows == 1 { "" } else { "s" },
+        c.captured_launches,
+        c.launches
+    )
+}
+
+/// ns as seconds, without trailing zeros ("1.5", "2").
+fn seconds(ns: u64) -> String {
+    let s = format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// The columns of the kernel table.
@@ -507,6 +540,11 @@ pub fn csv_tables(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
         ("counter_samples", &SAMPLE_COLUMNS),
         ("sampled_kernel_counters", &SAMPLED_COLUMNS),
     ];
+    let capture_sections: &[(&str, &[&str])] = if s.processes.iter().any(|p| p.capture.is_some()) {
+        &[("captures", &CAPTURE_COLUMNS)]
+    } else {
+        &[]
+    };
     let counter_sections: &[(&str, &[&str])] = if v.get("counters").is_none() {
         &[]
     } else if s.counters.samples.is_empty() {
@@ -517,6 +555,7 @@ pub fn csv_tables(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
     for (name, columns) in session_sections
         .iter()
         .chain(&sections)
+        .chain(capture_sections)
         .chain(counter_sections)
     {
         let rows: Vec<Value> = match *name {
@@ -588,6 +627,17 @@ pub fn csv_tables(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
                                     row
                                 })
                         })
+                })
+                .collect(),
+            "captures" => v["processes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p.get("capture").is_some())
+                .map(|p| {
+                    let mut row = p["capture"].clone();
+                    row["pid"] = p["pid"].clone();
+                    row
                 })
                 .collect(),
             "counter_statuses" => v["counters"]["statuses"]
@@ -741,6 +791,29 @@ pub fn json(s: &Summary, top: Option<usize>) -> Value {
     json_with(s, None, top)
 }
 
+/// A process's `capture` object (JSON), also the row of CSV `captures`.
+fn capture_json(c: &wire::Capture) -> Value {
+    json!({
+        "range": c.range,
+        "delay_ns": c.delay_ns,
+        "duration_ns": c.duration_ns,
+        "windows": c.windows,
+        "launches": c.launches,
+        "captured_launches": c.captured_launches,
+    })
+}
+
+/// The columns of CSV `captures`: a row per process recorded in a capture window.
+const CAPTURE_COLUMNS: [&str; 7] = [
+    "pid",
+    "range",
+    "delay_ns",
+    "duration_ns",
+    "windows",
+    "launches",
+    "captured_launches",
+];
+
 /// [`json()`] with a `roofline` object when [`Efficiency::any`].
 pub fn json_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) -> Value {
     let processes: Vec<Value> = s
@@ -768,6 +841,11 @@ pub fn json_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>)
         })
         .collect();
     let mut processes = processes;
+    for (v, p) in processes.iter_mut().zip(&s.processes) {
+        if let Some(c) = &p.capture {
+            v["capture"] = capture_json(c);
+        }
+    }
     if !s.sessions.is_empty() {
         for (v, p) in processes.iter_mut().zip(&s.processes) {
             v["session"] = json!(p.session + 1);

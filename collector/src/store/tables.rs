@@ -57,6 +57,10 @@ tables! {
     ];
     CounterStatuses = "counter_statuses" ["pid": U32, "message": Str];
     GemmStatuses = "gemm_statuses" ["pid": U32, "message": Str];
+    Captures = "captures" [
+        "pid": U32, "range": Str, "delay_ns": U64, "duration_ns": U64, "windows": U64,
+        "launches": U64, "captured_launches": U64,
+    ];
     GraphNodes = "graph_nodes" ["pid": U32, "node_id": U64, "correlation_id": U32];
     GraphNodeClones = "graph_node_clones" ["pid": U32, "node_id": U64, "original_node_id": U64];
     Launches = "launches" [
@@ -153,6 +157,7 @@ pub fn table_of(record: &Record) -> TableId {
         Record::GemmStatus(_) => TableId::GemmStatuses,
         Record::Dropped(_) => TableId::Dropped,
         Record::End(_) => TableId::Ends,
+        Record::Capture(_) => TableId::Captures,
     }
 }
 
@@ -219,6 +224,14 @@ pub fn write_row(w: &mut RowWriter, pid: u32, record: &Record) {
         }
         Record::CounterStatus(s) => w.str(&s.message),
         Record::GemmStatus(s) => w.str(&s.message),
+        Record::Capture(c) => {
+            w.str(&c.range);
+            w.u64(c.delay_ns);
+            w.u64(c.duration_ns);
+            w.u64(c.windows);
+            w.u64(c.launches);
+            w.u64(c.captured_launches);
+        }
         Record::GraphNode(g) => {
             w.u64(g.node_id);
             w.u32(g.correlation_id);
@@ -393,6 +406,14 @@ pub fn read_row(id: TableId, r: &mut RowReader, row: usize) -> Result<(u32, Reco
         }),
         TableId::CounterStatuses => Record::CounterStatus(CounterStatus { message: r.str() }),
         TableId::GemmStatuses => Record::GemmStatus(GemmStatus { message: r.str() }),
+        TableId::Captures => Record::Capture(Capture {
+            range: r.str(),
+            delay_ns: r.u64(),
+            duration_ns: r.u64(),
+            windows: r.u64(),
+            launches: r.u64(),
+            captured_launches: r.u64(),
+        }),
         TableId::GraphNodes => Record::GraphNode(GraphNode {
             node_id: r.u64(),
             correlation_id: r.u32(),

@@ -67,6 +67,14 @@ fn every_kind(pid: u32) -> Vec<Record> {
         Record::GemmStatus(GemmStatus {
             message: "no cuBLAS".into(),
         }),
+        Record::Capture(Capture {
+            range: "nvtx:decode".into(),
+            delay_ns: 1,
+            duration_ns: u64::MAX,
+            windows: 2,
+            launches: 40,
+            captured_launches: 12,
+        }),
         graph_node(0xdead_beef_0001, 77),
         cloned(0xdead_beef_0002, 0xdead_beef_0001),
         Record::Launch(Launch {

@@ -41,5 +41,6 @@ mod api_launch;
 mod api_memcpy;
 mod api_memory;
 mod api_module;
+mod api_profiler;
 mod api_stream;
 mod api_stream_memop;

@@ -8,7 +8,8 @@ use std::ffi::{c_int, c_void};
 use crate::{
     api_capture as cap, api_context as ctx, api_device as dev, api_event as ev, api_graph as gr,
     api_init as init, api_launch as la, api_memcpy as mc, api_memory as mem, api_module as md,
-    api_stream as st, api_stream_memop as mo, errors, export_table, proc_address as pa,
+    api_profiler as pr, api_stream as st, api_stream_memop as mo, errors, export_table,
+    proc_address as pa,
 };
 
 /// One versioned entry point.
@@ -44,6 +45,8 @@ pub(crate) fn table() -> Vec<Entry> {
         e!("cuGetProcAddress", 11030, pa::cuGetProcAddress),
         e!("cuGetProcAddress", 12000, pa::cuGetProcAddress_v2),
         e!("cuGetExportTable", 3000, export_table::cuGetExportTable),
+        e!("cuProfilerStart", 4000, pr::cuProfilerStart),
+        e!("cuProfilerStop", 4000, pr::cuProfilerStop),
         // Contexts.
         e!(
             "cuDevicePrimaryCtxRetain",

@@ -1,6 +1,7 @@
-//! `GPUPROF_COUNTER_RANGE=NAME`: counters only for launches made inside an NVTX range
-//! whose message is `NAME` (e.g. "decode"), followed live through CUPTI's NVTX
-//! callbacks (`CUPTI_CB_DOMAIN_NVTX`, which CUPTI fires once NVTX is routed to it).
+//! NVTX ranges followed live through CUPTI's NVTX callbacks (`CUPTI_CB_DOMAIN_NVTX`,
+//! which CUPTI fires once NVTX is routed to it), for the settings that act only
+//! inside a range named NAME ([`Watch`]): `GPUPROF_COUNTER_RANGE` (counters) and
+//! `GPUPROF_CAPTURE_RANGE=nvtx:NAME` (the capture window, `capture.rs`).
 //!
 //! - push / pop ranges (`nvtxRangePush*`, `nvtxDomainRangePush*`) are per thread: a
 //!   launch is inside when its thread has an open matching push range;
@@ -8,13 +9,13 @@
 //!   a launch on any thread is inside while a matching one is open.
 //!
 //! Messages given as ASCII, wide strings or registered strings
-//! (`nvtxDomainRegisterString*`) are matched; the domain is not. Launches outside are
-//! not counted by the launch policy either, so "the first N launches" means the first
-//! N inside the range.
+//! (`nvtxDomainRegisterString*`) are matched; the domain is not. Each range remembers
+//! which watched names it matches as a bit mask, so one push is one byte whatever is
+//! watched.
 
 use core::ffi::{c_char, CStr};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -25,21 +26,42 @@ use cupti_sys::{nvtxEventAttributes_t, wchar_t, CUpti_NvtxData};
 
 use cupti::callback::{self, Subscriber};
 
-/// The range name, when filtering.
-static NAME: OnceLock<String> = OnceLock::new();
-/// Open matching start / end ranges, process-wide.
-static OPEN_STARTED: AtomicU32 = AtomicU32::new(0);
-/// Their ids.
-static STARTED: Mutex<Option<HashSet<u64>>> = Mutex::new(None);
-/// Registered strings that match (handle addresses); others are not kept.
-static REGISTERED: Mutex<Option<HashMap<usize, bool>>> = Mutex::new(None);
-
-thread_local! {
-    /// This thread's open push ranges: whether each matches.
-    static STACK: RefCell<Vec<bool>> = const { RefCell::new(Vec::new()) };
+/// What a range name is watched for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Watch {
+    /// `GPUPROF_COUNTER_RANGE`: counters only inside.
+    Counters = 0,
+    /// `GPUPROF_CAPTURE_RANGE=nvtx:NAME`: records only inside.
+    Capture = 1,
 }
 
-/// The NVTX callbacks the filter follows.
+const WATCHES: [Watch; 2] = [Watch::Counters, Watch::Capture];
+
+impl Watch {
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+/// The range name of each watch, when set.
+static NAMES: [OnceLock<String>; 2] = [OnceLock::new(), OnceLock::new()];
+/// Open matching start / end ranges, process-wide, per watch.
+static OPEN_STARTED: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+/// Open start / end ranges that match a watch: id -> mask.
+static STARTED: Mutex<Option<HashMap<u64, u8>>> = Mutex::new(None);
+/// Registered strings that match a watch (handle addresses -> mask); others are not
+/// kept.
+static REGISTERED: Mutex<Option<HashMap<usize, u8>>> = Mutex::new(None);
+/// Called when a matching range of [`Watch::Capture`] opens (the capture window
+/// counts it if its time window is open).
+static ON_CAPTURE_OPENED: OnceLock<fn()> = OnceLock::new();
+
+thread_local! {
+    /// This thread's open push ranges: the watches each matches.
+    static STACK: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The NVTX callbacks followed.
 const CBIDS: &[u32] = &[
     cb::CUPTI_CBID_NVTX_nvtxRangePushA,
     cb::CUPTI_CBID_NVTX_nvtxRangePushW,
@@ -57,41 +79,49 @@ const CBIDS: &[u32] = &[
     cb::CUPTI_CBID_NVTX_nvtxDomainRegisterStringW,
 ];
 
-/// Sets the range name (once).
-pub fn configure(name: Option<&str>) {
+/// Sets the range name of `watch` (once).
+pub fn configure(watch: Watch, name: Option<&str>) {
     if let Some(n) = name {
-        let _ = NAME.set(n.to_string());
+        let _ = NAMES[watch as usize].set(n.to_string());
     }
 }
 
-/// The range name, when filtering.
-pub fn name() -> Option<&'static str> {
-    NAME.get().map(String::as_str)
+/// The range name of `watch`, when set.
+pub fn name(watch: Watch) -> Option<&'static str> {
+    NAMES[watch as usize].get().map(String::as_str)
 }
 
-/// Subscribes to the NVTX callbacks when filtering.
+/// Calls `f` each time a range matching [`Watch::Capture`] opens.
+pub fn on_capture_opened(f: fn()) {
+    let _ = ON_CAPTURE_OPENED.set(f);
+}
+
+fn watching() -> bool {
+    NAMES.iter().any(|n| n.get().is_some())
+}
+
+/// Subscribes to the NVTX callbacks when a name is watched.
 pub fn enable(c: &Cupti, s: &Subscriber) -> Result<(), String> {
-    if NAME.get().is_none() {
+    if !watching() {
         return Ok(());
     }
     for &id in CBIDS {
-        callback::enable_callback(c, s, CUPTI_CB_DOMAIN_NVTX, id).map_err(|e| {
-            format!("cannot follow NVTX ranges for GPUPROF_COUNTER_RANGE (callback {id}: {e})")
-        })?;
+        callback::enable_callback(c, s, CUPTI_CB_DOMAIN_NVTX, id)
+            .map_err(|e| format!("cannot follow NVTX ranges (callback {id}: {e})"))?;
     }
     Ok(())
 }
 
-/// Whether a launch on this thread now is inside the range (always, when not
-/// filtering).
-pub fn admits() -> bool {
-    if NAME.get().is_none() {
+/// Whether a launch on this thread now is inside a range of `watch` (always, when
+/// `watch` has no name).
+pub fn admits(watch: Watch) -> bool {
+    if NAMES[watch as usize].get().is_none() {
         return true;
     }
-    OPEN_STARTED.load(Ordering::Acquire) > 0
+    OPEN_STARTED[watch as usize].load(Ordering::Acquire) > 0
         // A thread being torn down has no open push range we could still see.
         || STACK
-            .try_with(|s| s.borrow().contains(&true))
+            .try_with(|s| s.borrow().iter().any(|m| m & watch.bit() != 0))
             .unwrap_or(false)
 }
 
@@ -99,17 +129,25 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn matches_c(p: *const c_char) -> bool {
-    let Some(name) = NAME.get() else { return false };
-    // SAFETY: NVTX's ASCII message: null or a C string valid during the callback.
-    !p.is_null() && unsafe { CStr::from_ptr(p) }.to_bytes() == name.as_bytes()
+/// The watches whose name equals `bytes`.
+fn mask_of(equal: impl Fn(&str) -> bool) -> u8 {
+    WATCHES
+        .iter()
+        .filter(|w| NAMES[**w as usize].get().is_some_and(|n| equal(n)))
+        .fold(0, |m, w| m | w.bit())
 }
 
-fn matches_w(p: *const wchar_t) -> bool {
-    let Some(name) = NAME.get() else { return false };
+fn matches_c(p: *const c_char) -> u8 {
     if p.is_null() {
-        return false;
+        return 0;
     }
+    // SAFETY: NVTX's ASCII message: null or a C string valid during the callback.
+    let bytes = unsafe { CStr::from_ptr(p) }.to_bytes();
+    mask_of(|n| n.as_bytes() == bytes)
+}
+
+/// Whether the NUL-terminated wide string `p` (not null) equals `name`.
+fn wide_equals(p: *const wchar_t, name: &str) -> bool {
     let mut chars = name.chars();
     for i in 0.. {
         // SAFETY: a NUL-terminated wide string valid during the callback; reading
@@ -125,10 +163,17 @@ fn matches_w(p: *const wchar_t) -> bool {
     false
 }
 
-fn matches_attributes(a: *const nvtxEventAttributes_t) -> bool {
+fn matches_w(p: *const wchar_t) -> u8 {
+    if p.is_null() {
+        return 0;
+    }
+    mask_of(|n| wide_equals(p, n))
+}
+
+fn matches_attributes(a: *const nvtxEventAttributes_t) -> u8 {
     use cupti_sys::nvtxMessageType_t as m;
     if a.is_null() {
-        return false;
+        return 0;
     }
     // SAFETY: the caller's event attributes, valid during the callback.
     let a = unsafe { &*a };
@@ -147,9 +192,9 @@ fn matches_attributes(a: *const nvtxEventAttributes_t) -> bool {
             lock(&REGISTERED)
                 .as_ref()
                 .and_then(|r| r.get(&h).copied())
-                .unwrap_or(false)
+                .unwrap_or(0)
         }
-        _ => false,
+        _ => 0,
     }
 }
 
@@ -174,12 +219,13 @@ unsafe fn returned<T: Copy>(d: &CUpti_NvtxData) -> Option<T> {
 }
 
 /// What an NVTX call does to the filter.
+/// Masks are the watches a range or string matches.
 enum Event {
-    Push(bool),
+    Push(u8),
     Pop,
-    Start(bool, Option<u64>),
+    Start(u8, Option<u64>),
     End(u64),
-    Register(bool, Option<usize>),
+    Register(u8, Option<usize>),
     Other,
 }
 
@@ -196,36 +242,36 @@ unsafe fn event(cbid: u32, d: &CUpti_NvtxData) -> Event {
     unsafe {
         match cbid {
             cb::CUPTI_CBID_NVTX_nvtxRangePushA => Event::Push(
-                params::<s::nvtxRangePushA_params>(d).is_some_and(|p| matches_c(p.message)),
+                params::<s::nvtxRangePushA_params>(d).map_or(0, |p| matches_c(p.message)),
             ),
             cb::CUPTI_CBID_NVTX_nvtxRangePushW => Event::Push(
-                params::<s::nvtxRangePushW_params>(d).is_some_and(|p| matches_w(p.message)),
+                params::<s::nvtxRangePushW_params>(d).map_or(0, |p| matches_w(p.message)),
             ),
             cb::CUPTI_CBID_NVTX_nvtxRangePushEx => Event::Push(
                 params::<s::nvtxRangePushEx_params>(d)
-                    .is_some_and(|p| matches_attributes(p.eventAttrib)),
+                    .map_or(0, |p| matches_attributes(p.eventAttrib)),
             ),
             cb::CUPTI_CBID_NVTX_nvtxDomainRangePushEx => Event::Push(
                 params::<s::nvtxDomainRangePushEx_params>(d)
-                    .is_some_and(|p| matches_attributes(p.core.eventAttrib)),
+                    .map_or(0, |p| matches_attributes(p.core.eventAttrib)),
             ),
             cb::CUPTI_CBID_NVTX_nvtxRangePop | cb::CUPTI_CBID_NVTX_nvtxDomainRangePop => Event::Pop,
             cb::CUPTI_CBID_NVTX_nvtxRangeStartA => Event::Start(
-                params::<s::nvtxRangeStartA_params>(d).is_some_and(|p| matches_c(p.message)),
+                params::<s::nvtxRangeStartA_params>(d).map_or(0, |p| matches_c(p.message)),
                 returned::<u64>(d),
             ),
             cb::CUPTI_CBID_NVTX_nvtxRangeStartW => Event::Start(
-                params::<s::nvtxRangeStartW_params>(d).is_some_and(|p| matches_w(p.message)),
+                params::<s::nvtxRangeStartW_params>(d).map_or(0, |p| matches_w(p.message)),
                 returned::<u64>(d),
             ),
             cb::CUPTI_CBID_NVTX_nvtxRangeStartEx => Event::Start(
                 params::<s::nvtxRangeStartEx_params>(d)
-                    .is_some_and(|p| matches_attributes(p.eventAttrib)),
+                    .map_or(0, |p| matches_attributes(p.eventAttrib)),
                 returned::<u64>(d),
             ),
             cb::CUPTI_CBID_NVTX_nvtxDomainRangeStartEx => Event::Start(
                 params::<s::nvtxDomainRangeStartEx_params>(d)
-                    .is_some_and(|p| matches_attributes(p.core.eventAttrib)),
+                    .map_or(0, |p| matches_attributes(p.core.eventAttrib)),
                 returned::<u64>(d),
             ),
             cb::CUPTI_CBID_NVTX_nvtxRangeEnd => match params::<s::nvtxRangeEnd_params>(d) {
@@ -239,15 +285,14 @@ unsafe fn event(cbid: u32, d: &CUpti_NvtxData) -> Event {
                 }
             }
             cb::CUPTI_CBID_NVTX_nvtxDomainRegisterStringA => Event::Register(
-                params::<s::nvtxDomainRegisterStringA_params>(d)
-                    .is_some_and(|p| matches_c(p.string)),
+                params::<s::nvtxDomainRegisterStringA_params>(d).map_or(0, |p| matches_c(p.string)),
                 returned::<usize>(d),
             ),
             // The header declares the wide string as `const char*`; it is the caller's
             // `const wchar_t*`.
             cb::CUPTI_CBID_NVTX_nvtxDomainRegisterStringW => Event::Register(
                 params::<s::nvtxDomainRegisterStringW_params>(d)
-                    .is_some_and(|p| matches_w(p.string.cast())),
+                    .map_or(0, |p| matches_w(p.string.cast())),
                 returned::<usize>(d),
             ),
             _ => Event::Other,
@@ -257,13 +302,14 @@ unsafe fn event(cbid: u32, d: &CUpti_NvtxData) -> Event {
 
 /// An NVTX callback (`CUPTI_CB_DOMAIN_NVTX`).
 pub fn on_nvtx(cbid: u32, d: &CUpti_NvtxData) {
-    if NAME.get().is_none() {
+    if !watching() {
         return;
     }
     // SAFETY: CUPTI passed `d` for NVTX callback `cbid`.
     match unsafe { event(cbid, d) } {
         Event::Push(m) => {
             let _ = STACK.try_with(|s| s.borrow_mut().push(m));
+            opened_now(m);
         }
         Event::Pop => {
             let _ = STACK.try_with(|s| s.borrow_mut().pop());
@@ -275,25 +321,48 @@ pub fn on_nvtx(cbid: u32, d: &CUpti_NvtxData) {
     }
 }
 
-fn started(matches: bool, id: Option<u64>) {
-    let Some(id) = id.filter(|_| matches) else {
+/// A range that matches `mask` opened.
+fn opened_now(mask: u8) {
+    if mask & Watch::Capture.bit() != 0 {
+        if let Some(f) = ON_CAPTURE_OPENED.get() {
+            f();
+        }
+    }
+}
+
+fn started(mask: u8, id: Option<u64>) {
+    let Some(id) = id.filter(|_| mask != 0) else {
         return;
     };
-    if lock(&STARTED).get_or_insert_with(HashSet::new).insert(id) {
-        OPEN_STARTED.fetch_add(1, Ordering::AcqRel);
+    if lock(&STARTED)
+        .get_or_insert_with(HashMap::new)
+        .insert(id, mask)
+        .is_none()
+    {
+        for w in WATCHES {
+            if mask & w.bit() != 0 {
+                OPEN_STARTED[w as usize].fetch_add(1, Ordering::AcqRel);
+            }
+        }
+        opened_now(mask);
     }
 }
 
 fn ended(id: u64) {
-    if lock(&STARTED).as_mut().is_some_and(|s| s.remove(&id)) {
-        OPEN_STARTED.fetch_sub(1, Ordering::AcqRel);
+    let Some(mask) = lock(&STARTED).as_mut().and_then(|s| s.remove(&id)) else {
+        return;
+    };
+    for w in WATCHES {
+        if mask & w.bit() != 0 {
+            OPEN_STARTED[w as usize].fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 
-fn registered(matches: bool, handle: Option<usize>) {
+fn registered(mask: u8, handle: Option<usize>) {
     if let Some(h) = handle.filter(|&h| h != 0) {
         lock(&REGISTERED)
             .get_or_insert_with(HashMap::new)
-            .insert(h, matches);
+            .insert(h, mask);
     }
 }
