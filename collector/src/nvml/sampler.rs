@@ -1,6 +1,6 @@
 //! [`Sampler`]: opens NVML once and reads every device's telemetry on demand.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
@@ -32,7 +32,15 @@ impl Sampler {
     /// Loads NVML (`$GPUPROF_NVML_LIB`, else `libnvidia-ml.so.1` from the loader's
     /// path), initialises it and reads each device's identity. `Err` says why not.
     pub fn open() -> Result<Sampler> {
-        let lib: Option<OsString> = std::env::var_os(LIB_ENV).filter(|v| !v.is_empty());
+        Sampler::open_lib(None)
+    }
+
+    /// [`Sampler::open`] with the library `lib` when given.
+    pub fn open_lib(lib: Option<&OsStr>) -> Result<Sampler> {
+        let lib: Option<OsString> = lib
+            .map(OsStr::to_os_string)
+            .or_else(|| std::env::var_os(LIB_ENV))
+            .filter(|v| !v.is_empty());
         let mut builder = Nvml::builder();
         if let Some(lib) = &lib {
             builder.lib_path(lib);
