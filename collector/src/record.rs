@@ -213,7 +213,6 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
             lib.display()
         );
     }
-    let sampling = start_sampling(args);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -235,6 +234,8 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         }
     };
 
+    // Once the program runs (a command that cannot run needs no telemetry).
+    let sampling = start_sampling(args);
     let (status, interrupted) = follow(&mut drainer, &mut child, sampling.as_ref())?;
     if let Some(s) = sampling {
         // The last reading: after the program's work, so energy includes all of it.
