@@ -8,7 +8,9 @@ use std::process::{Command, Output};
 
 use gpuprof_collector::nvml::DeviceSample;
 use gpuprof_collector::store::Store;
-use gpuprof_tests::{artifact, record_on_sim, sim_lib_dir, venv_python_of, Scratch, SimCommand};
+use gpuprof_tests::{
+    artifact, record_session_on_sim, sim_lib_dir, venv_python_of, Scratch, SimCommand,
+};
 use serde_json::Value;
 use wire::Record;
 
@@ -153,11 +155,9 @@ fn nvidia_ml_py_reads_what_the_model_says_and_is_refused_what_nvml_refuses() {
     assert_eq!(v["refusals"], expected_codes);
 }
 
-/// `gpuprof record` with `extra` arguments and variables, running `cmd`.
+/// `gpuprof record` with `extra` arguments, running `cmd`.
 fn record(out: &Path, extra: &[&str], cmd: &[&std::ffi::OsStr]) -> Command {
-    let mut c = record_on_sim("13.4");
-    c.args(extra).arg("-o").arg(out).arg("--").args(cmd);
-    c
+    record_session_on_sim(out, "13.4", extra, cmd)
 }
 
 fn samples(session: &Path) -> Vec<DeviceSample> {
