@@ -9,7 +9,8 @@ use std::process::{Command, Output};
 use gpuprof_collector::nvml::DeviceSample;
 use gpuprof_collector::store::Store;
 use gpuprof_tests::{
-    artifact, record_session_on_sim, sim_lib_dir, venv_python_of, Scratch, SimCommand,
+    artifact, compile_c, nvidia_extra, record_session_on_sim, sim_lib_dir, venv_python_of, Scratch,
+    SimCommand,
 };
 use serde_json::Value;
 use wire::Record;
@@ -153,6 +154,54 @@ fn nvidia_ml_py_reads_what_the_model_says_and_is_refused_what_nvml_refuses() {
         "shutdown_again": 1,
     });
     assert_eq!(v["refusals"], expected_codes);
+}
+
+#[test]
+fn a_c_client_built_with_nvidia_s_nvml_h_reads_the_same() {
+    let scratch = Scratch::new("nvml-c-client");
+    let dir = scratch.join("telemetry");
+    telemetry_dir(&dir);
+    let include = nvidia_extra("nvml_include");
+    let lib_dir = sim_lib_dir();
+    let client = compile_c(
+        "nvml_client.c",
+        "nvml_client",
+        &[
+            "-Wl,--no-as-needed",
+            "-I",
+            include.to_str().unwrap(),
+            "-L",
+            lib_dir.to_str().unwrap(),
+            "-l:libnvidia-ml.so.1",
+        ],
+    );
+    let mut cmd = SimCommand::new(Command::new(client)).command();
+    nvml_env(&mut cmd, &dir);
+    let out = cmd.output().expect("run the C client");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let total = 80 * GIB;
+    let (free, used) = (total - 3 * GIB, 3 * GIB);
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "count_before_init 1\n\
+             count 2\n\
+             name {H100}\n\
+             uuid {UUID0}\n\
+             pci 00000000:01:00.0 0000:01:00.0 0 1 0 0x233010de 0\n\
+             memory {total} {free} {used}\n\
+             memory_v2 0x2000028 {total} 0 {free} {used}\n\
+             util 25 10\n\
+             power_mw 175000\n\
+             sm_clock 1500\n\
+             max_sm_clock 1980\n\
+             mem_clock 2619\n\
+             temperature 40\n\
+             reasons 0x4 1\n\
+             refused 7 2 2 2\n\
+             shutdown 0 1\n"
+        )
+    );
 }
 
 /// `gpuprof record` with `extra` arguments, running `cmd`.
