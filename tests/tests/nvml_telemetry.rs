@@ -300,6 +300,40 @@ fn record_reads_every_device_through_nvml_wrapper() {
     );
     assert!(stdout.contains(&expected), "{stdout}\n---\n{expected}");
     assert!(stdout.lines().all(|l| l.chars().count() <= 120), "{stdout}");
+
+    // JSON and CSV: the same per device, with its UUID and name.
+    let json = run({
+        let mut c = gpuprof_tests::gpuprof_command();
+        c.args(["report", "--format", "json"]).arg(&out);
+        c
+    });
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        v["device_telemetry"][1],
+        serde_json::json!({
+            "session": 1, "index": 1, "uuid": UUID1, "name": H100,
+            "pci_bus_id": "00000000:02:00.0", "samples": n,
+            "sm_clock_min_mhz": 1500, "sm_clock_mean_mhz": 1500.0, "sm_clock_max_mhz": 1500,
+            "max_sm_clock_mhz": 1980, "below_max_samples": n,
+            "power_mean_w": 0.0, "power_max_w": 0.0, "energy_j": 0.0,
+            "fb_used_max_mib": 0, "gpu_util_mean_pct": 0.0,
+            "throttle_reasons": "SW power cap", "throttle_mask": 4,
+        })
+    );
+    let csv = run({
+        let mut c = gpuprof_tests::gpuprof_command();
+        c.args(["report", "--format", "csv"]).arg(&out);
+        c
+    });
+    let csv = text(&csv.stdout);
+    let section = format!(
+        "# device_telemetry\n\
+         session,index,uuid,name,pci_bus_id,samples,sm_clock_min_mhz,sm_clock_mean_mhz,\
+         sm_clock_max_mhz,max_sm_clock_mhz,below_max_samples,power_mean_w,power_max_w,energy_j,\
+         fb_used_max_mib,gpu_util_mean_pct,throttle_reasons,throttle_mask\n\
+         1,0,{UUID0},{H100},00000000:01:00.0,{n},1500,1500.0,1500,1980,{n},175.0,175.0,"
+    );
+    assert!(csv.contains(&section), "{csv}");
 }
 
 /// A cost model in which every kernel runs 20 ms: a run of a few dozen kernels keeps
