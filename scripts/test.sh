@@ -34,6 +34,9 @@ scripts/debian-tools.sh golang-go
 step "Python environment for Holistic Trace Analysis (target/venv-hta)"
 scripts/python-env.sh hta
 
+step "NVIDIA's NVML bindings, a client of the simulated NVML (target/venv-nvml)"
+scripts/python-env.sh nvml
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

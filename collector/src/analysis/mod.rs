@@ -18,6 +18,8 @@
 //!   sampling windows per metric;
 //! - [`counter_pct`]: kernel counters as percentages of peak (SM active, tensor pipe,
 //!   DRAM throughput, L2 hit rate, achieved occupancy);
+//! - [`telemetry`]: NVML device readings per device over the run (clocks, power,
+//!   energy, memory, utilisation, clock event reasons);
 //! - [`sampled`]: sampling windows attributed to kernels by overlap time;
 //! - [`nvtx`]: NVTX range pairing and the GPU time attributed to each range;
 //! - [`stacks`]: launches summed by class and by the NVTX ranges enclosing them, for
@@ -51,6 +53,7 @@ pub mod sampled;
 pub mod short_name;
 pub mod stacks;
 pub mod summary;
+pub mod telemetry;
 pub mod trace;
 
 pub use counters::{
