@@ -28,6 +28,17 @@ fn report(dir: &Path, args: &[&str]) -> String {
     text(&out.stdout)
 }
 
+/// `gpuprof report SESSION --format csv -o OUT`.
+fn csv_to(session: &Path, out: &Path) -> std::process::Output {
+    gpuprof_command()
+        .arg("report")
+        .arg(session)
+        .args(["--format", "csv", "-o"])
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
 /// The sections of the CSV stream: name -> (header, data rows).
 fn csv_sections(csv: &str) -> BTreeMap<String, (Vec<String>, usize)> {
     let mut out = BTreeMap::new();
@@ -103,13 +114,7 @@ fn the_demo_report_fits_120_columns_and_pandas_reads_every_csv_table() {
     // CSV: one file per table, each read by pandas as the stream's section.
     let stream = csv_sections(&report(&session, &["--format", "csv"]));
     let dir = scratch.join("csv");
-    let out = gpuprof_command()
-        .arg("report")
-        .arg(&session)
-        .args(["--format", "csv", "-o"])
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let out = csv_to(&session, &dir);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stderr),
@@ -156,23 +161,11 @@ fn the_demo_report_fits_120_columns_and_pandas_reads_every_csv_table() {
 
     // Written again: the files are replaced. A file where the directory should be:
     // an error naming it.
-    let again = gpuprof_command()
-        .arg("report")
-        .arg(&session)
-        .args(["--format", "csv", "-o"])
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let again = csv_to(&session, &dir);
     assert!(again.status.success(), "{}", text(&again.stderr));
     let file = scratch.join("a-file");
     std::fs::write(&file, "x").unwrap();
-    let bad = gpuprof_command()
-        .arg("report")
-        .arg(&session)
-        .args(["--format", "csv", "-o"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let bad = csv_to(&session, &file);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
     assert!(
         text(&bad.stderr).contains(&format!(
