@@ -64,21 +64,8 @@ pub struct DeviceSummary {
     pub name: String,
     pub compute_capability: (u32, u32),
     pub sm_count: u32,
-    /// As NVML and `nvidia-smi` show it ([`gpu_uuid`]).
+    /// As NVML and `nvidia-smi` show it ([`super::names::gpu_uuid`]).
     pub uuid: String,
-}
-
-/// A device UUID as NVML and `nvidia-smi` show it: `GPU-` and 8-4-4-4-12 hex digits.
-pub fn gpu_uuid(bytes: &[u8; 16]) -> String {
-    let h: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "GPU-{}-{}-{}-{}-{}",
-        &h[..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..]
-    )
 }
 
 /// How one process collects counters on one device.
@@ -437,7 +424,7 @@ impl Aggregator {
                         name: d.name.clone(),
                         compute_capability: d.compute_capability,
                         sm_count: d.sm_count,
-                        uuid: gpu_uuid(&d.uuid),
+                        uuid: super::names::gpu_uuid(&d.uuid),
                     });
                 }
                 self.out.devices.entry((pid, d.id)).or_insert(d);

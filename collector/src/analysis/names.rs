@@ -144,3 +144,16 @@ pub fn launch_api_name(cbid: u32, runtime: bool) -> String {
         None => format!("driver API cbid {cbid}"),
     }
 }
+
+/// A device UUID as NVML and `nvidia-smi` show it: `GPU-` and 8-4-4-4-12 hex digits.
+pub fn gpu_uuid(bytes: &[u8; 16]) -> String {
+    let h: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}

@@ -160,18 +160,6 @@ pub fn micros(ns: i128) -> String {
     format!("{sign}{}.{:03}", a / 1000, a % 1000)
 }
 
-/// A device's UUID as NVIDIA prints it: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".
-pub fn uuid_text(u: &[u8; 16]) -> String {
-    let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "GPU-{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
-}
 
 /// `CUpti_ActivityMemoryKind` as Kineto names it.
 fn memory_kind(kind: u8) -> &'static str {
@@ -276,7 +264,7 @@ impl<F: Files> KinetoWriter<F> {
                 json!({
                     "id": d.id,
                     "name": d.name,
-                    "uuid": uuid_text(&d.uuid),
+                    "uuid": crate::analysis::names::gpu_uuid(&d.uuid),
                     "totalGlobalMem": d.global_memory_bytes,
                     "computeMajor": d.compute_capability.0,
                     "computeMinor": d.compute_capability.1,
