@@ -26,6 +26,9 @@ fi
 step "Python environment for the Python clients (target/venv)"
 scripts/python-env.sh
 
+step "Prometheus server (scrapes gpuprof record --serve in tests/tests/serve_prometheus.rs)"
+scripts/debian-tools.sh prometheus
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

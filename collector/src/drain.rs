@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use gpuprof_collector::live::snapshot::{Collection, Snapshot};
+use gpuprof_collector::live::Live;
 use gpuprof_collector::store::{PartLimits, SealFailure, StoreWriter};
 use wire::ring::{process_alive, RingReader};
 use wire::{DropSource, Dropped, Record};
@@ -94,6 +96,12 @@ pub struct Drainer {
     notes: Vec<String>,
     /// The frame being read, its allocation kept from frame to frame.
     frame: Vec<u8>,
+    /// With `--serve`: the live aggregate the session's records are also folded
+    /// into, and per producer pid the records its ring's tally says it produced and
+    /// the largest share of its ring found filled since the last update.
+    live: Option<Live>,
+    produced: BTreeMap<u32, u64>,
+    fill: BTreeMap<u32, f64>,
 }
 
 impl Drainer {
@@ -123,6 +131,9 @@ impl Drainer {
             incomplete: false,
             notes: Vec::new(),
             frame: Vec::new(),
+            live: None,
+            produced: BTreeMap::new(),
+            fill: BTreeMap::new(),
         })
     }
 
@@ -201,6 +212,9 @@ impl Drainer {
         let paths: Vec<PathBuf> = self.rings.keys().cloned().collect();
         for path in paths {
             let mut ring = self.rings.remove(&path).expect("ring listed");
+            if self.live.is_some() {
+                self.note_fill(&ring);
+            }
             let finished = ring.reader.is_finished();
             let (read, ok) = self.read_all(&mut ring);
             any |= read > 0;
@@ -340,20 +354,73 @@ impl Drainer {
         self.append(pid, records);
     }
 
-    /// Adds `records` of `pid` to the session, or counts them as not saved when it
-    /// can no longer be written.
+    /// Adds `records` of `pid` to the session (and the live aggregate), or counts
+    /// them as not saved when it can no longer be written.
     fn append(&mut self, pid: u32, records: Vec<Record>) {
         match &mut self.writer {
             Some(w) if !self.full => {
                 for r in &records {
                     w.push(pid, r);
                 }
-                if w.due() {
+                let due = w.due();
+                if let Some(live) = &mut self.live {
+                    live.add(pid, records);
+                }
+                if due {
                     self.seal();
                 }
             }
             _ => self.not_saved(pid, records),
         }
+    }
+
+    /// Folds every record saved from now on into `live` as well (`--serve`).
+    pub fn serve(&mut self, live: Live) {
+        self.live = Some(live);
+    }
+
+    /// Notes what `ring`'s header says before it is drained: records produced, and
+    /// how full it is.
+    fn note_fill(&mut self, ring: &Ring) {
+        let h = ring.reader.header();
+        self.produced.insert(ring.pid, h.produced);
+        let used = h.write_pos.saturating_sub(h.read_pos) as f64;
+        let share = if h.capacity == 0 {
+            0.0
+        } else {
+            (used / h.capacity as f64).min(1.0)
+        };
+        let f = self.fill.entry(ring.pid).or_default();
+        *f = f.max(share);
+    }
+
+    /// What the collector has seen, for the live series; the fill shares start over.
+    fn collection(&mut self) -> Collection {
+        let fill = std::mem::take(&mut self.fill);
+        Collection {
+            produced: self.produced.values().sum(),
+            received: self.received.values().map(|r| r.records).sum(),
+            ring_fill: fill
+                .into_iter()
+                .filter(|(pid, _)| self.rings.values().any(|r| r.pid == *pid))
+                .collect(),
+        }
+    }
+
+    /// A live update (`--serve`): `None` when not serving.
+    pub fn live_update(&mut self) -> Option<Snapshot> {
+        let collection = self.collection();
+        let mut s = self.live.as_mut()?.update();
+        s.collection = collection;
+        Some(s)
+    }
+
+    /// The final live values, once every record has been drained.
+    pub fn live_finish(&mut self) -> Option<Snapshot> {
+        let collection = self.collection();
+        let mut s = self.live.as_mut()?.finish();
+        s.collection = collection;
+        Some(s)
     }
 
     fn not_saved(&mut self, pid: u32, records: Vec<Record>) {

@@ -15,6 +15,7 @@ mod metrics_cmd;
 mod record;
 mod report;
 mod roofline_cmd;
+mod serve;
 mod session_dirs;
 mod signals;
 mod trace_cmd;

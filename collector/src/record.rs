@@ -22,6 +22,7 @@ use wire::session_dir;
 
 use crate::drain::{describe, Counts, Drainer, Progress, POLL};
 use crate::report::{analyse, finish, render_report, warn_damage, Format};
+use crate::serve::{ServeArgs, Serving};
 use crate::session_dirs;
 use crate::signals;
 use gpuprof_collector::store::PartLimits;
@@ -47,6 +48,8 @@ pub struct RecordArgs {
     #[arg(long, value_name = "S", default_value_t = PartLimits::default().age.as_secs(),
           value_parser = clap::value_parser!(u64).range(1..))]
     part_seconds: u64,
+    #[command(flatten)]
+    serve: ServeArgs,
     /// The program to profile and its arguments. Every CUDA process it starts is
     /// profiled too.
     #[arg(last = true, required = true, value_name = "CMD")]
@@ -66,6 +69,7 @@ impl RecordArgs {
             ring_size: None,
             part_rows: PartLimits::default().rows as u64,
             part_seconds: PartLimits::default().age.as_secs(),
+            serve: ServeArgs::default(),
             command,
             env: Vec::new(),
         }
@@ -92,6 +96,8 @@ pub struct CollectArgs {
     /// ring is done.
     #[arg(long, value_name = "PID")]
     owner_pid: u32,
+    #[command(flatten)]
+    serve: ServeArgs,
 }
 
 /// Removes the ring directory when dropped, on every path out: this collector's
@@ -161,6 +167,8 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         .as_deref()
         .map(session_dirs::check_ring_size)
         .transpose()?;
+    // Before anything is made or run: a bad address stops here.
+    let mut serving = args.serve.start()?;
     let (out_dir, created) = session_dirs::make_out_dir(args.output.as_deref())?;
     let ring_dir = RingDir(session_dirs::make_ring_dir()?);
     let limits = PartLimits {
@@ -169,6 +177,9 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
     };
     let mut drainer = Drainer::new(&ring_dir.0, &out_dir, limits)?;
     signals::install().context("cannot install signal handlers")?;
+    if let Some(s) = &mut serving {
+        s.attach(&mut drainer);
+    }
 
     let program = &args.command[0];
     let mut cmd = Command::new(program);
@@ -208,12 +219,15 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         }
     };
 
-    let (status, interrupted) = follow(&mut drainer, &mut child)?;
+    let (status, interrupted) = follow(&mut drainer, &mut child, serving.as_mut())?;
     let code = match status {
         Some(s) => exit_code(s),
         None => signals::stop_code(),
     };
     let (counts, written) = wind_up(&mut drainer, ring_dir, interrupted);
+    if let Some(s) = &mut serving {
+        s.finish(&mut drainer);
+    }
     if interrupted {
         eprintln!(
             "gpuprof: interrupted: the collector stopped before the program's processes finished"
@@ -241,6 +255,9 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         describe(&counts),
         out_dir.display()
     );
+    if let Some(s) = serving {
+        s.linger();
+    }
     Ok(ExitCode::from(with_completeness(code, &drainer)))
 }
 
@@ -250,7 +267,11 @@ const LEFT_BEHIND: Duration = Duration::from_secs(10);
 
 /// Drains until the child has exited and every ring is done, or until a stop signal.
 /// Returns the child's status (if it exited) and whether collection was interrupted.
-fn follow(drainer: &mut Drainer, child: &mut Child) -> Result<(Option<ExitStatus>, bool)> {
+fn follow(
+    drainer: &mut Drainer,
+    child: &mut Child,
+    mut serving: Option<&mut Serving>,
+) -> Result<(Option<ExitStatus>, bool)> {
     let mut progress = Progress::new();
     let mut status = None;
     let interrupted = loop {
@@ -273,6 +294,9 @@ fn follow(drainer: &mut Drainer, child: &mut Child) -> Result<(Option<ExitStatus
         drainer.drain();
         if status.is_some() {
             drainer.retire_idle(LEFT_BEHIND);
+        }
+        if let Some(s) = serving.as_deref_mut() {
+            s.tick(drainer);
         }
         progress.update(&drainer.counts());
         if status.is_some() && drainer.all_done() {
@@ -305,9 +329,15 @@ pub fn collect(args: &CollectArgs) -> Result<ExitCode> {
             session_dir::euid()
         );
     }
+    // Before collector.pid: a collector that cannot serve exits, and the profiled
+    // process that started it goes on unprofiled, saying so.
+    let mut serving = args.serve.start()?;
     let (out_dir, _) = session_dirs::prepare_out_dir(&args.out)?;
     let mut drainer = Drainer::new(&args.session_dir, &out_dir, PartLimits::default())?;
     signals::install().context("cannot install signal handlers")?;
+    if let Some(s) = &mut serving {
+        s.attach(&mut drainer);
+    }
     session_dirs::write_collector_pid(&args.session_dir)?;
     // From here on the directory is ours to remove (before, a failure leaves it to the
     // producers, which remove it when they see no collector).
@@ -322,12 +352,18 @@ pub fn collect(args: &CollectArgs) -> Result<ExitCode> {
         let owner_gone = !process_alive(args.owner_pid);
         drainer.discover();
         drainer.drain();
+        if let Some(s) = &mut serving {
+            s.tick(&mut drainer);
+        }
         if owner_gone && drainer.all_done() {
             break false;
         }
         std::thread::sleep(POLL);
     };
     let (counts, written) = wind_up(&mut drainer, ring_dir, interrupted);
+    if let Some(s) = &mut serving {
+        s.finish(&mut drainer);
+    }
     if let Err(e) = written {
         with_completeness(0, &drainer);
         return Err(e);
@@ -338,5 +374,8 @@ pub fn collect(args: &CollectArgs) -> Result<ExitCode> {
         describe(&counts),
         out_dir.display()
     );
+    if let Some(s) = serving {
+        s.linger();
+    }
     Ok(ExitCode::from(with_completeness(0, &drainer)))
 }

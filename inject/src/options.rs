@@ -19,7 +19,9 @@
 //! - `GPUPROF_COUNTER_EVERY`: measure every Nth launch of a kernel (default 1: each
 //!   one, until `GPUPROF_COUNTER_LAUNCHES` are measured).
 //! - `GPUPROF_METRICS`: a comma-separated list of metric names replacing the default
-//!   set of the chip (it is then one group, which must fit in one pass).
+//!   set of the chip (it is then one group, which must fit in one pass), or a preset
+//!   name (`dcgm`), expanded for the chip when the counters are planned
+//!   (`cupti::metrics::presets`).
 //!
 //! A measured launch is serialised with the rest of the GPU's work (the range
 //! profiler brackets it); the launch policy bounds how many are.

@@ -12,7 +12,9 @@ mod artifacts;
 mod collector;
 mod driver_workload;
 mod duckdb;
+mod http;
 mod injected;
+mod live_metrics;
 mod perfetto;
 pub mod pricing;
 mod report;
@@ -24,13 +26,15 @@ pub use artifacts::{artifact, compile_c, stub_libcuda, target_profile_dir};
 pub use collector::{clean_env, gpuprof_command, record_on_sim, shm_dirs_of, Scratch};
 pub use driver_workload::{DRIVER_WORKLOAD_MODEL, DRIVER_WORKLOAD_STDOUT};
 pub use duckdb::duckdb;
+pub use http::{free_port, http_get, url_encode};
 pub use injected::{
     cudarc_gemms, gemm_linked_client, kernels_in_order, plans, ring_files, run_cudarc_injected,
     run_injected, run_injected_with_args, run_injected_within, statuses, strings, Injection,
     CUDARC_LLM_STDOUT, RUN_LIMIT, WAIT_VALUE_STDOUT,
 };
+pub use live_metrics::{check_against_report, record_serving, wait_for_final, Sample};
 pub use perfetto::{read_perfetto_trace, slices_per_track, track_names};
-pub use report::{cudarc_llm_calls, kernel_calls};
+pub use report::{cudarc_llm_calls, kernel_calls, report_json};
 pub use sim_command::SimCommand;
 pub use sim_env::{
     nvidia_extra, nvtx_library, sim_cupti, sim_lib_dir, venv_python, venv_python_of,

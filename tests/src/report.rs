@@ -47,3 +47,12 @@ pub fn cudarc_llm_calls() -> BTreeMap<String, u64> {
     .map(|(k, v)| (k.to_string(), v))
     .collect()
 }
+
+/// `gpuprof report --format json DIR`, which must succeed within two minutes.
+pub fn report_json(dir: &std::path::Path) -> serde_json::Value {
+    let mut cmd = crate::gpuprof_command();
+    cmd.args(["report", "--format", "json"]).arg(dir);
+    let o = crate::TimedChild::spawn(cmd, std::time::Duration::from_secs(120)).wait();
+    assert_eq!(o.status.code(), Some(0), "gpuprof report: {o:?}");
+    serde_json::from_str(&o.stdout).expect("report JSON")
+}
