@@ -26,6 +26,9 @@ fi
 step "Python environment for the Python clients (target/venv)"
 scripts/python-env.sh
 
+step "NVIDIA's NVML bindings, a client of the simulated NVML (target/venv-nvml)"
+scripts/python-env.sh nvml
+
 step "Prometheus server (scrapes gpuprof record --serve in tests/tests/serve_prometheus.rs)"
 scripts/debian-tools.sh prometheus
 

@@ -45,15 +45,20 @@ const SIM_LIBRARIES: &[(&str, &[&str])] = &[
     ("libcupti.so", &["libcupti.so.13"]),
     ("libcublas.so", &["libcublas.so.12", "libcublas.so"]),
     ("libcublasLt.so", &["libcublasLt.so.12", "libcublasLt.so"]),
+    ("libnvidia_ml.so", &["libnvidia-ml.so.1"]),
 ];
 
 /// The simulated stack's directory, made new (mode 0700) under the temporary
-/// directory; on every path out the links made in it and then the directory are
+/// directory; on every path out the links made in it, its `telemetry/` directory
+/// (what the simulated driver tells the simulated NVML) and then the directory are
 /// removed, and nothing else.
 struct SimDir {
     dir: PathBuf,
     links: Vec<PathBuf>,
 }
+
+/// The name of the telemetry directory in a [`SimDir`].
+const TELEMETRY: &str = "telemetry";
 
 impl SimDir {
     /// `$TMPDIR/gpuprof-demo-sim-<pid>-<n>` with the first `n` whose name is free.
@@ -96,6 +101,7 @@ impl Drop for SimDir {
         for l in &self.links {
             let _ = std::fs::remove_file(l);
         }
+        let _ = std::fs::remove_dir_all(self.dir.join(TELEMETRY));
         let _ = std::fs::remove_dir(&self.dir);
     }
 }
@@ -194,6 +200,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         usable
     };
     let mut env: Vec<(&str, OsString)> = Vec::new();
+    let mut nvml_lib = None;
     let _sim = if on_gpu {
         eprintln!("gpuprof: demo: profiling the workload on this machine's GPU");
         None
@@ -204,6 +211,14 @@ pub fn run(args: &Args) -> Result<ExitCode> {
              CUPTI, cuBLAS, cuBLASLt), through the real injection path",
             if args.sim { "" } else { "no usable GPU here: " }
         );
+        // The collector reads the simulated NVML, which learns what the simulated
+        // driver ran from files in the stack's directory (`SIMCUDA_TELEMETRY_DIR`, read
+        // by both libraries: set here before any thread starts).
+        let telemetry = sim.dir.join(TELEMETRY);
+        std::fs::create_dir(&telemetry)
+            .with_context(|| format!("cannot create {}", telemetry.display()))?;
+        std::env::set_var("SIMCUDA_TELEMETRY_DIR", &telemetry);
+        nvml_lib = Some(sim.dir.join("libnvidia-ml.so.1"));
         // The profiled program (and only it) gets these.
         env.push(("LD_LIBRARY_PATH", sim.dir.clone().into()));
         env.push((wire::env::CUPTI_LIB, sim.dir.join("libcupti.so.13").into()));
@@ -219,10 +234,13 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let (out, _) = session_dirs::make_out_dir(args.output.as_deref())?;
     let mut command = vec![workload.into_os_string()];
     command.extend(args.workload_args.iter().cloned());
-    let args = env.into_iter().fold(
+    let mut args = env.into_iter().fold(
         record::RecordArgs::new(Some(out.clone()), command),
         |args, (k, v)| args.env(k, v),
     );
+    if let Some(lib) = nvml_lib {
+        args = args.nvml_lib(lib);
+    }
     let code = record::record(&args)?;
     if code != ExitCode::SUCCESS {
         eprintln!("gpuprof: demo: the workload failed; no roofline or trace written");

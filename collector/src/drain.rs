@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use gpuprof_collector::live::snapshot::{Collection, Snapshot};
 use gpuprof_collector::live::Live;
+use gpuprof_collector::nvml::DeviceSample;
 use gpuprof_collector::store::{PartLimits, SealFailure, StoreWriter};
 use wire::ring::{process_alive, RingReader};
 use wire::{DropSource, Dropped, Record};
@@ -606,6 +607,20 @@ impl Drainer {
     pub fn discard(self) {
         if let Some(w) = self.writer {
             w.remove_unused();
+        }
+    }
+
+    /// Adds NVML readings to the session (the `device_samples` table). Once the session
+    /// cannot be written (an error, or the file system is full) they are left out: the
+    /// room left is for the processes' records.
+    pub fn push_samples(&mut self, samples: &[DeviceSample]) {
+        if self.full {
+            return;
+        }
+        if let Some(w) = &mut self.writer {
+            for s in samples {
+                w.push_sample(s);
+            }
         }
     }
 

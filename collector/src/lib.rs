@@ -5,6 +5,7 @@
 
 pub mod analysis;
 pub mod live;
+pub mod nvml;
 pub mod output_file;
 pub mod render;
 pub mod roofline_points;

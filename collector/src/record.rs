@@ -25,7 +25,12 @@ use crate::report::{analyse, finish, render_report, warn_damage, Format};
 use crate::serve::{ServeArgs, Serving};
 use crate::session_dirs;
 use crate::signals;
+use gpuprof_collector::nvml::{Sampler, SamplingThread};
 use gpuprof_collector::store::PartLimits;
+
+/// How often `record` reads NVML by default: once a second, as `nvidia-smi dmon`
+/// does, so a long run costs a few rows a second.
+pub const DEFAULT_NVML_INTERVAL_MS: u64 = 1000;
 
 #[derive(clap::Args)]
 pub struct RecordArgs {
@@ -50,6 +55,14 @@ pub struct RecordArgs {
     part_seconds: u64,
     #[command(flatten)]
     serve: ServeArgs,
+    /// Read every GPU's telemetry (utilisation, power, energy, clocks, memory) through
+    /// NVML every this many milliseconds, and once more when the program has ended.
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_NVML_INTERVAL_MS,
+          value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+    nvml_interval: u64,
+    /// Do not read GPU telemetry through NVML.
+    #[arg(long)]
+    no_nvml: bool,
     /// The program to profile and its arguments. Every CUDA process it starts is
     /// profiled too.
     #[arg(last = true, required = true, value_name = "CMD")]
@@ -59,6 +72,10 @@ pub struct RecordArgs {
     /// is left alone).
     #[arg(skip)]
     env: Vec<(OsString, OsString)>,
+    /// The NVML library the collector loads (`gpuprof demo` points it at the
+    /// simulated one); else `$GPUPROF_NVML_LIB` or `libnvidia-ml.so.1`.
+    #[arg(skip)]
+    nvml_lib: Option<PathBuf>,
 }
 
 impl RecordArgs {
@@ -70,9 +87,18 @@ impl RecordArgs {
             part_rows: PartLimits::default().rows as u64,
             part_seconds: PartLimits::default().age.as_secs(),
             serve: ServeArgs::default(),
+            nvml_interval: DEFAULT_NVML_INTERVAL_MS,
+            no_nvml: false,
             command,
             env: Vec::new(),
+            nvml_lib: None,
         }
+    }
+
+    /// Loads NVML from `lib`.
+    pub fn nvml_lib(mut self, lib: PathBuf) -> RecordArgs {
+        self.nvml_lib = Some(lib);
+        self
     }
 
     /// Sets `key=value` in CMD's environment.
@@ -198,6 +224,7 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
             lib.display()
         );
     }
+    let sampling = start_sampling(args);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -219,7 +246,16 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         }
     };
 
-    let (status, interrupted) = follow(&mut drainer, &mut child, serving.as_mut())?;
+    let (status, interrupted) = follow(
+        &mut drainer,
+        &mut child,
+        sampling.as_ref(),
+        serving.as_mut(),
+    )?;
+    if let Some(s) = sampling {
+        // The last reading: after the program's work, so energy includes all of it.
+        drainer.push_samples(&s.stop());
+    }
     let code = match status {
         Some(s) => exit_code(s),
         None => signals::stop_code(),
@@ -261,6 +297,26 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
     Ok(ExitCode::from(with_completeness(code, &drainer)))
 }
 
+/// Starts reading NVML every `--nvml-interval` ms, unless `--no-nvml`. Without NVML
+/// (no driver, no library, or it does not initialise) that is one line on stderr and
+/// the recording goes on without device telemetry.
+fn start_sampling(args: &RecordArgs) -> Option<SamplingThread> {
+    if args.no_nvml {
+        return None;
+    }
+    match Sampler::open_lib(args.nvml_lib.as_deref().map(Path::as_os_str)) {
+        Ok(s) => Some(SamplingThread::start(
+            s,
+            Duration::from_millis(args.nvml_interval),
+        )),
+        Err(e) => {
+            let why = format!("{e:#}").replace('\n', " ");
+            eprintln!("gpuprof: no GPU telemetry (NVML): {why}");
+            None
+        }
+    }
+}
+
 /// How long a process the program left running may stay silent before the session
 /// ends without it.
 const LEFT_BEHIND: Duration = Duration::from_secs(10);
@@ -270,6 +326,7 @@ const LEFT_BEHIND: Duration = Duration::from_secs(10);
 fn follow(
     drainer: &mut Drainer,
     child: &mut Child,
+    sampling: Option<&SamplingThread>,
     mut serving: Option<&mut Serving>,
 ) -> Result<(Option<ExitStatus>, bool)> {
     let mut progress = Progress::new();
@@ -291,6 +348,9 @@ fn follow(
             status = child.try_wait().context("cannot wait for the program")?;
         }
         drainer.discover();
+        if let Some(s) = sampling {
+            drainer.push_samples(&s.take());
+        }
         drainer.drain();
         if status.is_some() {
             drainer.retire_idle(LEFT_BEHIND);

@@ -66,6 +66,10 @@ pub fn analyse_sessions(
         };
         for i in 0..store.parts.len() {
             let part = store.read_part_tables(i, |table| aggregator.add_records(table))?;
+            // A damaged device_samples file is in `part.damaged` already.
+            if let Ok(samples) = store.read_device_samples(i) {
+                aggregator.add_device_samples(&samples);
+            }
             integrity
                 .damaged
                 .extend(part.damaged.into_iter().map(damaged_file).map(|mut d| {

@@ -29,6 +29,8 @@ use super::integrity::{impossible, ImpossibleRecords};
 use super::join::{Joined, Joiner, LaunchInfo};
 use super::range_cover::RangeCover;
 use super::sampled::{Attribution, Attributor, KernelSpan, Window};
+use super::telemetry::{DeviceTelemetry, TelemetryAggregator};
+use crate::nvml::DeviceSample;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProcessSummary {
@@ -58,6 +60,21 @@ pub struct DeviceSummary {
     pub name: String,
     pub compute_capability: (u32, u32),
     pub sm_count: u32,
+    /// As NVML and `nvidia-smi` show it ([`gpu_uuid`]).
+    pub uuid: String,
+}
+
+/// A device UUID as NVML and `nvidia-smi` show it: `GPU-` and 8-4-4-4-12 hex digits.
+pub fn gpu_uuid(bytes: &[u8; 16]) -> String {
+    let h: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
 }
 
 /// How one process collects counters on one device.
@@ -121,6 +138,8 @@ pub struct Aggregate {
     pub counters_unattributed: u64,
     /// `GemmStatus` messages (pid, message) in session order.
     pub gemm_statuses: Vec<(u32, String)>,
+    /// NVML readings per device (the `device_samples` table).
+    pub telemetry: Vec<DeviceTelemetry>,
     pub gemm_unjoined: u64,
     pub gemm_cycles: u64,
     pub ranges: RangeCover,
@@ -239,6 +258,7 @@ pub struct Aggregator {
     /// Per (pid, device): the first start and last end of the kernels finalized since
     /// [`Aggregator::take_spans`] was last called; kept only once it has been called.
     spans_since: Option<AHashMap<(u32, u32), (u64, u64)>>,
+    telemetry: TelemetryAggregator,
 }
 
 impl Aggregator {
@@ -254,6 +274,11 @@ impl Aggregator {
     /// Records the join window holds now.
     pub fn held(&self) -> usize {
         self.joiner.held() + self.spans.len() + self.windows.len()
+    }
+
+    /// Folds in NVML readings of the session being read, in the order taken.
+    pub fn add_device_samples(&mut self, samples: &[DeviceSample]) {
+        self.telemetry.add(self.session, samples);
     }
 
     /// Folds in one part's records.
@@ -363,6 +388,7 @@ impl Aggregator {
         self.out.gemm_cycles = joiner.gemm_cycles;
         self.out.counters_unattributed = joiner.counters_unattributed;
         self.out.sampled = self.attributor.map(Attributor::finish);
+        self.out.telemetry = self.telemetry.finish();
         for ((pid, device, id), (n, sum)) in self.samples {
             let name = self.out.metric_name(pid, id);
             let e = self.out.samples.entry((pid, device, name)).or_default();
@@ -438,6 +464,7 @@ impl Aggregator {
                         name: d.name.clone(),
                         compute_capability: d.compute_capability,
                         sm_count: d.sm_count,
+                        uuid: gpu_uuid(&d.uuid),
                     });
                 }
                 self.out.devices.entry((pid, d.id)).or_insert(d);

@@ -16,6 +16,8 @@
 //!   whose stream did not end;
 //! - [`counters`](mod@counters): counter plans and statuses, kernel counters merged per kernel,
 //!   sampling windows per metric;
+//! - [`telemetry`]: NVML device readings per device over the run (clocks, power,
+//!   energy, memory, utilisation, clock event reasons);
 //! - [`sampled`]: sampling windows attributed to kernels by overlap time;
 //! - [`nvtx`]: NVTX range pairing and the GPU time attributed to each range;
 //! - [`trace`]: the timeline, built part by part, as a Perfetto trace or Chrome JSON;
@@ -42,6 +44,7 @@ pub mod rollup;
 pub mod roofline;
 pub mod sampled;
 pub mod summary;
+pub mod telemetry;
 pub mod trace;
 
 pub use counters::{

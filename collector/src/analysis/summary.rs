@@ -13,6 +13,7 @@ use super::counters::{counters_of, Counters};
 use super::integrity::Integrity;
 use super::names::demangle;
 use super::nvtx::{RangeStats, RangeTotals};
+use super::telemetry::DeviceTelemetry;
 
 /// Everything `gpuprof report` shows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -43,6 +44,8 @@ pub struct Summary {
     /// What the report leaves out (damaged parts of the session file, impossible
     /// records): empty from [`summarize`], filled in by whoever read the file.
     pub integrity: Integrity,
+    /// NVML readings per device over the run.
+    pub telemetry: Vec<DeviceTelemetry>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -249,5 +252,6 @@ pub fn summarize_aggregate(a: &Aggregate) -> Summary {
             impossible: a.impossible_records(),
             ..Integrity::default()
         },
+        telemetry: a.telemetry.clone(),
     }
 }

@@ -40,6 +40,7 @@
 
 mod cells;
 mod counters;
+mod devices;
 mod integrity;
 mod roofline;
 
@@ -57,6 +58,7 @@ use counters::{
     counters_json, counters_table, KERNEL_COUNTER_COLUMNS, PLAN_COLUMNS, SAMPLED_COLUMNS,
     SAMPLE_COLUMNS,
 };
+use devices::{devices_table, telemetry_json, TELEMETRY_COLUMNS};
 use integrity::{integrity_csv, integrity_json, integrity_table};
 use roofline::{roofline_csv, roofline_json, roofline_table};
 
@@ -221,6 +223,9 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
     if s.counters.any() {
         counters_table(&mut out, s, kernels);
     }
+    if !s.telemetry.is_empty() {
+        devices_table(&mut out, &s.telemetry, !s.sessions.is_empty());
+    }
     match roofline {
         Some(e) if e.any() => roofline_table(&mut out, e, s.kernel_ns, top),
         Some(_) if s.kernel_count > 0 => out.push_str(
@@ -377,6 +382,11 @@ pub fn csv_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) 
         ("dropped", &DROPPED_COLUMNS),
         ("unfinished", &["pid"]),
     ];
+    let telemetry_sections: &[(&str, &[&str])] = if s.telemetry.is_empty() {
+        &[]
+    } else {
+        &[("device_telemetry", &TELEMETRY_COLUMNS)]
+    };
     let counter_sections: [(&str, &[&str]); 5] = [
         ("counter_plans", &PLAN_COLUMNS),
         ("counter_statuses", &["pid", "message"]),
@@ -394,6 +404,7 @@ pub fn csv_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) 
     for (i, (name, columns)) in session_sections
         .iter()
         .chain(&sections)
+        .chain(telemetry_sections)
         .chain(counter_sections)
         .enumerate()
     {
@@ -547,7 +558,14 @@ const PROCESS_COLUMNS: [&str; 10] = [
     "kernel_ns",
     "finished",
 ];
-const DEVICE_COLUMNS: [&str; 5] = ["pid", "id", "name", "compute_capability", "sm_count"];
+const DEVICE_COLUMNS: [&str; 6] = [
+    "pid",
+    "id",
+    "name",
+    "compute_capability",
+    "sm_count",
+    "uuid",
+];
 const KERNEL_COLUMNS: [&str; 10] = [
     "name",
     "mangled",
@@ -597,6 +615,7 @@ pub fn json_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>)
                     "name": d.name,
                     "compute_capability": [d.compute_capability.0, d.compute_capability.1],
                     "sm_count": d.sm_count,
+                    "uuid": d.uuid,
                 })).collect::<Vec<_>>(),
                 "kernels": p.kernels,
                 "kernel_ns": p.kernel_ns,
@@ -677,6 +696,9 @@ pub fn json_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>)
                 "kernel_ns": r.kernel_ns,
             }))
             .collect::<Vec<_>>());
+    }
+    if !s.telemetry.is_empty() {
+        out["device_telemetry"] = telemetry_json(&s.telemetry);
     }
     if s.counters.any() {
         out["counters"] = counters_json(s, top);

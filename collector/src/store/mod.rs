@@ -12,6 +12,7 @@
 //!
 //! - [`tables`]: the tables and their columns, and records to rows and back;
 //! - [`columns`]: typed column builders and readers;
+//! - [`device_samples`]: NVML readings to rows and back;
 //! - [`layout`]: the names in a session directory;
 //! - [`manifest`]: a part's manifest;
 //! - [`writer`]: filling and sealing parts;
@@ -21,6 +22,7 @@
 //! kernel table of the whole run.
 
 pub mod columns;
+pub mod device_samples;
 pub mod layout;
 pub mod manifest;
 pub mod reader;

@@ -17,11 +17,13 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use wire::Record;
 
 use super::columns::RowReader;
+use super::device_samples::read_sample;
 use super::layout::{
     parse_part_dir_name, MANIFEST_FILE, OLD_SESSION_FILE, PARTS_DIR, UNSEALED_PREFIX,
 };
-use super::manifest::{Manifest, MAX_BYTES, VERSION};
-use super::tables::{read_row, TableId, TABLE_IDS};
+use super::manifest::{FileEntry, Manifest, MAX_BYTES, VERSION};
+use super::tables::{is_record_table, read_row, TableId, TABLE_IDS};
+use crate::nvml::DeviceSample;
 
 /// The largest part file read (a part holds at most a few hundred thousand rows).
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
@@ -214,27 +216,16 @@ impl Store {
                 records: entry.rows,
                 reason,
             };
-            let bytes = match read_file(&path.join(&entry.file), MAX_FILE_BYTES) {
+            let bytes = match verified(path, entry) {
                 Ok(b) => b,
                 Err(reason) => {
                     part.damaged.push(damaged(reason));
                     continue;
                 }
             };
-            if bytes.len() as u64 != entry.bytes {
-                part.damaged.push(damaged(format!(
-                    "{} bytes, the manifest says {}",
-                    bytes.len(),
-                    entry.bytes
-                )));
-                continue;
-            }
-            let crc = crc32c::crc32c(&bytes);
-            if crc != entry.crc32c {
-                part.damaged.push(damaged(format!(
-                    "checksum mismatch (manifest {:08x}, file {crc:08x})",
-                    entry.crc32c
-                )));
+            if !is_record_table(id) {
+                // NVML readings: verified with the rest, read by
+                // `Store::read_device_samples`.
                 continue;
             }
             match decode(id, bytes) {
@@ -249,6 +240,52 @@ impl Store {
         }
         Ok(part)
     }
+}
+
+impl Store {
+    /// The NVML readings of part `index` (its `device_samples` table), in the order
+    /// taken. A part or file that does not verify or decode gives none; its damage is
+    /// what [`Store::read_part_tables`] reports for the part (`Err` here names it).
+    pub fn read_device_samples(&self, index: usize) -> Result<Vec<DeviceSample>, String> {
+        let (_, path) = &self.parts[index];
+        let manifest =
+            read_file(&path.join(MANIFEST_FILE), MAX_BYTES).and_then(|b| Manifest::parse(&b))?;
+        check_files(&manifest)?;
+        let name = TableId::DeviceSamples.table().name;
+        let Some(entry) = manifest.files.iter().find(|f| f.table == name) else {
+            return Ok(Vec::new());
+        };
+        let samples = decode_samples(verified(path, entry)?)?;
+        if samples.len() as u64 != entry.rows {
+            return Err(format!(
+                "{name}: {} rows, the manifest says {}",
+                samples.len(),
+                entry.rows
+            ));
+        }
+        Ok(samples)
+    }
+}
+
+/// The bytes of the part file `entry` names in part directory `dir`, checked against
+/// the manifest's size and CRC-32C.
+fn verified(dir: &Path, entry: &FileEntry) -> Result<Vec<u8>, String> {
+    let bytes = read_file(&dir.join(&entry.file), MAX_FILE_BYTES)?;
+    if bytes.len() as u64 != entry.bytes {
+        return Err(format!(
+            "{} bytes, the manifest says {}",
+            bytes.len(),
+            entry.bytes
+        ));
+    }
+    let crc = crc32c::crc32c(&bytes);
+    if crc != entry.crc32c {
+        return Err(format!(
+            "checksum mismatch (manifest {:08x}, file {crc:08x})",
+            entry.crc32c
+        ));
+    }
+    Ok(bytes)
 }
 
 /// Every file a manifest lists is a known table's, under its own name, once.
@@ -308,7 +345,12 @@ fn read_file(path: &Path, max: u64) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-fn decode(id: TableId, bytes: Vec<u8>) -> Result<Vec<(u32, Record)>, String> {
+/// Decodes a table's Parquet bytes, handing each row to `row`.
+fn decode_rows<T>(
+    id: TableId,
+    bytes: Vec<u8>,
+    mut row: impl FnMut(&mut RowReader, usize) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
     let table = id.table();
     let (names, kinds) = (table.names(), table.kinds());
     let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
@@ -319,11 +361,19 @@ fn decode(id: TableId, bytes: Vec<u8>) -> Result<Vec<(u32, Record)>, String> {
         let batch = batch.map_err(|e| format!("does not decode: {e}"))?;
         let mut rows = RowReader::new(&batch, &names, &kinds)
             .map_err(|e| format!("table {}: {e}", table.name))?;
-        for row in 0..batch.num_rows() {
-            out.push(read_row(id, &mut rows, row).map_err(|e| format!("row {row}: {e}"))?);
+        for i in 0..batch.num_rows() {
+            out.push(row(&mut rows, i).map_err(|e| format!("row {i}: {e}"))?);
         }
     }
     Ok(out)
+}
+
+fn decode(id: TableId, bytes: Vec<u8>) -> Result<Vec<(u32, Record)>, String> {
+    decode_rows(id, bytes, |r, i| read_row(id, r, i))
+}
+
+fn decode_samples(bytes: Vec<u8>) -> Result<Vec<DeviceSample>, String> {
+    decode_rows(TableId::DeviceSamples, bytes, |r, i| Ok(read_sample(r, i)))
 }
 
 /// Bytes of the regular files directly in `dir`.

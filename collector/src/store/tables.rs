@@ -101,6 +101,19 @@ tables! {
     ];
     Dropped = "dropped" ["pid": U32, "source": Str, "records": U64];
     Ends = "ends" ["pid": U32, "records": U64];
+    // Not a record of a profiled process: the collector's NVML readings
+    // (`super::device_samples`), one row per device per reading, no pid.
+    DeviceSamples = "device_samples" [
+        "time_ns": U64, "index": U32, "uuid": Str, "name": Str, "pci_bus_id": Str,
+        "gpu_util_pct": U32, "mem_util_pct": U32, "power_w": F64, "energy_mj": U64,
+        "fb_used_mib": U64, "sm_clock_mhz": U32, "mem_clock_mhz": U32,
+        "max_sm_clock_mhz": U32, "temperature_c": U32, "throttle_reasons": U64,
+    ];
+}
+
+/// The tables that hold records of profiled processes (all but `device_samples`).
+pub fn is_record_table(id: TableId) -> bool {
+    id != TableId::DeviceSamples
 }
 
 impl TableId {
@@ -337,6 +350,9 @@ fn metrics(names: Vec<u32>, values: Vec<f64>) -> Result<Vec<MetricValue>, String
 /// Reads row `row` of table `id` back as (pid, record). Errors for values no writer
 /// makes (an unknown drop source, metric lists of different lengths).
 pub fn read_row(id: TableId, r: &mut RowReader, row: usize) -> Result<(u32, Record), String> {
+    if !is_record_table(id) {
+        return Err(format!("table {} holds no records", id.table().name));
+    }
     r.seek(row);
     let pid = r.u32();
     let record = match id {
@@ -493,6 +509,7 @@ pub fn read_row(id: TableId, r: &mut RowReader, row: usize) -> Result<(u32, Reco
             })
         }
         TableId::Ends => Record::End(End { records: r.u64() }),
+        TableId::DeviceSamples => unreachable!("refused above"),
     };
     Ok((pid, record))
 }

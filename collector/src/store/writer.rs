@@ -31,9 +31,11 @@ use parquet::schema::types::ColumnPath;
 use wire::Record;
 
 use super::columns::{Kind, RowWriter};
+use super::device_samples::write_sample;
 use super::layout::{part_dir_name, PARTS_DIR, RESERVE_FILE, UNSEALED_PREFIX};
 use super::manifest::{FileEntry, Manifest, FORMAT, VERSION};
 use super::tables::{table_of, write_row, TableId, TABLES, TABLE_IDS};
+use crate::nvml::DeviceSample;
 use crate::output_file;
 
 /// Bytes kept aside in the session directory for the last part after the file system
@@ -179,6 +181,15 @@ impl StoreWriter {
             Record::End(_) => {}
             _ => p.records += 1,
         }
+    }
+
+    /// Appends one NVML reading (the `device_samples` table).
+    pub fn push_sample(&mut self, sample: &DeviceSample) {
+        let id = TableId::DeviceSamples;
+        let w = self.tables[id as usize].get_or_insert_with(|| RowWriter::new(&id.table().kinds()));
+        write_sample(w, sample);
+        self.rows += 1;
+        self.first_row.get_or_insert_with(Instant::now);
     }
 
     /// Whether the part being filled should be sealed now.

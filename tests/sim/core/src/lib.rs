@@ -40,7 +40,9 @@
 //! fail on division by zero or a non-finite result, reported by [`CostModel::cost`].
 
 pub mod expr;
+pub mod machine;
 pub mod pm_metrics;
+pub mod telemetry;
 pub mod transfer;
 
 pub use pm_metrics::{pm_sampling_accepts, PM_SAMPLING_METRICS};

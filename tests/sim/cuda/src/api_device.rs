@@ -87,7 +87,7 @@ pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUd
 
 /// The value of attribute `attrib` on `d`; `None` for an attribute the sim does not
 /// model (or that `cuda.h` does not define).
-fn attribute(d: &Device, attrib: c_int) -> Option<c_int> {
+fn attribute(d: &Device, ordinal: CUdevice, attrib: c_int) -> Option<c_int> {
     use crate::consts::attr::*;
     Some(match attrib {
         MAX_THREADS_PER_BLOCK | MAX_BLOCK_DIM_X | MAX_BLOCK_DIM_Y => 1024,
@@ -108,6 +108,9 @@ fn attribute(d: &Device, attrib: c_int) -> Option<c_int> {
         MAX_SHARED_MEMORY_PER_MULTIPROCESSOR => 228 * 1024,
         MAX_SHARED_MEMORY_PER_BLOCK_OPTIN => 227 * 1024,
         MAX_BLOCKS_PER_MULTIPROCESSOR => 32,
+        // Where NVML finds it too (`sim_core::machine::pci_bus`).
+        PCI_BUS_ID => config::pci_bus(ordinal as u32) as i32,
+        PCI_DEVICE_ID | PCI_DOMAIN_ID => 0,
         UNIFIED_ADDRESSING | MEMORY_POOLS_SUPPORTED => 1,
         // Stream memory operations (`api_stream_memop`): 64-bit ones and NOR waits.
         CAN_USE_64_BIT_STREAM_MEM_OPS | CAN_USE_STREAM_WAIT_VALUE_NOR => 1,
@@ -136,7 +139,7 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(
         if pi.is_null() || !(1..crate::consts::attr::MAX).contains(&attrib) {
             return CUDA_ERROR_INVALID_VALUE;
         }
-        match attribute(d, attrib) {
+        match attribute(d, dev, attrib) {
             // SAFETY: the caller's pointer is non-NULL and writable.
             Some(v) => unsafe { write_out(pi, v) },
             None => CUDA_ERROR_NOT_SUPPORTED,
@@ -158,16 +161,10 @@ pub unsafe extern "C" fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: CUdevice) -
     })
 }
 
-/// A stable UUID per device ordinal (the sim has no MIG, so `cuDeviceGetUuid` and
-/// `_v2` agree). Version-4 layout, fixed bytes plus the ordinal.
+/// Device `dev`'s UUID (`sim_core::machine::uuid`, which NVML reports too).
 fn uuid(dev: CUdevice) -> CUuuid {
-    let mut b: [u8; 16] = [
-        0x5a, 0x1c, 0x0d, 0xa0, 0x90, 0x00, 0x4e, 0x11, 0x80, 0x00, 0x51, 0xc0, 0x00, 0x00, 0x00,
-        0x00,
-    ];
-    b[12..].copy_from_slice(&(dev as u32).to_be_bytes());
     CUuuid {
-        bytes: b.map(|x| x as c_char),
+        bytes: config::uuid(dev as u32).map(|x| x as c_char),
     }
 }
 

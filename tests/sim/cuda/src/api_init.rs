@@ -24,6 +24,7 @@ pub extern "C" fn cuInit(flags: c_uint) -> CUresult {
         if !model::load() {
             return CUDA_ERROR_INVALID_VALUE;
         }
+        crate::telemetry::driver_loaded();
         state::initialize();
         CUDA_SUCCESS
     })

@@ -11,6 +11,7 @@ use crate::consts::pointer_attr::*;
 use crate::consts::*;
 use crate::ffi::{code, out};
 use crate::registry;
+use crate::telemetry;
 
 /// Device memory a client can allocate: the device's total less what the driver
 /// itself keeps (512 MiB, as a real driver reserves some).
@@ -40,6 +41,7 @@ unsafe fn alloc(
         .memory
         .alloc(ctx, bytesize as u64, capacity())
         .ok_or(CUDA_ERROR_OUT_OF_MEMORY)?;
+    telemetry::memory(&d);
     // SAFETY: non-NULL and writable per this function's contract.
     unsafe { out(dptr, p) }
 }
@@ -93,7 +95,9 @@ fn free(dptr: CUdeviceptr, stream: Option<CUstream>) -> Result<(), CUresult> {
     if let Some(s) = stream {
         d.stream(s)?;
     }
-    d.memory.free(dptr)
+    d.memory.free(dptr)?;
+    telemetry::memory(&d);
+    Ok(())
 }
 
 /// `CUresult cuMemFree_v2(CUdeviceptr dptr)`: `dptr` must be an allocation's base.

@@ -34,6 +34,9 @@ pub(crate) mod attr {
     pub(crate) const CAN_USE_64_BIT_STREAM_MEM_OPS: i32 = 122;
     pub(crate) const CAN_USE_STREAM_WAIT_VALUE_NOR: i32 = 123;
     /// `CU_DEVICE_ATTRIBUTE_MAX` of CUDA 13's `cuda.h`: one past the last attribute.
+    pub(crate) const PCI_BUS_ID: i32 = 33;
+    pub(crate) const PCI_DEVICE_ID: i32 = 34;
+    pub(crate) const PCI_DOMAIN_ID: i32 = 50;
     pub(crate) const MAX: i32 = 162;
 }
 

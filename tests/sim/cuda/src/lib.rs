@@ -13,7 +13,7 @@
 //! one `api_*` module per group of exports.
 
 mod clock;
-mod config;
+pub(crate) use sim_core::machine as config;
 mod consts;
 mod context;
 mod error_names;
@@ -28,6 +28,7 @@ mod proc_address;
 mod proc_table;
 mod registry;
 mod state;
+mod telemetry;
 #[macro_use]
 mod trace;
 

@@ -32,6 +32,11 @@ impl Memory {
         self.used
     }
 
+    /// (owning context, bytes) of every device allocation.
+    pub(crate) fn by_context(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.allocs.values().map(|a| (a.ctx, a.data.len() as u64))
+    }
+
     /// Allocates `size > 0` bytes (zeroed) for context `ctx`, or `None` when more than
     /// `capacity` bytes would be in use.
     pub(crate) fn alloc(&mut self, ctx: usize, size: u64, capacity: u64) -> Option<u64> {

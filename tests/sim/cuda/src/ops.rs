@@ -9,6 +9,7 @@ use cupti_sys::CUpti_ActivityMemcpyKind::*;
 use cupti_sys::CUpti_CallbackIdResource::*;
 use cupti_sys::CUpti_GraphData;
 use sim_abi::{OP_KERNEL, OP_MEMCPY, OP_MEMSET};
+use sim_core::telemetry::Work;
 
 use crate::consts::*;
 use crate::model;
@@ -210,6 +211,12 @@ pub(crate) fn run(
         }
     };
     let (start, end) = d.schedule(s, duration);
+    let work = if rec.op.kind == OP_KERNEL {
+        Work::Kernel
+    } else {
+        Work::Transfer
+    };
+    crate::telemetry::ran(d.stream_device(s), work, start, end);
     let ctx = d.streams[&s].ctx;
     rec.op.start_ns = start;
     rec.op.end_ns = end;

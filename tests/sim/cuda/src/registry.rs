@@ -284,6 +284,7 @@ impl Driver {
             lib.modules.remove(&h);
         }
         self.memory.free_context(h);
+        crate::telemetry::memory(self);
     }
 
     /// The context for a handle, or `CUDA_ERROR_INVALID_CONTEXT`.
