@@ -225,6 +225,9 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         );
     }
     let sampling = start_sampling(args);
+    if let (Some(serving), Some(sampling)) = (&mut serving, &sampling) {
+        serving.nvml(sampling.latest());
+    }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -252,17 +255,22 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         sampling.as_ref(),
         serving.as_mut(),
     )?;
-    if let Some(s) = sampling {
-        // The last reading: after the program's work, so energy includes all of it.
-        drainer.push_samples(&s.stop());
-    }
+    let last_readings = match sampling {
+        Some(s) => {
+            // The last reading: after the program's work, so energy includes all of it.
+            let last = s.stop();
+            drainer.push_samples(&last);
+            last
+        }
+        None => Vec::new(),
+    };
     let code = match status {
         Some(s) => exit_code(s),
         None => signals::stop_code(),
     };
     let (counts, written) = wind_up(&mut drainer, ring_dir, interrupted);
     if let Some(s) = &mut serving {
-        s.finish(&mut drainer);
+        s.finish(&mut drainer, &last_readings);
     }
     if interrupted {
         eprintln!(
@@ -422,7 +430,7 @@ pub fn collect(args: &CollectArgs) -> Result<ExitCode> {
     };
     let (counts, written) = wind_up(&mut drainer, ring_dir, interrupted);
     if let Some(s) = &mut serving {
-        s.finish(&mut drainer);
+        s.finish(&mut drainer, &[]);
     }
     if let Err(e) = written {
         with_completeness(0, &drainer);

@@ -18,8 +18,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
+use gpuprof_collector::live::device_fields::add_readings;
 use gpuprof_collector::live::exposition::{render, CONTENT_TYPE};
+use gpuprof_collector::live::snapshot::Snapshot;
 use gpuprof_collector::live::Live;
+use gpuprof_collector::nvml::{DeviceSample, Latest};
 
 use crate::drain::Drainer;
 use crate::report::load_peaks;
@@ -80,6 +83,8 @@ impl ServeArgs {
             top: self.serve_top,
             linger: Duration::from_secs(self.serve_linger),
             last: Instant::now(),
+            nvml: None,
+            hostname: hostname(),
         }))
     }
 }
@@ -167,12 +172,22 @@ fn answer(http: &tiny_http::Server, page: &Page) {
     }
 }
 
+/// This machine's host name (for GPUs only NVML reports), empty when unknown.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
 /// A server and the live aggregate's update clock.
 pub struct Serving {
     server: Server,
     top: usize,
     linger: Duration,
     last: Instant,
+    /// The NVML sampler's latest readings, for the `DCGM_FI_DEV_*` series.
+    nvml: Option<Latest>,
+    hostname: String,
 }
 
 impl Serving {
@@ -191,11 +206,26 @@ impl Serving {
         self.update(drainer);
     }
 
+    /// Shows NVML's latest readings (`gpuprof record`'s sampler) with each update.
+    pub fn nvml(&mut self, latest: Latest) {
+        self.nvml = Some(latest);
+    }
+
     fn update(&mut self, drainer: &mut Drainer) {
         self.last = Instant::now();
-        if let Some(s) = drainer.live_update() {
-            self.server.publish(render(&s));
+        if let Some(mut s) = drainer.live_update() {
+            let readings = self
+                .nvml
+                .as_ref()
+                .and_then(|l| l.lock().ok().map(|l| l.clone()))
+                .unwrap_or_default();
+            self.publish(&mut s, &readings);
         }
+    }
+
+    fn publish(&self, s: &mut Snapshot, readings: &[DeviceSample]) {
+        add_readings(&mut s.gpus, readings, &self.hostname);
+        self.server.publish(render(s));
     }
 
     /// Updates the page when [`UPDATE_EVERY`] has passed since the last update.
@@ -205,10 +235,22 @@ impl Serving {
         }
     }
 
-    /// Publishes the final values (call once every record is drained).
-    pub fn finish(&mut self, drainer: &mut Drainer) {
-        if let Some(s) = drainer.live_finish() {
-            self.server.publish(render(&s));
+    /// Publishes the final values (call once every record is drained), with NVML's
+    /// last `readings` (taken after the program ended) when there are any.
+    pub fn finish(&mut self, drainer: &mut Drainer, readings: &[DeviceSample]) {
+        if let Some(mut s) = drainer.live_finish() {
+            let latest;
+            let readings = if readings.is_empty() {
+                latest = self
+                    .nvml
+                    .as_ref()
+                    .and_then(|l| l.lock().ok().map(|l| l.clone()))
+                    .unwrap_or_default();
+                &latest[..]
+            } else {
+                readings
+            };
+            self.publish(&mut s, readings);
         }
     }
 

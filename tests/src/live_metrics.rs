@@ -146,8 +146,9 @@ fn check_sums(samples: &[Sample], prefix: &str, want: &[(&str, &str)], expected:
 /// The final series read by a client (`samples`) equal `gpuprof report --format json`
 /// of the same session: per kernel short name (the first `top` by GPU time have
 /// their own label, the rest sum to `other`), family, NVTX range, the run and the
-/// GPUs; MFU as the report rounds it; drops; and one series per GPU of every DCGM
-/// profiling field, with dcgm-exporter's labels.
+/// GPUs; MFU as the report rounds it; drops; one series per GPU of every DCGM
+/// profiling field, and NVML's `DCGM_FI_DEV_*` within the report's device telemetry
+/// (its last reading of each GPU), with dcgm-exporter's labels.
 pub fn check_against_report(samples: &[Sample], report: &Value, top: usize) {
     let roofline = &report["roofline"];
 
@@ -252,7 +253,7 @@ pub fn check_against_report(samples: &[Sample], report: &Value, top: usize) {
         );
     }
 
-    // GPUs: one per device of the report, every series with its UUID.
+    // GPUs: the report's devices, each series with its UUID and dcgm-exporter's labels.
     let models: BTreeSet<String> = report["processes"]
         .as_array()
         .expect("processes")
@@ -261,33 +262,93 @@ pub fn check_against_report(samples: &[Sample], report: &Value, top: usize) {
         .map(|d| d["name"].as_str().expect("device name").trim().to_string())
         .collect();
     let gpus = find(samples, "gpuprof_gpu_kernel_launches_total", &[]);
-    assert_eq!(gpus.len(), models.len(), "one series per GPU: {gpus:?}");
+    assert!(!gpus.is_empty(), "no GPU series");
     let kernel_count = report["kernel_count"].as_u64().expect("kernel_count");
     let kernel_ns = report["kernel_ns"].as_u64().expect("kernel_ns");
-    let gpu_labels = &gpus[0].1;
-    assert_eq!(gpus[0].2, kernel_count as f64, "GPU launches");
-    let want: Vec<(&str, &str)> = gpu_labels
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
     assert_eq!(
-        one(samples, "gpuprof_gpu_kernel_seconds_total", &want),
-        kernel_ns as f64 / 1e9
+        sum(samples, "gpuprof_gpu_kernel_launches_total", &[]),
+        kernel_count as f64,
+        "launches over the GPUs"
     );
-    let uuid = gpu_labels["UUID"].as_str();
-    assert!(is_uuid(uuid), "UUID label {uuid}");
-    assert!(models.contains(&gpu_labels["modelName"]), "{gpu_labels:?}");
-    assert_eq!(gpu_labels["device"], format!("nvidia{}", gpu_labels["gpu"]));
-    for field in cupti::metrics::DCGM_FIELDS {
-        let v = one(samples, field.name, &want);
-        assert!(v.is_finite() && v >= 0.0, "{} = {v}", field.name);
-        if field.metric.ends_with(".pct_of_peak_sustained_elapsed") {
-            assert!(v <= 1.0, "{} = {v} is a ratio", field.name);
+    let seconds = sum(samples, "gpuprof_gpu_kernel_seconds_total", &[]);
+    assert!(
+        close(seconds, kernel_ns as f64 / 1e9),
+        "GPU seconds {seconds}"
+    );
+    let telemetry = report["device_telemetry"]
+        .as_array()
+        .expect("device_telemetry");
+    assert!(!telemetry.is_empty(), "the simulated GPU answers NVML");
+    for (_, labels, launches) in &gpus {
+        let uuid = labels["UUID"].as_str();
+        assert!(is_uuid(uuid), "UUID label {uuid}");
+        assert_eq!(labels["device"], format!("nvidia{}", labels["gpu"]));
+        if *launches > 0.0 {
+            assert!(models.contains(&labels["modelName"]), "{labels:?}");
+        }
+        let want: Vec<(&str, &str)> = labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        for field in cupti::metrics::DCGM_FIELDS {
+            if *launches == 0.0 {
+                continue;
+            }
+            let v = one(samples, field.name, &want);
+            assert!(v.is_finite() && v >= 0.0, "{} = {v}", field.name);
+            if field.metric.ends_with(".pct_of_peak_sustained_elapsed") {
+                assert!(v <= 1.0, "{} = {v} is a ratio", field.name);
+            }
         }
     }
+    // NVML's fields: the GPU's last reading, within what the report says of all of them.
+    for d in telemetry {
+        let uuid = d["uuid"].as_str().expect("uuid");
+        let index = d["index"].as_u64().expect("index").to_string();
+        let want = [
+            ("UUID", uuid),
+            ("gpu", index.as_str()),
+            ("pci_bus_id", d["pci_bus_id"].as_str().expect("pci_bus_id")),
+            ("modelName", d["name"].as_str().expect("name").trim()),
+        ];
+        let get = |name: &str| one(samples, name, &want);
+        let num = |key: &str| d[key].as_f64().unwrap_or_else(|| panic!("{key}"));
+        let power = get("DCGM_FI_DEV_POWER_USAGE");
+        assert!(
+            power > 0.0 && power <= num("power_max_w"),
+            "power {power} W: {d}"
+        );
+        let clock = get("DCGM_FI_DEV_SM_CLOCK");
+        assert!(
+            (num("sm_clock_min_mhz")..=num("sm_clock_max_mhz")).contains(&clock),
+            "SM clock {clock}: {d}"
+        );
+        let energy = get("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION");
+        assert!(energy >= num("energy_j") * 1e3, "energy {energy} mJ: {d}");
+        let fb = get("DCGM_FI_DEV_FB_USED");
+        assert!(fb <= num("fb_used_max_mib"), "FB used {fb} MiB: {d}");
+        let util = get("DCGM_FI_DEV_GPU_UTIL");
+        assert!((0.0..=100.0).contains(&util), "GPU util {util}");
+        let reasons = get("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS") as u64;
+        let seen = d["throttle_mask"].as_u64().expect("throttle_mask");
+        assert_eq!(
+            reasons & !seen,
+            0,
+            "throttle reasons {reasons:#x} not in {seen:#x}"
+        );
+        for name in [
+            "DCGM_FI_DEV_MEM_COPY_UTIL",
+            "DCGM_FI_DEV_MEM_CLOCK",
+            "DCGM_FI_DEV_GPU_TEMP",
+        ] {
+            assert!(get(name) >= 0.0, "{name}");
+        }
+    }
+    // Every DCGM series of a GPU carries its UUID.
     for (name, labels, _) in samples {
         if name.starts_with("DCGM_FI_") {
-            assert_eq!(labels.get("UUID").map(String::as_str), Some(uuid), "{name}");
+            let uuid = labels.get("UUID").map(String::as_str).unwrap_or("");
+            assert!(is_uuid(uuid), "{name} {labels:?}");
         }
     }
 }

@@ -124,7 +124,22 @@ fn counters(registry: &mut Registry, name: &str, help: &str) -> Counters {
 pub fn render(s: &Snapshot) -> String {
     let mut r = Registry::default();
 
-    // Per GPU: DCGM fields, then gpuprof's.
+    // Per GPU: DCGM fields (NVML's, then the profiling ones), then gpuprof's.
+    for (name, help) in super::device_fields::DEVICE_FIELDS {
+        if !s
+            .gpus
+            .iter()
+            .any(|g| g.fields.iter().any(|(n, _)| n == name))
+        {
+            continue;
+        }
+        let family = gauges(&mut r, name, help);
+        for g in &s.gpus {
+            if let Some((_, v)) = g.fields.iter().find(|(n, _)| n == name) {
+                family.get_or_create(&gpu_labels(g)).set(*v);
+            }
+        }
+    }
     for field in cupti::metrics::DCGM_FIELDS {
         if !s
             .gpus

@@ -19,6 +19,7 @@
 
 pub mod capped;
 pub mod dcgm;
+pub mod device_fields;
 pub mod exposition;
 pub mod short_name;
 pub mod snapshot;
