@@ -16,12 +16,20 @@ use crate::{artifact, http_get, record_on_sim};
 pub type Sample = (String, BTreeMap<String, String>, f64);
 
 /// `gpuprof record --serve 127.0.0.1:PORT --serve-top TOP --serve-linger LINGER -o
-/// OUT -- cudarc-llm --decode-steps 100` on the simulated H100 (CUPTI 13.4) with
-/// `GPUPROF_METRICS=dcgm`: a run of a few seconds, 2000 launches.
-pub fn record_serving(out: &Path, port: u16, top: usize, linger_s: u64) -> Command {
+/// OUT -- cudarc-llm --decode-steps 100` on the simulated H100 (CUPTI 13.4), with
+/// `GPUPROF_METRICS=metrics` when given: a run of a few seconds, 2000 launches.
+pub fn record_serving(
+    out: &Path,
+    port: u16,
+    top: usize,
+    linger_s: u64,
+    metrics: Option<&str>,
+) -> Command {
     let mut cmd = record_on_sim("13.4");
-    cmd.env("GPUPROF_METRICS", "dcgm")
-        .arg("--serve")
+    if let Some(m) = metrics {
+        cmd.env("GPUPROF_METRICS", m);
+    }
+    cmd.arg("--serve")
         .arg(format!("127.0.0.1:{port}"))
         .args(["--serve-top", &top.to_string()])
         .args(["--serve-linger", &linger_s.to_string()])
@@ -147,7 +155,7 @@ fn check_sums(samples: &[Sample], prefix: &str, want: &[(&str, &str)], expected:
 /// of the same session: per kernel short name (the first `top` by GPU time have
 /// their own label, the rest sum to `other`), family, NVTX range, the run and the
 /// GPUs; MFU as the report rounds it; drops; one series per GPU of every DCGM
-/// profiling field, and NVML's `DCGM_FI_DEV_*` within the report's device telemetry
+/// profiling field whose metric the session collects (and none of the others), and NVML's `DCGM_FI_DEV_*` within the report's device telemetry
 /// (its last reading of each GPU), with dcgm-exporter's labels.
 pub fn check_against_report(samples: &[Sample], report: &Value, top: usize) {
     let roofline = &report["roofline"];
@@ -275,6 +283,15 @@ pub fn check_against_report(samples: &[Sample], report: &Value, top: usize) {
         close(seconds, kernel_ns as f64 / 1e9),
         "GPU seconds {seconds}"
     );
+    // The DCGM profiling fields are shown exactly when their metric is collected.
+    let planned: BTreeSet<&str> = report["counters"]["plans"]
+        .as_array()
+        .expect("counter plans")
+        .iter()
+        .flat_map(|p| p["groups"].as_array().expect("groups").iter())
+        .flat_map(|g| g.as_array().expect("group").iter())
+        .map(|m| m.as_str().expect("metric"))
+        .collect();
     let telemetry = report["device_telemetry"]
         .as_array()
         .expect("device_telemetry");
@@ -291,6 +308,14 @@ pub fn check_against_report(samples: &[Sample], report: &Value, top: usize) {
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         for field in cupti::metrics::DCGM_FIELDS {
+            if !planned.contains(field.metric) {
+                assert!(
+                    find(samples, field.name, &[]).is_empty(),
+                    "{} without its metric",
+                    field.name
+                );
+                continue;
+            }
             if *launches == 0.0 {
                 continue;
             }

@@ -118,20 +118,21 @@ impl Drop for Prometheus {
     }
 }
 
-#[test]
-fn prometheus_scrapes_the_live_series_and_the_final_values_equal_the_report() {
+/// Records the cudarc workload with `metrics` while Prometheus scrapes it, and
+/// checks what Prometheus stored against the report; returns the report (`None`:
+/// skipped).
+fn scraped_by_prometheus(name: &str, metrics: Option<&str>, top: usize) -> Option<Value> {
     let Some(binary) = prometheus_binary() else {
         println!("skipped: prometheus is not installed (scripts/debian-tools.sh prometheus)");
-        return;
+        return None;
     };
-    let scratch = Scratch::new("serve-prometheus");
+    let scratch = Scratch::new(name);
     let port = free_port();
     let target = format!("127.0.0.1:{port}");
     let prometheus = Prometheus::start(&binary, &scratch, &target);
 
     let out = scratch.join("out");
-    let top = 3;
-    let o = TimedChild::spawn(record_serving(&out, port, top, 3), LIMIT).wait();
+    let o = TimedChild::spawn(record_serving(&out, port, top, 3, metrics), LIMIT).wait();
     assert_eq!(o.status.code(), Some(0), "gpuprof record --serve: {o:?}");
     assert!(
         o.stderr
@@ -160,7 +161,28 @@ fn prometheus_scrapes_the_live_series_and_the_final_values_equal_the_report() {
     );
 
     let samples = prometheus.query(r#"{__name__=~"gpuprof_.+|DCGM_FI_.+"}"#);
-    check_against_report(&samples, &report_json(&out), top);
+    let report = report_json(&out);
+    check_against_report(&samples, &report, top);
+    Some(report)
+}
+
+/// `GPUPROF_METRICS=dcgm`: every DCGM profiling field.
+#[test]
+fn prometheus_scrapes_the_live_series_and_the_final_values_equal_the_report() {
+    scraped_by_prometheus("serve-prometheus-dcgm", Some("dcgm"), 3);
+}
+
+/// The default counters: hardware FLOPs and DRAM bytes per kernel, family, range and
+/// run equal the report's, and no DCGM profiling field is shown (their metrics are
+/// not collected).
+#[test]
+fn with_the_default_counters_hardware_flops_and_dram_bytes_are_the_report_s() {
+    let Some(report) = scraped_by_prometheus("serve-prometheus-default", None, 20) else {
+        return;
+    };
+    let run = &report["roofline"]["run"];
+    assert!(run["hw_flops"].as_f64().unwrap() > 0.0, "{run}");
+    assert!(run["bytes"].as_f64().unwrap() > 0.0, "{run}");
 }
 
 /// `gpuprof record --serve ADDR -- sh -c 'touch MARK'`: must fail before running.
