@@ -8,6 +8,8 @@ what they got, as JSON, for tests/tests/serve_aiperf.rs.
   mappings added to `DCGM_TO_FIELD_MAPPING`): its records, one per GPU.
 - AIPerf's server-metrics collector (`aiperf.server_metrics.data_collector`): every
   sample of every family it parsed, as [family, type, labels, value].
+
+Values are written as Python's `repr` strings, which the test parses exactly.
 """
 
 import asyncio
@@ -60,12 +62,15 @@ async def main(url, csv_path):
                 "pci_bus_id": r.pci_bus_id,
                 "device": r.device,
                 "hostname": r.hostname,
-                "telemetry_data": r.telemetry_data.model_dump(exclude_none=True),
+                "telemetry_data": {
+                    k: repr(v)
+                    for k, v in r.telemetry_data.model_dump(exclude_none=True).items()
+                },
             }
             for r in dcgm
         ],
         "server": [
-            [name, str(family.type), sample.labels or {}, sample.value]
+            [name, str(family.type), sample.labels or {}, repr(sample.value)]
             for r in server
             for name, family in r.metrics.items()
             for sample in family.samples

@@ -56,6 +56,14 @@ const CUSTOM_FIELDS: &[(&str, &str)] = &[
     ("nvidia_dram_active", "DCGM_FI_PROF_DRAM_ACTIVE"),
 ];
 
+/// A float the script wrote as Python's `repr` (every bit: JSON numbers would go
+/// through serde_json's float parsing, which may round differently).
+fn exact(v: &Value) -> f64 {
+    v.as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not a float's repr: {v}"))
+}
+
 #[test]
 fn aiperf_collectors_read_the_dcgm_and_gpuprof_series_with_the_report_s_values() {
     let python = venv_python_of("aiperf");
@@ -104,7 +112,7 @@ fn aiperf_collectors_read_the_dcgm_and_gpuprof_series_with_the_report_s_values()
                 .iter()
                 .map(|(k, v)| (k.clone(), v.as_str().expect("label").to_string()))
                 .collect();
-            (name, labels, s[3].as_f64().expect("value"))
+            (name, labels, exact(&s[3]))
         })
         .collect();
     check_against_report(&samples, &report_json(&out), top);
@@ -143,13 +151,13 @@ fn aiperf_collectors_read_the_dcgm_and_gpuprof_series_with_the_report_s_values()
         let data = &r["telemetry_data"];
         for (field, series, factor) in DEFAULT_FIELDS {
             assert_eq!(
-                data[field].as_f64(),
-                Some(value(series) * factor),
+                exact(&data[field]),
+                value(series) * factor,
                 "{field} from {series}: {r}"
             );
         }
         for (field, series) in CUSTOM_FIELDS {
-            assert_eq!(data[field].as_f64(), Some(value(series)), "{field}: {r}");
+            assert_eq!(exact(&data[field]), value(series), "{field}: {r}");
         }
     }
 }
