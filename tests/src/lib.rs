@@ -17,6 +17,7 @@ mod injected;
 mod live_metrics;
 mod perfetto;
 pub mod pricing;
+mod prometheus;
 mod report;
 mod sim_command;
 mod sim_env;
@@ -34,6 +35,7 @@ pub use injected::{
 };
 pub use live_metrics::{check_against_report, record_serving, wait_for_final, Sample};
 pub use perfetto::{read_perfetto_trace, slices_per_track, track_names};
+pub use prometheus::{prometheus_binary, Prometheus};
 pub use report::{cudarc_llm_calls, kernel_calls, report_json};
 pub use sim_command::SimCommand;
 pub use sim_env::{
