@@ -229,3 +229,6 @@ fn gpus(a: &Aggregate, mut fields: BTreeMap<String, Vec<(&'static str, f64)>>) -
     }
     out.into_values().collect()
 }
+
+#[cfg(test)]
+mod tests;
