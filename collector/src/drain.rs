@@ -98,8 +98,9 @@ pub struct Drainer {
     /// The frame being read, its allocation kept from frame to frame.
     frame: Vec<u8>,
     /// With `--serve`: the live aggregate the session's records are also folded
-    /// into, and per producer pid the records its ring's tally says it produced and
-    /// the largest share of its ring found filled since the last update.
+    /// into, and per producer pid the records its ring's tally says it produced (at
+    /// the last update, or when the ring was retired) and the largest share of its
+    /// ring found filled since the last update.
     live: Option<Live>,
     produced: BTreeMap<u32, u64>,
     fill: BTreeMap<u32, f64>,
@@ -380,11 +381,9 @@ impl Drainer {
         self.live = Some(live);
     }
 
-    /// Notes what `ring`'s header says before it is drained: records produced, and
-    /// how full it is.
+    /// Notes how full `ring` is before it is drained.
     fn note_fill(&mut self, ring: &Ring) {
         let h = ring.reader.header();
-        self.produced.insert(ring.pid, h.produced);
         let used = h.write_pos.saturating_sub(h.read_pos) as f64;
         let share = if h.capacity == 0 {
             0.0
@@ -397,6 +396,9 @@ impl Drainer {
 
     /// What the collector has seen, for the live series; the fill shares start over.
     fn collection(&mut self) -> Collection {
+        for r in self.rings.values() {
+            self.produced.insert(r.pid, r.reader.header().produced);
+        }
         let fill = std::mem::take(&mut self.fill);
         Collection {
             produced: self.produced.values().sum(),
@@ -475,6 +477,10 @@ impl Drainer {
     /// `finished`: `Some(true)` the stream ended, `Some(false)` its producer is gone,
     /// `None` the ring could not be read to its end (already noted).
     fn retire(&mut self, path: PathBuf, ring: Ring, finished: Option<bool>) {
+        if self.live.is_some() {
+            self.produced
+                .insert(ring.pid, ring.reader.header().produced);
+        }
         let missing = self.unreported_drops(&ring);
         let (undelivered, unwritten) = if ring.reader.is_lost() {
             (0, 0)

@@ -1,7 +1,8 @@
 //! `Live` on hand-built records: the DCGM window arithmetic, and final values equal to
 //! the report's analysis of the same records.
 
-use wire::{DeviceInfo, InternedString, Kernel, KernelCounters, MetricValue, Record};
+use wire::testing::{counters, string};
+use wire::Record;
 
 use super::snapshot::Snapshot;
 use super::{uuid_string, Live};
@@ -13,46 +14,18 @@ const PID: u32 = 7;
 const SM_ACTIVE: &str = "sm__cycles_active.avg.pct_of_peak_sustained_elapsed";
 const PCIE_RX: &str = "pcie__read_bytes.sum";
 
+/// The H100 of the shared builders, with a UUID.
 fn device() -> Record {
-    Record::Device(DeviceInfo {
-        id: 0,
-        name: "NVIDIA H100 80GB HBM3".into(),
-        uuid: [0xab; 16],
-        ..DeviceInfo::default()
-    })
+    let mut d = wire::testing::device("NVIDIA H100 80GB HBM3", (9, 0), 132, 1_980_000);
+    d.uuid = [0xab; 16];
+    Record::Device(d)
 }
 
-fn string(id: u32, text: &str) -> Record {
-    Record::String(InternedString {
-        id,
-        text: text.into(),
-    })
-}
-
-/// Kernel `name` (string id), correlation id `c`, from `start` to `end` ns, with
-/// `blocks` blocks (a class per grid).
-fn kernel(name: u32, c: u32, start: u64, end: u64, blocks: i32) -> Record {
-    Record::Kernel(Kernel {
-        device_id: 0,
-        correlation_id: c,
-        start_ns: start,
-        end_ns: end,
-        name,
-        grid: [blocks, 1, 1],
-        block: [128, 1, 1],
-        ..Kernel::default()
-    })
-}
-
-fn counters(c: u32, metrics: &[(u32, f64)]) -> Record {
-    Record::KernelCounters(KernelCounters {
-        correlation_id: c,
-        group: 0,
-        metrics: metrics
-            .iter()
-            .map(|&(name, value)| MetricValue { name, value })
-            .collect(),
-    })
+/// A kernel of the shared builders with `blocks` blocks (a class per grid).
+fn kernel(name: u32, corr: u32, start: u64, end: u64, blocks: i32) -> Record {
+    let mut k = wire::testing::kernel(name, corr, start, end);
+    k.grid = [blocks, 1, 1];
+    Record::Kernel(k)
 }
 
 fn field(s: &Snapshot, name: &str) -> f64 {
@@ -76,8 +49,8 @@ fn a_ratio_field_is_the_time_weighted_mean_times_the_busy_share_of_the_window() 
             string(1, "k"),
             string(2, SM_ACTIVE),
             string(3, PCIE_RX),
-            counters(1, &[(2, 50.0), (3, 1000.0)]),
-            counters(2, &[(2, 100.0), (3, 3000.0)]),
+            counters(1, 0, &[(2, 50.0), (3, 1000.0)]),
+            counters(2, 0, &[(2, 100.0), (3, 3000.0)]),
             kernel(1, 1, 0, 100, 1),
             kernel(1, 2, 200, 500, 2),
             kernel(1, 3, 700, 800, 1),
@@ -112,7 +85,7 @@ fn a_window_without_kernels_gives_zero_and_kernels_wait_two_updates() {
             device(),
             string(1, "k"),
             string(2, SM_ACTIVE),
-            counters(1, &[(2, 100.0)]),
+            counters(1, 0, &[(2, 100.0)]),
             kernel(1, 1, 0, 100, 1),
         ],
     );
