@@ -62,6 +62,19 @@ impl Prometheus {
             );
             std::thread::sleep(Duration::from_millis(100));
         }
+        // Prometheus applies its targets a few seconds after start: wait until it has
+        // tried the target once (it is down until gpuprof listens), so that scrapes
+        // cover the whole run.
+        while !matches!(
+            http_get(&addr, "/api/v1/targets"),
+            Ok((200, body)) if body.contains("\"lastScrape\":\"2")
+        ) {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "Prometheus at {addr} never tried its target"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
         Prometheus {
             child: Some(child),
             addr,
