@@ -113,6 +113,11 @@ EXTRAS = {
     "cccl_include": ("nvidia-cuda-cccl-cu12", "12.9.27",
                      "37869e17ce2e1ecec6eddf1927cca0f8c34e64fd848d40453df559091e2d7117",
                      "nvidia/cuda_cccl/include"),
+    # NVIDIA's nvml.h: the simulated NVML follows it, and a C client compiled against
+    # it checks the sim's layouts and versioned entry points.
+    "nvml_include": ("nvidia-nvml-dev-cu12", "12.9.79",
+                     "8bb367913c62cb65be9ae386c58dbf573f1f9e2f01cae54abb87bf5f63c6069e",
+                     "nvidia/nvml_dev/include"),
     # CUPTI of CUDA 12.9 GA (API 27; 12.9 Update 1 is API 28): the tests check it
     # answers 27 and ships the same headers as the 12.9 release above.
     "cupti_12_9_ga": ("nvidia-cuda-cupti-cu12", "12.9.19",

@@ -224,10 +224,6 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
             lib.display()
         );
     }
-    let sampling = start_sampling(args);
-    if let (Some(serving), Some(sampling)) = (&mut serving, &sampling) {
-        serving.nvml(sampling.latest());
-    }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -249,6 +245,11 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         }
     };
 
+    // Once the program runs (a command that cannot run needs no telemetry).
+    let sampling = start_sampling(args);
+    if let (Some(serving), Some(sampling)) = (&mut serving, &sampling) {
+        serving.nvml(sampling.latest());
+    }
     let (status, interrupted) = follow(
         &mut drainer,
         &mut child,

@@ -44,6 +44,19 @@ pub fn record_on_sim(release: &str) -> Command {
     cmd
 }
 
+/// `gpuprof record ARGS -o OUT -- CMD` on the simulated stack, CUPTI impersonating
+/// `release` ([`record_on_sim`]).
+pub fn record_session_on_sim(
+    out: &Path,
+    release: &str,
+    args: &[&str],
+    cmd: &[&std::ffi::OsStr],
+) -> Command {
+    let mut c = record_on_sim(release);
+    c.args(args).arg("-o").arg(out).arg("--").args(cmd);
+    c
+}
+
 /// The ring directories of a session whose creator (the `gpuprof record` process, or
 /// in env-var-only mode the first profiled process) had `pid`.
 pub fn shm_dirs_of(pid: u32) -> Vec<PathBuf> {

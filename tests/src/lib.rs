@@ -24,7 +24,9 @@ mod sim_env;
 mod timed;
 
 pub use artifacts::{artifact, compile_c, stub_libcuda, target_profile_dir};
-pub use collector::{clean_env, gpuprof_command, record_on_sim, shm_dirs_of, Scratch};
+pub use collector::{
+    clean_env, gpuprof_command, record_on_sim, record_session_on_sim, shm_dirs_of, Scratch,
+};
 pub use driver_workload::{DRIVER_WORKLOAD_MODEL, DRIVER_WORKLOAD_STDOUT};
 pub use duckdb::duckdb;
 pub use http::{free_port, http_get, url_encode};

@@ -66,7 +66,10 @@ fn frames() -> Vec<(u32, Vec<Record>)> {
                     memory_bus_width_bits: 5120,
                     global_memory_bytes: 85_000_000_000,
                     l2_cache_bytes: 52_428_800,
-                    uuid: [0; 16],
+                    uuid: [
+                        0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67,
+                        0x89, 0xab, 0xcd, 0xef,
+                    ],
                 }),
                 Record::Context(ContextInfo {
                     context_id: 1,
@@ -216,8 +219,8 @@ pid,known,command,host,cupti_api_version,cupti_layouts,cupti_path,kernels,kernel
 4243,false,,,0,,,1,1500,false
 
 # devices
-pid,id,name,compute_capability,sm_count
-4242,0,NVIDIA H100 80GB HBM3,9.0,132
+pid,id,name,compute_capability,sm_count,uuid
+4242,0,NVIDIA H100 80GB HBM3,9.0,132,GPU-12345678-9abc-def0-0123-456789abcdef
 
 # kernels
 name,mangled,calls,total_ns,mean_ns,min_ns,max_ns,gpu_time_pct,grid,block
@@ -267,7 +270,8 @@ fn report_json_is_exact() {
             {
                 "pid": 4242, "known": true, "command": ["./llm", "--steps", "2"], "host": "node1",
                 "cupti_api_version": 130401, "cupti_layouts": "13.4", "cupti_path": "/opt/cuda/libcupti.so.13",
-                "devices": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": [9, 0], "sm_count": 132}],
+                "devices": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": [9, 0], "sm_count": 132,
+                    "uuid": "GPU-12345678-9abc-def0-0123-456789abcdef"}],
                 "kernels": 4, "kernel_ns": 6500, "finished": true,
             },
             {

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use gpuprof_tests::{
     artifact, compile_c, cudarc_llm_calls, cupti_major, gpuprof_command, kernel_calls,
-    manifest_release, record_on_sim, shm_dirs_of, sim_cupti, sim_lib_dir, venv_python, Injection,
-    Scratch, SimCommand, TimedChild,
+    manifest_release, record_session_on_sim as record, shm_dirs_of, sim_cupti, sim_lib_dir,
+    venv_python, Injection, Scratch, SimCommand, TimedChild,
 };
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -192,13 +192,6 @@ impl Drop for CollectorGuard {
             sigkill(pid);
         }
     }
-}
-
-/// `gpuprof record [ARGS] -o OUT -- CMD` on the simulated stack with CUPTI `release`.
-fn record(out: &Path, release: &str, args: &[&str], cmd: &[&std::ffi::OsStr]) -> Command {
-    let mut c = record_on_sim(release);
-    c.args(args).arg("-o").arg(out).arg("--").args(cmd);
-    c
 }
 
 fn session_line(out: &Path, processes: usize, kernels: u64, dropped: u64) -> String {

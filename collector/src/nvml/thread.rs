@@ -17,7 +17,7 @@ pub struct SamplingThread {
     stop: Sender<()>,
     readings: Receiver<Vec<DeviceSample>>,
     latest: Latest,
-    handle: JoinHandle<()>,
+    handle: Option<JoinHandle<()>>,
 }
 
 impl SamplingThread {
@@ -27,7 +27,7 @@ impl SamplingThread {
         let (send, readings) = mpsc::channel();
         let latest: Latest = Arc::default();
         let shared = Arc::clone(&latest);
-        let handle = std::thread::spawn(move || loop {
+        let body = move || loop {
             let reading = sampler.sample();
             if let Ok(mut l) = shared.lock() {
                 l.clone_from(&reading);
@@ -43,7 +43,12 @@ impl SamplingThread {
                     return;
                 }
             }
-        });
+        };
+        // A thread cannot fail to start but for resources; without one, no telemetry.
+        let handle = std::thread::Builder::new()
+            .name("gpuprof-nvml".into())
+            .spawn(body)
+            .ok();
         SamplingThread {
             stop,
             readings,
@@ -65,7 +70,9 @@ impl SamplingThread {
     /// Takes a last reading, stops the thread and returns the readings not yet taken.
     pub fn stop(self) -> Vec<DeviceSample> {
         let _ = self.stop.send(());
-        let _ = self.handle.join();
+        if let Some(h) = self.handle {
+            let _ = h.join();
+        }
         self.readings.try_iter().flatten().collect()
     }
 }

@@ -105,7 +105,7 @@ pub(super) fn devices_table(out: &mut String, devices: &[DeviceTelemetry], sever
     for d in devices.iter().filter(|d| d.below_max_samples > 0) {
         let _ = writeln!(
             out,
-            "  dev {}: SM clock below its maximum in {} of {} samples (min {} MHz of {}): \
+            "  dev {}: SM clock below its maximum in {} of {} samples (min {} MHz of {}):\n    \
              MFU is against the peak at {} MHz; at {} MHz the real peak is {:.0}% of it",
             label(d),
             d.below_max_samples,
