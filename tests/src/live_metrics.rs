@@ -17,18 +17,17 @@ pub type Sample = (String, BTreeMap<String, String>, f64);
 
 /// `gpuprof record --serve 127.0.0.1:PORT --serve-top TOP --serve-linger LINGER -o
 /// OUT -- cudarc-llm --decode-steps 100` on the simulated H100 (CUPTI 13.4), with
-/// `GPUPROF_METRICS=metrics` when given: a run of a few seconds, 2000 launches.
+/// `env` set for the program (e.g. `GPUPROF_METRICS=dcgm`): a run of a few seconds,
+/// 2000 launches.
 pub fn record_serving(
     out: &Path,
     port: u16,
     top: usize,
     linger_s: u64,
-    metrics: Option<&str>,
+    env: &[(&str, &str)],
 ) -> Command {
     let mut cmd = record_on_sim("13.4");
-    if let Some(m) = metrics {
-        cmd.env("GPUPROF_METRICS", m);
-    }
+    cmd.envs(env.iter().copied());
     cmd.arg("--serve")
         .arg(format!("127.0.0.1:{port}"))
         .args(["--serve-top", &top.to_string()])

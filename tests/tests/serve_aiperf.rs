@@ -72,7 +72,10 @@ fn aiperf_collectors_read_the_dcgm_and_gpuprof_series_with_the_report_s_values()
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let top = 4;
-    let record = TimedChild::spawn(record_serving(&out, port, top, 200, Some("dcgm")), LIMIT);
+    let record = TimedChild::spawn(
+        record_serving(&out, port, top, 200, &[("GPUPROF_METRICS", "dcgm")]),
+        LIMIT,
+    );
     wait_for_final(&addr, Duration::from_secs(180));
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("aiperf/read_metrics.py");

@@ -19,10 +19,9 @@ use serde_json::Value;
 
 const LIMIT: Duration = Duration::from_secs(240);
 
-/// Records the cudarc workload with `metrics` while Prometheus scrapes it, and
-/// checks what Prometheus stored against the report; returns the report (`None`:
-/// skipped).
-fn scraped_by_prometheus(name: &str, metrics: Option<&str>, top: usize) -> Option<Value> {
+/// Records the cudarc workload with `env` while Prometheus scrapes it, and checks
+/// what Prometheus stored against the report; returns the report (`None`: skipped).
+fn scraped_by_prometheus(name: &str, env: &[(&str, &str)], top: usize) -> Option<Value> {
     let Some(binary) = prometheus_binary() else {
         println!("skipped: prometheus is not installed (scripts/debian-tools.sh prometheus)");
         return None;
@@ -33,7 +32,7 @@ fn scraped_by_prometheus(name: &str, metrics: Option<&str>, top: usize) -> Optio
     let prometheus = Prometheus::start(&binary, &scratch, &target);
 
     let out = scratch.join("out");
-    let o = TimedChild::spawn(record_serving(&out, port, top, 3, metrics), LIMIT).wait();
+    let o = TimedChild::spawn(record_serving(&out, port, top, 3, env), LIMIT).wait();
     assert_eq!(o.status.code(), Some(0), "gpuprof record --serve: {o:?}");
     assert!(
         o.stderr
@@ -70,7 +69,22 @@ fn scraped_by_prometheus(name: &str, metrics: Option<&str>, top: usize) -> Optio
 /// `GPUPROF_METRICS=dcgm`: every DCGM profiling field.
 #[test]
 fn prometheus_scrapes_the_live_series_and_the_final_values_equal_the_report() {
-    scraped_by_prometheus("serve-prometheus-dcgm", Some("dcgm"), 3);
+    scraped_by_prometheus("serve-prometheus-dcgm", &[("GPUPROF_METRICS", "dcgm")], 3);
+}
+
+/// PM sampling of the dcgm preset: the DCGM profiling fields come from the sampling
+/// windows (GPU-wide), every one shown for the GPU.
+#[test]
+fn under_pm_sampling_the_dcgm_fields_are_shown() {
+    let env = [
+        ("GPUPROF_METRICS", "dcgm"),
+        ("GPUPROF_COUNTERS", "sampling"),
+    ];
+    let Some(report) = scraped_by_prometheus("serve-prometheus-sampling", &env, 3) else {
+        return;
+    };
+    let samples = report["counters"]["samples"].as_array().expect("samples");
+    assert!(!samples.is_empty(), "no sampling windows: {report}");
 }
 
 /// The default counters: hardware FLOPs and DRAM bytes per kernel, family, range and
@@ -78,7 +92,7 @@ fn prometheus_scrapes_the_live_series_and_the_final_values_equal_the_report() {
 /// not collected).
 #[test]
 fn with_the_default_counters_hardware_flops_and_dram_bytes_are_the_report_s() {
-    let Some(report) = scraped_by_prometheus("serve-prometheus-default", None, 20) else {
+    let Some(report) = scraped_by_prometheus("serve-prometheus-default", &[], 20) else {
         return;
     };
     let run = &report["roofline"]["run"];

@@ -19,11 +19,19 @@
 //!
 //! A window without kernels on a GPU gives 0 for every field it has measured; a
 //! field whose metric was never measured on a GPU is not shown for it.
+//!
+//! Under PM sampling (`GPUPROF_COUNTERS=sampling`) the fields come from the sampling
+//! windows received in the update instead ([`sampled_fields`]): GPU-wide values,
+//! idle time included, as DCGM's are. A ratio is the windows' time-weighted mean of
+//! the metric / 100; a byte rate is the windows' bytes over the time from the first
+//! window's start to the last one's end. An update without windows (the sampler
+//! has stopped) keeps the last values.
 
 use std::collections::BTreeMap;
 
 use ahash::AHashMap;
 use cupti::metrics::{DcgmField, DCGM_FIELDS};
+use wire::CounterSample;
 
 use crate::analysis::aggregate::Aggregate;
 
@@ -143,4 +151,70 @@ fn value(field: &DcgmField, acc: &FieldAcc, busy_ns: u64, calls: u64, span_ns: u
         let bytes = acc.per_launch / acc.calls as f64 * calls as f64;
         bytes / (span_ns as f64 / 1e9)
     }
+}
+
+/// One GPU's windows of an update: per field (Σ value x ns for a ratio or Σ value for
+/// bytes, Σ ns, seen), and the windows' first start and last end.
+type SampledGpu = (Vec<(f64, u64, bool)>, u64, u64);
+
+/// The fields of each GPU (by UUID) from PM sampling windows `samples` (pid, window)
+/// of one update; metric names are the processes' interned strings of `a`.
+pub fn sampled_fields(
+    a: &Aggregate,
+    samples: &[(u32, CounterSample)],
+    uuid_of: impl Fn(u32, u32) -> Option<String>,
+) -> BTreeMap<String, Vec<(&'static str, f64)>> {
+    let mut gpus: BTreeMap<String, SampledGpu> = BTreeMap::new();
+    for (pid, w) in samples {
+        let Some(uuid) = uuid_of(*pid, w.device_id) else {
+            continue;
+        };
+        let ns = w.end_ns.saturating_sub(w.start_ns);
+        let g = gpus
+            .entry(uuid)
+            .or_insert_with(|| (vec![(0.0, 0, false); DCGM_FIELDS.len()], u64::MAX, 0));
+        g.1 = g.1.min(w.start_ns);
+        g.2 = g.2.max(w.end_ns);
+        for m in &w.metrics {
+            let Some(name) = a.string(*pid, m.name) else {
+                continue;
+            };
+            let Some(i) = DCGM_FIELDS.iter().position(|f| f.metric == name) else {
+                continue;
+            };
+            let acc = &mut g.0[i];
+            if is_ratio(&DCGM_FIELDS[i]) {
+                acc.0 += m.value * ns as f64;
+                acc.1 += ns;
+            } else {
+                acc.0 += m.value;
+            }
+            acc.2 = true;
+        }
+    }
+    gpus.into_iter()
+        .map(|(uuid, (accs, start, end))| {
+            let span_ns = end.saturating_sub(start);
+            let values = DCGM_FIELDS
+                .iter()
+                .zip(accs)
+                .filter(|(_, acc)| acc.2)
+                .map(|(f, (sum, ns, _))| {
+                    let v = if is_ratio(f) {
+                        if ns == 0 {
+                            0.0
+                        } else {
+                            (sum / ns as f64 / 100.0).clamp(0.0, 1.0)
+                        }
+                    } else if span_ns == 0 {
+                        0.0
+                    } else {
+                        sum / (span_ns as f64 / 1e9)
+                    };
+                    (f.name, v)
+                })
+                .collect();
+            (uuid, values)
+        })
+        .collect()
 }

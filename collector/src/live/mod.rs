@@ -26,10 +26,11 @@ pub mod snapshot;
 
 use std::collections::BTreeMap;
 
-use wire::{DropSource, Record};
+use wire::{CounterSample, DropSource, Record};
 
 use crate::analysis::aggregate::{Aggregate, Aggregator};
 use crate::analysis::efficiency::efficiency_of;
+use crate::analysis::integrity::impossible;
 use crate::analysis::peaks::Overrides;
 use crate::analysis::rollup::Rollup;
 use crate::analysis::summary::drop_source_name;
@@ -63,6 +64,10 @@ pub struct Live {
     /// Σ FLOPs/peak, Σ bytes/bandwidth (both in seconds) and GPU ns of the run at
     /// the previous update, for the window's MFU and MBU.
     prev_run: (f64, f64, u64),
+    /// PM sampling windows received since the previous update (pid, window), and the
+    /// fields the last windows of each GPU gave (kept until new windows come).
+    samples: Vec<(u32, CounterSample)>,
+    sampled: BTreeMap<String, Vec<(&'static str, f64)>>,
 }
 
 impl Live {
@@ -78,11 +83,20 @@ impl Live {
             ranges: Capped::new(top),
             window: dcgm::Window::default(),
             prev_run: (0.0, 0.0, 0),
+            samples: Vec::new(),
+            sampled: BTreeMap::new(),
         }
     }
 
     /// Folds in records of process `pid`, in the order they were read.
     pub fn add(&mut self, pid: u32, records: Vec<Record>) {
+        for r in &records {
+            if let Record::CounterSample(s) = r {
+                if impossible(r).is_none() {
+                    self.samples.push((pid, s.clone()));
+                }
+            }
+        }
         self.aggregator
             .add_records(records.into_iter().map(|r| (pid, r)).collect());
     }
@@ -177,7 +191,16 @@ impl Live {
 
         let uuid_of =
             |pid: u32, device: u32| a.devices.get(&(pid, device)).map(|d| uuid_string(&d.uuid));
-        let fields = self.window.fields(a, &spans, uuid_of);
+        let mut fields = self.window.fields(a, &spans, uuid_of);
+        // PM sampling, where there is any, over per-kernel counters.
+        let samples = std::mem::take(&mut self.samples);
+        self.sampled
+            .extend(dcgm::sampled_fields(a, &samples, uuid_of));
+        for (uuid, sampled) in &self.sampled {
+            let f = fields.entry(uuid.clone()).or_default();
+            f.retain(|(n, _)| !sampled.iter().any(|(s, _)| s == n));
+            f.extend(sampled.iter().copied());
+        }
         out.gpus = gpus(a, fields);
         out
     }

@@ -1,7 +1,7 @@
 //! `Live` on hand-built records: the DCGM window arithmetic, and final values equal to
 //! the report's analysis of the same records.
 
-use wire::testing::{counters, string};
+use wire::testing::{counters, sample, string};
 use wire::Record;
 
 use super::snapshot::Snapshot;
@@ -157,4 +157,28 @@ fn the_final_values_are_the_report_s_whatever_the_updates() {
         );
     }
     assert_eq!(s.gpus[0].totals.launches, 300);
+}
+
+#[test]
+fn under_pm_sampling_the_fields_are_the_windows_time_weighted_means() {
+    let mut live = Live::new(20, Overrides::default());
+    live.add(
+        PID,
+        vec![
+            device(),
+            string(2, SM_ACTIVE),
+            string(3, PCIE_RX),
+            sample(0, 100, &[(2, 50.0), (3, 1000.0)]),
+            sample(100, 300, &[(2, 80.0), (3, 3000.0)]),
+        ],
+    );
+    let s = live.update();
+    // (50 x 100 + 80 x 200) / 300 = 70 %, GPU-wide.
+    assert_eq!(field(&s, "DCGM_FI_PROF_SM_ACTIVE"), 21000.0 / 300.0 / 100.0);
+    assert_eq!(
+        field(&s, "DCGM_FI_PROF_PCIE_RX_BYTES"),
+        4000.0 / (300.0 / 1e9)
+    );
+    // An update without windows keeps the last values.
+    assert_eq!(live.update().gpus[0].fields, s.gpus[0].fields);
 }
