@@ -42,7 +42,7 @@ pub const UPDATE_EVERY: Duration = Duration::from_secs(1);
 #[derive(clap::Args, Clone, Default)]
 pub struct ServeArgs {
     /// Serve live metrics at http://ADDR/metrics (Prometheus text format:
-    /// dcgm-exporter's DCGM_FI_PROF_* per GPU and gpuprof_* series, see
+    /// dcgm-exporter's DCGM_FI_* per GPU and gpuprof_* series, see
     /// docs/METRICS.md) while the program runs. ADDR defaults to 127.0.0.1:9401;
     /// $GPUPROF_SERVE sets it when the option is not given.
     #[arg(long, value_name = "ADDR", num_args = 0..=1,
