@@ -45,63 +45,56 @@ fn gpu_labels(g: &Gpu) -> Labels {
     ])
 }
 
-/// The five sums of a [`Totals`], one series family each, under `prefix`.
-struct TotalsSeries {
-    seconds: FloatCounters,
-    launches: Counters,
-    model_flops: FloatCounters,
-    hw_flops: FloatCounters,
-    dram_bytes: FloatCounters,
-}
+/// One of a [`Totals`]' optional sums.
+type Sum = fn(&Totals) -> Option<f64>;
 
-impl TotalsSeries {
-    fn register(registry: &mut Registry, prefix: &str, what: &str) -> TotalsSeries {
-        let s = TotalsSeries {
-            seconds: FloatCounters::default(),
-            launches: Counters::default(),
-            model_flops: FloatCounters::default(),
-            hw_flops: FloatCounters::default(),
-            dram_bytes: FloatCounters::default(),
-        };
-        registry.register(
-            format!("{prefix}_seconds"),
-            format!("GPU time of the kernels {what}, seconds"),
-            s.seconds.clone(),
-        );
-        registry.register(
-            format!("{prefix}_launches"),
-            format!("Kernel launches {what}"),
-            s.launches.clone(),
-        );
-        registry.register(
-            format!("{prefix}_model_flops"),
-            format!("Model FLOPs (GEMM shapes, 2*M*N*K*batch) of the kernels {what}"),
-            s.model_flops.clone(),
-        );
-        registry.register(
-            format!("{prefix}_hardware_flops"),
-            format!("Hardware FLOPs (tensor ops and FMA/ADD/MUL counters) of the kernels {what}"),
-            s.hw_flops.clone(),
-        );
-        registry.register(
-            format!("{prefix}_dram_bytes"),
-            format!("DRAM bytes read and written by the kernels {what}"),
-            s.dram_bytes.clone(),
-        );
-        s
+/// The sums of `items` (a label set and its [`Totals`] each) as `prefix`'s series:
+/// GPU seconds and launches always, model FLOPs, hardware FLOPs and DRAM bytes for
+/// the items that have them (a family none has is not registered).
+fn totals_series(registry: &mut Registry, prefix: &str, what: &str, items: &[(Labels, &Totals)]) {
+    let seconds = FloatCounters::default();
+    registry.register(
+        format!("{prefix}_seconds"),
+        format!("GPU time of the kernels {what}, seconds"),
+        seconds.clone(),
+    );
+    let launches = Counters::default();
+    registry.register(
+        format!("{prefix}_launches"),
+        format!("Kernel launches {what}"),
+        launches.clone(),
+    );
+    for (l, t) in items {
+        seconds.get_or_create(l).inc_by(t.gpu_ns as f64 / 1e9);
+        launches.get_or_create(l).inc_by(t.launches);
     }
-
-    fn set(&self, l: &Labels, t: &Totals) {
-        self.seconds.get_or_create(l).inc_by(t.gpu_ns as f64 / 1e9);
-        self.launches.get_or_create(l).inc_by(t.launches);
-        if let Some(v) = t.model_flops {
-            self.model_flops.get_or_create(l).inc_by(v);
+    let sums: [(&str, String, Sum); 3] = [
+        (
+            "model_flops",
+            format!("Model FLOPs (GEMM shapes, 2*M*N*K*batch) of the kernels {what}"),
+            |t| t.model_flops,
+        ),
+        (
+            "hardware_flops",
+            format!("Hardware FLOPs (tensor ops and FMA/ADD/MUL counters) of the kernels {what}"),
+            |t| t.hw_flops,
+        ),
+        (
+            "dram_bytes",
+            format!("DRAM bytes read and written by the kernels {what}"),
+            |t| t.dram_bytes,
+        ),
+    ];
+    for (name, help, get) in sums {
+        if !items.iter().any(|(_, t)| get(t).is_some()) {
+            continue;
         }
-        if let Some(v) = t.hw_flops {
-            self.hw_flops.get_or_create(l).inc_by(v);
-        }
-        if let Some(v) = t.dram_bytes {
-            self.dram_bytes.get_or_create(l).inc_by(v);
+        let family = FloatCounters::default();
+        registry.register(format!("{prefix}_{name}"), help, family.clone());
+        for (l, t) in items {
+            if let Some(v) = get(t) {
+                family.get_or_create(l).inc_by(v);
+            }
         }
     }
 }
@@ -166,38 +159,50 @@ pub fn render(s: &Snapshot) -> String {
             }
         }
     }
-    let per_gpu = TotalsSeries::register(&mut r, "gpuprof_gpu_kernel", "run on the GPU");
-    for g in &s.gpus {
-        per_gpu.set(&gpu_labels(g), &g.totals);
-    }
-
-    let kernels = TotalsSeries::register(
+    let per_gpu: Vec<(Labels, &Totals)> =
+        s.gpus.iter().map(|g| (gpu_labels(g), &g.totals)).collect();
+    totals_series(&mut r, "gpuprof_gpu_kernel", "run on the GPU", &per_gpu);
+    let kernels: Vec<(Labels, &Totals)> = s
+        .kernels
+        .iter()
+        .map(|k| {
+            let l = labels(&[
+                ("kernel", &k.kernel),
+                ("family", &k.family),
+                ("modelName", &k.model),
+            ]);
+            (l, &k.totals)
+        })
+        .collect();
+    totals_series(
         &mut r,
         "gpuprof_kernel",
         "of this name (short name; names past --serve-top are \"other\"), family and GPU model",
+        &kernels,
     );
-    for k in &s.kernels {
-        let l = labels(&[
-            ("kernel", &k.kernel),
-            ("family", &k.family),
-            ("modelName", &k.model),
-        ]);
-        kernels.set(&l, &k.totals);
-    }
-    let families = TotalsSeries::register(&mut r, "gpuprof_family", "of this family");
-    for (name, t) in &s.families {
-        families.set(&labels(&[("family", name)]), t);
-    }
-    let ranges = TotalsSeries::register(
+    let families: Vec<(Labels, &Totals)> = s
+        .families
+        .iter()
+        .map(|(name, t)| (labels(&[("family", name)]), t))
+        .collect();
+    totals_series(&mut r, "gpuprof_family", "of this family", &families);
+    let ranges: Vec<(Labels, &Totals)> = s
+        .ranges
+        .iter()
+        .map(|(name, t)| (labels(&[("range", name)]), t))
+        .collect();
+    totals_series(
         &mut r,
         "gpuprof_nvtx_range",
         "inside this NVTX range (each kernel once per range name; names past --serve-top are \"other\")",
+        &ranges,
     );
-    for (name, t) in &s.ranges {
-        ranges.set(&labels(&[("range", name)]), t);
-    }
-    let run = TotalsSeries::register(&mut r, "gpuprof_run", "of the whole run");
-    run.set(&Vec::new(), &s.run);
+    totals_series(
+        &mut r,
+        "gpuprof_run",
+        "of the whole run",
+        &[(Vec::new(), &s.run)],
+    );
 
     let mfu = gauges(
         &mut r,
