@@ -37,6 +37,12 @@ scripts/python-env.sh hta
 step "NVIDIA's NVML bindings, a client of the simulated NVML (target/venv-nvml)"
 scripts/python-env.sh nvml
 
+step "Prometheus server (scrapes gpuprof record --serve in tests/tests/serve_prometheus.rs)"
+scripts/debian-tools.sh prometheus
+
+step "AIPerf, whose collectors read gpuprof record --serve (target/venv-aiperf)"
+scripts/python-env.sh aiperf
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

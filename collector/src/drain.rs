@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use gpuprof_collector::live::snapshot::{Collection, Snapshot};
+use gpuprof_collector::live::Live;
 use gpuprof_collector::nvml::DeviceSample;
 use gpuprof_collector::store::{PartLimits, SealFailure, StoreWriter};
 use wire::ring::{process_alive, RingReader};
@@ -101,6 +103,13 @@ pub struct Drainer {
     frame: Vec<u8>,
     /// [`Counts::ring_fill_pct`].
     fill_pct: u32,
+    /// With `--serve`: the live aggregate the session's records are also folded
+    /// into, and per producer pid the records its ring's tally says it produced (at
+    /// the last update, or when the ring was retired) and the largest share of its
+    /// ring found filled since the last update.
+    live: Option<Live>,
+    produced: BTreeMap<u32, u64>,
+    fill: BTreeMap<u32, f64>,
 }
 
 impl Drainer {
@@ -131,6 +140,9 @@ impl Drainer {
             notes: Vec::new(),
             frame: Vec::new(),
             fill_pct: 0,
+            live: None,
+            produced: BTreeMap::new(),
+            fill: BTreeMap::new(),
         })
     }
 
@@ -219,6 +231,9 @@ impl Drainer {
         for path in paths {
             let mut ring = self.rings.remove(&path).expect("ring listed");
             self.fill_pct = self.fill_pct.max(ring.reader.fill_pct());
+            if self.live.is_some() {
+                self.note_fill(&ring);
+            }
             let finished = ring.reader.is_finished();
             let (read, ok) = self.read_all(&mut ring);
             any |= read > 0;
@@ -358,20 +373,74 @@ impl Drainer {
         self.append(pid, records);
     }
 
-    /// Adds `records` of `pid` to the session, or counts them as not saved when it
-    /// can no longer be written.
+    /// Adds `records` of `pid` to the session (and the live aggregate), or counts
+    /// them as not saved when it can no longer be written.
     fn append(&mut self, pid: u32, records: Vec<Record>) {
         match &mut self.writer {
             Some(w) if !self.full => {
                 for r in &records {
                     w.push(pid, r);
                 }
-                if w.due() {
+                let due = w.due();
+                if let Some(live) = &mut self.live {
+                    live.add(pid, records);
+                }
+                if due {
                     self.seal();
                 }
             }
             _ => self.not_saved(pid, records),
         }
+    }
+
+    /// Folds every record saved from now on into `live` as well (`--serve`).
+    pub fn serve(&mut self, live: Live) {
+        self.live = Some(live);
+    }
+
+    /// Notes how full `ring` is before it is drained.
+    fn note_fill(&mut self, ring: &Ring) {
+        let h = ring.reader.header();
+        let used = h.write_pos.saturating_sub(h.read_pos) as f64;
+        let share = if h.capacity == 0 {
+            0.0
+        } else {
+            (used / h.capacity as f64).min(1.0)
+        };
+        let f = self.fill.entry(ring.pid).or_default();
+        *f = f.max(share);
+    }
+
+    /// What the collector has seen, for the live series; the fill shares start over.
+    fn collection(&mut self) -> Collection {
+        for r in self.rings.values() {
+            self.produced.insert(r.pid, r.reader.header().produced);
+        }
+        let fill = std::mem::take(&mut self.fill);
+        Collection {
+            produced: self.produced.values().sum(),
+            received: self.received.values().map(|r| r.records).sum(),
+            ring_fill: fill
+                .into_iter()
+                .filter(|(pid, _)| self.rings.values().any(|r| r.pid == *pid))
+                .collect(),
+        }
+    }
+
+    /// A live update (`--serve`): `None` when not serving.
+    pub fn live_update(&mut self) -> Option<Snapshot> {
+        let collection = self.collection();
+        let mut s = self.live.as_mut()?.update();
+        s.collection = collection;
+        Some(s)
+    }
+
+    /// The final live values, once every record has been drained.
+    pub fn live_finish(&mut self) -> Option<Snapshot> {
+        let collection = self.collection();
+        let mut s = self.live.as_mut()?.finish();
+        s.collection = collection;
+        Some(s)
     }
 
     fn not_saved(&mut self, pid: u32, records: Vec<Record>) {
@@ -425,6 +494,10 @@ impl Drainer {
     /// `finished`: `Some(true)` the stream ended, `Some(false)` its producer is gone,
     /// `None` the ring could not be read to its end (already noted).
     fn retire(&mut self, path: PathBuf, ring: Ring, finished: Option<bool>) {
+        if self.live.is_some() {
+            self.produced
+                .insert(ring.pid, ring.reader.header().produced);
+        }
         let missing = self.unreported_drops(&ring);
         let (undelivered, unwritten) = if ring.reader.is_lost() {
             (0, 0)

@@ -4,6 +4,7 @@
 //! `gpuprof` binary (`main.rs`) drains rings and prints what these return.
 
 pub mod analysis;
+pub mod live;
 pub mod nvml;
 pub mod output_file;
 pub mod render;

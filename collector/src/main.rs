@@ -17,6 +17,7 @@ mod pprof_cmd;
 mod record;
 mod report;
 mod roofline_cmd;
+mod serve;
 mod session_dirs;
 mod signals;
 mod trace_cmd;

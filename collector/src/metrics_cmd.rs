@@ -43,7 +43,8 @@ pub struct Args {
     #[arg(long, value_name = "CHIP", required_unless_present = "list_chips")]
     chip: Option<String>,
     /// Metrics to split into single-pass groups, comma-separated, instead of the
-    /// chip's default set. Default: $GPUPROF_METRICS when set.
+    /// chip's default set, or a preset name (dcgm: the metrics behind the DCGM
+    /// fields of `record --serve`). Default: $GPUPROF_METRICS when set.
     #[arg(long, value_name = "A,B,...")]
     metrics: Option<String>,
     /// Output format.
@@ -152,11 +153,14 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let user = user_metrics(args);
     let (source, groups) = match &user {
         Some(list) => {
-            let metrics: Vec<&str> = list
+            let given: Vec<String> = list
                 .split(',')
                 .map(str::trim)
                 .filter(|m| !m.is_empty())
+                .map(str::to_owned)
                 .collect();
+            let expanded = cupti::metrics::presets::expand(&given, chip);
+            let metrics: Vec<&str> = expanded.iter().map(String::as_str).collect();
             if metrics.is_empty() {
                 bail!("no metrics given");
             }

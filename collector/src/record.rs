@@ -23,6 +23,7 @@ use wire::session_dir;
 use crate::drain::{describe, Counts, Drainer, Progress, POLL};
 use crate::output_name;
 use crate::report::{analyse, finish, render_report, warn_damage, Format};
+use crate::serve::{ServeArgs, Serving};
 use crate::session_dirs;
 use crate::signals;
 use gpuprof_collector::nvml::{Sampler, SamplingThread};
@@ -76,6 +77,8 @@ pub struct RecordArgs {
     /// recorded; NVTX ranges are.
     #[arg(long, value_name = "RANGE", allow_hyphen_values = true)]
     capture_range: Option<String>,
+    #[command(flatten)]
+    serve: ServeArgs,
     /// Read every GPU's telemetry (utilisation, power, energy, clocks, memory) through
     /// NVML every this many milliseconds, and once more when the program has ended.
     #[arg(long, value_name = "MS", default_value_t = DEFAULT_NVML_INTERVAL_MS,
@@ -110,6 +113,7 @@ impl RecordArgs {
             delay: None,
             duration: None,
             capture_range: None,
+            serve: ServeArgs::default(),
             nvml_interval: DEFAULT_NVML_INTERVAL_MS,
             no_nvml: false,
             command,
@@ -145,6 +149,8 @@ pub struct CollectArgs {
     /// ring is done.
     #[arg(long, value_name = "PID")]
     owner_pid: u32,
+    #[command(flatten)]
+    serve: ServeArgs,
 }
 
 /// Removes the ring directory when dropped, on every path out: this collector's
@@ -265,6 +271,8 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         .as_ref()
         .map(|o| output_name::expand(o.as_os_str(), &values(None)))
         .transpose()?;
+    // Before anything is made or run: a bad address stops here.
+    let mut serving = args.serve.start()?;
     let (mut out_dir, created) = session_dirs::make_out_dir(output.as_deref())?;
     let ring_dir = RingDir(session_dirs::make_ring_dir()?);
     let limits = PartLimits {
@@ -273,6 +281,9 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
     };
     let mut drainer = Drainer::new(&ring_dir.0, &out_dir, limits)?;
     signals::install().context("cannot install signal handlers")?;
+    if let Some(s) = &mut serving {
+        s.attach(&mut drainer);
+    }
 
     let program = &args.command[0];
     let mut cmd = Command::new(program);
@@ -335,16 +346,32 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
     }
     // Once the program runs (a command that cannot run needs no telemetry).
     let sampling = start_sampling(args);
-    let (status, interrupted) = follow(&mut drainer, &mut child, sampling.as_ref())?;
-    if let Some(s) = sampling {
-        // The last reading: after the program's work, so energy includes all of it.
-        drainer.push_samples(&s.stop());
+    if let (Some(serving), Some(sampling)) = (&mut serving, &sampling) {
+        serving.nvml(sampling.latest());
     }
+    let (status, interrupted) = follow(
+        &mut drainer,
+        &mut child,
+        sampling.as_ref(),
+        serving.as_mut(),
+    )?;
+    let last_readings = match sampling {
+        Some(s) => {
+            // The last reading: after the program's work, so energy includes all of it.
+            let last = s.stop();
+            drainer.push_samples(&last);
+            last
+        }
+        None => Vec::new(),
+    };
     let code = match status {
         Some(s) => exit_code(s),
         None => signals::stop_code(),
     };
     let (counts, written) = wind_up(&mut drainer, ring_dir, interrupted);
+    if let Some(s) = &mut serving {
+        s.finish(&mut drainer, &last_readings);
+    }
     if interrupted {
         eprintln!(
             "gpuprof: interrupted: the collector stopped before the program's processes finished"
@@ -372,6 +399,9 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         describe(&counts),
         out_dir.display()
     );
+    if let Some(s) = serving {
+        s.linger();
+    }
     Ok(ExitCode::from(with_completeness(code, &drainer)))
 }
 
@@ -433,6 +463,7 @@ fn follow(
     drainer: &mut Drainer,
     child: &mut Child,
     sampling: Option<&SamplingThread>,
+    mut serving: Option<&mut Serving>,
 ) -> Result<(Option<ExitStatus>, bool)> {
     let mut progress = Progress::new();
     let mut status = None;
@@ -459,6 +490,9 @@ fn follow(
         drainer.drain();
         if status.is_some() {
             drainer.retire_idle(LEFT_BEHIND);
+        }
+        if let Some(s) = serving.as_deref_mut() {
+            s.tick(drainer);
         }
         progress.update(&drainer.counts());
         if status.is_some() && drainer.all_done() {
@@ -491,9 +525,15 @@ pub fn collect(args: &CollectArgs) -> Result<ExitCode> {
             session_dir::euid()
         );
     }
+    // Before collector.pid: a collector that cannot serve exits, and the profiled
+    // process that started it goes on unprofiled, saying so.
+    let mut serving = args.serve.start()?;
     let (out_dir, _) = session_dirs::prepare_out_dir(&args.out)?;
     let mut drainer = Drainer::new(&args.session_dir, &out_dir, PartLimits::default())?;
     signals::install().context("cannot install signal handlers")?;
+    if let Some(s) = &mut serving {
+        s.attach(&mut drainer);
+    }
     session_dirs::write_collector_pid(&args.session_dir)?;
     // From here on the directory is ours to remove (before, a failure leaves it to the
     // producers, which remove it when they see no collector).
@@ -508,12 +548,18 @@ pub fn collect(args: &CollectArgs) -> Result<ExitCode> {
         let owner_gone = !process_alive(args.owner_pid);
         drainer.discover();
         drainer.drain();
+        if let Some(s) = &mut serving {
+            s.tick(&mut drainer);
+        }
         if owner_gone && drainer.all_done() {
             break false;
         }
         std::thread::sleep(POLL);
     };
     let (counts, written) = wind_up(&mut drainer, ring_dir, interrupted);
+    if let Some(s) = &mut serving {
+        s.finish(&mut drainer, &[]);
+    }
     if let Err(e) = written {
         with_completeness(0, &drainer);
         return Err(e);
@@ -524,5 +570,8 @@ pub fn collect(args: &CollectArgs) -> Result<ExitCode> {
         describe(&counts),
         out_dir.display()
     );
+    if let Some(s) = serving {
+        s.linger();
+    }
     Ok(ExitCode::from(with_completeness(0, &drainer)))
 }

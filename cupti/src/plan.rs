@@ -127,8 +127,9 @@ impl Plan {
     }
 }
 
-/// The metric groups `mode` would use on `chip`: `metrics` as one group when given,
-/// else the chip's defaults.
+/// The metric groups `mode` would use on `chip`: `metrics` as one group when given
+/// (a lone preset name, e.g. `dcgm`, stands for its metrics on `chip`:
+/// [`crate::metrics::presets`]), else the chip's defaults.
 pub fn groups_for(
     chip: &str,
     mode: Mode,
@@ -136,7 +137,7 @@ pub fn groups_for(
 ) -> Result<Vec<Vec<String>>, PlanError> {
     let owned = |g: &[&str]| g.iter().map(|m| m.to_string()).collect::<Vec<_>>();
     let groups: Vec<Vec<String>> = match (metrics, mode) {
-        (Some(m), _) => vec![m.to_vec()],
+        (Some(m), _) => vec![crate::metrics::presets::expand(m, chip)],
         (None, Mode::Sampling) => vec![crate::metrics::sampling_metrics(chip)
             .ok_or(PlanError::NoDefaults)?
             .iter()

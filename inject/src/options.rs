@@ -19,7 +19,9 @@
 //! - `GPUPROF_COUNTER_EVERY`: measure every Nth launch of a kernel (default 1: each
 //!   one, until `GPUPROF_COUNTER_LAUNCHES` are measured).
 //! - `GPUPROF_METRICS`: a comma-separated list of metric names replacing the default
-//!   set of the chip (it is then one group, which must fit in one pass).
+//!   set of the chip (it is then one group, which must fit in one pass), or a preset
+//!   name (`dcgm`), expanded for the chip when the counters are planned
+//!   (`cupti::metrics::presets`).
 //!
 //! The capture window (`capture_window.rs`): `GPUPROF_DELAY` and `GPUPROF_DURATION`
 //! (seconds, fractions allowed) and `GPUPROF_CAPTURE_RANGE` (`cudaProfilerApi` or

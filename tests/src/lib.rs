@@ -12,9 +12,12 @@ mod artifacts;
 mod collector;
 mod driver_workload;
 mod duckdb;
+mod http;
 mod injected;
+mod live_metrics;
 mod perfetto;
 pub mod pricing;
+mod prometheus;
 mod report;
 mod sim_command;
 mod sim_env;
@@ -26,12 +29,15 @@ pub use collector::{
 };
 pub use driver_workload::{DRIVER_WORKLOAD_MODEL, DRIVER_WORKLOAD_STDOUT};
 pub use duckdb::duckdb;
+pub use http::{free_port, http_get, url_encode};
 pub use injected::{
     cudarc_gemms, gemm_linked_client, kernels_in_order, plans, ring_files, run_cudarc_injected,
     run_injected, run_injected_with_args, run_injected_within, statuses, strings, Injection,
     CUDARC_LLM_STDOUT, RUN_LIMIT, WAIT_VALUE_STDOUT,
 };
+pub use live_metrics::{check_against_report, record_serving, wait_for_final, Sample};
 pub use perfetto::{read_perfetto_trace, slices_per_track, track_names};
+pub use prometheus::{prometheus_binary, Prometheus};
 pub use report::{cudarc_llm_calls, kernel_calls, record_cudarc_llm, report_json};
 pub use sim_command::SimCommand;
 pub use sim_env::{

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gpuprof_tests::{artifact, duckdb, gpuprof_command, record_on_sim, Scratch, TimedChild};
+use gpuprof_tests::{artifact, duckdb, record_on_sim, report_json, Scratch, TimedChild};
 use serde_json::Value;
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -83,14 +83,6 @@ fn record(scratch: &Scratch, args: &[&str], workload: &[&str], env: &[(&str, &st
     let o = TimedChild::spawn(cmd, LIMIT).wait();
     assert_eq!(o.status.code(), Some(0), "gpuprof record: {o:?}");
     out
-}
-
-fn report_json(dir: &Path) -> Value {
-    let mut cmd = gpuprof_command();
-    cmd.args(["report", "--format", "json"]).arg(dir);
-    let o = TimedChild::spawn(cmd, LIMIT).wait();
-    assert_eq!(o.status.code(), Some(0), "gpuprof report: {o:?}");
-    serde_json::from_str(&o.stdout).expect("report JSON")
 }
 
 fn keys(row: &Value) -> BTreeSet<String> {

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use gpuprof_tests::{
     artifact, compile_c, cudarc_llm_calls, cupti_major, gpuprof_command, kernel_calls,
-    manifest_release, record_session_on_sim as record, shm_dirs_of, sim_cupti, sim_lib_dir,
-    venv_python, Injection, Scratch, SimCommand, TimedChild,
+    manifest_release, record_session_on_sim as record, report_json, shm_dirs_of, sim_cupti,
+    sim_lib_dir, venv_python, Injection, Scratch, SimCommand, TimedChild,
 };
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -200,14 +200,6 @@ fn session_line(out: &Path, processes: usize, kernels: u64, dropped: u64) -> Str
         o = out.display(),
         s = if processes == 1 { "" } else { "es" },
     )
-}
-
-fn report_json(out: &Path) -> serde_json::Value {
-    let mut cmd = gpuprof_command();
-    cmd.args(["report", "--format", "json"]).arg(out);
-    let o = TimedChild::spawn(cmd, LIMIT).wait();
-    assert!(o.status.success(), "gpuprof report: {}", o.stderr);
-    serde_json::from_str(&o.stdout).expect("report JSON")
 }
 
 fn trace_json(out: &Path, file: &Path) -> serde_json::Value {

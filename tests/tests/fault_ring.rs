@@ -10,8 +10,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use gpuprof_tests::{
-    artifact, gpuprof_command, record_on_sim, shm_dirs_of, Finished, Scratch, SimCommand,
-    TimedChild,
+    artifact, gpuprof_command, record_on_sim, report_json, shm_dirs_of, Finished, Scratch,
+    SimCommand, TimedChild,
 };
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -33,14 +33,6 @@ fn record(out: &Path, args: &[&str]) -> Command {
         .arg(artifact("cudarc-llm"))
         .args(args);
     c
-}
-
-fn report_json(out: &Path) -> serde_json::Value {
-    let mut cmd = gpuprof_command();
-    cmd.args(["report", "--format", "json"]).arg(out);
-    let o = TimedChild::spawn(cmd, LIMIT).wait();
-    assert!(o.status.success(), "gpuprof report: {}", o.stderr);
-    serde_json::from_str(&o.stdout).expect("report JSON")
 }
 
 fn dropped(v: &serde_json::Value, source: &str) -> u64 {

@@ -429,3 +429,24 @@ fn cli_user_metrics_and_errors() {
         "{text}"
     );
 }
+
+/// `GPUPROF_METRICS=dcgm`: the metrics behind `record --serve`'s DCGM fields are one
+/// pass on every chip, and the NVLink ones are left out exactly where the library
+/// does not know them (AD102).
+#[test]
+fn the_dcgm_preset_is_one_pass_and_has_nvlink_where_the_chip_does() {
+    let h = host();
+    for chip in CHIPS {
+        let set = cupti::metrics::preset("dcgm", chip).expect("dcgm is a preset");
+        let names: Vec<&str> = set.iter().map(String::as_str).collect();
+        assert_eq!(passes(chip, &names), 1, "{chip}: {names:?}");
+        for f in cupti::metrics::DCGM_FIELDS {
+            let known = h.raw_dependencies(chip, f.metric).is_ok();
+            assert_eq!(names.contains(&f.metric), known, "{chip}: {}", f.metric);
+        }
+    }
+    assert!(!cupti::metrics::preset("dcgm", "AD102")
+        .unwrap()
+        .iter()
+        .any(|m| m.starts_with("nvl")));
+}

@@ -309,7 +309,7 @@ fn sim_pm_sampling_acceptance_is_the_real_librarys() {
                 .collect();
             let sim: Vec<String> = names
                 .iter()
-                .filter(|n| sim_core::pm_sampling_accepts(n, (major, minor)))
+                .filter(|n| sim_core::pm_sampling_accepts(n, (major, minor), chip))
                 .cloned()
                 .collect();
             assert_eq!(sim, real, "CUPTI {release} on {chip}");

@@ -204,6 +204,11 @@ impl MetricNames {
         id
     }
 
+    /// The id of `name`, when it has one.
+    pub fn find(&self, name: &str) -> Option<u32> {
+        self.ids.get(name).copied()
+    }
+
     /// The name of metric `id`.
     pub fn name(&self, id: u32) -> &str {
         &self.names[id as usize]
@@ -244,6 +249,9 @@ pub struct Aggregator {
     /// (pid, device, metric id) -> (windows, sum), names resolved at the end.
     samples: BTreeMap<(u32, u32, u32), (u64, f64)>,
     attributor: Option<Attributor>,
+    /// Per (pid, device): the first start and last end of the kernels finalized since
+    /// [`Aggregator::take_spans`] was last called; kept only once it has been called.
+    spans_since: Option<AHashMap<(u32, u32), (u64, u64)>>,
     telemetry: TelemetryAggregator,
 }
 
@@ -336,6 +344,41 @@ impl Aggregator {
         let joiner = &self.joiner;
         self.out.ranges.forget(|p| joiner.waited(p, 2));
         self.attribute(false);
+    }
+
+    /// The aggregate of the kernels finalized so far (a live view between parts; what
+    /// [`Aggregator::finish`] completes: counter plans are resolved as far as the
+    /// FLOP counters they plan, sampling windows and unjoined counts are not).
+    pub fn so_far(&mut self) -> &Aggregate {
+        for (pid, plan) in &self.plans {
+            if plan.mode != "kernel" {
+                continue;
+            }
+            for id in plan.groups.iter().flatten() {
+                let out = &mut self.out;
+                if let Some(name) = out.string(*pid, *id).filter(|n| flop_metric(n).is_some()) {
+                    let name = name.to_string();
+                    out.planned_flops.entry(*pid).or_default().insert(name);
+                }
+            }
+        }
+        &self.out
+    }
+
+    /// Finalizes every kernel waiting in the join window now, as the end of the
+    /// session would (a live view at the end of a run).
+    pub fn flush(&mut self) {
+        let mut joiner = std::mem::take(&mut self.joiner);
+        joiner.finish(|j| self.finalize(j));
+        self.joiner = joiner;
+    }
+
+    /// Per (pid, device), the first start and the last end of the kernels finalized
+    /// since the previous call (the first call starts the tally and returns nothing).
+    pub fn take_spans(&mut self) -> AHashMap<(u32, u32), (u64, u64)> {
+        self.spans_since
+            .replace(AHashMap::new())
+            .unwrap_or_default()
     }
 
     /// The aggregate of every part added.
@@ -586,6 +629,13 @@ impl Aggregator {
         c.max_ns = c.max_ns.max(ns);
         c.durations.add(ns);
 
+        if let Some(spans) = &mut self.spans_since {
+            let s = spans
+                .entry((pid, k.device_id))
+                .or_insert((k.start_ns, k.end_ns));
+            s.0 = s.0.min(k.start_ns);
+            s.1 = s.1.max(k.end_ns);
+        }
         self.out.kernel_count += 1;
         self.out.kernel_ns = self.out.kernel_ns.saturating_add(ns);
         let p = self.process(pid);

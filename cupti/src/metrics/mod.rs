@@ -21,6 +21,7 @@
 mod defaults;
 mod error;
 mod host;
+pub mod presets;
 
 pub use defaults::{
     default_groups, default_set_for, sampling_metrics, Architecture, DefaultGroup, DefaultSet,
@@ -28,6 +29,7 @@ pub use defaults::{
 };
 pub use error::{status_name, MetricError};
 pub use host::{Host, MetricKind, NVPERF_HOST_ENV, NVPERF_HOST_FILE};
+pub use presets::{preset, DcgmField, DCGM_FIELDS};
 
 /// One group of metrics collected together, and what it costs.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -160,7 +160,6 @@ pub fn micros(ns: i128) -> String {
     format!("{sign}{}.{:03}", a / 1000, a % 1000)
 }
 
-
 /// `CUpti_ActivityMemoryKind` as Kineto names it.
 fn memory_kind(kind: u8) -> &'static str {
     match kind {

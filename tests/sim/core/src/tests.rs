@@ -629,6 +629,18 @@ fn default_model_rules() {
         "lts__t_sectors_lookup_miss.sum",
         "sm__warps_active.avg.pct_of_peak_sustained_active",
     ];
+    // The `dcgm` preset's metrics (GPUPROF_METRICS=dcgm).
+    let dcgm = [
+        "gr__cycles_active.avg.pct_of_peak_sustained_elapsed",
+        "sm__cycles_active.avg.pct_of_peak_sustained_elapsed",
+        "sm__warps_active.avg.pct_of_peak_sustained_elapsed",
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+        "dram__cycles_active.avg.pct_of_peak_sustained_elapsed",
+        "pcie__read_bytes.sum",
+        "pcie__write_bytes.sum",
+        "nvlrx__bytes.sum",
+        "nvltx__bytes.sum",
+    ];
     let names = [
         "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn",
         "gemv2T_kernel_val",
@@ -650,9 +662,17 @@ fn default_model_rules() {
     for (i, name) in names.iter().enumerate() {
         let c = m.cost(&gemm_launch(name, 64, 64, 64, 1)).unwrap();
         assert_eq!(c.rule, i, "{name}");
-        assert_eq!(c.counters.keys().count(), all.len(), "{name}");
-        for counter in all {
-            assert!(c.counters.contains_key(counter), "{name}: {counter}");
+        assert_eq!(c.counters.keys().count(), all.len() + dcgm.len(), "{name}");
+        for counter in all.iter().chain(&dcgm) {
+            assert!(c.counters.contains_key(*counter), "{name}: {counter}");
+        }
+        // The graphics engine is busy for the whole kernel, the grid fills every SM,
+        // and nothing crosses PCIe or NVLink.
+        assert_eq!(c.counters[dcgm[0]], 100.0, "{name}");
+        assert_eq!(c.counters[dcgm[1]], 100.0, "{name}");
+        assert_eq!(c.counters[dcgm[2]], 100.0, "{name}");
+        for bytes in &dcgm[5..] {
+            assert_eq!(c.counters[*bytes], 0.0, "{name}: {bytes}");
         }
         assert_eq!(c.counters[TIME], c.duration_ns as f64);
         // 64 x 64 tiles: grid 32 x 32 x 1 of 384 threads = 12288 warps > 132 SMs x 64.

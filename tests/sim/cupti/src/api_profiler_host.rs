@@ -168,7 +168,7 @@ pub unsafe extern "C" fn cuptiProfilerHostConfigAddMetrics(
             // SAFETY: the client's array.
             let add = unsafe { known_metrics(p.ppMetricNames, p.numMetrics) }
                 .map_err(|_| CUPTI_ERROR_INVALID_PARAMETER)?;
-            if h.pm_sampling && !add.iter().all(|m| pm_sampling_accepts(m)) {
+            if h.pm_sampling && !add.iter().all(|m| pm_sampling_accepts(m, &h.chip)) {
                 return Err(CUPTI_ERROR_INVALID_PARAMETER);
             }
             for m in add {

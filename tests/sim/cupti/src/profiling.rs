@@ -317,12 +317,12 @@ pub unsafe fn config_at(ptr: *const u8, size: usize) -> Option<ConfigImage> {
     decode_config(unsafe { std::slice::from_raw_parts(ptr, size) })
 }
 
-/// Whether the impersonated release's host API accepts `metric` for PM sampling
-/// ([`sim_core::pm_metrics`]: what the real 12.6-13.1 libraries accept; later
-/// releases as 13.1).
-pub fn pm_sampling_accepts(metric: &str) -> bool {
+/// Whether the impersonated release's host API accepts `metric` for PM sampling on
+/// `chip` ([`sim_core::pm_metrics`]: what the real 12.6-13.1 libraries accept;
+/// later releases as 13.1).
+pub fn pm_sampling_accepts(metric: &str, chip: &str) -> bool {
     let rel = crate::release::current();
-    sim_core::pm_sampling_accepts(metric, (rel.major, rel.minor))
+    sim_core::pm_sampling_accepts(metric, (rel.major, rel.minor), chip)
 }
 
 /// One executed kernel as the profilers see it.

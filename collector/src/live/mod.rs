@@ -1,0 +1,257 @@
+//! Live metrics of a session while it is recorded (`gpuprof record --serve`): the
+//! records the collector drains are folded into the same aggregate `gpuprof report`
+//! reads a session with ([`crate::analysis::aggregate`]), and each update turns it
+//! into the values of every series ([`snapshot`]), written in the Prometheus text
+//! format by [`exposition`] (the HTTP server is the binary's).
+//!
+//! Updates come once a second (the caller's clock). The aggregate's join window is
+//! [`HOLD_UPDATES`] updates: a kernel is finalized (summed into its class) two
+//! updates after it arrived, so its launch, GEMM and counter records have 2 to 3 s to
+//! reach the collector (CUPTI's activity buffers are flushed every second, counters
+//! are decoded within 250 ms of the launch). At the end ([`Live::finish`]) every
+//! kernel is finalized, so the final values are those of `gpuprof report` for the
+//! same session, as long as no counter record came later than its window (a session
+//! of under 2^19 records is joined as a whole by the report).
+//!
+//! Kernel and NVTX range labels are capped ([`capped`]); GPUs are at most a
+//! machine's; families are fixed: the number of series is bounded however long the
+//! program runs.
+
+pub mod capped;
+pub mod dcgm;
+pub mod device_fields;
+pub mod exposition;
+pub mod short_name;
+pub mod snapshot;
+
+use std::collections::BTreeMap;
+
+use wire::{CounterSample, DropSource, Record};
+
+use crate::analysis::aggregate::{Aggregate, Aggregator};
+use crate::analysis::efficiency::efficiency_of;
+use crate::analysis::integrity::impossible;
+use crate::analysis::peaks::Overrides;
+use crate::analysis::rollup::Rollup;
+use crate::analysis::summary::drop_source_name;
+use capped::Capped;
+use short_name::short_name;
+use snapshot::{Gpu, KernelSeries, Snapshot, Totals};
+
+/// Updates a kernel waits for its records before it is summed.
+pub const HOLD_UPDATES: usize = 2;
+
+/// A GPU's UUID as NVML and dcgm-exporter write it.
+pub fn uuid_string(u: &[u8; 16]) -> String {
+    let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// The live aggregate and what the series need between updates.
+pub struct Live {
+    aggregator: Aggregator,
+    overrides: Overrides,
+    kernels: Capped,
+    ranges: Capped,
+    window: dcgm::Window,
+    /// Σ FLOPs/peak, Σ bytes/bandwidth (both in seconds) and GPU ns of the run at
+    /// the previous update, for the window's MFU and MBU.
+    prev_run: (f64, f64, u64),
+    /// PM sampling windows received since the previous update (pid, window), and the
+    /// fields the last windows of each GPU gave (kept until new windows come).
+    samples: Vec<(u32, CounterSample)>,
+    sampled: BTreeMap<String, Vec<(&'static str, f64)>>,
+}
+
+impl Live {
+    /// `top`: kernel names (and NVTX range names) with series of their own; `overrides`:
+    /// the peaks file, as for `gpuprof report`.
+    pub fn new(top: usize, overrides: Overrides) -> Live {
+        let mut aggregator = Aggregator::with_window(HOLD_UPDATES, 0);
+        aggregator.take_spans();
+        Live {
+            aggregator,
+            overrides,
+            kernels: Capped::new(top),
+            ranges: Capped::new(top),
+            window: dcgm::Window::default(),
+            prev_run: (0.0, 0.0, 0),
+            samples: Vec::new(),
+            sampled: BTreeMap::new(),
+        }
+    }
+
+    /// Folds in records of process `pid`, in the order they were read.
+    pub fn add(&mut self, pid: u32, records: Vec<Record>) {
+        for r in &records {
+            if let Record::CounterSample(s) = r {
+                if impossible(r).is_none() {
+                    self.samples.push((pid, s.clone()));
+                }
+            }
+        }
+        self.aggregator
+            .add_records(records.into_iter().map(|r| (pid, r)).collect());
+    }
+
+    /// One update: kernels that have waited long enough are summed, and the series
+    /// computed.
+    pub fn update(&mut self) -> Snapshot {
+        self.aggregator.end_part();
+        self.snapshot(false)
+    }
+
+    /// The final update: every kernel is summed.
+    pub fn finish(&mut self) -> Snapshot {
+        self.aggregator.end_part();
+        self.aggregator.flush();
+        self.snapshot(true)
+    }
+
+    fn snapshot(&mut self, ended: bool) -> Snapshot {
+        let spans = self.aggregator.take_spans();
+        let a = self.aggregator.so_far();
+        let e = efficiency_of(a, &self.overrides);
+        let mut out = Snapshot {
+            ended,
+            ..Snapshot::default()
+        };
+
+        // Kernels: rows by GPU time, longest first, so the longest get a label first.
+        let mut kernels: BTreeMap<(String, String, String), Totals> = BTreeMap::new();
+        for row in &e.kernels {
+            let label = self.kernels.label(&short_name(&row.mangled));
+            let t = Totals {
+                launches: row.calls,
+                gpu_ns: row.gpu_ns,
+                model_flops: row.model_flops,
+                hw_flops: row.hw_flops,
+                dram_bytes: row.bytes,
+            };
+            kernels
+                .entry((label, row.family.name().to_string(), row.gpu.clone()))
+                .or_default()
+                .add(&t);
+        }
+        out.kernels = kernels
+            .into_iter()
+            .map(|((kernel, family, model), totals)| KernelSeries {
+                kernel,
+                family,
+                model,
+                totals,
+            })
+            .collect();
+        out.families = e
+            .families
+            .iter()
+            .map(|r| (r.name.clone(), rollup_totals(r)))
+            .collect();
+        let mut ranges: BTreeMap<String, Totals> = BTreeMap::new();
+        for r in &e.ranges {
+            let label = self.ranges.label(&r.name);
+            ranges.entry(label).or_default().add(&rollup_totals(r));
+        }
+        out.ranges = ranges.into_iter().collect();
+        out.run = rollup_totals(&e.run);
+        out.mfu = e.run.mfu;
+        out.mbu = e.run.mbu;
+        let peak_s = e.run.mfu.unwrap_or(0.0) * e.run.gpu_ns as f64;
+        let bw_s = e.run.mbu.unwrap_or(0.0) * e.run.gpu_ns as f64;
+        let (prev_peak, prev_bw, prev_ns) = self.prev_run;
+        let d_ns = e.run.gpu_ns.saturating_sub(prev_ns);
+        if d_ns > 0 {
+            out.window_mfu = e
+                .run
+                .mfu
+                .map(|_| ((peak_s - prev_peak) / d_ns as f64).max(0.0));
+            out.window_mbu = e.run.mbu.map(|_| ((bw_s - prev_bw) / d_ns as f64).max(0.0));
+        }
+        self.prev_run = (peak_s, bw_s, e.run.gpu_ns);
+
+        out.dropped = [
+            DropSource::Cupti,
+            DropSource::Channel,
+            DropSource::Ring,
+            DropSource::Undelivered,
+            DropSource::Unwritten,
+            DropSource::Unsaved,
+        ]
+        .into_iter()
+        .zip(a.dropped)
+        .map(|(s, n)| (drop_source_name(s), n))
+        .collect();
+
+        let uuid_of =
+            |pid: u32, device: u32| a.devices.get(&(pid, device)).map(|d| uuid_string(&d.uuid));
+        let mut fields = self.window.fields(a, &spans, uuid_of);
+        // PM sampling, where there is any, over per-kernel counters.
+        let samples = std::mem::take(&mut self.samples);
+        self.sampled
+            .extend(dcgm::sampled_fields(a, &samples, uuid_of));
+        for (uuid, sampled) in &self.sampled {
+            let f = fields.entry(uuid.clone()).or_default();
+            f.retain(|(n, _)| !sampled.iter().any(|(s, _)| s == n));
+            f.extend(sampled.iter().copied());
+        }
+        out.gpus = gpus(a, fields);
+        out
+    }
+}
+
+/// A rollup's sums.
+fn rollup_totals(r: &Rollup) -> Totals {
+    Totals {
+        launches: r.launches,
+        gpu_ns: r.gpu_ns,
+        model_flops: Some(r.model_flops),
+        hw_flops: Some(r.hw_flops),
+        dram_bytes: Some(r.bytes),
+    }
+}
+
+/// Every GPU of the session (by UUID) with its launches and its DCGM fields.
+fn gpus(a: &Aggregate, mut fields: BTreeMap<String, Vec<(&'static str, f64)>>) -> Vec<Gpu> {
+    let mut out: BTreeMap<String, Gpu> = BTreeMap::new();
+    let mut keys: Vec<&(u32, u32)> = a.devices.keys().collect();
+    keys.sort();
+    for key in keys {
+        let d = &a.devices[key];
+        let uuid = uuid_string(&d.uuid);
+        let hostname = a
+            .processes
+            .iter()
+            .find(|p| p.pid == a.pid(key.0))
+            .map(|p| p.host.clone())
+            .unwrap_or_default();
+        out.entry(uuid.clone()).or_insert_with(|| Gpu {
+            gpu: d.id,
+            fields: fields.remove(&uuid).unwrap_or_default(),
+            uuid,
+            model: d.name.trim().to_string(),
+            pci_bus_id: String::new(),
+            hostname,
+            totals: Totals::default(),
+        });
+    }
+    for c in &a.classes.list {
+        let Some(d) = a.devices.get(&(c.key.pid, c.key.device_id)) else {
+            continue;
+        };
+        if let Some(g) = out.get_mut(&uuid_string(&d.uuid)) {
+            g.totals.launches += c.tally.calls;
+            g.totals.gpu_ns = g.totals.gpu_ns.saturating_add(c.tally.ns);
+        }
+    }
+    out.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests;

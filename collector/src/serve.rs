@@ -1,0 +1,269 @@
+//! `--serve [ADDR]` of `gpuprof record` and `gpuprof collect`: live metrics at
+//! `http://ADDR/metrics` in the Prometheus text format while the program runs
+//! (docs/METRICS.md lists the series).
+//!
+//! The collector's own thread `gpuprof-serve` answers HTTP requests (`tiny_http`)
+//! with the page the draining loop last rendered: once a second the loop updates
+//! the live aggregate ([`gpuprof_collector::live`]) and swaps in a new page, so a
+//! scrape never waits for draining and draining never waits for a scrape. Nothing
+//! runs in the profiled processes for it.
+//!
+//! At the end the final values are published (`gpuprof_program_ended` 1); with
+//! `--serve-linger S` the server stays up S more seconds so that scrapers read them,
+//! or until SIGINT, SIGTERM or SIGHUP.
+
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Result};
+use gpuprof_collector::live::device_fields::add_readings;
+use gpuprof_collector::live::exposition::{render, CONTENT_TYPE};
+use gpuprof_collector::live::snapshot::Snapshot;
+use gpuprof_collector::live::Live;
+use gpuprof_collector::nvml::{DeviceSample, Latest};
+
+use crate::drain::Drainer;
+use crate::report::load_peaks;
+use crate::signals;
+
+/// Where `--serve` listens without an address: loopback only, the port after
+/// dcgm-exporter's 9400.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:9401";
+
+/// `GPUPROF_SERVE`: `--serve` for a collector started from the environment
+/// (env-var-only mode runs `gpuprof collect`, which inherits it).
+pub const SERVE_ENV: &str = "GPUPROF_SERVE";
+
+/// How often the live values are updated.
+pub const UPDATE_EVERY: Duration = Duration::from_secs(1);
+
+#[derive(clap::Args, Clone, Default)]
+pub struct ServeArgs {
+    /// Serve live metrics at http://ADDR/metrics (Prometheus text format:
+    /// dcgm-exporter's DCGM_FI_* per GPU and gpuprof_* series, see
+    /// docs/METRICS.md) while the program runs. ADDR defaults to 127.0.0.1:9401;
+    /// $GPUPROF_SERVE sets it when the option is not given.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1,
+          default_missing_value = DEFAULT_ADDR, require_equals = false)]
+    serve: Option<String>,
+    /// With --serve: kernel names (and NVTX range names) that get series of their
+    /// own, the first ones by GPU time; the others are summed as "other".
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    serve_top: usize,
+    /// With --serve: once the program has ended, keep serving its final values for
+    /// S seconds (SIGINT, SIGTERM or SIGHUP ends this sooner), so that a scraper
+    /// reads them.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    serve_linger: u64,
+}
+
+impl ServeArgs {
+    /// The address to serve on, from the option or `$GPUPROF_SERVE`; `None`: off.
+    fn addr(&self) -> Option<String> {
+        self.serve.clone().or_else(|| {
+            std::env::var(SERVE_ENV)
+                .ok()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        })
+    }
+
+    /// Starts serving when asked: binds ADDR (an error names it), and gives `drainer`
+    /// the live aggregate. Call before the program starts, so a bad address stops
+    /// everything before anything runs.
+    pub fn start(&self) -> Result<Option<Serving>> {
+        let Some(addr) = self.addr() else {
+            return Ok(None);
+        };
+        let server = Server::bind(&addr)?;
+        Ok(Some(Serving {
+            server,
+            top: self.serve_top,
+            linger: Duration::from_secs(self.serve_linger),
+            last: Instant::now(),
+            nvml: None,
+            hostname: hostname(),
+        }))
+    }
+}
+
+/// The page being served.
+struct Page {
+    text: Mutex<Arc<String>>,
+}
+
+struct Server {
+    http: Arc<tiny_http::Server>,
+    page: Arc<Page>,
+    thread: Option<JoinHandle<()>>,
+    addr: SocketAddr,
+}
+
+impl Server {
+    fn bind(addr: &str) -> Result<Server> {
+        let resolved: Vec<SocketAddr> = addr
+            .to_socket_addrs()
+            .map_err(|e| {
+                anyhow!("--serve {addr}: not an address to listen on (HOST:PORT, e.g. {DEFAULT_ADDR}): {e}")
+            })?
+            .collect();
+        let listener = TcpListener::bind(&resolved[..])
+            .map_err(|e| anyhow!("--serve {addr}: cannot listen there: {e}"))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| anyhow!("--serve {addr}: {e}"))?;
+        let http = tiny_http::Server::from_listener(listener, None)
+            .map_err(|e| anyhow!("--serve {addr}: cannot serve there: {e}"))?;
+        let http = Arc::new(http);
+        let page = Arc::new(Page {
+            text: Mutex::new(Arc::new(String::new())),
+        });
+        let thread = {
+            let http = Arc::clone(&http);
+            let page = Arc::clone(&page);
+            std::thread::Builder::new()
+                .name("gpuprof-serve".into())
+                .spawn(move || answer(&http, &page))
+                .map_err(|e| anyhow!("--serve {addr}: cannot start the server thread: {e}"))?
+        };
+        Ok(Server {
+            http,
+            page,
+            thread: Some(thread),
+            addr: local,
+        })
+    }
+
+    fn publish(&self, text: String) {
+        let text = Arc::new(text);
+        if let Ok(mut p) = self.page.text.lock() {
+            *p = text;
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.http.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The server thread: `/metrics` gets the current page, anything else 404.
+fn answer(http: &tiny_http::Server, page: &Page) {
+    let content_type =
+        tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE).expect("a valid header");
+    while let Ok(request) = http.recv() {
+        let path = request.url().split('?').next().unwrap_or("");
+        if path == "/metrics" && *request.method() == tiny_http::Method::Get {
+            let text = page.text.lock().map(|t| Arc::clone(&t)).unwrap_or_default();
+            let r =
+                tiny_http::Response::from_string(text.as_str()).with_header(content_type.clone());
+            let _ = request.respond(r);
+        } else {
+            let r = tiny_http::Response::from_string("gpuprof: live metrics are at /metrics\n")
+                .with_status_code(404);
+            let _ = request.respond(r);
+        }
+    }
+}
+
+/// This machine's host name (for GPUs only NVML reports), empty when unknown.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// A server and the live aggregate's update clock.
+pub struct Serving {
+    server: Server,
+    top: usize,
+    linger: Duration,
+    last: Instant,
+    /// The NVML sampler's latest readings, for the `DCGM_FI_DEV_*` series.
+    nvml: Option<Latest>,
+    hostname: String,
+}
+
+impl Serving {
+    /// Gives `drainer` the live aggregate (peaks as `gpuprof report` takes them:
+    /// `$GPUPROF_PEAKS`) and says where the metrics are.
+    pub fn attach(&mut self, drainer: &mut Drainer) {
+        let peaks = load_peaks(None).unwrap_or_else(|e| {
+            eprintln!("gpuprof: warning: {e:#}; the live metrics use the built-in peaks");
+            Default::default()
+        });
+        drainer.serve(Live::new(self.top, peaks));
+        eprintln!(
+            "gpuprof: live metrics at http://{}/metrics",
+            self.server.addr
+        );
+        self.update(drainer);
+    }
+
+    /// Shows NVML's latest readings (`gpuprof record`'s sampler) with each update.
+    pub fn nvml(&mut self, latest: Latest) {
+        self.nvml = Some(latest);
+    }
+
+    fn update(&mut self, drainer: &mut Drainer) {
+        self.last = Instant::now();
+        if let Some(mut s) = drainer.live_update() {
+            let readings = self
+                .nvml
+                .as_ref()
+                .and_then(|l| l.lock().ok().map(|l| l.clone()))
+                .unwrap_or_default();
+            self.publish(&mut s, &readings);
+        }
+    }
+
+    fn publish(&self, s: &mut Snapshot, readings: &[DeviceSample]) {
+        add_readings(&mut s.gpus, readings, &self.hostname);
+        self.server.publish(render(s));
+    }
+
+    /// Updates the page when [`UPDATE_EVERY`] has passed since the last update.
+    pub fn tick(&mut self, drainer: &mut Drainer) {
+        if self.last.elapsed() >= UPDATE_EVERY {
+            self.update(drainer);
+        }
+    }
+
+    /// Publishes the final values (call once every record is drained), with NVML's
+    /// last `readings` (taken after the program ended) when there are any.
+    pub fn finish(&mut self, drainer: &mut Drainer, readings: &[DeviceSample]) {
+        if let Some(mut s) = drainer.live_finish() {
+            let latest;
+            let readings = if readings.is_empty() {
+                latest = self
+                    .nvml
+                    .as_ref()
+                    .and_then(|l| l.lock().ok().map(|l| l.clone()))
+                    .unwrap_or_default();
+                &latest[..]
+            } else {
+                readings
+            };
+            self.publish(&mut s, readings);
+        }
+    }
+
+    /// Serves the final values for the linger time (a stop signal ends it), then
+    /// stops the server.
+    pub fn linger(self) {
+        let until = Instant::now() + self.linger;
+        while Instant::now() < until {
+            let sig = signals::poll();
+            if sig.stop || sig.forward.is_some() || sig.forward_interrupt {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

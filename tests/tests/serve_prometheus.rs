@@ -1,0 +1,140 @@
+//! `gpuprof record --serve` scraped by a real Prometheus server (Debian's
+//! `prometheus`, installed by `scripts/debian-tools.sh prometheus` in
+//! scripts/test.sh) while the cudarc workload runs on the simulated H100 with
+//! `GPUPROF_METRICS=dcgm`: Prometheus's HTTP API (`/api/v1/query`) returns the
+//! DCGM and `gpuprof_*` series, some scraped before the program ended, and the final
+//! values equal `gpuprof report --format json` of the same session.
+//!
+//! Also: a bad address or a port in use is an error naming it, exit status 2, and
+//! the program never starts.
+
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use gpuprof_tests::{
+    check_against_report, free_port, prometheus_binary, record_on_sim, record_serving, report_json,
+    Prometheus, Scratch, TimedChild,
+};
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(240);
+
+/// Records the cudarc workload with `env` while Prometheus scrapes it, and checks
+/// what Prometheus stored against the report; returns the report (`None`: skipped).
+fn scraped_by_prometheus(name: &str, env: &[(&str, &str)], top: usize) -> Option<Value> {
+    let Some(binary) = prometheus_binary() else {
+        println!("skipped: prometheus is not installed (scripts/debian-tools.sh prometheus)");
+        return None;
+    };
+    let scratch = Scratch::new(name);
+    let port = free_port();
+    let target = format!("127.0.0.1:{port}");
+    let prometheus = Prometheus::start(&binary, &scratch, &target);
+
+    let out = scratch.join("out");
+    let o = TimedChild::spawn(record_serving(&out, port, top, 3, env), LIMIT).wait();
+    assert_eq!(o.status.code(), Some(0), "gpuprof record --serve: {o:?}");
+    assert!(
+        o.stderr
+            .contains(&format!("live metrics at http://{target}/metrics")),
+        "{}",
+        o.stderr
+    );
+
+    // Prometheus has the final values once it shows the program ended.
+    let start = Instant::now();
+    while prometheus.query("gpuprof_program_ended == 1").is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "Prometheus never scraped the final values"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Scraped while the program ran too.
+    let running = prometheus.query("min_over_time(gpuprof_program_ended[10m])");
+    assert_eq!(running.len(), 1, "{running:?}");
+    assert_eq!(
+        running[0].2,
+        0.0,
+        "no scrape before the program ended: {:?}",
+        prometheus.query("gpuprof_program_ended[10m]")
+    );
+
+    let samples = prometheus.query(r#"{__name__=~"gpuprof_.+|DCGM_FI_.+"}"#);
+    let report = report_json(&out);
+    check_against_report(&samples, &report, top);
+    Some(report)
+}
+
+/// `GPUPROF_METRICS=dcgm`: every DCGM profiling field.
+#[test]
+fn prometheus_scrapes_the_live_series_and_the_final_values_equal_the_report() {
+    scraped_by_prometheus("serve-prometheus-dcgm", &[("GPUPROF_METRICS", "dcgm")], 3);
+}
+
+/// PM sampling of the dcgm preset: the DCGM profiling fields come from the sampling
+/// windows (GPU-wide), every one shown for the GPU.
+#[test]
+fn under_pm_sampling_the_dcgm_fields_are_shown() {
+    let env = [
+        ("GPUPROF_METRICS", "dcgm"),
+        ("GPUPROF_COUNTERS", "sampling"),
+    ];
+    let Some(report) = scraped_by_prometheus("serve-prometheus-sampling", &env, 3) else {
+        return;
+    };
+    let samples = report["counters"]["samples"].as_array().expect("samples");
+    assert!(!samples.is_empty(), "no sampling windows: {report}");
+}
+
+/// The default counters: hardware FLOPs and DRAM bytes per kernel, family, range and
+/// run equal the report's, and no DCGM profiling field is shown (their metrics are
+/// not collected).
+#[test]
+fn with_the_default_counters_hardware_flops_and_dram_bytes_are_the_report_s() {
+    let Some(report) = scraped_by_prometheus("serve-prometheus-default", &[], 20) else {
+        return;
+    };
+    let run = &report["roofline"]["run"];
+    assert!(run["hw_flops"].as_f64().unwrap() > 0.0, "{run}");
+    assert!(run["bytes"].as_f64().unwrap() > 0.0, "{run}");
+}
+
+/// `gpuprof record --serve ADDR -- sh -c 'touch MARK'`: must fail before running.
+fn refused(addr: &str) -> String {
+    let scratch = Scratch::new("serve-refused");
+    let mark = scratch.join("ran");
+    let out = scratch.join("out");
+    let mut cmd = record_on_sim("13.4");
+    cmd.args(["--serve", addr, "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c"])
+        .arg(format!("touch {}", mark.display()));
+    let o = TimedChild::spawn(cmd, LIMIT).wait();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(!mark.exists(), "the program ran");
+    assert!(!out.exists(), "the output directory was made");
+    o.stderr
+}
+
+#[test]
+fn a_bad_address_is_an_error_naming_it_and_nothing_runs() {
+    let stderr = refused("not-an-address");
+    assert!(
+        stderr.contains("--serve not-an-address: not an address to listen on"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_port_in_use_is_an_error_naming_it_and_nothing_runs() {
+    let taken = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("address").to_string();
+    let stderr = refused(&addr);
+    assert!(
+        stderr.contains(&format!(
+            "--serve {addr}: cannot listen there: Address already in use"
+        )),
+        "{stderr}"
+    );
+}
