@@ -476,15 +476,9 @@ impl Aggregator {
                 self.out.strings.insert((pid, s.id), s.text);
             }
             Record::Kernel(k) => self.joiner.kernel(pid, k),
-            Record::Launch(l) => self.joiner.launch(
-                pid,
-                l.correlation_id,
-                LaunchInfo {
-                    thread_id: l.thread_id,
-                    start_ns: l.start_ns,
-                    end_ns: l.end_ns,
-                },
-            ),
+            Record::Launch(l) => self
+                .joiner
+                .launch(pid, l.correlation_id, LaunchInfo::from(&l)),
             Record::Gemm(g) => self.joiner.gemm(pid, g),
             Record::GraphNode(n) => self.joiner.graph_node(pid, n.node_id, n.correlation_id),
             Record::GraphNodeCloned(c) => {

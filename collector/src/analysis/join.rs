@@ -45,6 +45,16 @@ pub struct LaunchInfo {
     pub end_ns: u64,
 }
 
+impl From<&wire::Launch> for LaunchInfo {
+    fn from(l: &wire::Launch) -> LaunchInfo {
+        LaunchInfo {
+            thread_id: l.thread_id,
+            start_ns: l.start_ns,
+            end_ns: l.end_ns,
+        }
+    }
+}
+
 /// A kernel joined to its records.
 #[derive(Debug)]
 pub struct Joined<'a> {

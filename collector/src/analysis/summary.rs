@@ -128,6 +128,17 @@ pub struct DroppedStats {
     pub records: u64,
 }
 
+/// Every drop source, in the order of the report's rows and of
+/// [`super::aggregate::Aggregate::dropped`].
+pub const DROP_SOURCES: [DropSource; 6] = [
+    DropSource::Cupti,
+    DropSource::Channel,
+    DropSource::Ring,
+    DropSource::Undelivered,
+    DropSource::Unwritten,
+    DropSource::Unsaved,
+];
+
 /// The name a drop source is reported under.
 pub fn drop_source_name(source: DropSource) -> &'static str {
     match source {
@@ -277,21 +288,14 @@ pub fn summarize_aggregate(a: &Aggregate) -> Summary {
         })
         .collect();
 
-    let dropped = [
-        DropSource::Cupti,
-        DropSource::Channel,
-        DropSource::Ring,
-        DropSource::Undelivered,
-        DropSource::Unwritten,
-        DropSource::Unsaved,
-    ]
-    .into_iter()
-    .enumerate()
-    .map(|(i, source)| DroppedStats {
-        source: drop_source_name(source).to_string(),
-        records: a.dropped[i],
-    })
-    .collect();
+    let dropped = DROP_SOURCES
+        .into_iter()
+        .enumerate()
+        .map(|(i, source)| DroppedStats {
+            source: drop_source_name(source).to_string(),
+            records: a.dropped[i],
+        })
+        .collect();
 
     let unfinished = {
         let mut v: Vec<u32> = a

@@ -26,14 +26,14 @@ pub mod snapshot;
 
 use std::collections::BTreeMap;
 
-use wire::{CounterSample, DropSource, Record};
+use wire::{CounterSample, Record};
 
 use crate::analysis::aggregate::{Aggregate, Aggregator};
 use crate::analysis::efficiency::efficiency_of;
 use crate::analysis::integrity::impossible;
 use crate::analysis::peaks::Overrides;
 use crate::analysis::rollup::Rollup;
-use crate::analysis::summary::drop_source_name;
+use crate::analysis::summary::{drop_source_name, DROP_SOURCES};
 use capped::Capped;
 use short_name::short_name;
 use snapshot::{Gpu, KernelSeries, Snapshot, Totals};
@@ -176,18 +176,11 @@ impl Live {
         }
         self.prev_run = (peak_s, bw_s, e.run.gpu_ns);
 
-        out.dropped = [
-            DropSource::Cupti,
-            DropSource::Channel,
-            DropSource::Ring,
-            DropSource::Undelivered,
-            DropSource::Unwritten,
-            DropSource::Unsaved,
-        ]
-        .into_iter()
-        .zip(a.dropped)
-        .map(|(s, n)| (drop_source_name(s), n))
-        .collect();
+        out.dropped = DROP_SOURCES
+            .into_iter()
+            .zip(a.dropped)
+            .map(|(s, n)| (drop_source_name(s), n))
+            .collect();
 
         let uuid_of =
             |pid: u32, device: u32| a.devices.get(&(pid, device)).map(|d| uuid_string(&d.uuid));

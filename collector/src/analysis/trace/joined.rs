@@ -48,15 +48,9 @@ impl JoinState {
     pub fn record(&mut self, pid: u32, record: &Record) {
         match record {
             Record::Device(d) => self.device(pid, d),
-            Record::Launch(l) => self.joiner.launch(
-                pid,
-                l.correlation_id,
-                LaunchInfo {
-                    thread_id: l.thread_id,
-                    start_ns: l.start_ns,
-                    end_ns: l.end_ns,
-                },
-            ),
+            Record::Launch(l) => self
+                .joiner
+                .launch(pid, l.correlation_id, LaunchInfo::from(l)),
             Record::Gemm(g) => self.joiner.gemm(pid, *g),
             Record::GraphNode(n) => self.joiner.graph_node(pid, n.node_id, n.correlation_id),
             Record::GraphNodeCloned(c) => {
