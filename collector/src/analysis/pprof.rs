@@ -39,6 +39,7 @@ use super::range_cover::range_label;
 use super::rollup::with_mean;
 use super::short_name::short_name;
 use super::stacks::Stacks;
+use super::summary::summarize_aggregate;
 use proto::{Function, Label, Line, Location, Profile, Sample, ValueType};
 
 /// The sample types, (type, unit), in value order.
@@ -145,6 +146,12 @@ fn process_frame(a: &Aggregate, key: u32) -> String {
 /// profile's comments.
 pub fn profile(a: &Aggregate, e: &Efficiency, comment: &str) -> (Profile, ProfileStats) {
     let mut t = Tables::new();
+    let summary = summarize_aggregate(a);
+    let short_names: HashMap<&str, &str> = summary
+        .kernels
+        .iter()
+        .map(|k| (k.mangled.as_str(), k.short_name.as_str()))
+        .collect();
     let empty = Stacks::default();
     let stacks = a.stacks.as_ref().unwrap_or(&empty);
     let mut stats = ProfileStats::default();
@@ -186,11 +193,12 @@ pub fn profile(a: &Aggregate, e: &Efficiency, comment: &str) -> (Profile, Profil
                 t.label("block", &dims(c.key.block)),
                 t.label("gpu", &gpu),
             ];
-            (
-                t.frame(family, ""),
-                t.frame(&short_name(&full), &full),
-                labels,
-            )
+            // The report's short name: two instantiations of one template are
+            // numbered there, and must not merge into one function here.
+            let short = short_names
+                .get(c.mangled.as_str())
+                .map_or_else(|| short_name(&full), |s| s.to_string());
+            (t.frame(family, ""), t.frame(&short, &full), labels)
         });
         // Leaf first.
         let mut location_id = vec![*kernel, *family];
@@ -254,6 +262,45 @@ pub fn write_gzipped(profile: &Profile, w: impl Write) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two instantiations of one template fold to one short name; the frames carry
+    /// the report's numbered names, so `go tool pprof` does not merge them.
+    #[test]
+    fn kernels_sharing_a_short_name_stay_apart() {
+        use wire::testing::{k, on, process, string};
+        let records = on(
+            1,
+            vec![
+                process(1, "app"),
+                string(1, "_Z1kIiEvv"),
+                string(2, "_Z1kIfEvv"),
+                k(1, 1, 0, 3000),
+                k(2, 2, 4000, 5000),
+            ],
+        );
+        let mut agg = super::super::aggregate::Aggregator::with_stacks();
+        agg.add_part(records);
+        let a = agg.finish();
+        let e =
+            super::super::efficiency::efficiency_of(&a, &super::super::peaks::Overrides::default());
+        let (p, _) = profile(&a, &e, "");
+        let mut names: Vec<(&str, &str)> = p
+            .function
+            .iter()
+            .map(|f| {
+                (
+                    p.string_table[f.name as usize].as_str(),
+                    p.string_table[f.system_name as usize].as_str(),
+                )
+            })
+            .filter(|(_, system)| system.starts_with("void k<"))
+            .collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [("k<…> #1", "void k<int>()"), ("k<…> #2", "void k<float>()")]
+        );
+    }
 
     #[test]
     fn values_are_rounded_and_saturate() {

@@ -1,6 +1,6 @@
 //! dcgm-exporter's `DCGM_FI_DEV_*` series from NVML readings ([`crate::nvml`]): the
-//! latest reading of each GPU, in dcgm-exporter's units (etc/default-counters.csv of
-//! dcgm-exporter: W, mJ, MiB, MHz, °C, %). A GPU is matched to the session's by UUID;
+//! latest reading of each GPU, in the units of dcgm-exporter's default counter list
+//! (W, mJ, MiB, MHz, °C, %). A GPU is matched to the session's by UUID;
 //! NVML's index, name and PCI bus id become its labels, as dcgm-exporter's are.
 
 use crate::nvml::DeviceSample;

@@ -1,5 +1,5 @@
 //! The part of pprof's profile format gpuprof writes: hand-declared messages with the
-//! field numbers of `proto/profile.proto` in github.com/google/pprof (package
+//! field numbers of pprof's `profile.proto` (package
 //! `perftools.profiles`, proto3), encoded by `prost`. A profile file is one `Profile`
 //! message, gzipped.
 //!
