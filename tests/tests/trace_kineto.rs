@@ -29,6 +29,18 @@ fn gpuprof(args: &[&str]) -> Output {
     gpuprof_command().args(args).output().unwrap()
 }
 
+/// `gpuprof trace SESSION --format kineto -o OUT EXTRA...`.
+fn kineto_to(session: &Path, out: &Path, extra: &[&str]) -> Output {
+    gpuprof_command()
+        .arg("trace")
+        .arg(session)
+        .args(["--format", "kineto", "-o"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
 fn report_json(dir: &Path) -> Value {
     let o = gpuprof(&["report", "--format", "json", dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o.stderr));
@@ -354,18 +366,7 @@ fn the_demo_workload_reads_in_hta_as_in_the_report() {
 
     // A window keeps what overlaps it, and HTA still reads it.
     let part = scratch.join("window");
-    let o = gpuprof(&[
-        "trace",
-        out.to_str().unwrap(),
-        "--format",
-        "kineto",
-        "-o",
-        part.to_str().unwrap(),
-        "--from",
-        "0",
-        "--to",
-        "0.000001",
-    ]);
+    let o = kineto_to(&out, &part, &["--from", "0", "--to", "0.000001"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let stderr = text(&o.stderr);
     assert!(
@@ -400,14 +401,7 @@ fn four_ranks_are_four_files_and_hta_loads_four_ranks() {
     assert_eq!(procs.len(), 4, "{v:#}");
 
     let dir = scratch.join("kineto");
-    let o = gpuprof(&[
-        "trace",
-        out.to_str().unwrap(),
-        "--format",
-        "kineto",
-        "-o",
-        dir.to_str().unwrap(),
-    ]);
+    let o = kineto_to(&out, &dir, &[]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stderr).starts_with(&format!("gpuprof: Kineto trace written to {} (4 files, one per process; each rank from its process's RANK): ", dir.display())), "{}", text(&o.stderr));
     let files = files_in(&dir);
@@ -514,14 +508,7 @@ fn hostile_values_stay_in_the_directory_and_every_file_gets_its_own_rank() {
     std::fs::create_dir_all(&session).unwrap();
     write_parts(&session, &parts).unwrap();
     let out = dir.join("k");
-    let o = gpuprof(&[
-        "trace",
-        session.to_str().unwrap(),
-        "--format",
-        "kineto",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = kineto_to(&session, &out, &[]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(
         text(&o.stderr).contains(
@@ -572,14 +559,7 @@ fn nothing_to_trace_and_directories_not_ours_are_errors() {
     std::fs::create_dir_all(&empty).unwrap();
     write_parts(&empty, &[(5, vec![process_with(5, "h", &["RANK=0"])])]).unwrap();
     let out = dir.join("k");
-    let o = gpuprof(&[
-        "trace",
-        empty.to_str().unwrap(),
-        "--format",
-        "kineto",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = kineto_to(&empty, &out, &[]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         text(&o.stderr),
@@ -603,16 +583,7 @@ fn nothing_to_trace_and_directories_not_ours_are_errors() {
         )],
     )
     .unwrap();
-    let o = gpuprof(&[
-        "trace",
-        session.to_str().unwrap(),
-        "--format",
-        "kineto",
-        "-o",
-        out.to_str().unwrap(),
-        "--from",
-        "10",
-    ]);
+    let o = kineto_to(&session, &out, &["--from", "10"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).ends_with("no kernel, copy, set, launch call or NVTX range in the window: no Kineto trace written\n"), "{}", text(&o.stderr));
     assert!(!out.exists());
@@ -620,14 +591,7 @@ fn nothing_to_trace_and_directories_not_ours_are_errors() {
     // An output directory holding anything but a Kineto trace is left alone.
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("notes.json"), b"{}").unwrap();
-    let o = gpuprof(&[
-        "trace",
-        session.to_str().unwrap(),
-        "--format",
-        "kineto",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = kineto_to(&session, &out, &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         text(&o.stderr)
@@ -638,14 +602,7 @@ fn nothing_to_trace_and_directories_not_ours_are_errors() {
     assert_eq!(files_in(&out), vec![out.join("notes.json")]);
     // A file is not a directory.
     let file = out.join("notes.json");
-    let o = gpuprof(&[
-        "trace",
-        session.to_str().unwrap(),
-        "--format",
-        "kineto",
-        "-o",
-        file.to_str().unwrap(),
-    ]);
+    let o = kineto_to(&session, &file, &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         text(&o.stderr).contains("is not a directory: the Kineto trace is a directory of files"),
@@ -666,14 +623,7 @@ fn nothing_to_trace_and_directories_not_ours_are_errors() {
     b[40] ^= 0x10;
     std::fs::write(&kernels, b).unwrap();
     let good = dir.join("good");
-    let o = gpuprof(&[
-        "trace",
-        session.to_str().unwrap(),
-        "--format",
-        "kineto",
-        "-o",
-        good.to_str().unwrap(),
-    ]);
+    let o = kineto_to(&session, &good, &[]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
     assert!(
         text(&o.stderr).contains("kernels.parquet"),
