@@ -3,11 +3,11 @@
 /// The protocol version as a literal, checked against the wire crate at compile time.
 macro_rules! protocol_version {
     () => {
-        "6"
+        "7"
     };
 }
 const _: () = assert!(
-    wire::PROTOCOL_VERSION == 6,
+    wire::PROTOCOL_VERSION == 7,
     "update protocol_version!() in collector/src/version.rs"
 );
 

@@ -226,8 +226,8 @@ fn record() -> impl Strategy<Value = Record> {
                 Record::Launch(Launch { correlation_id, cbid, runtime, thread_id: thread_id as u64, start_ns, end_ns })
             }),
         1 => (small(), span()).prop_map(|(kind, (start_ns, end_ns))| Record::Overhead(Overhead { kind, start_ns, end_ns, thread_id: 1 })),
-        3 => (id(), small(), metrics()).prop_map(|(correlation_id, group, metrics)| {
-            Record::KernelCounters(KernelCounters { correlation_id, group, metrics })
+        3 => (id(), small(), metrics(), prop_oneof![Just(0u32), small()]).prop_map(|(correlation_id, group, metrics, range)| {
+            Record::KernelCounters(KernelCounters { correlation_id, group, metrics, range })
         }),
         2 => (small(), span(), metrics()).prop_map(|(device_id, (start_ns, end_ns), metrics)| {
             Record::CounterSample(CounterSample { device_id, start_ns, end_ns, metrics })

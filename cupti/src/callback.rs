@@ -203,3 +203,17 @@ pub unsafe fn c_string(p: *const c_char) -> Option<String> {
     // SAFETY: the caller's contract.
     Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }
+
+/// The graph a graph resource callback (`CUPTI_CBID_RESOURCE_GRAPH*`) is about:
+/// its `resourceDescriptor`, a `CUpti_GraphData` (every pinned release's
+/// `cupti_callbacks.h` has the same fields, `graphExec` last).
+///
+/// # Safety
+/// `r` is the resource data CUPTI passed to a graph resource callback, in which
+/// `resourceDescriptor` is null or a `CUpti_GraphData` valid during the callback;
+/// the reference must not outlive it.
+pub unsafe fn graph_data(r: &cupti_sys::CUpti_ResourceData) -> Option<&cupti_sys::CUpti_GraphData> {
+    let p = r.resourceDescriptor as *const cupti_sys::CUpti_GraphData;
+    // SAFETY: the caller's contract: null or valid during the callback.
+    (!p.is_null()).then(|| unsafe { &*p })
+}

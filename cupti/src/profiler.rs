@@ -450,13 +450,20 @@ impl RangeProfiler {
         )
     }
 
-    /// `cuptiRangeProfilerSetConfig`: auto range (one range per kernel), one range
-    /// per pass, one nesting level, `replay` as asked.
+    /// `cuptiRangeProfilerSetConfig`: auto range (one range per kernel), at most
+    /// `max_ranges` ranges per pass (1 for a kernel launch; a CUDA graph launch's
+    /// kernel nodes, under kernel replay), one nesting level, `replay` as asked.
     ///
     /// # Safety
     /// `image` stays valid and unmoved until the pass is decoded
     /// ([`RangeProfiler::decode`]): CUPTI writes it then.
-    pub unsafe fn set_config(&self, config: &[u8], image: &mut [u8], replay: Replay) -> Result<()> {
+    pub unsafe fn set_config(
+        &self,
+        config: &[u8],
+        image: &mut [u8],
+        replay: Replay,
+        max_ranges: usize,
+    ) -> Result<()> {
         let mut p = CUpti_RangeProfiler_SetConfig_Params::new();
         p.pRangeProfilerObject = self.object;
         p.configSize = config.len();
@@ -468,7 +475,7 @@ impl RangeProfiler {
             Replay::User => CUPTI_UserReplay,
             Replay::Kernel => CUPTI_KernelReplay,
         };
-        p.maxRangesPerPass = 1;
+        p.maxRangesPerPass = max_ranges;
         p.numNestingLevels = 1;
         p.minNestingLevel = 1;
         p.passIndex = 0;

@@ -13,8 +13,9 @@ use cupti_sys::CUpti_CallbackDomain::{
     CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_NVTX, CUPTI_CB_DOMAIN_RESOURCE,
 };
 use cupti_sys::CUpti_CallbackIdResource::{
-    CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
-    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+    CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
+    CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING,
 };
 use cupti_sys::CUpti_driver_api_trace_cbid_enum as cbid;
 use cupti_sys::{CUpti_CallbackData, CUpti_NvtxData, CUpti_ResourceData};
@@ -84,11 +85,18 @@ pub unsafe extern "C" fn on_callback(
                     if let Some(t) = tracer::get() {
                         gemm::on_graph_node_created(t.cupti, r);
                     }
+                    counters::on_graph_resource(cbid, r);
                 }
                 CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED => {
                     if let Some(t) = tracer::get() {
                         gemm::on_graph_node_cloned(t.cupti, r);
                     }
+                    counters::on_graph_resource(cbid, r);
+                }
+                CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED
+                | CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING
+                | CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING => {
+                    counters::on_graph_resource(cbid, r)
                 }
                 _ => {}
             }
@@ -113,21 +121,28 @@ fn on_api(cbid: u32, d: &CUpti_CallbackData) {
         }
     }
     let slot = d.correlationData;
-    let measurable = counters::measurable(cbid);
-    if d.callbackSite == CUPTI_API_ENTER && measurable {
+    let graph_launch = counters::is_graph_launch(cbid);
+    if d.callbackSite == CUPTI_API_ENTER {
         // Before the timestamp: starting a counter range is not the launch's time.
         counters::on_launch_enter(cbid, d);
     }
     let now = callback::timestamp(t.cupti);
     if d.callbackSite == CUPTI_API_ENTER {
         tally::launch_enter();
-        gemm::on_launch_enter(d.correlationId, !measurable);
+        // A graph node created inside this call is this kernel's.
+        counters::graphs::note_launch(if graph_launch {
+            std::ptr::null()
+        } else {
+            d.symbolName
+        });
+        gemm::on_launch_enter(d.correlationId, graph_launch);
         if !slot.is_null() {
             // SAFETY: CUPTI gives each API call an 8-byte slot kept from enter to exit.
             unsafe { *slot = now };
         }
     } else if d.callbackSite == CUPTI_API_EXIT {
         gemm::on_launch_exit();
+        counters::graphs::note_launch(std::ptr::null());
         if tally::single_kernel(cbid) {
             // SAFETY: at API exit CUPTI points `functionReturnValue` at the call's
             // CUresult (checked for null).
@@ -149,9 +164,7 @@ fn on_api(cbid: u32, d: &CUpti_CallbackData) {
             start_ns: start,
             end_ns: now,
         }));
-        if measurable {
-            counters::on_launch_exit(d);
-        }
+        counters::on_launch_exit(d);
     }
 }
 

@@ -34,12 +34,23 @@
 //! once per such kernel and never forever. The context stays busy until its pass is
 //! decoded: launches on it meanwhile are not measured (never waited for).
 //!
-//! Not measured: a launch on a context already being measured, CUDA graph launches
-//! (their kernels are not one range), and launches under stream capture
-//! (`cuStreamIsCapturing` says the stream is capturing, or cannot say): they create
-//! graph nodes instead of running, and starting a range there could invalidate the
-//! application's capture. A pass holding no range (the launch failed) or more than
-//! one gives no record.
+//! **CUDA graph launches** (decode in serving engines): CUPTI gives a graph's kernel
+//! nodes a range each only with auto range and kernel replay, so a measured
+//! `cuGraphLaunch` is configured with the plan's kernel-replay config (every metric
+//! of the set, however many passes: [`Plan::graph`]), a counter data image for as
+//! many ranges as the graph has kernels, and `maxRangesPerPass` that many. CUPTI runs
+//! each kernel node once per pass inside the launch call; range `i` is the `i`-th
+//! kernel in execution order, sent as `KernelCounters` with the launch's correlation
+//! id and `range = i` (the collector matches it to the launch's kernels ordered by
+//! start). Which graphs may be kernel-replayed and how many launches of each are
+//! measured: [`graphs`]. A pass whose range count is not the graph's kernel count
+//! gives no record.
+//!
+//! Not measured: a launch on a context already being measured, and launches under
+//! stream capture (`cuStreamIsCapturing` says the stream is capturing, or cannot
+//! say): they create graph nodes instead of running, and starting a range there
+//! could invalidate the application's capture. A kernel launch's pass holding no
+//! range (the launch failed) or more than one gives no record.
 //!
 //! **Kernel replay** (`GPUPROF_REPLAY=kernel`): the plan is one group holding every
 //! metric of the set, however many passes it needs; `SetConfig` asks for kernel
@@ -74,6 +85,7 @@ use crate::options::{CounterMode, Options, Replay as ReplayOption};
 
 pub mod capture;
 pub mod finished;
+pub mod graphs;
 pub mod policy;
 pub mod sampling;
 
@@ -117,6 +129,23 @@ struct Group {
 /// The pass groups of one device.
 struct Plan {
     groups: Vec<Group>,
+    /// Every metric of the set in one kernel-replay config, for CUDA graph launches
+    /// (group index `groups.len()` in the `CounterPlan`); `None` when the device's
+    /// plan is already kernel replay (group 0 serves) or CUPTI refused it.
+    graph: Option<Group>,
+}
+
+impl Plan {
+    /// The group graph launches are measured with, and its index.
+    fn graph_group(&self) -> Option<(u32, &Group)> {
+        match &self.graph {
+            Some(g) => Some((self.groups.len() as u32, g)),
+            None if SETTINGS.get().is_some_and(|s| s.replay == Replay::Kernel) => {
+                self.groups.first().map(|g| (0, g))
+            }
+            None => None,
+        }
+    }
 }
 
 /// A context's range profiler and counter data images (one per group).
@@ -128,12 +157,16 @@ struct Ctx {
     /// `images`).
     busy: AtomicBool,
     images: Mutex<Vec<Vec<u8>>>,
+    /// The counter data image of a graph launch's pass, sized for its kernels.
+    graph_image: Mutex<Vec<u8>>,
 }
 
 /// A stopped pass waiting to be decoded on the counters thread.
 struct Stopped {
     ctx: Arc<Ctx>,
     group: u32,
+    /// A graph launch: its kernels (ranges expected); `None` for a kernel launch.
+    graph: Option<u32>,
     correlation_id: u32,
     /// Told when the pass is decoded.
     done: Sender<()>,
@@ -146,9 +179,19 @@ pub const DECODE_WAIT: Duration = Duration::from_millis(250);
 struct Started {
     ctx: Arc<Ctx>,
     group: u32,
-    name: String,
-    grid: [u32; 3],
-    block: [u32; 3],
+    what: Measured,
+}
+
+/// What a started measurement measures.
+enum Measured {
+    /// A kernel launch of this key.
+    Kernel {
+        name: String,
+        grid: [u32; 3],
+        block: [u32; 3],
+    },
+    /// A launch of executable graph `exec`, which runs `kernels` kernels.
+    Graph { exec: usize, kernels: u32 },
 }
 
 /// The counters thread's queue. At most one pass per context is in flight, so the
@@ -265,6 +308,7 @@ fn add_context(c: &'static Cupti, ctx: CUcontext, uid: u32, device_id: u32) -> R
             rp,
             busy: AtomicBool::new(false),
             images: Mutex::new(images),
+            graph_image: Mutex::new(Vec::new()),
         }));
     Ok(())
 }
@@ -282,15 +326,33 @@ fn make_plan(c: &'static Cupti, device_id: u32) -> Result<Plan, String> {
     let replay_passes = planned.total_passes();
     let mut groups = Vec::with_capacity(planned.groups.len());
     for host in planned.groups {
-        let mut ids = Vec::with_capacity(host.metrics().len());
-        for name in host.metrics().names() {
-            // SAFETY: a NUL-terminated string we own.
-            let id = unsafe { handoff::intern(name.as_ptr()) }
-                .ok_or("the record channel is full; the plan could not be sent")?;
-            ids.push(id);
-        }
-        groups.push(Group { host, ids });
+        groups.push(group_of(host)?);
     }
+    // Graph launches need kernel replay: one config of every metric of the set.
+    let (graph, graph_note) = match mode {
+        Mode::KernelReplay => (None, graph_policy(replay_passes)),
+        _ => match plan::plan(
+            c.fns(),
+            &chip,
+            Mode::KernelReplay,
+            settings.metrics.as_deref(),
+        ) {
+            Ok(p) => match p.groups.into_iter().next() {
+                Some(host) => {
+                    let note = graph_policy(host.passes());
+                    (Some(group_of(host)?), note)
+                }
+                None => (None, "; CUDA graph launches are not measured".to_string()),
+            },
+            Err(e) => (
+                None,
+                format!(
+                    "; CUDA graph launches are not measured: {}",
+                    e.describe(&format!("{chip} (GPU {device_id}), kernel replay"))
+                ),
+            ),
+        },
+    };
     let mut policy = lock(&POLICY)
         .as_ref()
         .map(|p| p.describe(groups.len()))
@@ -305,14 +367,38 @@ fn make_plan(c: &'static Cupti, device_id: u32) -> Result<Plan, String> {
             if replay_passes == 1 { "" } else { "es" }
         ));
     }
+    policy.push_str(&graph_note);
     handoff::send(Record::CounterPlan(CounterPlan {
         device_id,
         chip,
         mode: "kernel".to_string(),
-        groups: groups.iter().map(|g| g.ids.clone()).collect(),
+        groups: groups.iter().chain(&graph).map(|g| g.ids.clone()).collect(),
         policy,
     }));
-    Ok(Plan { groups })
+    Ok(Plan { groups, graph })
+}
+
+/// A host config with its metric names interned.
+fn group_of(host: HostConfig) -> Result<Group, String> {
+    let mut ids = Vec::with_capacity(host.metrics().len());
+    for name in host.metrics().names() {
+        // SAFETY: a NUL-terminated string we own.
+        let id = unsafe { handoff::intern(name.as_ptr()) }
+            .ok_or("the record channel is full; the plan could not be sent")?;
+        ids.push(id);
+    }
+    Ok(Group { host, ids })
+}
+
+/// How graph launches are measured, for the plan's policy text.
+fn graph_policy(passes: usize) -> String {
+    format!(
+        "; CUDA graph launches: the first {} of each executable graph, every metric \
+         by kernel replay ({passes} pass{} per kernel node), unless the graph can wait \
+         on work outside it or communicates with other GPUs",
+        graphs::GRAPH_LAUNCHES,
+        if passes == 1 { "" } else { "es" }
+    )
 }
 
 /// What the policy and the capture check need of a kernel launch.
@@ -384,9 +470,120 @@ unsafe fn launch_of(cbid: u32, params: *const c_void) -> Option<Launch> {
     }
 }
 
+/// The executable graph and stream of a `cuGraphLaunch` (per-thread default stream
+/// for `_ptsz`) from its params; `None` for other calls.
+///
+/// # Safety
+/// `params` is null or the params struct CUPTI passes for `cbid`.
+unsafe fn graph_launch_of(cbid: u32, params: *const c_void) -> Option<(usize, CUstream, bool)> {
+    if params.is_null() {
+        return None;
+    }
+    match cbid {
+        cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch => {
+            // SAFETY: CUPTI passes this struct for this callback id; valid during it.
+            let p = unsafe { &*(params as *const cupti_sys::cuGraphLaunch_params) };
+            Some((p.hGraph as usize, p.hStream, false))
+        }
+        cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz => {
+            // SAFETY: as above.
+            let p = unsafe { &*(params as *const cupti_sys::cuGraphLaunch_ptsz_params) };
+            Some((p.hGraphExec as usize, p.hStream, true))
+        }
+        _ => None,
+    }
+}
+
+/// The context's range profiler, if this launch may take it (it is not busy).
+fn claim_context(context_uid: u32) -> Option<Arc<Ctx>> {
+    let ctx = CONTEXTS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|x| x.uid == context_uid)
+        .cloned()?;
+    ctx.busy
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .ok()
+        .map(|_| ctx)
+}
+
+/// Graph launch API enter: starts a kernel-replay pass over the graph's kernels if
+/// [`graphs::decide`] measures this launch.
+fn on_graph_launch_enter(d: &CUpti_CallbackData, exec: usize, stream: CUstream, per_thread: bool) {
+    if !nvtx_ranges::admits(Watch::Counters) {
+        return;
+    }
+    let Some(ctx) = claim_context(d.contextUid) else {
+        return;
+    };
+    let Some((group, _)) = ctx.plan.graph_group() else {
+        ctx.busy.store(false, Ordering::Release);
+        return;
+    };
+    let kernels = match graphs::decide(exec) {
+        graphs::Decision::Measure(n) => n,
+        graphs::Decision::Skip => {
+            ctx.busy.store(false, Ordering::Release);
+            return;
+        }
+        graphs::Decision::Refused(why) => {
+            ctx.busy.store(false, Ordering::Release);
+            debug!("graph launch {}: not measured: {why}", d.correlationId);
+            return;
+        }
+    };
+    if !capture::certainly_not_capturing(stream, per_thread) {
+        graphs::undo(exec);
+        ctx.busy.store(false, Ordering::Release);
+        return;
+    }
+    match begin_graph(&ctx, kernels) {
+        Ok(()) => PENDING.with(|p| {
+            *p.borrow_mut() = Some(Started {
+                ctx,
+                group,
+                what: Measured::Graph { exec, kernels },
+            })
+        }),
+        Err(e) => {
+            ctx.busy.store(false, Ordering::Release);
+            fail(e.to_string());
+        }
+    }
+}
+
+/// SetConfig (kernel replay, a range per kernel node) and Start for a graph launch.
+fn begin_graph(ctx: &Ctx, kernels: u32) -> Result<(), api::CallError> {
+    let Some((_, g)) = ctx.plan.graph_group() else {
+        return Ok(());
+    };
+    let ranges = kernels as usize;
+    let mut image = lock(&ctx.graph_image);
+    let size = ctx.rp.counter_data_size(g.host.metrics(), ranges)?;
+    image.clear();
+    image.resize(size, 0);
+    ctx.rp.initialize_image(&mut image)?;
+    // SAFETY: the image lives in `ctx` (kept alive by PENDING, then by the decoder's
+    // queue entry, until the pass is decoded) and is not resized while the context
+    // is busy, so it stays valid and unmoved.
+    unsafe {
+        ctx.rp
+            .set_config(g.host.config(), &mut image, Replay::Kernel, ranges)
+    }?;
+    ctx.rp.start()
+}
+
 /// Launch API enter: starts a range if the policy measures this launch.
 pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData) {
-    if !ON.load(Ordering::Acquire) || d.symbolName.is_null() {
+    if !ON.load(Ordering::Acquire) {
+        return;
+    }
+    // SAFETY: functionParams is the params struct CUPTI passes for `cbid`.
+    if let Some((exec, stream, per_thread)) = unsafe { graph_launch_of(cbid, d.functionParams) } {
+        return on_graph_launch_enter(d, exec, stream, per_thread);
+    }
+    if d.symbolName.is_null() {
         return;
     }
     // SAFETY: functionParams is the params struct CUPTI passes for `cbid`.
@@ -406,20 +603,9 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData) {
     if !nvtx_ranges::admits(Watch::Counters) {
         return;
     }
-    let ctx = CONTEXTS
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .find(|x| x.uid == d.contextUid)
-        .cloned();
-    let Some(ctx) = ctx else { return };
-    if ctx
-        .busy
-        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
+    let Some(ctx) = claim_context(d.contextUid) else {
         return;
-    }
+    };
     // SAFETY: CUPTI's symbol name is a NUL-terminated string valid during the callback.
     let name = unsafe { CStr::from_ptr(d.symbolName) }.to_string_lossy();
     let (group, finished) = match lock(&POLICY).as_mut() {
@@ -450,9 +636,11 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData) {
             *p.borrow_mut() = Some(Started {
                 ctx,
                 group,
-                name: name.into_owned(),
-                grid: launch.grid,
-                block: launch.block,
+                what: Measured::Kernel {
+                    name: name.into_owned(),
+                    grid: launch.grid,
+                    block: launch.block,
+                },
             })
         }),
         Err(e) => {
@@ -473,7 +661,7 @@ fn begin(ctx: &Ctx, group: u32) -> Result<(), api::CallError> {
     // SAFETY: the image lives in `ctx` (kept alive by PENDING, then by the decoder's
     // queue entry, until the pass is decoded) and is never resized, so it stays
     // valid and unmoved.
-    unsafe { ctx.rp.set_config(g.host.config(), image, replay) }?;
+    unsafe { ctx.rp.set_config(g.host.config(), image, replay, 1) }?;
     ctx.rp.start()
 }
 
@@ -483,13 +671,7 @@ pub fn on_launch_exit(d: &CUpti_CallbackData) {
     let Some(started) = PENDING.with(|p| p.borrow_mut().take()) else {
         return;
     };
-    let Started {
-        ctx,
-        group,
-        name,
-        grid,
-        block,
-    } = started;
+    let Started { ctx, group, what } = started;
     let all_passes = match ctx.rp.stop() {
         Ok(all) => all,
         Err(e) => {
@@ -508,6 +690,10 @@ pub fn on_launch_exit(d: &CUpti_CallbackData) {
     let stopped = Stopped {
         ctx,
         group,
+        graph: match what {
+            Measured::Graph { kernels, .. } => Some(kernels),
+            Measured::Kernel { .. } => None,
+        },
         correlation_id: d.correlationId,
         done,
     };
@@ -521,13 +707,22 @@ pub fn on_launch_exit(d: &CUpti_CallbackData) {
     match queue.try_send(stopped) {
         Ok(()) => {
             if decoded.recv_timeout(DECODE_WAIT).is_err() {
-                if let Some(p) = lock(&POLICY).as_mut() {
-                    p.exclude(&name, grid, block);
-                }
+                let what = match &what {
+                    Measured::Kernel { name, grid, block } => {
+                        if let Some(p) = lock(&POLICY).as_mut() {
+                            p.exclude(name, *grid, *block);
+                        }
+                        format!("{name} {grid:?} {block:?}")
+                    }
+                    Measured::Graph { exec, .. } => {
+                        graphs::exclude(*exec);
+                        format!("executable graph {exec:#x}")
+                    }
+                };
                 debug!(
-                    "launch {}: {name} {grid:?} {block:?} had not finished {} ms after \
-                     its launch (it may wait for work issued later); it is decoded when \
-                     it ends, and its launches are not measured again",
+                    "launch {}: {what} had not finished {} ms after its launch (it may \
+                     wait for work issued later); it is decoded when it ends, and its \
+                     launches are not measured again",
                     d.correlationId,
                     DECODE_WAIT.as_millis()
                 );
@@ -575,32 +770,58 @@ fn decoder_thread(rx: Receiver<Stopped>) {
 fn decode(s: &Stopped) -> Result<(), String> {
     let ctx = &s.ctx;
     let dropped = ctx.rp.decode().map_err(|e| e.to_string())?;
-    let g = &ctx.plan.groups[s.group as usize];
-    let images = lock(&ctx.images);
-    let image = &images[s.group as usize];
-    let fns = ctx.rp.fns();
-    let ranges = api::ranges(fns, image).map_err(|e| e.to_string())?;
-    if ranges != 1 || dropped != 0 {
+    match s.graph {
+        None => {
+            let images = lock(&ctx.images);
+            let g = &ctx.plan.groups[s.group as usize];
+            send_ranges(s, g, &images[s.group as usize], 1, dropped)
+        }
+        Some(kernels) => {
+            let Some((_, g)) = ctx.plan.graph_group() else {
+                return Ok(());
+            };
+            let image = lock(&ctx.graph_image);
+            send_ranges(s, g, &image, kernels as usize, dropped)
+        }
+    }
+}
+
+/// Sends each range of a decoded pass as `KernelCounters`, when the pass holds the
+/// `expected` ranges (one per kernel it ran) and dropped none; else nothing, rather
+/// than values attributed to the wrong kernel.
+fn send_ranges(
+    s: &Stopped,
+    g: &Group,
+    image: &[u8],
+    expected: usize,
+    dropped: usize,
+) -> Result<(), String> {
+    let ranges = api::ranges(s.ctx.rp.fns(), image).map_err(|e| e.to_string())?;
+    if ranges != expected || dropped != 0 {
         debug!(
-            "launch {}: {ranges} ranges, {dropped} dropped in its pass; no counters",
+            "launch {}: {ranges} ranges ({expected} expected), {dropped} dropped in its \
+             pass; no counters",
             s.correlation_id
         );
         return Ok(());
     }
-    let mut values = vec![0.0; g.ids.len()];
-    g.host
-        .evaluate(image, 0, &mut values)
-        .map_err(|e| e.to_string())?;
-    handoff::send(Record::KernelCounters(KernelCounters {
-        correlation_id: s.correlation_id,
-        group: s.group,
-        metrics: g
-            .ids
-            .iter()
-            .zip(values)
-            .map(|(&name, value)| MetricValue { name, value })
-            .collect(),
-    }));
+    for range in 0..ranges {
+        let mut values = vec![0.0; g.ids.len()];
+        g.host
+            .evaluate(image, range, &mut values)
+            .map_err(|e| e.to_string())?;
+        handoff::send(Record::KernelCounters(KernelCounters {
+            correlation_id: s.correlation_id,
+            group: s.group,
+            metrics: g
+                .ids
+                .iter()
+                .zip(values)
+                .map(|(&name, value)| MetricValue { name, value })
+                .collect(),
+            range: range as u32,
+        }));
+    }
     Ok(())
 }
 
@@ -621,9 +842,39 @@ pub fn finish(deadline: Instant) {
     }
 }
 
-/// Whether `cbid` is a launch whose kernel can be measured (not a graph launch).
-pub fn measurable(cbid: u32) -> bool {
-    !matches!(
+/// A graph resource callback: what [`graphs`] needs to know which graph launches may
+/// be measured, and how many kernels they run.
+pub fn on_graph_resource(cbid: u32, r: &cupti_sys::CUpti_ResourceData) {
+    use cupti_sys::CUpti_CallbackIdResource::*;
+    if !ON.load(Ordering::Acquire) {
+        return;
+    }
+    // SAFETY: called from the graph resource callbacks with CUPTI's data.
+    let Some(g) = (unsafe { cupti::callback::graph_data(r) }) else {
+        return;
+    };
+    match cbid {
+        CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED => {
+            graphs::on_node_created(g.graph as usize, g.nodeType)
+        }
+        CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED => {
+            graphs::on_node_cloned(g.originalGraph as usize, g.graphExec as usize)
+        }
+        CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED => {
+            graphs::on_exec_created(g.graph as usize, g.graphExec as usize)
+        }
+        CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING => graphs::on_graph_destroyed(g.graph as usize),
+        CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING => {
+            graphs::on_exec_destroyed(g.graphExec as usize)
+        }
+        _ => {}
+    }
+}
+
+/// Whether `cbid` is a graph launch (its kernels are measured together, by kernel
+/// replay).
+pub fn is_graph_launch(cbid: u32) -> bool {
+    matches!(
         cbid,
         cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch
             | cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz

@@ -147,10 +147,8 @@ fn node_id(c: &Cupti, node: cupti_sys::CUgraphNode) -> Option<u64> {
 }
 
 fn graph_data(r: &CUpti_ResourceData) -> Option<&CUpti_GraphData> {
-    let p = r.resourceDescriptor as *const CUpti_GraphData;
-    // SAFETY: for the graph-node resource callbacks CUPTI's resourceDescriptor is a
-    // CUpti_GraphData valid during the callback.
-    (!p.is_null()).then(|| unsafe { &*p })
+    // SAFETY: called from the graph-node resource callbacks with CUPTI's data.
+    unsafe { cupti::callback::graph_data(r) }
 }
 
 const KERNEL_NODE: u32 = cupti_sys::CUgraphNodeType_enum::CU_GRAPH_NODE_TYPE_KERNEL;

@@ -6,8 +6,9 @@ use cupti_sys::CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 use cupti_sys::CUpti_ActivityKind as K;
 use cupti_sys::CUpti_CallbackDomain::{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RESOURCE};
 use cupti_sys::CUpti_CallbackIdResource::{
-    CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
-    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+    CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
+    CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING,
 };
 
 use crate::activity;
@@ -82,10 +83,14 @@ fn enable(t: &Tracer) -> Result<(), String> {
     )
     .map_err(|e| format!("cannot enable CUPTI's context-created callback: {e}"))?;
     // Graph nodes tie kernels replayed from CUDA graphs to the launches (and GEMM
-    // calls) that created them at capture time.
+    // calls) that created them at capture time; graphs and executable graphs tell
+    // which graph launches may be measured (`counters::graphs`).
     for cbid in [
         CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
         CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+        CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
+        CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
+        CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING,
     ] {
         if let Err(e) = callback::enable_callback(c, s, CUPTI_CB_DOMAIN_RESOURCE, cbid) {
             warn!("cannot enable CUPTI's graph-node callback {cbid} ({e}); GEMM shapes of kernels in CUDA graphs will be missing");

@@ -37,6 +37,8 @@ F(cuptiPmSamplingCounterDataImageInitialize); F(cuptiPmSamplingGetCounterDataInf
 F(cuptiPmSamplingCounterDataGetSampleInfo);
 F(cuInit); F(cuDeviceGet); F(cuDevicePrimaryCtxRetain); F(cuCtxSetCurrent); F(cuMemAlloc_v2);
 F(cuModuleLoadData); F(cuModuleGetFunction); F(cuLaunchKernel); F(cuCtxSynchronize);
+F(cuStreamCreate); F(cuStreamBeginCapture_v2); F(cuStreamEndCapture); F(cuGraphInstantiateWithFlags);
+F(cuGraphLaunch); F(cuStreamSynchronize);
 
 /* A zeroed params struct with its STRUCT_SIZE. */
 #define PARAMS(T, v) T v; memset(&v, 0, sizeof v); v.structSize = T##_STRUCT_SIZE
@@ -67,13 +69,15 @@ static const char PTX[] =
 static CUfunction fns[3];
 static CUdeviceptr xbuf;
 
-/* Launches kernel i (0 k_a, 1 k_b, 2 k_c). */
-static void launch(int i) {
+/* Launches kernel i (0 k_a, 1 k_b, 2 k_c) on `stream`. */
+static void launch_on(int i, CUstream stream) {
     static const unsigned grid[3][3] = {{2, 1, 1}, {4, 1, 1}, {3, 2, 1}};
     static const unsigned block[3] = {128, 96, 32};
     void *args[] = {&xbuf};
-    CHECK(p_cuLaunchKernel(fns[i], grid[i][0], grid[i][1], grid[i][2], block[i], 1, 1, 0, NULL, args, NULL));
+    CHECK(p_cuLaunchKernel(fns[i], grid[i][0], grid[i][1], grid[i][2], block[i], 1, 1, 0, stream, args, NULL));
 }
+
+static void launch(int i) { launch_on(i, NULL); }
 
 static CUpti_Profiler_Host_Object *host_init(const char *chip, CUpti_ProfilerType type, CUptiResult *r) {
     PARAMS(CUpti_Profiler_Host_Initialize_Params, hi);
@@ -220,6 +224,58 @@ static CUptiResult pop(CUpti_RangeProfiler_Object *obj) {
     return p_cuptiRangeProfilerPopRange(&p);
 }
 
+/* A CUDA graph of k_a, k_b, k_c (captured on a stream), launched under the range
+ * profiler: auto range with kernel replay (a range per kernel node), auto range with
+ * user replay (not supported for graph kernel nodes), user range with user replay
+ * (the whole graph one range). */
+static void graph_ranges(CUpti_RangeProfiler_Object *obj, CUpti_Profiler_Host_Object *host, uint8_t *cfg,
+                         size_t cfg_size) {
+    CUstream stream;
+    CUgraph graph;
+    CUgraphExec exec;
+    CHECK(p_cuStreamCreate(&stream, 0));
+    CHECK(p_cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_RELAXED));
+    launch_on(0, stream);
+    launch_on(1, stream);
+    launch_on(2, stream);
+    CHECK(p_cuStreamEndCapture(stream, &graph));
+    CHECK(p_cuGraphInstantiateWithFlags(&exec, graph, 0));
+
+    size_t size;
+    uint8_t *img = range_image(obj, 3, &size);
+    OK(set_config(obj, cfg, cfg_size, img, size, CUPTI_AutoRange, CUPTI_KernelReplay, 3, 1));
+    OK(start(obj));
+    CHECK(p_cuGraphLaunch(exec, stream));
+    CHECK(p_cuStreamSynchronize(stream));
+    stop_decode("graph_auto", obj);
+    print_ranges("graph_auto", host, img, size);
+    free(img);
+
+    img = range_image(obj, 3, &size);
+    OK(set_config(obj, cfg, cfg_size, img, size, CUPTI_AutoRange, CUPTI_UserReplay, 3, 1));
+    OK(start(obj));
+    CHECK(p_cuGraphLaunch(exec, stream));
+    CHECK(p_cuStreamSynchronize(stream));
+    PARAMS(CUpti_RangeProfiler_Stop_Params, st);
+    st.pRangeProfilerObject = obj;
+    OK(p_cuptiRangeProfilerStop(&st));
+    PARAMS(CUpti_RangeProfiler_DecodeData_Params, dd);
+    dd.pRangeProfilerObject = obj;
+    printf("err graph_auto_user_replay %d\n", p_cuptiRangeProfilerDecodeData(&dd));
+    free(img);
+
+    img = range_image(obj, 2, &size);
+    OK(set_config(obj, cfg, cfg_size, img, size, CUPTI_UserRange, CUPTI_UserReplay, 2, 1));
+    OK(start(obj));
+    push(obj, "graph");
+    CHECK(p_cuGraphLaunch(exec, stream));
+    CHECK(p_cuStreamSynchronize(stream));
+    OK(pop(obj));
+    stop_decode("graph_user", obj);
+    print_ranges("graph_user", host, img, size);
+    free(img);
+}
+
 static void range_profiler(CUcontext ctx, CUpti_Profiler_Host_Object *host, uint8_t *cfg, size_t cfg_size) {
     PARAMS(CUpti_RangeProfiler_Enable_Params, en);
     en.ctx = ctx;
@@ -309,6 +365,8 @@ static void range_profiler(CUcontext ctx, CUpti_Profiler_Host_Object *host, uint
     stop_decode("nested", obj);
     print_ranges("nested", host, img, size);
     free(img);
+
+    graph_ranges(obj, host, cfg, cfg_size);
 
     PARAMS(CUpti_RangeProfiler_Disable_Params, dis);
     dis.pRangeProfilerObject = obj;
@@ -459,6 +517,8 @@ int main(int argc, char **argv) {
     L(cuda, cuInit); L(cuda, cuDeviceGet); L(cuda, cuDevicePrimaryCtxRetain); L(cuda, cuCtxSetCurrent);
     L(cuda, cuMemAlloc_v2); L(cuda, cuModuleLoadData); L(cuda, cuModuleGetFunction); L(cuda, cuLaunchKernel);
     L(cuda, cuCtxSynchronize);
+    L(cuda, cuStreamCreate); L(cuda, cuStreamBeginCapture_v2); L(cuda, cuStreamEndCapture);
+    L(cuda, cuGraphInstantiateWithFlags); L(cuda, cuGraphLaunch); L(cuda, cuStreamSynchronize);
 
     CUdevice dev;
     CUcontext ctx;

@@ -747,8 +747,9 @@ pub fn rollup_launches(launches: &[Priced], c: &Ceilings) -> Vec<RollupLaunch> {
         .collect()
 }
 
-/// efficiency.rs's rollup: MFU = (Σ F_i / P_i) / Σ t_i, MBU = (Σ B_i / W) / Σ t_i,
-/// AI = Σ F_i / Σ B_i, achieved = Σ F_i / Σ t_i.
+/// rollup.rs's rollup: MFU = (Σ F_i / P_i) / Σ t_i over the launches whose FLOPs and
+/// peak are known, MBU = (Σ B_i / W) / Σ t_i over those with bytes, AI = Σ F_i / Σ B_i,
+/// achieved = Σ F_i / Σ t_i over those with FLOPs.
 pub struct ExpectedRollup {
     pub launches: u64,
     pub gpu_ns: u64,
@@ -757,6 +758,9 @@ pub struct ExpectedRollup {
     pub flops_ns: u64,
     pub bytes: f64,
     pub bytes_ns: u64,
+    /// GPU time MFU and MBU cover.
+    pub mfu_ns: u64,
+    pub mbu_ns: u64,
     pub intensity: Option<f64>,
     pub achieved: Option<f64>,
     pub mfu: Option<f64>,
@@ -775,18 +779,18 @@ pub fn expected_rollup<'a>(
         flops_ns: 0,
         bytes: 0.0,
         bytes_ns: 0,
+        mfu_ns: 0,
+        mbu_ns: 0,
         intensity: None,
         achieved: None,
         mfu: None,
         mbu: None,
     };
     let (mut flops, mut at_peak, mut at_bw, mut ai_f, mut ai_b) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    let (mut any_f, mut any_p, mut any_b) = (false, false, false);
     for l in ls {
         r.launches += 1;
         r.gpu_ns += l.ns;
         if let Some(f) = l.flops {
-            any_f = true;
             flops += f;
             r.flops_ns += l.ns;
             if l.model {
@@ -796,10 +800,10 @@ pub fn expected_rollup<'a>(
             }
             match l.peak {
                 Some(p) => {
-                    any_p = true;
                     at_peak += f / p;
+                    r.mfu_ns += l.ns;
                 }
-                None if f == 0.0 => any_p = true,
+                None if f == 0.0 => r.mfu_ns += l.ns,
                 None => {}
             }
             if let Some(b) = l.bytes {
@@ -810,14 +814,14 @@ pub fn expected_rollup<'a>(
         if let Some(b) = l.bytes {
             r.bytes += b;
             r.bytes_ns += l.ns;
-            any_b = true;
+            r.mbu_ns += l.ns;
             at_bw += b / c.dram;
         }
     }
-    let ns = r.gpu_ns as f64;
-    r.achieved = any_f.then(|| flops * 1e9 / ns);
-    r.mfu = any_p.then(|| at_peak * 1e9 / ns);
-    r.mbu = any_b.then(|| at_bw * 1e9 / ns);
+    let per_ns = |sum: f64, ns: u64| (ns > 0).then(|| sum * 1e9 / ns as f64);
+    r.achieved = per_ns(flops, r.flops_ns);
+    r.mfu = per_ns(at_peak, r.mfu_ns);
+    r.mbu = per_ns(at_bw, r.mbu_ns);
     r.intensity = (ai_b > 0.0).then(|| ai_f / ai_b);
     r
 }
@@ -845,7 +849,9 @@ pub fn assert_rollup(got: &Value, want: &ExpectedRollup, with_bytes: bool, what:
         &format!("{what}: achieved"),
     );
     assert_eq!(got["mfu_pct"], pct(want.mfu), "{what}: mfu_pct");
+    assert_eq!(got["mfu_ns"], json!(want.mfu_ns), "{what}: mfu_ns");
     if with_bytes {
+        assert_eq!(got["mbu_ns"], json!(want.mbu_ns), "{what}: mbu_ns");
         assert_eq!(got["bytes"], num(want.bytes), "{what}: bytes");
         assert_eq!(got["bytes_ns"], json!(want.bytes_ns), "{what}: bytes_ns");
         assert_close(

@@ -73,3 +73,156 @@ fn gemms_replayed_from_a_graph_keep_their_shapes() {
     );
     assert_eq!(eager.len(), 10);
 }
+
+/// The report (JSON) of the cudarc workload recorded with `args` and `env` on the
+/// simulated H100, CUPTI 13.4.
+fn report(scratch: &Scratch, name: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
+    let session = scratch.join(name);
+    let mut cmd = record_on_sim("13.4");
+    cmd.arg("-o")
+        .arg(&session)
+        .arg("--")
+        .arg(artifact("cudarc-llm"))
+        .args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run gpuprof record");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = gpuprof_command()
+        .args(["report", "--format", "json"])
+        .arg(&session)
+        .output()
+        .expect("run gpuprof report");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("report JSON")
+}
+
+/// (shape label) -> (DRAM bytes, MBU %, AI) of the report's decode GEMM shapes (N = 1,
+/// one token; `run` names the report in messages).
+fn shape_bytes(run: &str, report: &Value) -> BTreeMap<String, (f64, f64, f64)> {
+    report["roofline"]["shapes"]
+        .as_array()
+        .expect("shapes")
+        .iter()
+        .filter(|s| s["n"] == 1)
+        .map(|s| {
+            let label = s["shape"].as_str().expect("label").to_string();
+            let get = |k: &str| {
+                s[k].as_f64()
+                    .unwrap_or_else(|| panic!("{run}: {label}: no {k} in {s}"))
+            };
+            let v = (get("bytes"), get("mbu_pct"), get("intensity"));
+            (label, v)
+        })
+        .collect()
+}
+
+/// The NVTX range `name`'s rollup.
+fn range<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["roofline"]["ranges"]
+        .as_array()
+        .expect("ranges")
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no range {name}"))
+}
+
+fn within(got: f64, want: f64, rel: f64) -> bool {
+    (got - want).abs() <= rel * want.abs()
+}
+
+/// With default settings (no `GPUPROF_*`), decode replayed from a CUDA graph gets
+/// per-kernel counters (each executable graph's first launches measured by kernel
+/// replay, a range per kernel node): its DRAM bytes, MBU and AI per decode GEMM
+/// shape, and the decode range's MBU, AI and DRAM bytes, are those of the same work
+/// launched eagerly, and those of the cost model (every launch measured with every
+/// metric: each launch's counters are the model's, `collector_roofline.rs`). The
+/// graph replays 8 times a step of 2 layers (21 kernels).
+#[test]
+fn graph_decode_gets_counters_with_default_settings() {
+    let scratch = Scratch::new("graph-decode-counters");
+    let steps = ["--decode-steps", "8"];
+    let truth = report(
+        &scratch,
+        "truth",
+        &steps,
+        &[
+            ("GPUPROF_REPLAY", "kernel"),
+            ("GPUPROF_COUNTER_LAUNCHES", "0"),
+        ],
+    );
+    let eager = report(&scratch, "eager", &steps, &[]);
+    let graph = report(
+        &scratch,
+        "graph",
+        &["--graph-decode", "--decode-steps", "8"],
+        &[],
+    );
+    let want = shape_bytes("truth", &truth);
+    // Per layer QKV, output, gate-up and down projections, and the LM head.
+    assert_eq!(want.len(), 5);
+    for (name, got) in [
+        ("eager", shape_bytes("eager", &eager)),
+        ("graph", shape_bytes("graph", &graph)),
+    ] {
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            want.keys().collect::<Vec<_>>()
+        );
+        for (label, (bytes, mbu, ai)) in &got {
+            let (b, m, a) = want[label];
+            assert!(
+                within(*bytes, b, 0.05) && within(*mbu, m, 0.05) && within(*ai, a, 0.05),
+                "{name} {label}: bytes {bytes} MBU {mbu} AI {ai}, cost model: {b} {m} {a}"
+            );
+        }
+    }
+    // Those values are the graph's own: of each decode GEMV's launches, those of the
+    // graph's first two replays were measured (2 layers: 4; the LM head once per step,
+    // and once eagerly in prefill: 3).
+    for s in graph["roofline"]["shapes"].as_array().expect("shapes") {
+        if s["n"] == 1 {
+            let per_step = if s["m"] == 32000 { 1 } else { 2 };
+            let eager = u64::from(s["m"] == 32000);
+            assert_eq!(s["bytes_launches"], 2 * per_step + eager, "{s}");
+        }
+    }
+    // 8 replays of a step of 21 kernels.
+    assert_eq!(range(&graph, "decode")["launches"], 8 * 21);
+    let decode = range(&truth, "decode");
+    for (name, r) in [
+        ("eager", range(&eager, "decode")),
+        ("graph", range(&graph, "decode")),
+    ] {
+        for k in ["bytes", "mbu_pct", "intensity"] {
+            let (got, want) = (r[k].as_f64(), decode[k].as_f64());
+            assert!(
+                matches!((got, want), (Some(g), Some(w)) if within(g, w, 0.05)),
+                "{name} decode {k}: {got:?}, cost model {want:?}"
+            );
+        }
+        assert_eq!(
+            r["mbu_ns"], r["gpu_ns"],
+            "{name}: decode has bytes for all of its time"
+        );
+    }
+    // Every graph kernel ran from the graph's measured launches' values: the plan
+    // says how graph launches are measured.
+    let policy = graph["counters"]["plans"][0]["policy"]
+        .as_str()
+        .expect("a policy")
+        .to_string();
+    assert!(
+        policy.contains("CUDA graph launches: the first 2 of each executable graph"),
+        "{policy}"
+    );
+}

@@ -43,7 +43,7 @@ pub mod testing;
 pub use record::*;
 
 /// Version of the record schema and ring layout.
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// Encodes a batch of records as one frame payload (see the module documentation).
 pub fn encode_batch(records: &[Record]) -> Result<Vec<u8>, rmp_serde::encode::Error> {

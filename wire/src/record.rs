@@ -226,6 +226,12 @@ pub struct KernelCounters {
     /// Index of the pass group in the process's [`CounterPlan`].
     pub group: u32,
     pub metrics: Vec<MetricValue>,
+    /// The range's index in its pass: 0 for a kernel launch (its only range); for a
+    /// CUDA graph launch, the position of the kernel in the launch's execution order
+    /// (CUPTI's auto ranges "0", "1", ... of the graph's kernel nodes), which the
+    /// collector matches to the launch's kernels ordered by start time.
+    #[serde(default)]
+    pub range: u32,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]

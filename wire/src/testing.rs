@@ -152,6 +152,18 @@ pub fn counters(corr: u32, group: u32, metrics: &[(u32, f64)]) -> Record {
         correlation_id: corr,
         group,
         metrics: values(metrics),
+        range: 0,
+    })
+}
+
+/// Counter values of range `range` of the pass over launch `corr` (a CUDA graph
+/// launch's `range`-th kernel) from pass group `group`.
+pub fn range_counters(corr: u32, group: u32, range: u32, metrics: &[(u32, f64)]) -> Record {
+    Record::KernelCounters(KernelCounters {
+        correlation_id: corr,
+        group,
+        metrics: values(metrics),
+        range,
     })
 }
 

@@ -27,6 +27,7 @@ fn every_variant() -> Vec<Record> {
                     value: -0.25,
                 },
             ],
+            range: 7,
         }),
         Record::CounterSample(CounterSample {
             device_id: 3,

@@ -578,7 +578,8 @@ impl Aggregator {
         let mut write = None;
         let metrics = &mut self.out.metrics;
         let c = &mut self.out.classes.list[class];
-        if let Some(records) = j.counters {
+        if !j.counters.is_empty() {
+            let records = j.counters;
             c.with_counters += 1;
             let mut seen: Vec<u32> = Vec::new();
             for r in records {
@@ -619,6 +620,9 @@ impl Aggregator {
             (r, w) => Some(r.unwrap_or(0.0) + w.unwrap_or(0.0)),
         };
         c.tally.add(ns, bytes);
+        if k.graph_node_id != 0 {
+            c.graph_calls += 1;
+        }
         c.min_ns = c.min_ns.min(ns);
         c.max_ns = c.max_ns.max(ns);
         c.durations.add(ns);

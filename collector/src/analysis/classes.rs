@@ -95,6 +95,8 @@ pub struct Class {
     pub durations: Durations,
     /// Launches with at least one `KernelCounters` record.
     pub with_counters: u64,
+    /// Launches from a CUDA graph.
+    pub graph_calls: u64,
     /// Every metric of every `KernelCounters` record of its launches: metric id
     /// ([`super::aggregate::MetricNames`]) -> (records carrying it, sum).
     pub metrics: BTreeMap<u32, (u64, f64)>,
@@ -125,6 +127,7 @@ impl Classes {
             max_ns: 0,
             durations: Durations::default(),
             with_counters: 0,
+            graph_calls: 0,
             metrics: BTreeMap::new(),
             flop_metrics: BTreeMap::new(),
         });

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use wire::testing::{counters as kc, graph_kernel, k, kernel, on, process, string, values, Lcg};
+use wire::testing::{
+    counters as kc, graph_kernel, k, kernel, on, process, range_counters, string, values, Lcg,
+};
 use wire::{CounterPlan, CounterSample, CounterStatus, Kernel, Record};
 
 use super::*;
@@ -151,19 +153,27 @@ fn kernels_without_counters_are_listed_as_such() {
 }
 
 #[test]
-fn counters_without_a_single_kernel_are_unattributed() {
+fn counters_without_their_kernel_are_unattributed() {
     let mut r = names();
     r.extend([
-        // A graph launch: two kernels under one correlation id.
-        graph_kernel(1, 9, 1, 0, 10),
-        graph_kernel(2, 9, 2, 10, 20),
-        kc(9, 0, &[(11, 1.0)]),
+        // A graph launch: two kernels under one correlation id, the softmax first.
+        graph_kernel(1, 9, 1, 10, 20),
+        graph_kernel(2, 9, 2, 0, 10),
+        // Its pass's range 1 is the second kernel to start: the gemm.
+        range_counters(9, 0, 1, &[(11, 2.0)]),
+        // A range the launch had no kernel for.
+        range_counters(9, 0, 5, &[(11, 1.0)]),
         // No kernel with this id at all.
         kc(42, 0, &[(11, 1.0)]),
     ]);
     let c = counters(&on(7, r));
     assert_eq!(c.unattributed, 2);
-    assert_eq!(c.kernels_without_counters(), 2);
+    assert_eq!(c.kernels_without_counters(), 1);
+    let gemm = c.kernel("_Z4gemmPfi").unwrap();
+    assert_eq!(gemm.launches_with_counters, 1);
+    let got: Vec<_> = gemm.metrics.iter().map(metric).collect();
+    assert_eq!(got, [("dram__bytes_read.sum", 1, 2.0, 2.0)]);
+    assert_eq!(c.kernel("softmax").unwrap().launches_with_counters, 0);
     assert!(c.any());
 }
 

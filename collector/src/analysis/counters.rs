@@ -47,9 +47,9 @@ pub struct Counters {
     pub sampled: Vec<SampledKernel>,
     /// The sampled time and values with no kernel running.
     pub sample_idle: SampleIdle,
-    /// `KernelCounters` records that could not be joined to exactly one kernel: no
-    /// `Kernel` record with their (pid, correlation id), or several (a graph launch
-    /// shares one correlation id among its kernels).
+    /// `KernelCounters` records that could not be joined to a kernel: no `Kernel`
+    /// record with their (pid, correlation id), or, for a graph launch (whose kernels
+    /// share its correlation id), none at their range's place in its order.
     pub unattributed: u64,
 }
 

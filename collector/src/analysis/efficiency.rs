@@ -212,6 +212,8 @@ struct RowAcc {
     /// math of the shapes -> model FLOPs (count for parts).
     shape_math: BTreeMap<Result<Math, String>, (f64, u64)>,
     bytes_launches: u64,
+    /// Launches from CUDA graphs.
+    graph_calls: u64,
     /// The processes the launches ran in.
     pids: BTreeSet<u32>,
 }
@@ -302,6 +304,7 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
         let acc = &mut accs[row];
         let calls = c.tally.calls;
         acc.calls += calls;
+        acc.graph_calls += c.graph_calls;
         acc.pids.insert(c.key.pid);
         acc.ns = acc.ns.saturating_add(c.tally.ns);
         if let Some(g) = &c.key.gemm {
@@ -476,7 +479,15 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
                 acc.gemm_launches, acc.calls
             )),
             None if counted => {}
-            None => missing.push("no GEMM shape and no FLOP counters".to_string()),
+            None => missing.push(format!(
+                "no GEMM shape and no FLOP counters{}",
+                counter_hint(
+                    a,
+                    &acc.pids,
+                    ": not a cuBLAS GEMM, and no launch measured its FLOP counters \
+                     (GPUPROF_REPLAY=kernel measures every group on each measured launch)"
+                )
+            )),
             Some(FlopSource::Hardware) if hw_math.is_none() && flops.unwrap_or(0.0) > 0.0 => {
                 missing.push("FLOP counters of unknown precision".to_string())
             }
@@ -485,27 +496,31 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
         if counted && !hw_complete {
             if let Some(list) = incomplete.get(&row) {
                 let (config, unmeasured) = &list[0];
-                missing.push(format!(
-                    "no hw FLOPs: FLOP counters never measured on {} of its {} launch \
+                missing.push(
+                    format!(
+                        "no hw FLOPs: FLOP counters never measured on {} of its {} launch \
                      configuration{} (grid {}, block {}: {}{})",
-                    list.len(),
-                    row_configs.len(),
-                    if row_configs.len() == 1 { "" } else { "s" },
-                    dims(config.0),
-                    dims(config.1),
-                    unmeasured.join(", "),
-                    if list.len() > 1 { "; and others" } else { "" }
-                ));
+                        list.len(),
+                        row_configs.len(),
+                        if row_configs.len() == 1 { "" } else { "s" },
+                        dims(config.0),
+                        dims(config.1),
+                        unmeasured.join(", "),
+                        if list.len() > 1 { "; and others" } else { "" }
+                    ) + "; the pass groups rotate over a kernel's launches: a longer run, or \
+                     GPUPROF_REPLAY=kernel (every group on each measured launch), gives them",
+                );
             }
         }
         let (with_bytes, all, sum) = row_bytes[row];
         let bytes: Option<f64> = (with_bytes == all && all > 0).then_some(sum);
         if acc.bytes_launches == 0 {
-            missing.push("no DRAM counters".to_string());
+            missing.push(no_bytes(a, acc));
         } else if bytes.is_none() {
             missing.push(format!(
                 "DRAM bytes for only {with_bytes} of {all} launches (no launch of the same \
-                 launch configuration and GEMM shape measured them)"
+                 launch configuration and GEMM shape measured them; a longer run, or \
+                 GPUPROF_COUNTER_LAUNCHES=0, measures each)"
             ));
         }
         let peaks = gpu_peaks.peaks.as_ref();
@@ -724,6 +739,52 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
     let mut slots: Vec<Option<KernelRow>> = rows.into_iter().map(Some).collect();
     out.kernels = order.iter().filter_map(|&i| slots[i].take()).collect();
     out
+}
+
+/// How the processes `pids` collected counters: `hint` when per kernel (a kernel-mode
+/// plan, or any kernel with counters), what stands in the way otherwise (counters
+/// off, PM sampling only).
+fn counter_hint(a: &Aggregate, pids: &BTreeSet<u32>, hint: &str) -> String {
+    let modes: BTreeSet<&str> = a
+        .plans
+        .iter()
+        .filter(|p| pids.contains(&p.pid))
+        .map(|p| p.mode.as_str())
+        .collect();
+    let measured = a
+        .classes
+        .list
+        .iter()
+        .any(|c| c.with_counters > 0 && pids.contains(&c.key.pid));
+    if modes.contains("kernel") || measured {
+        hint.to_string()
+    } else if modes.is_empty() {
+        ": hardware counters were off (the Counters section says why)".to_string()
+    } else {
+        ": PM sampling measures the GPU, not each kernel".to_string()
+    }
+}
+
+/// Why a kernel row has no DRAM counters at all, and what would give them.
+fn no_bytes(a: &Aggregate, acc: &RowAcc) -> String {
+    let launches = if acc.calls == 1 {
+        "its launch was not".to_string()
+    } else {
+        format!("none of its {} launches was", acc.calls)
+    };
+    let why = if acc.graph_calls == acc.calls {
+        format!(
+            ": {launches} measured, from CUDA graphs (graphs that kernel replay could harm \
+             are not: the debug log says which; GPUPROF_COUNTERS=sampling samples every \
+             graph)"
+        )
+    } else {
+        format!(
+            ": {launches} measured (one launch at a time per context is; a longer run, \
+             GPUPROF_COUNTER_LAUNCHES=0, or GPUPROF_COUNTERS=sampling)"
+        )
+    };
+    format!("no DRAM counters{}", counter_hint(a, &acc.pids, &why))
 }
 
 #[cfg(test)]

@@ -212,19 +212,35 @@ fn missing_values_say_what_for_which_kernel() {
         .iter()
         .map(|m| (m.kernel.as_str(), m.gpu.as_str(), m.what.as_str()))
         .collect();
+    // Each says what would give the value: pid 1 measured kernels (so another run can
+    // measure these), pid 2 had no counters at all.
+    let unmeasured = "no DRAM counters: its launch was not measured (one launch at a time \
+                      per context is; a longer run, GPUPROF_COUNTER_LAUNCHES=0, or \
+                      GPUPROF_COUNTERS=sampling)";
+    let off = ": hardware counters were off (the Counters section says why)";
     assert_eq!(
         missing,
         vec![
-            ("splitKreduce_kernel", H100, "no DRAM counters"),
+            ("splitKreduce_kernel", H100, unmeasured),
             (
                 "worker_kernel",
                 "Mystery GPU",
-                "no GEMM shape and no FLOP counters"
+                format!("no GEMM shape and no FLOP counters{off}").as_str()
             ),
-            ("worker_kernel", "Mystery GPU", "no DRAM counters"),
+            (
+                "worker_kernel",
+                "Mystery GPU",
+                format!("no DRAM counters{off}").as_str()
+            ),
             ("worker_kernel", "Mystery GPU", "no peaks for Mystery GPU"),
-            ("worker_kernel", H100, "no GEMM shape and no FLOP counters"),
-            ("worker_kernel", H100, "no DRAM counters"),
+            (
+                "worker_kernel",
+                H100,
+                "no GEMM shape and no FLOP counters: not a cuBLAS GEMM, and no launch \
+                 measured its FLOP counters (GPUPROF_REPLAY=kernel measures every group on \
+                 each measured launch)"
+            ),
+            ("worker_kernel", H100, unmeasured),
             (
                 "GEMM 4096x1x4096 x1 bf16·bf16->bf16 (fp32)",
                 H100,
@@ -286,14 +302,18 @@ fn family_range_and_run_rollups() {
     assert_eq!((g.launches, g.gpu_ns, g.flops_ns), (3, 172_000, 172_000));
     assert_eq!((g.model_flops, g.hw_flops), (gemm_flops, 0.0));
     assert_eq!(g.mfu, Some(gemm_flops / H100_BF16 * 1e9 / 172_000.0));
-    // Bytes: the main kernel's two launches; the reduction has none.
+    // Bytes: the main kernel's two launches; the reduction has none, so MBU is over
+    // the main kernel's time, which is what it covers (not 0 % for the reduction).
     assert_eq!((g.bytes, g.bytes_ns), (134_225_920.0, 170_000));
-    assert_eq!(g.mbu, Some(134_225_920.0 / H100_BW * 1e9 / 172_000.0));
+    assert_eq!((g.mfu_ns, g.mbu_ns), (172_000, 170_000));
+    assert_eq!(g.mbu, Some(134_225_920.0 / H100_BW * 1e9 / 170_000.0));
+    assert_eq!(g.mbu_coverage(), Some(170_000.0 / 172_000.0));
     assert_eq!(g.intensity, Some(gemm_flops / 134_225_920.0));
 
     let other = &e.families[3];
     assert_eq!((other.launches, other.gpu_ns, other.flops_ns), (2, 2000, 0));
     assert_eq!((other.mfu, other.mbu, other.achieved), (None, None, None));
+    assert_eq!((other.mfu_ns, other.mbu_ns), (0, 0));
 
     // Prefill: the big GEMM (model), RMS norm and flash (hardware).
     let names: Vec<&str> = e.ranges.iter().map(|r| r.name.as_str()).collect();
@@ -312,28 +332,38 @@ fn family_range_and_run_rollups() {
     assert_eq!(pct1(p.mbu), 33.5);
 
     // Decode: GEMM main + reduction, RMS norm (bytes from the prefill launch's mean),
-    // the worker (nothing known, its time still counts).
+    // the worker (nothing known). Its counters were removed, as were the reduction's:
+    // MFU and MBU are over the time they cover, not over all of it with the unknown
+    // counted as 0 (which gave 0.1 % and 46.2 %), and say how much that is.
     let d = &e.ranges[1];
     assert_eq!((d.launches, d.gpu_ns, d.flops_ns), (4, 23_000, 22_000));
+    assert_eq!((d.mfu_ns, d.mbu_ns, d.bytes_ns), (22_000, 20_000, 20_000));
     assert_eq!(d.model_flops, 33_554_432.0);
     assert_eq!(d.hw_flops, 2500.0);
     assert_eq!(
         d.mfu,
-        Some((33_554_432.0 / H100_BF16 + 2500.0 / H100_FP32) * 1e9 / 23_000.0)
+        Some((33_554_432.0 / H100_BF16 + 2500.0 / H100_FP32) * 1e9 / 22_000.0)
     );
     assert_eq!(d.bytes, 33_562_624.0 + 2_000_000.0);
-    assert_eq!(pct1(d.mbu), 46.2);
+    assert_eq!(
+        d.mbu,
+        Some((33_562_624.0 / H100_BW + 2_000_000.0 / H100_BW) * 1e9 / 20_000.0)
+    );
+    assert_eq!(pct1(d.mbu), 53.1);
+    assert_eq!(d.mbu_coverage(), Some(20_000.0 / 23_000.0));
 
     // The run: every launch of both processes; pid 2's GPU has no peaks.
     let r = &e.run;
     assert_eq!((r.launches, r.gpu_ns), (8, 294_000));
     assert_eq!(r.model_flops, gemm_flops);
     assert_eq!(r.hw_flops, 5000.0 + 49_470_000_000.0);
+    // Both workers (one per process) have no FLOPs: MFU covers the other 292 µs.
+    assert_eq!(r.mfu_ns, 292_000);
     assert_eq!(
         r.mfu,
         Some(
             (gemm_flops / H100_BF16 + 5000.0 / H100_FP32 + 49_470_000_000.0 / H100_BF16) * 1e9
-                / 294_000.0
+                / 292_000.0
         )
     );
     assert!(e.any());
@@ -406,7 +436,8 @@ fn hardware_flops_need_every_planned_counter_of_each_launch_configuration() {
             "no hw FLOPs: FLOP counters never measured on 1 of its 1 launch configuration \
              (grid 1x1x1, block 128x1x1: smsp__sass_thread_inst_executed_op_dfma_pred_on.sum, \
              smsp__sass_thread_inst_executed_op_fadd_pred_on.sum, \
-             smsp__sass_thread_inst_executed_op_ffma_pred_on.sum)"
+             smsp__sass_thread_inst_executed_op_ffma_pred_on.sum); the pass groups rotate over a kernel's launches: a longer run, or \
+             GPUPROF_REPLAY=kernel (every group on each measured launch), gives them"
         ]
     );
     assert_eq!(
@@ -414,7 +445,8 @@ fn hardware_flops_need_every_planned_counter_of_each_launch_configuration() {
         vec![
             "no hw FLOPs: FLOP counters never measured on 1 of its 1 launch configuration \
              (grid 1x1x1, block 128x1x1: sm__ops_path_tensor_src_bf16_dst_fp32.sum, \
-             smsp__sass_thread_inst_executed_op_dfma_pred_on.sum)"
+             smsp__sass_thread_inst_executed_op_dfma_pred_on.sum); the pass groups rotate over a kernel's launches: a longer run, or \
+             GPUPROF_REPLAY=kernel (every group on each measured launch), gives them"
         ]
     );
     // Model FLOPs need no counters.
@@ -508,21 +540,21 @@ Roofline by GEMM shape (M x N x K x batch, A·B->D types, compute type)
       1  160.000      137.44G  1365.33  858.99T   86.8   18.8  compute  4096x4096x4096 x1 bf16·bf16->bf16 (fp32) [NVIDIA H100 80GB HBM3]
       1   12.000       33.55M        -    2.80T    0.3      -  -        4096x1x4096 x1 bf16·bf16->bf16 (fp32) [NVIDIA H100 80GB HBM3]
 
-Roofline by kernel family (MFU, MBU: time-weighted, (Σ FLOPs / peak) / Σ time)
-  launches   GPU µs  time %  model FLOPs  hw FLOPs  DRAM bytes       AI   FLOP/s  MFU %  MBU %  family
-         3  172.000   58.50      137.47G         0     134.23M  1024.19  799.26T   80.8   23.3  GEMM
-         1  100.000   34.01            0    49.47G     200.00M   247.35  494.70T   50.0   59.7  attention
-         2   20.000    6.80            0     5.00k       4.00M   0.0013  250.00M    0.0    6.0  reduction
-         2    2.000    0.68            0         0           0        -        -      -      -  other
+Roofline by kernel family (MFU, MBU: time-weighted over the launches with FLOPs, bytes; (N%): GPU time covered)
+  launches   GPU µs  time %  model FLOPs  hw FLOPs     DRAM bytes       AI   FLOP/s  MFU %       MBU %  family
+         3  172.000   58.50      137.47G         0  134.23M (98%)  1024.19  799.26T   80.8  23.6 (98%)  GEMM
+         1  100.000   34.01            0    49.47G        200.00M   247.35  494.70T   50.0        59.7  attention
+         2   20.000    6.80            0     5.00k          4.00M   0.0013  250.00M    0.0         6.0  reduction
+         2    2.000    0.68            0         0              -        -        -      -           -  other
 
 Roofline by NVTX range
-  launches   GPU µs  time %  model FLOPs  hw FLOPs  DRAM bytes      AI   FLOP/s  MFU %  MBU %  range
-         3  270.000   91.84      137.44G    49.47G     302.66M  617.55  692.26T   70.0   33.5  prefill
-         4   23.000    7.82       33.55M     2.50k      35.56M  0.9436    1.46T    0.1   46.2  decode
+  launches   GPU µs  time %  model FLOPs  hw FLOPs    DRAM bytes      AI   FLOP/s      MFU %       MBU %  range
+         3  270.000   91.84      137.44G    49.47G       302.66M  617.55  692.26T       70.0        33.5  prefill
+         4   23.000    7.82       33.55M     2.50k  35.56M (86%)  0.9436    1.53T  0.2 (95%)  53.1 (86%)  decode
 
 Roofline of the run
-  launches   GPU µs  time %  model FLOPs  hw FLOPs  DRAM bytes      AI   FLOP/s  MFU %  MBU %
-         8  294.000  100.00      137.47G    49.47G     338.23M  552.71  635.86T   64.3   34.3  run
+  launches   GPU µs  time %  model FLOPs  hw FLOPs     DRAM bytes      AI   FLOP/s       MFU %       MBU %
+         8  294.000  100.00      137.47G    49.47G  338.23M (98%)  552.71  640.21T  64.7 (99%)  34.8 (98%)  run
 
 Peaks (dense)
   NVIDIA H100 80GB HBM3 (pid 1 device 0)
@@ -536,12 +568,16 @@ Peaks (dense)
       rates of architecture sm_75 (known: sm_80, sm_86, sm_89, sm_90, sm_100); give them in a peaks file (--peaks)
 
 Roofline values missing
-  splitKreduce_kernel [NVIDIA H100 80GB HBM3]: no DRAM counters
-  worker_kernel [Mystery GPU]: no GEMM shape and no FLOP counters
-  worker_kernel [Mystery GPU]: no DRAM counters
+  splitKreduce_kernel [NVIDIA H100 80GB HBM3]: no DRAM counters: its launch was not measured (one launch at a time per
+    context is; a longer run, GPUPROF_COUNTER_LAUNCHES=0, or GPUPROF_COUNTERS=sampling)
+  worker_kernel [Mystery GPU]: no GEMM shape and no FLOP counters: hardware counters were off (the Counters section says
+    why)
+  worker_kernel [Mystery GPU]: no DRAM counters: hardware counters were off (the Counters section says why)
   worker_kernel [Mystery GPU]: no peaks for Mystery GPU
-  worker_kernel [NVIDIA H100 80GB HBM3]: no GEMM shape and no FLOP counters
-  worker_kernel [NVIDIA H100 80GB HBM3]: no DRAM counters
+  worker_kernel [NVIDIA H100 80GB HBM3]: no GEMM shape and no FLOP counters: not a cuBLAS GEMM, and no launch measured
+    its FLOP counters (GPUPROF_REPLAY=kernel measures every group on each measured launch)
+  worker_kernel [NVIDIA H100 80GB HBM3]: no DRAM counters: its launch was not measured (one launch at a time per context
+    is; a longer run, GPUPROF_COUNTER_LAUNCHES=0, or GPUPROF_COUNTERS=sampling)
   GEMM 4096x1x4096 x1 bf16·bf16->bf16 (fp32) [NVIDIA H100 80GB HBM3]: no DRAM counters for this GEMM shape
 ";
 
@@ -668,9 +704,11 @@ fn counters_scale_within_a_launch_configuration_only() {
         [
             "no hw FLOPs: FLOP counters never measured on 1 of its 2 launch configurations \
              (grid 1x1x1, block 128x1x1: smsp__sass_thread_inst_executed_op_fadd_pred_on.sum, \
-             smsp__sass_thread_inst_executed_op_ffma_pred_on.sum)",
+             smsp__sass_thread_inst_executed_op_ffma_pred_on.sum); the pass groups rotate over a kernel's launches: a longer run, or \
+             GPUPROF_REPLAY=kernel (every group on each measured launch), gives them",
             "DRAM bytes for only 2 of 3 launches (no launch of the same launch configuration \
-             and GEMM shape measured them)"
+             and GEMM shape measured them; a longer run, or GPUPROF_COUNTER_LAUNCHES=0, \
+             measures each)"
         ]
     );
 }

@@ -177,6 +177,7 @@ mod tests {
                     correlation_id: 1,
                     group: 0,
                     metrics: vec![metric(1.0), metric(f64::NAN)],
+                    range: 0,
                 }),
             ),
             (
@@ -185,6 +186,7 @@ mod tests {
                     correlation_id: 2,
                     group: 0,
                     metrics: vec![metric(f64::MAX)],
+                    range: 0,
                 }),
             ),
             (
@@ -193,6 +195,7 @@ mod tests {
                     correlation_id: 3,
                     group: 0,
                     metrics: vec![metric(-1e30), metric(1e30)],
+                    range: 0,
                 }),
             ),
             (2, gemm(5, 1, 0, 1 << 24, 1 << 24, 1 << 24)),

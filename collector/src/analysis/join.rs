@@ -62,9 +62,10 @@ pub struct Joined<'a> {
     pub kernel: &'a Kernel,
     pub launch: Option<LaunchInfo>,
     pub gemm: Option<&'a Gemm>,
-    /// Its counter records, when its correlation id is that of no other kernel in the
-    /// window; `None` without any.
-    pub counters: Option<&'a [KernelCounters]>,
+    /// Its counter records (empty without any): those of its correlation id, and for
+    /// a kernel launched from a CUDA graph those whose range is its place in the
+    /// launch's order ([`Joiner`]).
+    pub counters: Vec<&'a KernelCounters>,
 }
 
 /// Graph node records: which launch created a node under stream capture, and which
@@ -93,6 +94,27 @@ impl Graphs {
                 None => return Ok(None),
             }
         }
+    }
+}
+
+/// A kernel's place in its launch's order: (start, end, graph node id).
+type Order = (u64, u64, u64);
+
+/// The kernels of one CUDA graph launch seen in the window.
+#[derive(Debug, Default)]
+struct GraphLaunch {
+    /// Each kernel's [`Order`], as they came.
+    kernels: Vec<Order>,
+    finalized: usize,
+    part: usize,
+}
+
+impl GraphLaunch {
+    /// The position of `k` among the launch's kernels by start (then end, then node):
+    /// CUPTI's auto range index of the kernel in a pass over the launch.
+    fn rank(&self, k: &Kernel) -> u32 {
+        let own = (k.start_ns, k.end_ns, k.graph_node_id);
+        self.kernels.iter().filter(|o| **o < own).count() as u32
     }
 }
 
@@ -128,16 +150,16 @@ pub struct Joiner {
     captured: AHashSet<(u32, u32)>,
     /// Kernels not yet finalized, in arrival order, with their part.
     kernels: VecDeque<Waiting>,
-    /// Graph kernels per (pid, correlation id) in the window, and the last part one
-    /// came in.
-    kernel_ids: AHashMap<(u32, u32), (u32, usize)>,
+    /// Graph kernels per (pid, correlation id) in the window: each one's place in
+    /// the launch's order, how many were finalized, the last part one came in.
+    kernel_ids: AHashMap<(u32, u32), GraphLaunch>,
     counters: AHashMap<(u32, u32), (usize, Vec<KernelCounters>)>,
     /// `Gemm` records that met no kernel.
     pub gemm_unjoined: u64,
     /// Graph kernels whose node chain has a cycle.
     pub gemm_cycles: u64,
-    /// `KernelCounters` records joined to no kernel, or to a correlation id several
-    /// kernels share.
+    /// `KernelCounters` records joined to no kernel (for a graph launch: of a range
+    /// none of its kernels had).
     pub counters_unattributed: u64,
 }
 
@@ -206,12 +228,9 @@ impl Joiner {
         // A launch API call makes one kernel; only a graph launch makes several
         // under one correlation id, so only those are counted.
         if k.graph_node_id != 0 {
-            let e = self
-                .kernel_ids
-                .entry((pid, k.correlation_id))
-                .or_insert((0, self.part));
-            e.0 += 1;
-            e.1 = self.part;
+            let e = self.kernel_ids.entry((pid, k.correlation_id)).or_default();
+            e.kernels.push((k.start_ns, k.end_ns, k.graph_node_id));
+            e.part = self.part;
         }
         // Launch and GEMM records come before their kernel (API callbacks, then
         // activity buffers): join them now, so they need not be held long; a kernel
@@ -302,17 +321,22 @@ impl Joiner {
                 None
             }),
         };
-        let unique = k.graph_node_id == 0
-            || self
-                .kernel_ids
-                .get(&(pid, k.correlation_id))
-                .is_some_and(|(n, _)| *n == 1);
-        let counters = if unique {
-            self.counters
-                .get(&(pid, k.correlation_id))
-                .map(|(_, c)| c.as_slice())
-        } else {
+        let key = (pid, k.correlation_id);
+        // A graph launch's kernels share its id: each takes the range of its place.
+        let graph = if k.graph_node_id == 0 {
             None
+        } else {
+            self.kernel_ids.get_mut(&key).map(|g| {
+                g.finalized += 1;
+                (g.rank(k), g.finalized == g.kernels.len())
+            })
+        };
+        let counters: Vec<&KernelCounters> = match self.counters.get(&key) {
+            None => Vec::new(),
+            Some((_, records)) => match graph {
+                None => records.iter().collect(),
+                Some((rank, _)) => records.iter().filter(|c| c.range == rank).collect(),
+            },
         };
         finalize(Joined {
             pid,
@@ -321,9 +345,20 @@ impl Joiner {
             gemm: gemm.as_ref(),
             counters,
         });
-        if unique {
+        match graph {
             // Joined: its counters are done with.
-            self.counters.remove(&(pid, k.correlation_id));
+            None => {
+                self.counters.remove(&key);
+            }
+            // The launch's last kernel: records of ranges no kernel had are counted.
+            Some((_, true)) => {
+                if let Some((_, records)) = self.counters.remove(&key) {
+                    let used = self.kernel_ids.get(&key).map_or(0, |g| g.kernels.len());
+                    self.counters_unattributed +=
+                        records.iter().filter(|c| c.range as usize >= used).count() as u64;
+                }
+            }
+            Some((_, false)) => {}
         }
     }
 
@@ -387,7 +422,7 @@ impl Joiner {
         let gone: Vec<(u32, u32)> = self
             .kernel_ids
             .iter()
-            .filter(|(_, (_, p))| old(self, *p))
+            .filter(|(_, g)| old(self, g.part))
             .map(|(k, _)| *k)
             .collect();
         for k in gone {

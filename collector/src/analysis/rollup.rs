@@ -6,10 +6,18 @@
 //! FLOP/s of launch i's precision on its GPU and `W_i` its GPU's DRAM bandwidth:
 //! - time-weighted MFU = `(Σ F_i / P_i) / Σ t_i`: the share of the rollup's GPU time
 //!   its FLOPs would take at peak, which is `total FLOPs / total time / peak` when one
-//!   peak applies. The numerator sums the launches whose FLOPs and peak are known; the
-//!   denominator is all the rollup's GPU time, so launches without FLOPs count as 0 %;
-//! - time-weighted MBU = `(Σ B_i / W_i) / Σ t_i`, the same way;
-//! - AI = `Σ F_i / Σ B_i` over the launches with both; achieved = `Σ F_i / Σ t_i`.
+//!   peak applies. Both sums run over the launches whose FLOPs and peak are known
+//!   (a launch known to do no FLOPs counts, at 0 %): a launch whose FLOPs are unknown
+//!   is left out of both, never counted as 0 %. [`Rollup::mfu_ns`] is the GPU time
+//!   the value covers, so a rollup whose launches are partly unknown says so
+//!   ("42.1 (94%)" in the table) instead of showing a smaller number that looks
+//!   complete;
+//! - time-weighted MBU = `(Σ B_i / W_i) / Σ t_i`, the same way over the launches
+//!   whose DRAM bytes and bandwidth are known ([`Rollup::mbu_ns`]);
+//! - AI = `Σ F_i / Σ B_i` over the launches with both; achieved = `Σ F_i / Σ t_i`
+//!   over the launches with FLOPs ([`Rollup::flops_ns`]). Model FLOPs, hardware
+//!   FLOPs and DRAM bytes are sums over the launches that have them; the `*_ns`
+//!   fields say how much of the GPU time that is.
 //!
 //! NVTX ranges cover kernels as in [`super::nvtx`] (start/end ranges: kernels of the
 //! process starting inside; push/pop ranges: kernels launched on that thread inside),
@@ -60,6 +68,10 @@ pub struct Rollup {
     pub flops_ns: u64,
     pub bytes: f64,
     pub bytes_ns: u64,
+    /// GPU time of the launches MFU covers (FLOPs and peak known), and MBU covers
+    /// (bytes and bandwidth known).
+    pub mfu_ns: u64,
+    pub mbu_ns: u64,
     /// FLOP/byte.
     pub intensity: Option<f64>,
     /// FLOP/s.
@@ -176,7 +188,6 @@ fn rollup<'a>(name: &str, items: impl Iterator<Item = (&'a ClassValues, &'a Tall
     };
     let (mut flops, mut flops_at_peak, mut bytes_at_bw) = (0.0, 0.0, 0.0);
     let (mut ai_flops, mut ai_bytes) = (0.0, 0.0);
-    let (mut any_flops, mut any_peak, mut any_bw) = (false, false, false);
     for (v, t) in items {
         if t.calls == 0 {
             continue;
@@ -186,7 +197,6 @@ fn rollup<'a>(name: &str, items: impl Iterator<Item = (&'a ClassValues, &'a Tall
         r.gpu_ns = r.gpu_ns.saturating_add(t.ns);
         let bytes = v.bytes_mean.map(|m| with_mean(t, m));
         if let Some(f) = v.flops {
-            any_flops = true;
             flops += f * n;
             r.flops_ns = r.flops_ns.saturating_add(t.ns);
             match v.source {
@@ -194,10 +204,10 @@ fn rollup<'a>(name: &str, items: impl Iterator<Item = (&'a ClassValues, &'a Tall
                 _ => r.hw_flops += f * n,
             }
             if let Some(p) = v.peak.filter(|p| *p > 0.0) {
-                any_peak = true;
                 flops_at_peak += f / p * n;
+                r.mfu_ns = r.mfu_ns.saturating_add(t.ns);
             } else if f == 0.0 {
-                any_peak = true;
+                r.mfu_ns = r.mfu_ns.saturating_add(t.ns);
             }
             if let Some(b) = bytes {
                 ai_flops += f * n;
@@ -208,17 +218,32 @@ fn rollup<'a>(name: &str, items: impl Iterator<Item = (&'a ClassValues, &'a Tall
             r.bytes += b;
             r.bytes_ns = r.bytes_ns.saturating_add(t.ns);
             if let Some(w) = v.bandwidth.filter(|w| *w > 0.0) {
-                any_bw = true;
                 bytes_at_bw += b / w;
+                r.mbu_ns = r.mbu_ns.saturating_add(t.ns);
             }
         }
     }
-    if r.gpu_ns > 0 {
-        let ns = r.gpu_ns as f64;
-        r.achieved = any_flops.then(|| flops * 1e9 / ns);
-        r.mfu = any_peak.then(|| flops_at_peak * 1e9 / ns);
-        r.mbu = any_bw.then(|| bytes_at_bw * 1e9 / ns);
-    }
+    let per_ns = |sum: f64, ns: u64| (ns > 0).then(|| sum * 1e9 / ns as f64);
+    r.achieved = per_ns(flops, r.flops_ns);
+    r.mfu = per_ns(flops_at_peak, r.mfu_ns);
+    r.mbu = per_ns(bytes_at_bw, r.mbu_ns);
     r.intensity = (ai_bytes > 0.0).then(|| ai_flops / ai_bytes);
     r
+}
+
+impl Rollup {
+    /// The share of the rollup's GPU time that MFU covers (0 to 1), `None` without
+    /// GPU time.
+    pub fn mfu_coverage(&self) -> Option<f64> {
+        coverage(self.mfu_ns, self.gpu_ns)
+    }
+
+    /// The share of the rollup's GPU time that MBU covers.
+    pub fn mbu_coverage(&self) -> Option<f64> {
+        coverage(self.mbu_ns, self.gpu_ns)
+    }
+}
+
+fn coverage(part_ns: u64, all_ns: u64) -> Option<f64> {
+    (all_ns > 0).then(|| part_ns as f64 / all_ns as f64)
 }

@@ -54,6 +54,16 @@ pub fn uuid_string(u: &[u8; 16]) -> String {
     )
 }
 
+/// The run's MFU and MBU numerators (seconds at peak) and the GPU time each covers, at
+/// the previous update: the window values are their changes.
+#[derive(Debug, Default, Clone, Copy)]
+struct PrevRun {
+    at_peak_s: f64,
+    at_bw_s: f64,
+    mfu_ns: u64,
+    mbu_ns: u64,
+}
+
 /// The live aggregate and what the series need between updates.
 pub struct Live {
     aggregator: Aggregator,
@@ -61,9 +71,8 @@ pub struct Live {
     kernels: Capped,
     ranges: Capped,
     window: dcgm::Window,
-    /// Σ FLOPs/peak, Σ bytes/bandwidth (both in seconds) and GPU ns of the run at
-    /// the previous update, for the window's MFU and MBU.
-    prev_run: (f64, f64, u64),
+    /// For the window's MFU and MBU.
+    prev_run: PrevRun,
     /// PM sampling windows received since the previous update (pid, window), and the
     /// fields the last windows of each GPU gave (kept until new windows come).
     samples: Vec<(u32, CounterSample)>,
@@ -82,7 +91,7 @@ impl Live {
             kernels: Capped::new(top),
             ranges: Capped::new(top),
             window: dcgm::Window::default(),
-            prev_run: (0.0, 0.0, 0),
+            prev_run: PrevRun::default(),
             samples: Vec::new(),
             sampled: BTreeMap::new(),
         }
@@ -163,18 +172,20 @@ impl Live {
         out.run = rollup_totals(&e.run);
         out.mfu = e.run.mfu;
         out.mbu = e.run.mbu;
-        let peak_s = e.run.mfu.unwrap_or(0.0) * e.run.gpu_ns as f64;
-        let bw_s = e.run.mbu.unwrap_or(0.0) * e.run.gpu_ns as f64;
-        let (prev_peak, prev_bw, prev_ns) = self.prev_run;
-        let d_ns = e.run.gpu_ns.saturating_sub(prev_ns);
-        if d_ns > 0 {
-            out.window_mfu = e
-                .run
-                .mfu
-                .map(|_| ((peak_s - prev_peak) / d_ns as f64).max(0.0));
-            out.window_mbu = e.run.mbu.map(|_| ((bw_s - prev_bw) / d_ns as f64).max(0.0));
-        }
-        self.prev_run = (peak_s, bw_s, e.run.gpu_ns);
+        // Σ(FLOPs / peak) and Σ(bytes / bandwidth), in seconds, over the time each covers.
+        let now = PrevRun {
+            at_peak_s: e.run.mfu.unwrap_or(0.0) * e.run.mfu_ns as f64,
+            at_bw_s: e.run.mbu.unwrap_or(0.0) * e.run.mbu_ns as f64,
+            mfu_ns: e.run.mfu_ns,
+            mbu_ns: e.run.mbu_ns,
+        };
+        let prev = std::mem::replace(&mut self.prev_run, now);
+        let change = |sum: f64, prev_sum: f64, ns: u64, prev_ns: u64| {
+            let d_ns = ns.saturating_sub(prev_ns);
+            (d_ns > 0).then(|| ((sum - prev_sum) / d_ns as f64).max(0.0))
+        };
+        out.window_mfu = change(now.at_peak_s, prev.at_peak_s, now.mfu_ns, prev.mfu_ns);
+        out.window_mbu = change(now.at_bw_s, prev.at_bw_s, now.mbu_ns, prev.mbu_ns);
 
         out.dropped = DROP_SOURCES
             .into_iter()

@@ -133,6 +133,24 @@ fn point_json(p: &Point, row: &mut Value) {
     row["roofline_efficiency_pct"] = pct_value(p.efficiency);
 }
 
+/// `cell` followed by the share of `all_ns` that `part_ns` is, when it is not all of
+/// it ("1.20G (94%)"; rounded down, so a part is never shown as 100%); "-" when the
+/// part is empty.
+fn covered(cell: String, part_ns: u64, all_ns: u64) -> String {
+    if part_ns == 0 {
+        return "-".to_string();
+    }
+    if part_ns >= all_ns {
+        return cell;
+    }
+    let share = (u128::from(part_ns) * 100 / u128::from(all_ns.max(1))) as u64;
+    if share == 0 {
+        format!("{cell} (<1%)")
+    } else {
+        format!("{cell} ({share}%)")
+    }
+}
+
 fn rollup_cells(r: &Rollup, kernel_ns: u64) -> Vec<String> {
     vec![
         r.launches.to_string(),
@@ -140,11 +158,11 @@ fn rollup_cells(r: &Rollup, kernel_ns: u64) -> Vec<String> {
         pct(r.gpu_ns, kernel_ns),
         si(r.model_flops),
         si(r.hw_flops),
-        si(r.bytes),
+        covered(si(r.bytes), r.bytes_ns, r.gpu_ns),
         or_dash(r.intensity.map(intensity)),
         or_dash(r.achieved.map(si)),
-        pct_of(r.mfu),
-        pct_of(r.mbu),
+        covered(pct_of(r.mfu), r.mfu_ns, r.gpu_ns),
+        covered(pct_of(r.mbu), r.mbu_ns, r.gpu_ns),
         r.name.clone(),
     ]
 }
@@ -248,7 +266,8 @@ pub(super) fn roofline_table(
     }
 
     out.push_str(
-        "\nRoofline by kernel family (MFU, MBU: time-weighted, (Σ FLOPs / peak) / Σ time)\n",
+        "\nRoofline by kernel family (MFU, MBU: time-weighted over the launches with FLOPs, \
+         bytes; (N%): GPU time covered)\n",
     );
     rollup_grid(out, "family", &e.families, kernel_ns);
     if !e.ranges.is_empty() {
@@ -330,6 +349,10 @@ fn rollup_json(r: &Rollup) -> Value {
         "achieved_flops_per_s": r.achieved,
         "mfu_pct": pct_value(r.mfu),
         "mbu_pct": pct_value(r.mbu),
+        "mfu_ns": r.mfu_ns,
+        "mbu_ns": r.mbu_ns,
+        "mfu_coverage_pct": pct_value(r.mfu_coverage()),
+        "mbu_coverage_pct": pct_value(r.mbu_coverage()),
     })
 }
 
@@ -486,7 +509,7 @@ fn shape_columns() -> Vec<&'static str> {
     [&own[..], &MEASURED_COLUMNS].concat()
 }
 
-const ROLLUP_COLUMNS: [&str; 12] = [
+const ROLLUP_COLUMNS: [&str; 16] = [
     "name",
     "launches",
     "gpu_ns",
@@ -499,6 +522,10 @@ const ROLLUP_COLUMNS: [&str; 12] = [
     "achieved_flops_per_s",
     "mfu_pct",
     "mbu_pct",
+    "mfu_ns",
+    "mbu_ns",
+    "mfu_coverage_pct",
+    "mbu_coverage_pct",
 ];
 const PEAK_COLUMNS: [&str; 14] = [
     "gpu",

@@ -98,6 +98,7 @@ tables! {
     ];
     KernelCounters = "kernel_counters" [
         "pid": U32, "correlation_id": U32, "group": U32, "metric": U32List, "value": F64List,
+        "range": U32,
     ];
     CounterSamples = "counter_samples" [
         "pid": U32, "device_id": U32, "start_ns": U64, "end_ns": U64, "metric": U32List,
@@ -127,11 +128,12 @@ impl TableId {
 
     /// The columns a file of this table must have: the table's, less those added
     /// since the session layout's version (they read as empty from older files).
-    /// `processes.environment` came after layout 3's first sessions.
+    /// `processes.environment` came after layout 3's first sessions,
+    /// `kernel_counters.range` with record protocol 7 (graph launches measured).
     pub fn required_columns(self) -> usize {
         let all = self.table().columns.len();
         match self {
-            TableId::Processes => all - 1,
+            TableId::Processes | TableId::KernelCounters => all - 1,
             _ => all,
         }
     }
@@ -340,6 +342,7 @@ pub fn write_row(w: &mut RowWriter, pid: u32, record: &Record) {
             w.u32(c.group);
             w.u32s(c.metrics.iter().map(|m| m.name));
             w.f64s(c.metrics.iter().map(|m| m.value));
+            w.u32(c.range);
         }
         Record::CounterSample(s) => {
             w.u32(s.device_id);
@@ -523,6 +526,7 @@ pub fn read_row(id: TableId, r: &mut RowReader, row: usize) -> Result<(u32, Reco
             correlation_id: r.u32(),
             group: r.u32(),
             metrics: metrics(r.u32s(), r.f64s())?,
+            range: r.u32(),
         }),
         TableId::CounterSamples => Record::CounterSample(CounterSample {
             device_id: r.u32(),

@@ -553,6 +553,7 @@ pub fn generate(dir: &Path, kernels: u64, counter_every: u64, seed: u64) -> Resu
                     correlation_id: correlation,
                     group: measured_group as u32,
                     metrics: counter_values(&mut rng, &work, dur, measured_group),
+                    range: 0,
                 }));
                 measured_group = (measured_group + 1) % GROUPS.len();
             }

@@ -99,7 +99,7 @@ impl JoinState {
                 label: shape.label(),
                 launch_index,
             }),
-            dram_bytes: j.counters.and_then(|c| dram_bytes(j.pid, c, strings)),
+            dram_bytes: dram_bytes(j.pid, &j.counters, strings),
             peak_flops,
         }
     }
@@ -108,7 +108,7 @@ impl JoinState {
 /// DRAM bytes read plus written, when the launch's counter records hold both.
 fn dram_bytes(
     pid: u32,
-    counters: &[wire::KernelCounters],
+    counters: &[&wire::KernelCounters],
     strings: &HashMap<(u32, u32), String>,
 ) -> Option<f64> {
     let (mut read, mut write) = (None, None);

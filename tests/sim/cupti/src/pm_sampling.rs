@@ -348,6 +348,7 @@ pub fn on_kernel(k: &Kernel) {
                 start: k.start,
                 end: k.end,
                 counters: k.counters.clone(),
+                graph: k.graph,
             });
         }
     }
@@ -368,6 +369,7 @@ mod tests {
                 ("x.sum".into(), v),
                 ("y.pct_of_peak_sustained_active".into(), 40.0),
             ],
+            graph: false,
         }
     }
 

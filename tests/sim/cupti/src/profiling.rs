@@ -334,6 +334,8 @@ pub struct Kernel {
     pub start: u64,
     pub end: u64,
     pub counters: Vec<(String, f64)>,
+    /// Launched from a CUDA graph (a kernel node of a graph launch).
+    pub graph: bool,
 }
 
 impl Kernel {
@@ -383,6 +385,7 @@ pub fn on_kernel(op: &GpuOp) {
         start: op.start_ns,
         end: op.end_ns,
         counters,
+        graph: op.graph_node_id != 0,
     };
     crate::range_profiler::on_kernel(&k);
     crate::pm_sampling::on_kernel(&k);
