@@ -250,6 +250,8 @@ pub struct Priced {
     pub shape: Option<Shape>,
     /// Every metric of the plan, when this launch was measured.
     pub counters: Option<BTreeMap<String, f64>>,
+    /// Launched from a CUDA graph.
+    pub graph: bool,
 }
 
 impl Priced {
@@ -359,6 +361,7 @@ pub fn price(
                 ns: cost.duration_ns,
                 shape,
                 counters,
+                graph: k.graph_node_id != 0,
             }
         })
         .collect()
@@ -473,6 +476,10 @@ pub struct ExpectedRow {
 /// has them.
 pub fn expected_rows(launches: &[Priced], c: &Ceilings) -> Vec<ExpectedRow> {
     let own_or_same = launch_bytes(launches);
+    // What the missing list says would give a value: counters were off in the
+    // process, or these launches were not measured.
+    let counters_on = launches.iter().any(|l| l.counters.is_some());
+    let off = ": hardware counters were off (the Counters section says why)";
     let mut by_name: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, l) in launches.iter().enumerate() {
         by_name.entry(&l.mangled).or_default().push(i);
@@ -548,7 +555,15 @@ pub fn expected_rows(launches: &[Priced], c: &Ceilings) -> Vec<ExpectedRow> {
             let peak = math.and_then(|m| m.peak(c));
             let mut missing = Vec::new();
             if source.is_none() && !counted {
-                missing.push("no GEMM shape and no FLOP counters".to_string());
+                missing.push(format!(
+                    "no GEMM shape and no FLOP counters{}",
+                    if counters_on {
+                        ": not a cuBLAS GEMM, and no launch measured its FLOP counters \
+                         (GPUPROF_REPLAY=kernel measures every group on each measured launch)"
+                    } else {
+                        off
+                    }
+                ));
             }
             if counted && !complete {
                 let mut flop_metrics: Vec<&str> = plan_metrics()
@@ -558,28 +573,51 @@ pub fn expected_rows(launches: &[Priced], c: &Ceilings) -> Vec<ExpectedRow> {
                 flop_metrics.sort_unstable();
                 let dims = |d: [i32; 3]| format!("{}x{}x{}", d[0], d[1], d[2]);
                 let (grid, block) = unmeasured[0];
-                missing.push(format!(
-                    "no hw FLOPs: FLOP counters never measured on {} of its {} launch \
+                missing.push(
+                    format!(
+                        "no hw FLOPs: FLOP counters never measured on {} of its {} launch \
                      configuration{} (grid {}, block {}: {}{})",
-                    unmeasured.len(),
-                    configs.len(),
-                    if configs.len() == 1 { "" } else { "s" },
-                    dims(grid),
-                    dims(block),
-                    flop_metrics.join(", "),
-                    if unmeasured.len() > 1 {
-                        "; and others"
-                    } else {
-                        ""
-                    }
-                ));
+                        unmeasured.len(),
+                        configs.len(),
+                        if configs.len() == 1 { "" } else { "s" },
+                        dims(grid),
+                        dims(block),
+                        flop_metrics.join(", "),
+                        if unmeasured.len() > 1 {
+                            "; and others"
+                        } else {
+                            ""
+                        }
+                    ) + "; the pass groups rotate over a kernel's launches: a longer run, or \
+                     GPUPROF_REPLAY=kernel (every group on each measured launch), gives them",
+                );
             }
             if bytes_launches == 0 {
-                missing.push("no DRAM counters".to_string());
+                let none = if calls == 1 {
+                    "its launch was not".to_string()
+                } else {
+                    format!("none of its {calls} launches was")
+                };
+                let why = if !counters_on {
+                    off.to_string()
+                } else if ls.iter().all(|&i| launches[i].graph) {
+                    format!(
+                        ": {none} measured, from CUDA graphs (graphs that kernel replay could \
+                         harm are not: the debug log says which; GPUPROF_COUNTERS=sampling \
+                         samples every graph)"
+                    )
+                } else {
+                    format!(
+                        ": {none} measured (one launch at a time per context is; a longer run, \
+                         GPUPROF_COUNTER_LAUNCHES=0, or GPUPROF_COUNTERS=sampling)"
+                    )
+                };
+                missing.push(format!("no DRAM counters{why}"));
             } else if bytes.is_none() {
                 missing.push(format!(
                     "DRAM bytes for only {with_bytes} of {calls} launches (no launch of the \
-                     same launch configuration and GEMM shape measured them)"
+                     same launch configuration and GEMM shape measured them; a longer run, or \
+                     GPUPROF_COUNTER_LAUNCHES=0, measures each)"
                 ));
             }
             let mut p = point(flops, bytes, gpu_ns, peak, Some(c.dram));

@@ -2,7 +2,8 @@
 //! instead of running, and a range profiler pass around one could break the
 //! application's capture. The cudarc workload with `--graph-decode` captures one
 //! decode step (cuBLAS, cuBLASLt and its own kernels) and replays the graph per step;
-//! prefill runs eagerly.
+//! prefill runs eagerly. The graph's first two replays are measured, one range per
+//! kernel node (kernel replay).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,7 +13,7 @@ use gpuprof_tests::{
 use wire::Record;
 
 #[test]
-fn captured_launches_are_not_measured_and_capture_works() {
+fn captured_launches_are_not_measured_and_replays_are_by_node() {
     let (out, records) = run_injected_with_args(
         &artifact("cudarc-llm"),
         &["--graph-decode"],
@@ -45,18 +46,37 @@ fn captured_launches_are_not_measured_and_capture_works() {
         measured.intersection(&captured).collect::<Vec<_>>()
     );
     // Every eager kernel key (its first launch, GPUPROF_COUNTER_LAUNCHES=1) is
-    // measured; replayed kernels (graph launches) never are.
+    // measured; of the graph's launches (replays), the first two, whatever
+    // GPUPROF_COUNTER_LAUNCHES says: the first GRAPH_LAUNCHES of each executable graph.
     let names = strings(&records);
     let mut first: BTreeMap<(String, [i32; 3], [i32; 3]), u32> = BTreeMap::new();
+    let mut replays: Vec<u32> = Vec::new();
+    let mut nodes: BTreeMap<u32, u32> = BTreeMap::new();
     for k in kernels_in_order(&records) {
         if k.graph_id != 0 {
-            assert!(!measured.contains(&k.correlation_id), "{k:?}");
+            if !replays.contains(&k.correlation_id) {
+                replays.push(k.correlation_id);
+            }
+            *nodes.entry(k.correlation_id).or_default() += 1;
             continue;
         }
         first
             .entry((names[&k.name].clone(), k.grid, k.block))
             .or_insert(k.correlation_id);
     }
-    let want: BTreeSet<u32> = first.values().copied().collect();
+    assert_eq!(replays.len(), 4, "the default 4 decode steps");
+    let mut want: BTreeSet<u32> = first.values().copied().collect();
+    want.extend(&replays[..2]);
     assert_eq!(measured, want);
+    // A measured replay has a record per kernel node, ranges 0, 1, ... in order.
+    for id in &replays[..2] {
+        let ranges: Vec<u32> = records
+            .iter()
+            .filter_map(|r| match r {
+                Record::KernelCounters(k) if k.correlation_id == *id => Some(k.range),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ranges, (0..nodes[id]).collect::<Vec<_>>(), "replay {id}");
+    }
 }

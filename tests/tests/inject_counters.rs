@@ -76,6 +76,12 @@ fn expected(records: &[Record]) -> (Costs, LaunchesByKey) {
     (by_corr, by_key)
 }
 
+/// What every plan's policy ends with: how CUDA graph launches are measured (the sim
+/// counts a pass per `cuptiProfilerHostConfigAddMetrics` call: one).
+const GRAPH_POLICY: &str = "; CUDA graph launches: the first 2 of each executable graph, \
+     every metric by kernel replay (1 pass per kernel node), unless the graph can wait on \
+     work outside it or communicates with other GPUs";
+
 /// The plan's groups as metric names.
 fn plan_groups<'a>(p: &CounterPlan, names: &'a HashMap<u32, String>) -> Vec<Vec<&'a str>> {
     p.groups
@@ -153,12 +159,20 @@ fn default_set_on_gh100_rotates_launches_through_its_groups() {
         ps[0].policy,
         format!(
             "the first 64 launches of each kernel (name, grid, block); \
-             successive measured launches rotate through {} pass groups",
+             successive measured launches rotate through {} pass groups{GRAPH_POLICY}",
             default.len()
         )
     );
+    // The default groups, then every metric of them in one group for graph launches.
     let groups = plan_groups(ps[0], &names);
-    assert_eq!(groups, default);
+    let mut union: Vec<&str> = Vec::new();
+    for m in default.iter().flatten() {
+        if !union.contains(m) {
+            union.push(m);
+        }
+    }
+    assert_eq!(groups[..default.len()], default[..]);
+    assert_eq!(groups[default.len()..], [union]);
     let measured = check_values(&records, &groups);
     let (_, by_key) = expected(&records);
     // No key has 64 launches: every launch is measured, the i-th with group i % n.
@@ -201,11 +215,16 @@ fn check_metrics_run(release: &str) {
             0,
             "GH100",
             "kernel",
-            "the first 64 launches of each kernel (name, grid, block); one pass group"
+            format!(
+                "the first 64 launches of each kernel (name, grid, block); one pass \
+                 group{GRAPH_POLICY}"
+            )
+            .as_str()
         )
     );
+    // The chosen metrics, and the same again for graph launches (kernel replay).
     let groups = plan_groups(p, &names);
-    assert_eq!(groups, vec![METRICS.to_vec()]);
+    assert_eq!(groups, vec![METRICS.to_vec(); 2]);
     // No key has 64 launches: every launch is measured, exactly, with the one group.
     let measured = check_values(&records, &groups);
     let (_, by_key) = expected(&records);
@@ -244,7 +263,9 @@ fn counter_launches_limits_each_kernel_key() {
     assert_eq!(out.stderr, "");
     assert_eq!(
         plans(&records)[0].policy,
-        "the first 2 launches of each kernel (name, grid, block); one pass group"
+        format!(
+            "the first 2 launches of each kernel (name, grid, block); one pass group{GRAPH_POLICY}"
+        )
     );
     let names = strings(&records);
     let measured = check_values(&records, &plan_groups(plans(&records)[0], &names));
@@ -288,9 +309,11 @@ fn kernel_replay_gives_every_metric_on_each_measured_launch() {
     assert_eq!(ps.len(), 1, "{ps:?}");
     assert_eq!(
         ps[0].policy,
-        "the first launch of each kernel (name, grid, block); one pass group; \
-         kernel replay: every metric on each measured launch, 1 pass \
-         (the kernel runs once per pass)"
+        format!(
+            "the first launch of each kernel (name, grid, block); one pass group; \
+             kernel replay: every metric on each measured launch, 1 pass \
+             (the kernel runs once per pass){GRAPH_POLICY}"
+        )
     );
     let groups = plan_groups(ps[0], &names);
     assert_eq!(groups, vec![union]);
@@ -322,8 +345,10 @@ fn counter_range_measures_only_launches_inside_the_named_nvtx_range() {
     let ps = plans(&records);
     assert_eq!(
         ps[0].policy,
-        "the first 64 launches of each kernel (name, grid, block); one pass group; \
-         only launches inside NVTX range \"decode\""
+        format!(
+            "the first 64 launches of each kernel (name, grid, block); one pass group; \
+             only launches inside NVTX range \"decode\"{GRAPH_POLICY}"
+        )
     );
     // Decode's GEMMs are GEMVs on CUDA cores: no tensor work among them.
     let (_, tensor_ops) = check_values_only(&records, &plan_groups(ps[0], &names));

@@ -609,7 +609,6 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
                 flops,
                 source,
                 bytes_mean: *mean,
-                row_bytes: r.bytes.is_some(),
                 peak,
                 bandwidth: r.bandwidth,
             }

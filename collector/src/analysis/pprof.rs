@@ -8,11 +8,12 @@
 //! - `launches` / `count`;
 //! - `flops` / `count`: model FLOPs (2·M·N·K·batch of each GEMM call, on its first
 //!   launch; [`super::classes::GemmPart::flops`]), 0 for kernels without a shape;
-//! - `dram` / `bytes`: DRAM bytes read and written, as the report's kernel rows give
-//!   them ([`super::efficiency`]): the launches that measured them plus, for each
-//!   launch that did not, the mean of its group; 0 for every launch of a kernel the
-//!   report has no DRAM bytes for (some launch neither measured them nor has a group
-//!   mean), rather than a partial sum.
+//! - `dram` / `bytes`: DRAM bytes read and written, as the report's rollups count
+//!   them ([`super::rollup`]): the launches that measured them plus, for each launch
+//!   that did not, the mean of its group (kernel, launch configuration, GEMM shape);
+//!   a launch of a group no launch measured adds nothing. So the profile's total is
+//!   the report's run total, whose coverage (`mbu_ns` of the GPU time) says how much
+//!   of the run it covers: one total for one quantity in every output.
 //!
 //! The stack, root first: the process (`python [pid 1234]`: the command's file name,
 //! or `pid 1234` when its `Process` record is missing), the NVTX ranges enclosing the
@@ -211,10 +212,9 @@ pub fn profile(a: &Aggregate, e: &Efficiency, comment: &str) -> (Profile, Profil
         }
         location_id.push(process);
         let flops = c.key.gemm.as_ref().map_or(0.0, |g| g.flops()) * tally.calls as f64;
-        let bytes = match values {
-            Some(v) if v.row_bytes => with_mean(&tally, v.bytes_mean.unwrap_or(0.0)),
-            _ => 0.0,
-        };
+        let bytes = values
+            .and_then(|v| v.bytes_mean)
+            .map_or(0.0, |m| with_mean(&tally, m));
         samples.push(Sample {
             location_id,
             value: vec![

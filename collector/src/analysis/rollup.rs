@@ -93,9 +93,6 @@ pub struct ClassValues {
     /// group (see [`super::efficiency`]); `None` when no launch of the group measured
     /// them (then no launch of the class did either).
     pub bytes_mean: Option<f64>,
-    /// Whether the class's row has DRAM bytes: every launch of the kernel (on that
-    /// GPU model) measured them or is given its group's mean.
-    pub row_bytes: bool,
     pub peak: Option<f64>,
     pub bandwidth: Option<f64>,
 }
