@@ -160,6 +160,7 @@ fn go_tool_pprof_reads_the_reports_totals_kernels_families_and_ranges() {
 
     // Per kernel frame, from the report: (launches, GPU ns, model FLOPs, DRAM bytes).
     let mut want: BTreeMap<String, (u64, u64, u64, u64)> = BTreeMap::new();
+    let mut partial: std::collections::BTreeSet<String> = Default::default();
     for k in r["kernels"].as_array().unwrap() {
         let e = want
             .entry(frame_of(&r, k["mangled"].as_str().unwrap()))
@@ -172,9 +173,16 @@ fn go_tool_pprof_reads_the_reports_totals_kernels_families_and_ranges() {
             .get_mut(&frame_of(&r, k["mangled"].as_str().unwrap()))
             .unwrap();
         e.2 += k["model_flops"].as_f64().unwrap_or(0.0) as u64;
-        // Launches the counter policy did not measure are given their group's mean; a
-        // kernel without bytes in the report has none in the profile.
-        e.3 += k["bytes"].as_f64().map_or(0, |b| b.round() as u64);
+        // Launches the counter policy did not measure are given their group's mean. A
+        // kernel the report has no bytes for (some group of its launches never
+        // measured them) has the bytes of the others in the profile, as the report's
+        // run total does: checked through that total only.
+        match k["bytes"].as_f64() {
+            Some(b) => e.3 += b.round() as u64,
+            None => {
+                partial.insert(frame_of(&r, k["mangled"].as_str().unwrap()));
+            }
+        }
     }
     let calls: BTreeMap<String, u64> = cudarc_llm_calls()
         .into_iter()
@@ -257,8 +265,7 @@ fn go_tool_pprof_reads_the_reports_totals_kernels_families_and_ranges() {
         ("gpu_time", "ns", kernel_ns, 1),
         ("launches", "", r["kernel_count"].as_u64().unwrap(), 0),
         ("flops", "", run_flops, 2),
-        // One total for one quantity: the report's run total of DRAM bytes (here every
-        // kernel has all its bytes, so it is also the sum of the kernel rows).
+        // One total for one quantity: the report's run total of DRAM bytes.
         (
             "dram",
             "B",
@@ -290,6 +297,10 @@ fn go_tool_pprof_reads_the_reports_totals_kernels_families_and_ranges() {
         );
         for (frame, w) in &want {
             let v = [w.0, w.1, w.2, w.3][field];
+            if index == "dram" && partial.contains(frame) {
+                assert!(nodes.contains_key(frame), "{index}: {frame}\n{text}");
+                continue;
+            }
             if v == 0 {
                 assert!(!nodes.contains_key(frame), "{index}: {frame}\n{text}");
                 continue;
