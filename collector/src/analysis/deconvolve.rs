@@ -137,6 +137,22 @@ pub enum Undetermined {
     Collinear { with: usize },
 }
 
+impl Undetermined {
+    /// In words, naming another class with `name_of`.
+    pub fn describe(&self, name_of: impl Fn(usize) -> String) -> String {
+        match *self {
+            Undetermined::Support { windows } => format!(
+                "ran in {windows} sampling window{}, {MIN_WINDOWS} needed",
+                if windows == 1 { "" } else { "s" }
+            ),
+            Undetermined::Collinear { with } => format!(
+                "cannot be told apart from {} (they run together in fixed proportions)",
+                name_of(with)
+            ),
+        }
+    }
+}
+
 /// One class in one fit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClassFit {
