@@ -164,6 +164,10 @@ pub struct ClassFit {
     /// undetermined.
     pub estimate: Option<f64>,
     pub undetermined: Option<Undetermined>,
+    /// What the overlap split ([`super::sampled`]) gives the class, for comparison:
+    /// for an amount, its shares of the windows added up; for a ratio, the windows'
+    /// values weighted by its overlap.
+    pub split: f64,
 }
 
 /// The fit of one metric of one (process, device).
@@ -236,8 +240,9 @@ struct Problem {
     b: AHashMap<usize, f64>,
     /// OᵀO by (class, class), the smaller first.
     gram: AHashMap<(usize, usize), f64>,
-    /// (windows, overlap ns) by class.
-    support: AHashMap<usize, (u64, u64)>,
+    /// By class: windows, overlap ns, and what the overlap split gives it (shares of
+    /// amounts, or Σ value × overlap for ratios).
+    support: AHashMap<usize, (u64, u64, f64)>,
 }
 
 impl Problem {
@@ -252,9 +257,10 @@ impl Problem {
         }
     }
 
-    /// Adds one window's amount `y` and its overlaps (by class, ascending); `false`
-    /// when it would take the fit past [`MAX_PAIRS`].
-    fn add(&mut self, overlaps: &[(usize, u64)], y: f64) -> bool {
+    /// Adds one window's `value`, its amount `y` and its overlaps (by class,
+    /// ascending, `busy` ns in all); `false` when it would take the fit past
+    /// [`MAX_PAIRS`].
+    fn add(&mut self, overlaps: &[(usize, u64)], busy: u64, value: f64, y: f64) -> bool {
         let new_pairs = pairs(overlaps)
             .filter(|(i, j, _)| !self.gram.contains_key(&(*i, *j)))
             .count();
@@ -268,6 +274,10 @@ impl Problem {
             let s = self.support.entry(c).or_default();
             s.0 += 1;
             s.1 = s.1.saturating_add(o);
+            s.2 += match self.kind {
+                MetricKind::Amount => y * o as f64 / busy.max(1) as f64,
+                _ => value * o as f64,
+            };
         }
         for (i, j, g) in pairs(overlaps) {
             *self.gram.entry((i, j)).or_default() += g;
@@ -352,7 +362,7 @@ impl Deconvolver {
             let Some(problem) = problems.get_mut(metric.as_str()) else {
                 continue;
             };
-            if !problem.add(overlaps, y) {
+            if !problem.add(overlaps, busy, *value, y) {
                 self.left_out.crowded += 1;
             }
         }
@@ -502,7 +512,7 @@ fn solve(p: &Problem) -> (Vec<ClassFit>, Option<f64>, &'static str) {
         .iter()
         .enumerate()
         .map(|(i, &class)| {
-            let (windows, overlap_ns) = p.support.get(&class).copied().unwrap_or_default();
+            let (windows, overlap_ns, split) = p.support.get(&class).copied().unwrap_or_default();
             let why = why[i].map(|u| match u {
                 Undetermined::Collinear { with } => Undetermined::Collinear {
                     with: s.classes[with],
@@ -515,6 +525,10 @@ fn solve(p: &Problem) -> (Vec<ClassFit>, Option<f64>, &'static str) {
                 overlap_ns,
                 estimate: if why.is_none() { Some(x[i]) } else { None },
                 undetermined: why,
+                split: match p.kind {
+                    MetricKind::Amount => split,
+                    _ => split / overlap_ns.max(1) as f64,
+                },
             }
         })
         .collect();
