@@ -20,6 +20,7 @@ use wire::Record;
 use super::aggregate::{aggregate, Aggregate};
 pub use super::aggregate::{PlanSummary, StatusSummary};
 use super::counter_pct::{counter_pct, KernelPct, Means};
+use super::fitted::{fitted_classes, fitted_pct, FittedClass};
 use super::names::demangle;
 use super::peaks::Overrides;
 use super::sampled::{SampleIdle, SampledKernel};
@@ -47,6 +48,12 @@ pub struct Counters {
     pub sampled: Vec<SampledKernel>,
     /// The sampled time and values with no kernel running.
     pub sample_idle: SampleIdle,
+    /// The rates fitted to the sampling windows, per kernel class (see
+    /// [`super::fitted`]); empty without samples.
+    pub fitted: Vec<FittedClass>,
+    /// The percentages of peak of the kernels without per-kernel counters, from the
+    /// fitted rates, by mangled name: with the built-in peaks, as [`Counters::pct`].
+    pub fitted_pct: Vec<KernelPct>,
     /// `KernelCounters` records that could not be joined to exactly one kernel: no
     /// `Kernel` record with their (pid, correlation id), or several (a graph launch
     /// shares one correlation id among its kernels).
@@ -78,6 +85,15 @@ impl Counters {
             .binary_search_by(|k| k.mangled.as_str().cmp(mangled))
             .ok()
             .map(|i| &self.pct[i])
+    }
+
+    /// The percentages of peak fitted to the sampling windows of the kernel whose
+    /// recorded name is `mangled` (one without per-kernel counters).
+    pub fn sampled_pct(&self, mangled: &str) -> Option<&KernelPct> {
+        self.fitted_pct
+            .binary_search_by(|k| k.mangled.as_str().cmp(mangled))
+            .ok()
+            .map(|i| &self.fitted_pct[i])
     }
 
     /// The sample values attributed to the kernel whose recorded name is `mangled`.
@@ -271,6 +287,8 @@ pub fn counters_of(a: &Aggregate) -> Counters {
             .as_ref()
             .map(|s| s.idle.clone())
             .unwrap_or_default(),
+        fitted: fitted_classes(a),
+        fitted_pct: fitted_pct(a, &Overrides::default()),
         unattributed: a.counters_unattributed,
     }
 }

@@ -37,6 +37,7 @@ pub mod deconvolve;
 pub mod durations;
 pub mod efficiency;
 pub mod family;
+pub mod fitted;
 pub mod flop_metrics;
 pub mod gemm;
 pub mod integrity;
