@@ -174,8 +174,11 @@ fn fitted_dram_bytes_per_class_match_the_cost_model() {
     assert_eq!(gemv.0, gemv.1, "the split is worse for every GEMV class");
 }
 
-/// (bytes per launch, MBU %, AI) of each decode GEMM shape of a report.
-fn decode_shapes(report: &Value) -> BTreeMap<String, (Option<f64>, Option<f64>, Option<f64>)> {
+/// Bytes per launch, MBU % and AI of a shape.
+type ShapeFigures = (Option<f64>, Option<f64>, Option<f64>);
+
+/// The [`ShapeFigures`] of each decode GEMM shape of a report.
+fn decode_shapes(report: &Value) -> BTreeMap<String, ShapeFigures> {
     report["roofline"]["shapes"]
         .as_array()
         .expect("shapes")

@@ -438,7 +438,7 @@ impl System {
                 off.push((i.min(j), i.max(j), g));
             }
         }
-        off.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        off.sort_by_key(|a| (a.0, a.1));
         let b = classes
             .iter()
             .map(|c| p.b.get(c).copied().unwrap_or(0.0))
@@ -667,9 +667,9 @@ fn inner_loop(g: &[f64], b: &[f64], x: &mut [f64], set: &mut Vec<usize>) -> bool
             x[i] += alpha * (v - x[i]);
         }
         set.retain(|&i| x[i] > 0.0);
-        for i in 0..x.len() {
+        for (i, v) in x.iter_mut().enumerate() {
             if !set.contains(&i) {
-                x[i] = 0.0;
+                *v = 0.0;
             }
         }
     }
