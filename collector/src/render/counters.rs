@@ -325,8 +325,8 @@ fn fitted_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names: 
         return;
     }
     out.push_str(
-        "\nCounter samples fitted by kernel class (deconvolved: per launch, ratios as \
-         they are; split: by overlap time)\n",
+        "\nCounter samples fitted by kernel class (per launch, ratios as they are; split: \
+         by overlap)\n",
     );
     for k in kernels {
         for f in c.fitted.iter().filter(|f| f.mangled == k.mangled) {
@@ -340,7 +340,8 @@ fn fitted_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names: 
             metric_rows(out, &fitted_rows(f));
             for m in &f.metrics {
                 if let Some(why) = &m.undetermined {
-                    wrapped(out, &format!("    {}:", m.metric), "      ", why);
+                    let head = format!("    {} not determined:", m.metric);
+                    wrapped(out, &head, "      ", why);
                 }
             }
         }
