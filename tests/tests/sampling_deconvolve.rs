@@ -5,8 +5,9 @@
 //! class's fitted DRAM bytes per launch are checked against the cost model's exact
 //! value for that class (the model that timed and counted every kernel), and the
 //! report's decode GEMM shapes (DRAM bytes, MBU, AI) against the same workload run
-//! eagerly with per-kernel counters on every launch. The old overlap split's error
-//! for the same classes is printed, and must be worse for the GEMVs.
+//! eagerly with per-kernel counters on every launch, as are the percentages of peak of
+//! a decode-only kernel. The old overlap split's error for the same classes is
+//! printed, and must be worse for the GEMVs.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -239,6 +240,25 @@ fn decode_shapes_from_sampling_match_per_kernel_counters() {
     for s in sampled["roofline"]["shapes"].as_array().expect("shapes") {
         if s["n"] == 1 {
             assert_eq!(s["bytes_source"], "sampled", "{s}");
+        }
+    }
+    // Percentages of peak of decode-only kernels: fitted, as measured.
+    let pct = |report: &Value, name: &str| -> Value {
+        let kernels = report["counters"]["kernels"].as_array().expect("kernels");
+        let k = kernels.iter().find(|k| k["mangled"] == name).expect(name);
+        let sampled = report["counters"]["plans"][0]["mode"] == "sampling";
+        assert_eq!(k.get("pct_source").is_some(), sampled, "{k}");
+        k["pct"].clone()
+    };
+    for name in ["paged_attention_v1_kernel"] {
+        let (got, want) = (pct(&sampled, name), pct(&measured, name));
+        println!("{name}: sampled {got}, measured {want}");
+        for key in ["sm_active", "dram_throughput", "achieved_occupancy"] {
+            let (g, w) = (
+                got[key].as_f64().expect(key),
+                want[key].as_f64().expect(key),
+            );
+            assert!(off(g, w) < 0.05, "{name}: {key} {g} vs {w}");
         }
     }
 }

@@ -142,6 +142,14 @@ fn the_fit_tells_a_gemv_from_a_norm_where_the_split_cannot() {
     let f = fit(&spans, &ws);
     assert_rel(f.estimate(0, READ), 4.0, 1e-9, "norm");
     assert_rel(f.estimate(1, READ), 3000.0, 1e-9, "gemv");
+    // The split shares every window's bytes by overlap: they add up to all bytes,
+    // and the norm gets far more than its own.
+    let split: Vec<f64> = (0..2)
+        .map(|c| f.class(c, READ).expect("fitted").1.split)
+        .collect();
+    let total: f64 = ws.iter().map(|w| w.metrics[0].1).sum();
+    assert_rel(Some(split[0] + split[1]), total, 1e-9, "split total");
+    assert!(split[0] > 10.0 * 4.0 * 2000.0 * 40.0, "{split:?}");
 }
 
 /// Two classes that always run together, over the same time (two streams), cannot

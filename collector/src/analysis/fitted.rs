@@ -136,22 +136,21 @@ pub fn fitted_pct(a: &Aggregate, overrides: &Overrides) -> Vec<KernelPct> {
     for c in &classes {
         by_name.entry(c.mangled.as_str()).or_default().push(c);
     }
-    let measured = |name: &str| {
-        a.classes
-            .list
-            .iter()
-            .any(|c| c.mangled == name && c.with_counters > 0)
-    };
-    let unfitted = |name: &str| {
-        a.classes
-            .list
-            .iter()
-            .filter(|c| c.mangled == name && c.tally.calls > 0)
-            .count()
+    // Per name: whether a launch has per-kernel counters, and its classes with launches.
+    let mut names: BTreeMap<&str, (bool, usize)> = BTreeMap::new();
+    for c in &a.classes.list {
+        let e = names.entry(c.mangled.as_str()).or_default();
+        e.0 |= c.with_counters > 0;
+        e.1 += usize::from(c.tally.calls > 0);
+    }
+    let all_fitted = |name: &str, n: usize| {
+        names
+            .get(name)
+            .is_some_and(|(measured, all)| !measured && *all == n)
     };
     let means: Vec<(&str, BTreeMap<&str, f64>)> = by_name
         .into_iter()
-        .filter(|(name, cs)| !measured(name) && cs.len() == unfitted(name))
+        .filter(|(name, cs)| all_fitted(name, cs.len()))
         .map(|(name, cs)| (name, name_means(&cs)))
         .filter(|(_, m)| !m.is_empty())
         .collect();
