@@ -135,6 +135,8 @@ pub enum Undetermined {
     /// Its column cannot be told apart from the one of class `with` (or a combination
     /// that includes it).
     Collinear { with: usize },
+    /// The solver gave no finite value (a fit too ill-conditioned for f64).
+    Unsolved,
 }
 
 impl Undetermined {
@@ -149,6 +151,7 @@ impl Undetermined {
                 "cannot be told apart from {} (they run together in fixed proportions)",
                 name_of(with)
             ),
+            Undetermined::Unsolved => "the fit gave no finite value".to_string(),
         }
     }
 }
@@ -190,7 +193,7 @@ pub struct MetricFit {
 /// What was left out of the fits, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct LeftOut {
-    /// Window values that are not finite numbers.
+    /// Window values that are not finite numbers, or whose amount's square is not.
     pub not_finite: u64,
     /// Window values of a window with more than [`MAX_WINDOW_CLASSES`] classes, or one
     /// that would take its fit past [`MAX_PAIRS`].
@@ -344,7 +347,8 @@ impl Deconvolver {
                 continue;
             };
             let y = kind.amount(*value, busy, length);
-            if !y.is_finite() {
+            // Its square must be finite too: Σy² is the residual's scale.
+            if !(y * y).is_finite() {
                 self.left_out.not_finite += 1;
                 continue;
             }
@@ -399,7 +403,7 @@ fn overlaps(active: &[&ClassSpan], start: u64, end: u64) -> Vec<(usize, u64)> {
         .iter()
         .filter_map(|s| {
             let (a, b) = (s.start_ns.max(start), s.end_ns.min(end));
-            (b > a).then_some((s.class, b - a))
+            (b > a).then(|| (s.class, b - a))
         })
         .collect();
     out.sort_unstable();
@@ -431,7 +435,9 @@ impl System {
         let mut diag = vec![0.0; classes.len()];
         let mut off = Vec::new();
         for (&(ci, cj), &g) in &p.gram {
-            let (i, j) = (index[&ci], index[&cj]);
+            let (Some(&i), Some(&j)) = (index.get(&ci), index.get(&cj)) else {
+                continue;
+            };
             if i == j {
                 diag[i] = g;
             } else {
@@ -513,12 +519,14 @@ fn solve(p: &Problem) -> (Vec<ClassFit>, Option<f64>, &'static str) {
         .enumerate()
         .map(|(i, &class)| {
             let (windows, overlap_ns, split) = p.support.get(&class).copied().unwrap_or_default();
-            let why = why[i].map(|u| match u {
-                Undetermined::Collinear { with } => Undetermined::Collinear {
-                    with: s.classes[with],
-                },
-                other => other,
-            });
+            let why = why[i]
+                .map(|u| match u {
+                    Undetermined::Collinear { with } => Undetermined::Collinear {
+                        with: s.classes[with],
+                    },
+                    other => other,
+                })
+                .or((!x[i].is_finite()).then_some(Undetermined::Unsolved));
             ClassFit {
                 class,
                 windows,
@@ -660,9 +668,9 @@ fn inner_loop(g: &[f64], b: &[f64], x: &mut [f64], set: &mut Vec<usize>) -> bool
         let alpha = set
             .iter()
             .zip(&z)
-            .filter(|(_, v)| **v <= 0.0)
+            .filter(|(&i, v)| **v <= 0.0 && x[i] - **v > 0.0)
             .map(|(&i, v)| x[i] / (x[i] - v))
-            .fold(f64::INFINITY, f64::min);
+            .fold(1.0, f64::min);
         for (&i, v) in set.iter().zip(&z) {
             x[i] += alpha * (v - x[i]);
         }

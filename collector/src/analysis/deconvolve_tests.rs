@@ -276,3 +276,50 @@ fn crowded_windows_are_left_out() {
     let f = fit(&spans, &ws);
     assert_eq!(f.left_out.crowded, 1);
 }
+
+/// Hostile input: overlapping and reversed windows, launches of every length, values
+/// up to 1e30 and beyond, negative ones. Nothing panics, every estimate is finite or
+/// absent with a reason, and every residual is finite.
+#[test]
+fn hostile_windows_give_finite_numbers_or_none() {
+    let mut rng = wire::testing::Lcg(7);
+    for round in 0..20 {
+        let spans: Vec<ClassSpan> = (0..200)
+            .map(|_| {
+                let start = rng.next(1 << 40);
+                span(
+                    rng.next(12) as usize,
+                    start,
+                    start + rng.next(1 << (round + 4)),
+                )
+            })
+            .collect();
+        let ws: Vec<Window> = (0..300)
+            .map(|_| {
+                let start = rng.next(1 << 40);
+                let scale = [1.0, 1e30, -5.0, 1e300][rng.next(4) as usize];
+                Window {
+                    pid: 1,
+                    device_id: 0,
+                    start_ns: start,
+                    end_ns: start.wrapping_add(rng.next(1 << 41)),
+                    metrics: vec![
+                        (READ.to_string(), scale * rng.next(1000) as f64),
+                        (ACTIVE.to_string(), scale),
+                        (ELAPSED.to_string(), scale),
+                    ],
+                }
+            })
+            .collect();
+        let f = fit(&spans, &ws);
+        for fit in &f.fits {
+            assert!(fit.residual.is_none_or(f64::is_finite), "{fit:?}");
+            for c in &fit.classes {
+                match c.estimate {
+                    Some(e) => assert!(e.is_finite() && e >= 0.0, "{c:?}"),
+                    None => assert!(c.undetermined.is_some(), "{c:?}"),
+                }
+            }
+        }
+    }
+}
