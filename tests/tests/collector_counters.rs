@@ -389,6 +389,7 @@ fn json_counters_are_exact_and_the_rest_unchanged() {
                 }],
             },
         ],
+        "fitted_left_out": {"not_finite": 0, "crowded": 0, "metrics": 0},
     });
     assert_eq!(with["counters"], expected);
     with.as_object_mut().unwrap().remove("counters");

@@ -20,6 +20,7 @@ use wire::Record;
 use super::aggregate::{aggregate, Aggregate};
 pub use super::aggregate::{PlanSummary, StatusSummary};
 use super::counter_pct::{counter_pct, KernelPct, Means};
+use super::deconvolve::LeftOut;
 use super::fitted::{fitted_classes, fitted_pct, FittedClass};
 use super::names::demangle;
 use super::peaks::Overrides;
@@ -54,6 +55,8 @@ pub struct Counters {
     /// The percentages of peak of the kernels without per-kernel counters, from the
     /// fitted rates, by mangled name: with the built-in peaks, as [`Counters::pct`].
     pub fitted_pct: Vec<KernelPct>,
+    /// Window values the fits left out, and why.
+    pub fitted_left_out: LeftOut,
     /// `KernelCounters` records that could not be joined to exactly one kernel: no
     /// `Kernel` record with their (pid, correlation id), or several (a graph launch
     /// shares one correlation id among its kernels).
@@ -288,6 +291,7 @@ pub fn counters_of(a: &Aggregate) -> Counters {
             .map(|s| s.idle.clone())
             .unwrap_or_default(),
         fitted: fitted_classes(a),
+        fitted_left_out: a.fitted.as_ref().map(|f| f.left_out).unwrap_or_default(),
         fitted_pct: fitted_pct(a, &Overrides::default()),
         unattributed: a.counters_unattributed,
     }

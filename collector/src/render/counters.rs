@@ -346,6 +346,20 @@ fn fitted_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names: 
             }
         }
     }
+    let l = &c.fitted_left_out;
+    for (n, why) in [
+        (l.not_finite, "not a finite number"),
+        (l.crowded, "too many classes or pairs of classes"),
+        (l.metrics, "beyond 64 metrics per device"),
+    ] {
+        if n > 0 {
+            let _ = writeln!(
+                out,
+                "  {} left out of the fit: {why}",
+                plural(n, "window value", "window values")
+            );
+        }
+    }
 }
 
 /// " grid G block B [shape]".
@@ -545,6 +559,7 @@ pub(super) fn counters_json(s: &Summary, top: Option<usize>) -> Value {
     }
     if !c.fitted.is_empty() {
         out["fitted"] = json!(c.fitted);
+        out["fitted_left_out"] = json!(c.fitted_left_out);
     }
     out
 }
