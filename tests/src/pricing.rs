@@ -645,6 +645,7 @@ pub fn expected_rows(launches: &[Priced], c: &Ceilings) -> Vec<ExpectedRow> {
             row.insert("flops_source".into(), json!(source));
             row.insert("bytes".into(), num(bytes));
             row.insert("bytes_launches".into(), json!(bytes_launches));
+            row.insert("bytes_source".into(), json!(bytes.map(|_| "measured")));
             row.insert("peak_flops_per_s".into(), num(peak));
             row.insert("dram_bytes_per_s".into(), num(c.dram));
             row.extend(p);
@@ -960,6 +961,7 @@ pub fn expected_shapes(launches: &[Priced], c: &Ceilings, report: &Value) -> Vec
                 "model_flops": model_flops,
                 "bytes": b,
                 "bytes_launches": bytes_launches,
+                "bytes_source": b.map(|_| "measured"),
                 "peak_flops_per_s": math.peak(c),
                 "dram_bytes_per_s": c.dram,
                 "kernels": kernels,

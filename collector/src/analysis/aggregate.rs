@@ -23,6 +23,7 @@ use serde::Serialize;
 use wire::{Capture, CounterPlan, CounterSample, DeviceInfo, DropSource, Record};
 
 use super::classes::{ClassKey, Classes, GemmPart};
+use super::deconvolve::{ClassSpan, Deconvolver, Fitted};
 use super::flop_metrics::{flop_metric, DRAM_READ, DRAM_WRITE};
 use super::gemm::GemmShape;
 use super::integrity::{impossible, ImpossibleRecords};
@@ -126,6 +127,9 @@ pub struct Aggregate {
     pub samples: BTreeMap<(u32, u32, String), (u64, f64)>,
     /// The sampling windows attributed to kernels; `None` without windows.
     pub sampled: Option<Attribution>,
+    /// Per-class rates fitted to the sampling windows ([`super::deconvolve`]); `None`
+    /// without windows.
+    pub fitted: Option<Fitted>,
     pub counters_unattributed: u64,
     /// `GemmStatus` messages (pid, message) in session order.
     pub gemm_statuses: Vec<(u32, String)>,
@@ -249,6 +253,7 @@ pub struct Aggregator {
     /// (pid, device, metric id) -> (windows, sum), names resolved at the end.
     samples: BTreeMap<(u32, u32, u32), (u64, f64)>,
     attributor: Option<Attributor>,
+    deconvolver: Option<Deconvolver>,
     /// Per (pid, device): the first start and last end of the kernels finalized since
     /// [`Aggregator::take_spans`] was last called; kept only once it has been called.
     spans_since: Option<AHashMap<(u32, u32), (u64, u64)>>,
@@ -390,6 +395,7 @@ impl Aggregator {
         self.out.gemm_cycles = joiner.gemm_cycles;
         self.out.counters_unattributed = joiner.counters_unattributed;
         self.out.sampled = self.attributor.map(Attributor::finish);
+        self.out.fitted = self.deconvolver.map(Deconvolver::finish);
         self.out.telemetry = self.telemetry.finish();
         for ((pid, device, id), (n, sum)) in self.samples {
             let name = self.out.metric_name(pid, id);
@@ -702,6 +708,20 @@ impl Aggregator {
                 .collect();
             self.attributor
                 .get_or_insert_with(Attributor::default)
+                .add(&spans, &ready);
+            let spans: Vec<ClassSpan> = self
+                .spans
+                .iter()
+                .map(|s| ClassSpan {
+                    pid: s.pid,
+                    device_id: s.device_id,
+                    start_ns: s.start_ns,
+                    end_ns: s.end_ns,
+                    class: s.class,
+                })
+                .collect();
+            self.deconvolver
+                .get_or_insert_with(Deconvolver::default)
                 .add(&spans, &ready);
         }
         let oldest = self.windows.iter().map(|(p, _, _)| *p).min();

@@ -301,3 +301,74 @@ fn stacks_hold_the_ranges_enclosing_each_launch_outermost_first() {
     // Without asking, no stacks are kept.
     assert!(aggregate(&records).stacks.is_none());
 }
+
+/// [`serving`] sampled: windows of 700 ns carrying the DRAM bytes the kernels moved at
+/// 5 bytes/ns (GEMM) and 0.5 (norm), each record placed after the first kernel
+/// record that starts past its end (as a sampler decoding behind the GPU would).
+fn serving_sampled(steps: u32) -> Vec<(u32, Record)> {
+    let records = serving(steps);
+    let spans: Vec<(u64, u64, f64)> = records
+        .iter()
+        .filter_map(|(_, r)| match r {
+            Record::Kernel(k) => Some((k.start_ns, k.end_ns, [5.0, 0.5][(k.name - 1) as usize])),
+            _ => None,
+        })
+        .collect();
+    let end = spans.iter().map(|s| s.1).max().unwrap_or(0);
+    let mut windows: Vec<(u64, Record)> = (0..end / 700 + 1)
+        .map(|i| {
+            let (a, b) = (i * 700, i * 700 + 700);
+            let bytes: f64 = spans
+                .iter()
+                .map(|&(s, e, rate)| rate * e.min(b).saturating_sub(s.max(a)) as f64)
+                .sum();
+            (b, wire::testing::sample(a, b, &[(READ, bytes)]))
+        })
+        .collect();
+    windows.reverse();
+    let mut out = Vec::new();
+    for (pid, r) in records {
+        let start = match &r {
+            Record::Kernel(k) => Some(k.start_ns),
+            _ => None,
+        };
+        out.push((pid, r));
+        while start.is_some_and(|s| windows.last().is_some_and(|w| w.0 <= s)) {
+            if let Some((_, w)) = windows.pop() {
+                out.push((1, w));
+            }
+        }
+    }
+    out.extend(windows.into_iter().rev().map(|(_, w)| (1, w)));
+    out
+}
+
+#[test]
+fn the_sampling_fit_of_parts_is_the_fit_of_the_whole() {
+    let records = serving_sampled(200);
+    let whole = aggregate(&records);
+    let fitted = whole.fitted.as_ref().expect("fitted");
+    let gemm = whole
+        .classes
+        .list
+        .iter()
+        .position(|c| c.mangled == "gemm_kernel");
+    let norm = whole
+        .classes
+        .list
+        .iter()
+        .position(|c| c.mangled == "rms_norm");
+    for (class, rate) in [(gemm, 5.0), (norm, 0.5)] {
+        let got = fitted.estimate(class.expect("class"), "dram__bytes_read.sum");
+        let got = got.expect("determined");
+        assert!((got - rate).abs() < 1e-9 * rate, "{got} vs {rate}");
+    }
+    for size in [37, 100, 401, 2000] {
+        let mut a = Aggregator::with_window(2, 300);
+        for p in parts(&records, size) {
+            a.add_part(p);
+        }
+        let a = a.finish();
+        assert_eq!(a.fitted, whole.fitted, "parts of {size}");
+    }
+}

@@ -20,6 +20,8 @@ use wire::Record;
 use super::aggregate::{aggregate, Aggregate};
 pub use super::aggregate::{PlanSummary, StatusSummary};
 use super::counter_pct::{counter_pct, KernelPct, Means};
+use super::deconvolve::LeftOut;
+use super::fitted::{fitted_classes, fitted_pct, FittedClass};
 use super::names::demangle;
 use super::peaks::Overrides;
 use super::sampled::{SampleIdle, SampledKernel};
@@ -47,6 +49,14 @@ pub struct Counters {
     pub sampled: Vec<SampledKernel>,
     /// The sampled time and values with no kernel running.
     pub sample_idle: SampleIdle,
+    /// The rates fitted to the sampling windows, per kernel class (see
+    /// [`super::fitted`]); empty without samples.
+    pub fitted: Vec<FittedClass>,
+    /// The percentages of peak of the kernels without per-kernel counters, from the
+    /// fitted rates, by mangled name: with the built-in peaks, as [`Counters::pct`].
+    pub fitted_pct: Vec<KernelPct>,
+    /// Window values the fits left out, and why.
+    pub fitted_left_out: LeftOut,
     /// `KernelCounters` records that could not be joined to a kernel: no `Kernel`
     /// record with their (pid, correlation id), or, for a graph launch (whose kernels
     /// share its correlation id), none at their range's place in its order.
@@ -78,6 +88,15 @@ impl Counters {
             .binary_search_by(|k| k.mangled.as_str().cmp(mangled))
             .ok()
             .map(|i| &self.pct[i])
+    }
+
+    /// The percentages of peak fitted to the sampling windows of the kernel whose
+    /// recorded name is `mangled` (one without per-kernel counters).
+    pub fn sampled_pct(&self, mangled: &str) -> Option<&KernelPct> {
+        self.fitted_pct
+            .binary_search_by(|k| k.mangled.as_str().cmp(mangled))
+            .ok()
+            .map(|i| &self.fitted_pct[i])
     }
 
     /// The sample values attributed to the kernel whose recorded name is `mangled`.
@@ -271,6 +290,9 @@ pub fn counters_of(a: &Aggregate) -> Counters {
             .as_ref()
             .map(|s| s.idle.clone())
             .unwrap_or_default(),
+        fitted: fitted_classes(a),
+        fitted_left_out: a.fitted.as_ref().map(|f| f.left_out).unwrap_or_default(),
+        fitted_pct: fitted_pct(a, &Overrides::default()),
         unattributed: a.counters_unattributed,
     }
 }

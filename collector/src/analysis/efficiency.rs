@@ -30,7 +30,13 @@
 //! without them is given the mean of the launches of the same kernel name, GPU, launch
 //! configuration and GEMM shape that measured them; a row has bytes only when every
 //! launch has them, own or so given. [`KernelRow::bytes_launches`] says how many
-//! launches measured them.
+//! launches measured them. Under PM sampling no launch measures them: a class whose
+//! group measured none is given the rates fitted to the sampling windows
+//! ([`super::deconvolve`]), `(rate_read + rate_write) × its mean duration` per launch,
+//! when both are determined (a metric the sampling set lacks counts as 0, as a launch
+//! lacking it does), and rows, shapes and rollups say so
+//! ([`KernelRow::bytes_source`]: measured, sampled or mixed). FLOPs stay model FLOPs
+//! from GEMM shapes: PM sampling has no FLOP counters.
 //!
 //! **Rollups** ([`Rollup`]) by family, NVTX range and for the run: see [`super::rollup`].
 //!
@@ -47,15 +53,16 @@ use wire::Record;
 
 use super::aggregate::{aggregate, Aggregate};
 use super::classes::GemmPart;
+use super::deconvolve::Fitted;
 use super::family::{classify, Family};
-use super::flop_metrics::flop_metric;
+use super::flop_metrics::{flop_metric, DRAM_READ, DRAM_WRITE};
 use super::gemm::GemmShape;
 use super::names::{demangle, dims};
 use super::peaks::{peaks_for, Overrides, Peaks};
 use super::precision::Math;
 pub use super::rollup::ClassValues;
-pub use super::rollup::FlopSource;
 use super::rollup::{by_session, rollups, with_mean};
+pub use super::rollup::{BytesSource, FlopSource};
 use super::roofline::{evaluate, Inputs, Point};
 
 pub use super::rollup::Rollup;
@@ -103,6 +110,8 @@ pub struct KernelRow {
     pub bytes: Option<f64>,
     /// Launches that measured DRAM bytes.
     pub bytes_launches: u64,
+    /// Where `bytes` come from; `None` without bytes.
+    pub bytes_source: Option<BytesSource>,
     /// Peak FLOP/s for `math` and DRAM bandwidth of the GPU.
     pub peak_flops: Option<f64>,
     pub bandwidth: Option<f64>,
@@ -133,6 +142,8 @@ pub struct ShapeRow {
     pub model_flops: f64,
     pub bytes: Option<f64>,
     pub bytes_launches: u64,
+    /// Where `bytes` come from; `None` without bytes.
+    pub bytes_source: Option<BytesSource>,
     pub math: Option<Math>,
     pub peak_flops: Option<f64>,
     pub bandwidth: Option<f64>,
@@ -353,14 +364,36 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
             group_bytes.get(&key).map(|(n, sum)| sum / *n as f64)
         })
         .collect();
-    // (launches with bytes, launches, sum)
-    let mut row_bytes = vec![(0u64, 0u64, 0.0); accs.len()];
-    for ((c, row), mean) in classes.iter().zip(&class_row).zip(&group_mean) {
+    // Classes without measured bytes: the sampling windows' fitted rates.
+    let sampled: Vec<bool> = group_mean.iter().map(|m| m.is_none()).collect();
+    let group_mean: Vec<Option<f64>> = group_mean
+        .iter()
+        .enumerate()
+        .map(|(i, m)| m.or_else(|| sampled_bytes(a, i)))
+        .collect();
+    let sampled: Vec<bool> = sampled
+        .iter()
+        .zip(&group_mean)
+        .map(|(s, m)| *s && m.is_some())
+        .collect();
+    let source = |i: usize| {
+        group_mean[i].map(|_| {
+            if sampled[i] {
+                BytesSource::Sampled
+            } else {
+                BytesSource::Measured
+            }
+        })
+    };
+    // (launches with bytes, launches, sum, source)
+    let mut row_bytes = vec![(0u64, 0u64, 0.0, None); accs.len()];
+    for (i, (c, row)) in classes.iter().zip(&class_row).enumerate() {
         let r = &mut row_bytes[*row];
         r.1 += c.tally.calls;
-        if let Some(m) = mean {
+        if let Some(m) = group_mean[i] {
             r.0 += c.tally.calls;
-            r.2 += with_mean(&c.tally, *m);
+            r.2 += with_mean(&c.tally, m);
+            r.3 = BytesSource::and(r.3, source(i));
         }
     }
 
@@ -512,11 +545,19 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
                 );
             }
         }
-        let (with_bytes, all, sum) = row_bytes[row];
+        let (with_bytes, all, sum, bytes_source) = row_bytes[row];
         let bytes: Option<f64> = (with_bytes == all && all > 0).then_some(sum);
-        if acc.bytes_launches == 0 {
-            missing.push(no_bytes(a, acc));
-        } else if bytes.is_none() {
+        if bytes.is_some() {
+            // Measured, or fitted to sampling windows.
+        } else if acc.bytes_launches == 0 {
+            missing.push(match undetermined_bytes(a, row, &class_row) {
+                Some(why) => format!(
+                    "no DRAM counters, and DRAM bytes not determined from the sampling \
+                     windows: {why}"
+                ),
+                None => no_bytes(a, acc),
+            });
+        } else {
             missing.push(format!(
                 "DRAM bytes for only {with_bytes} of {all} launches (no launch of the same \
                  launch configuration and GEMM shape measured them; a longer run, or \
@@ -569,6 +610,7 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
             math,
             bytes,
             bytes_launches: acc.bytes_launches,
+            bytes_source: bytes.and(bytes_source),
             peak_flops,
             bandwidth,
             point,
@@ -581,7 +623,8 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
         .iter()
         .zip(&class_row)
         .zip(&group_mean)
-        .map(|((c, row), mean)| {
+        .zip(&sampled)
+        .map(|(((c, row), mean), sampled)| {
             let r = &rows[*row];
             let (flops, source) = match r.flops_source {
                 Some(FlopSource::Model) => (
@@ -609,6 +652,7 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
                 flops,
                 source,
                 bytes_mean: *mean,
+                bytes_sampled: *sampled,
                 peak,
                 bandwidth: r.bandwidth,
             }
@@ -648,7 +692,11 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
             .iter()
             .map(|&i| group_mean[i].map(|m| with_mean(&classes[i].tally, m)))
             .sum::<Option<f64>>()
-            .filter(|_| bytes_launches > 0);
+            .filter(|_| bytes_launches > 0 || cs.iter().any(|&i| sampled[i]));
+        let bytes_source = cs
+            .iter()
+            .fold(None, |s, &i| BytesSource::and(s, source(i)))
+            .filter(|_| bytes.is_some());
         let mut kernels: Vec<String> = cs
             .iter()
             .map(|&i| rows[class_row[i]].name.clone())
@@ -667,6 +715,7 @@ pub fn efficiency_of(a: &Aggregate, overrides: &Overrides) -> Efficiency {
             model_flops,
             bytes,
             bytes_launches,
+            bytes_source,
             math,
             peak_flops,
             bandwidth,
@@ -784,6 +833,47 @@ fn no_bytes(a: &Aggregate, acc: &RowAcc) -> String {
         )
     };
     format!("no DRAM counters{}", counter_hint(a, &acc.pids, &why))
+}
+
+/// The DRAM bytes per launch of class `i` from the rates fitted to the sampling
+/// windows: `(read + write) × mean duration`; `None` unless each metric the sampling
+/// set has is determined for the class (one it lacks counts as 0, as for a launch
+/// whose counters lack it) and one of them is.
+fn sampled_bytes(a: &Aggregate, i: usize) -> Option<f64> {
+    let fitted: &Fitted = a.fitted.as_ref()?;
+    let t = &a.classes.list.get(i)?.tally;
+    if t.calls == 0 {
+        return None;
+    }
+    let rate = |metric: &str| -> Option<Option<f64>> {
+        match fitted.class(i, metric) {
+            Some((_, c)) => c.estimate.map(Some),
+            None => Some(None),
+        }
+    };
+    let rates = match (rate(DRAM_READ)?, rate(DRAM_WRITE)?) {
+        (None, None) => return None,
+        (r, w) => r.unwrap_or(0.0) + w.unwrap_or(0.0),
+    };
+    Some(rates * t.ns as f64 / t.calls as f64)
+}
+
+/// Why the sampling windows do not determine the DRAM bytes of a class of `row`:
+/// the first such class's reason, naming other classes by their kernel names.
+fn undetermined_bytes(a: &Aggregate, row: usize, class_row: &[usize]) -> Option<String> {
+    let fitted = a.fitted.as_ref()?;
+    let classes = &a.classes.list;
+    let name_of = |c: usize| {
+        classes
+            .get(c)
+            .map_or_else(|| format!("class {c}"), |c| demangle(&c.mangled))
+    };
+    (0..classes.len())
+        .filter(|&i| class_row.get(i) == Some(&row))
+        .flat_map(|i| [fitted.class(i, DRAM_READ), fitted.class(i, DRAM_WRITE)])
+        .flatten()
+        .find_map(|(_, c)| c.undetermined)
+        .map(|u| u.describe(name_of))
 }
 
 #[cfg(test)]

@@ -636,7 +636,7 @@ fn report_sections() {
         ]
     );
     assert!(csv.contains(
-        "\nrun,8,294000,137472507904.0,49470005000.0,292000,338225920.0,290000,552.7149217422485,"
+        "\nrun,8,294000,137472507904.0,49470005000.0,292000,338225920.0,290000,measured,552.7149217422485,"
     ));
 }
 
@@ -710,5 +710,75 @@ fn counters_scale_within_a_launch_configuration_only() {
              and GEMM shape measured them; a longer run, or GPUPROF_COUNTER_LAUNCHES=0, \
              measures each)"
         ]
+    );
+}
+
+/// A decode loop under PM sampling: a GEMV (a GEMM shape) of 10 µs and an RMS norm of
+/// 2 µs, repeated with a gap, sampled every 7 µs with exact values. Neither has
+/// per-kernel counters; their DRAM bytes come from the fitted rates, marked sampled on
+/// the rows, the shape and the run.
+#[test]
+fn bytes_fitted_to_sampling_windows_are_marked_sampled() {
+    use wire::testing::sample;
+    let (gemv, norm) = (1, 2);
+    let mut r: Vec<Record> = vec![
+        process(1, "./serve"),
+        Record::Device(device(H100, (9, 0), 132, 1_980_000)),
+        string(gemv, "gemv2T_kernel"),
+        string(norm, "rms_norm_kernel"),
+        string(READ, "dram__bytes_read.sum"),
+        string(WRITE, "dram__bytes_write.sum"),
+    ];
+    // (class, start, end): per step a GEMV then a norm, 3 µs plus a little idle after.
+    let mut spans = Vec::new();
+    let mut t = 1_000u64;
+    for step in 0..60u32 {
+        let corr = 2 * step + 1;
+        r.push(gemm(corr, u64::from(step) + 1, 0, 4096, 1, 4096));
+        r.push(k(gemv, corr, t, t + 10_000));
+        r.push(k(norm, corr + 1, t + 10_000, t + 12_000));
+        spans.push((0, t, t + 10_000));
+        spans.push((1, t + 10_000, t + 12_000));
+        t += 15_000 + u64::from(step % 7) * 11;
+    }
+    // Bytes per ns of kernel time: (read, write) of the GEMV and of the norm.
+    let rates = [(3000.0, 1.0), (8.0, 4.0)];
+    let mut a = 0;
+    while a < t {
+        let b = a + 7_000;
+        let (mut read, mut write) = (0.0, 0.0);
+        for &(c, s, e) in &spans {
+            let o = e.min(b).saturating_sub(s.max(a)) as f64;
+            read += rates[c].0 * o;
+            write += rates[c].1 * o;
+        }
+        r.push(sample(a, b, &[(READ, read), (WRITE, write)]));
+        a = b;
+    }
+    let e = efficiency(&wire::testing::on(1, r), &Overrides::default());
+    let row = |name: &str| e.kernels.iter().find(|k| k.name == name).expect(name);
+    for (name, (read, write), ns) in [
+        ("gemv2T_kernel", rates[0], 10_000.0),
+        ("rms_norm_kernel", rates[1], 2_000.0),
+    ] {
+        let k = row(name);
+        let want = (read + write) * ns * 60.0;
+        let got = k.bytes.expect("fitted bytes");
+        assert!((got - want).abs() <= 1e-9 * want, "{name}: {got} vs {want}");
+        assert_eq!(k.bytes_source, Some(BytesSource::Sampled), "{name}");
+        assert_eq!(k.bytes_launches, 0, "{name}: none measured");
+    }
+    assert_eq!(e.shapes[0].bytes_source, Some(BytesSource::Sampled));
+    assert!(e.shapes[0].point.mbu.is_some());
+    assert_eq!(e.run.bytes_source, Some(BytesSource::Sampled));
+    assert!(
+        !e.missing.iter().any(|m| m.what.contains("DRAM")),
+        "{:?}",
+        e.missing
+    );
+    let table = crate::render::table_with(&super::super::summary::summarize(&[]), Some(&e), None);
+    assert!(
+        table.contains("~: DRAM bytes fitted to PM sampling windows"),
+        "{table}"
     );
 }

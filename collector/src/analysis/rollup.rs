@@ -54,6 +54,37 @@ impl FlopSource {
     }
 }
 
+/// Where a row's DRAM bytes come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BytesSource {
+    /// Per-kernel counters (a launch's own, or the mean of its group's).
+    Measured,
+    /// Rates fitted to PM sampling windows ([`super::deconvolve`]).
+    Sampled,
+    /// Some launches' bytes one way, some the other.
+    Mixed,
+}
+
+impl BytesSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            BytesSource::Measured => "measured",
+            BytesSource::Sampled => "sampled",
+            BytesSource::Mixed => "mixed",
+        }
+    }
+
+    /// The source of two groups of launches together.
+    pub fn and(this: Option<BytesSource>, other: Option<BytesSource>) -> Option<BytesSource> {
+        match (this, other) {
+            (None, s) | (s, None) => s,
+            (Some(a), Some(b)) if a == b => Some(a),
+            _ => Some(BytesSource::Mixed),
+        }
+    }
+}
+
 /// Launches summed: see the module documentation for the formulas.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Rollup {
@@ -72,6 +103,8 @@ pub struct Rollup {
     /// (bytes and bandwidth known).
     pub mfu_ns: u64,
     pub mbu_ns: u64,
+    /// Where `bytes` come from; `None` when no launch has bytes.
+    pub bytes_source: Option<BytesSource>,
     /// FLOP/byte.
     pub intensity: Option<f64>,
     /// FLOP/s.
@@ -91,10 +124,24 @@ pub struct ClassValues {
     pub source: Option<FlopSource>,
     /// The DRAM bytes a launch that did not measure them is given: the mean of its
     /// group (see [`super::efficiency`]); `None` when no launch of the group measured
-    /// them (then no launch of the class did either).
+    /// them (then no launch of the class did either). For a class without measured
+    /// bytes, the bytes fitted to the sampling windows, when determined.
     pub bytes_mean: Option<f64>,
+    /// Whether `bytes_mean` was fitted to sampling windows rather than measured.
+    pub bytes_sampled: bool,
     pub peak: Option<f64>,
     pub bandwidth: Option<f64>,
+}
+
+impl ClassValues {
+    /// Where the class's bytes come from (when it has any).
+    pub fn source_of_bytes(&self) -> BytesSource {
+        if self.bytes_sampled {
+            BytesSource::Sampled
+        } else {
+            BytesSource::Measured
+        }
+    }
 }
 
 /// The DRAM bytes of `t`'s launches: those measured, plus `mean` for each of the
@@ -214,6 +261,7 @@ fn rollup<'a>(name: &str, items: impl Iterator<Item = (&'a ClassValues, &'a Tall
         if let Some(b) = bytes {
             r.bytes += b;
             r.bytes_ns = r.bytes_ns.saturating_add(t.ns);
+            r.bytes_source = BytesSource::and(r.bytes_source, Some(v.source_of_bytes()));
             if let Some(w) = v.bandwidth.filter(|w| *w > 0.0) {
                 bytes_at_bw += b / w;
                 r.mbu_ns = r.mbu_ns.saturating_add(t.ns);

@@ -13,9 +13,10 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use super::cells::{
-    fit_last_column, grid, micros, plural, shown, value, wrap_after as wrapped, Names,
+    fit_last_column, grid, micros, plural, shown, value, wrap_after as wrapped, CsvTables, Names,
 };
 use crate::analysis::counter_pct::{KernelPct, Pct};
+use crate::analysis::fitted::FittedClass;
 use crate::analysis::{Counters, KernelStats, Summary};
 
 /// What the table shows of the kernels' counters (`gpuprof report --counters`).
@@ -137,6 +138,7 @@ pub(super) fn counters_table(
             metric_rows(out, &rows);
         }
         sampled_table(out, c, kernels, names);
+        fitted_table(out, c, kernels, names);
     }
 }
 
@@ -236,10 +238,13 @@ fn pct_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names: &Na
                 .kernel(&k.mangled)
                 .map_or(0, |kc| kc.launches_with_counters);
             let mut row = vec![k.calls.to_string(), measured.to_string()];
-            match c.pct(&k.mangled).filter(|_| measured > 0) {
+            let sampled = c.sampled_pct(&k.mangled).filter(|_| measured == 0);
+            let mark = if sampled.is_some() { "~" } else { "" };
+            match c.pct(&k.mangled).filter(|_| measured > 0).or(sampled) {
                 Some(p) => {
                     for ((_, v), h) in p.columns().into_iter().zip(PCT_HEADERS) {
-                        row.push(pct_cell(v));
+                        let cell = pct_cell(v);
+                        row.push(if cell == "-" { cell } else { cell + mark });
                         if let Pct::Unknown(why) = v {
                             *notes.entry(format!("{h}: {why}")).or_default() += 1;
                         }
@@ -260,6 +265,13 @@ fn pct_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names: &Na
     let mut right = vec![true; headers.len()];
     right[headers.len() - 1] = false;
     grid(out, &headers, &right, &rows);
+    if kernels.iter().any(|k| {
+        c.sampled_pct(&k.mangled).is_some()
+            && c.kernel(&k.mangled)
+                .is_none_or(|kc| kc.launches_with_counters == 0)
+    }) {
+        out.push_str("  ~: fitted to PM sampling windows (no per-kernel counters)\n");
+    }
     for (note, n) in &notes {
         wrapped(
             out,
@@ -304,6 +316,152 @@ fn sampled_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names:
     );
     metric_rows(out, &sampled_rows(&idle.metrics));
 }
+
+/// The fitted rates of the shown kernels' classes: per class its metrics per launch
+/// (ratios as they are), the overlap split's figure beside them, and why a metric is
+/// not determined.
+fn fitted_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names: &Names) {
+    if c.fitted.is_empty() {
+        return;
+    }
+    out.push_str(
+        "\nCounter samples fitted by kernel class (per launch, ratios as they are; split: \
+         by overlap)\n",
+    );
+    for k in kernels {
+        for f in c.fitted.iter().filter(|f| f.mangled == k.mangled) {
+            let _ = writeln!(
+                out,
+                "  {}{}: {}",
+                names.of(&k.mangled, &k.name),
+                class_label(f),
+                plural(f.calls, "launch", "launches"),
+            );
+            metric_rows(out, &fitted_rows(f));
+            for m in &f.metrics {
+                if let Some(why) = &m.undetermined {
+                    let head = format!("    {} not determined:", m.metric);
+                    wrapped(out, &head, "      ", why);
+                }
+            }
+        }
+    }
+    let l = &c.fitted_left_out;
+    for (n, why) in [
+        (l.not_finite, "not a finite number"),
+        (l.crowded, "too many classes or pairs of classes"),
+        (l.metrics, "beyond 64 metrics per device"),
+    ] {
+        if n > 0 {
+            let _ = writeln!(
+                out,
+                "  {} left out of the fit: {why}",
+                plural(n, "window value", "window values")
+            );
+        }
+    }
+}
+
+/// " grid G block B [shape]".
+fn class_label(f: &FittedClass) -> String {
+    let shape = f.shape.as_ref().map_or(String::new(), |s| format!(" {s}"));
+    format!(
+        " grid {} block {}{shape}",
+        crate::analysis::dims(f.grid),
+        crate::analysis::dims(f.block)
+    )
+}
+
+fn fitted_rows(f: &FittedClass) -> Vec<(String, String, String)> {
+    f.metrics
+        .iter()
+        .map(|m| {
+            let residual = m
+                .residual
+                .map_or(String::new(), |r| format!(", residual {:.2} %", r * 100.0));
+            (
+                m.metric.clone(),
+                m.value.map_or_else(|| "-".to_string(), value),
+                format!(
+                    "({}, split {}{residual})",
+                    plural(m.windows, "window", "windows"),
+                    value(m.split)
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The CSV sections of the fitted rates, when there are any: `sampled_counter_pct`
+/// (the `counter_pct` columns, for kernels whose percentages are fitted) and
+/// `fitted_counters` (a row per class and metric).
+pub(super) fn fitted_csv(out: &mut CsvTables, v: &Value) {
+    let sampled: Vec<Value> = pct_rows(&v["counters"], true);
+    if !sampled.is_empty() {
+        out.table("sampled_counter_pct", &PCT_COLUMNS, sampled);
+    }
+    let rows: Vec<Value> = v["counters"]["fitted"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|f| {
+            let metrics = f["metrics"].as_array().cloned().unwrap_or_default();
+            metrics.into_iter().map(move |m| {
+                let mut row = f.clone();
+                for field in FITTED_METRIC_FIELDS {
+                    row[field] = m[field].clone();
+                }
+                row["grid"] = json!(dims_of(&f["grid"]));
+                row["block"] = json!(dims_of(&f["block"]));
+                row
+            })
+        })
+        .collect();
+    if !rows.is_empty() {
+        out.table("fitted_counters", &FITTED_COLUMNS, rows);
+    }
+}
+
+/// A JSON `[x, y, z]` as "xXyXz" (as the table writes dimensions).
+fn dims_of(v: &Value) -> String {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join("x")
+}
+
+const FITTED_METRIC_FIELDS: [&str; 8] = [
+    "metric",
+    "kind",
+    "windows",
+    "overlap_ns",
+    "value",
+    "split",
+    "residual",
+    "undetermined",
+];
+
+const FITTED_COLUMNS: [&str; 17] = [
+    "pid",
+    "device_id",
+    "name",
+    "mangled",
+    "grid",
+    "block",
+    "shape",
+    "calls",
+    "gpu_ns",
+    "metric",
+    "kind",
+    "windows",
+    "overlap_ns",
+    "value",
+    "split",
+    "residual",
+    "undetermined",
+];
 
 /// The `counters` object: plans, statuses, the shown kernels' merged metrics (kernels
 /// without counters have `launches_with_counters` 0 and no metrics), samples.
@@ -354,11 +512,16 @@ pub(super) fn counters_json(s: &Summary, top: Option<usize>) -> Value {
                 "launches_with_counters": kc.map_or(0, |kc| kc.launches_with_counters),
                 "metrics": metrics,
             });
-            if let Some(p) = c.pct(&k.mangled).filter(|_| !metrics_empty(kc)) {
+            let measured = c.pct(&k.mangled).filter(|_| !metrics_empty(kc));
+            let sampled = c.sampled_pct(&k.mangled).filter(|_| metrics_empty(kc));
+            if let Some(p) = measured.or(sampled) {
                 let (pct, unknown) = pct_json(p);
                 row["pct"] = pct;
                 if !unknown.is_empty() {
                     row["pct_unknown"] = json!(unknown);
+                }
+                if sampled.is_some() {
+                    row["pct_source"] = json!("sampled");
                 }
             }
             if !c.samples.is_empty() {
@@ -394,6 +557,10 @@ pub(super) fn counters_json(s: &Summary, top: Option<usize>) -> Value {
     if !c.samples.is_empty() {
         out["sample_idle"] = json!(c.sample_idle);
     }
+    if !c.fitted.is_empty() {
+        out["fitted"] = json!(c.fitted);
+        out["fitted_left_out"] = json!(c.fitted_left_out);
+    }
     out
 }
 
@@ -419,13 +586,15 @@ fn pct_json(p: &KernelPct) -> (Value, BTreeMap<&'static str, String>) {
 }
 
 /// The CSV's `counter_pct` rows: one per kernel of the JSON `counters.kernels` with
-/// counters, its `pct` values as `<key>_pct` columns.
-pub(super) fn pct_rows(counters: &Value) -> Vec<Value> {
+/// counters, its `pct` values as `<key>_pct` columns; with `sampled`, the kernels
+/// whose percentages were fitted to sampling windows instead.
+pub(super) fn pct_rows(counters: &Value, sampled: bool) -> Vec<Value> {
     counters["kernels"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|k| k.get("pct").is_some())
+        .filter(|k| (k["pct_source"] == "sampled") == sampled)
         .map(|k| {
             let mut row = json!({
                 "name": k["name"],

@@ -52,6 +52,7 @@ use serde_json::{json, Value};
 use crate::analysis::aggregate::Aggregate;
 use crate::analysis::counters::pct_of;
 use crate::analysis::efficiency::{efficiency_of, Efficiency};
+use crate::analysis::fitted::fitted_pct;
 use crate::analysis::peaks::Overrides;
 use crate::analysis::summary::summarize_aggregate;
 use crate::analysis::{dims, percent, Integrity, KernelStats, Summary};
@@ -59,8 +60,8 @@ use cells::{
     cut_to_width, fit_last_column, grid, grid_or_none, mean_ns, pct, shown, wrapped, Names,
 };
 use counters::{
-    counters_json, counters_table, pct_rows, KERNEL_COUNTER_COLUMNS, PCT_COLUMNS, PLAN_COLUMNS,
-    SAMPLED_COLUMNS, SAMPLE_COLUMNS,
+    counters_json, counters_table, fitted_csv, pct_rows, KERNEL_COUNTER_COLUMNS, PCT_COLUMNS,
+    PLAN_COLUMNS, SAMPLED_COLUMNS, SAMPLE_COLUMNS,
 };
 use devices::{devices_table, telemetry_json, TELEMETRY_COLUMNS};
 use integrity::{integrity_csv, integrity_json, integrity_table};
@@ -117,6 +118,7 @@ pub fn report_with(
     let mut summary = summarize_aggregate(aggregate);
     summary.integrity = integrity.clone();
     summary.counters.pct = pct_of(aggregate, &summary.counters.kernels, peaks);
+    summary.counters.fitted_pct = fitted_pct(aggregate, peaks);
     let roofline = efficiency_of(aggregate, peaks);
     match format {
         Format::Table => table_view(&summary, Some(&roofline), Some(top.unwrap_or(20)), view),
@@ -679,7 +681,7 @@ pub fn csv_tables(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
                         .collect()
                 })
                 .collect(),
-            "counter_pct" => pct_rows(&v["counters"]),
+            "counter_pct" => pct_rows(&v["counters"], false),
             "counter_samples" => v["counters"]["samples"]
                 .as_array()
                 .cloned()
@@ -731,6 +733,7 @@ pub fn csv_tables(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
         };
         out.table(name, columns, rows);
     }
+    fitted_csv(&mut out, &v);
     if let Some(r) = v.get("roofline") {
         roofline_csv(&mut out, r);
     }

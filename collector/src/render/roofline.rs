@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::cells::{fit_last_column, grid, micros, pct, plural, value, wrapped, CsvTables, Names};
 use crate::analysis::efficiency::{Efficiency, KernelRow, Rollup, ShapeRow};
 use crate::analysis::precision::Math;
-use crate::analysis::rollup::FlopSource;
+use crate::analysis::rollup::{BytesSource, FlopSource};
 use crate::analysis::roofline::Point;
 use crate::analysis::short_name::fit_names;
 
@@ -63,22 +63,43 @@ fn shown_rows<T>(rows: &[T], top: Option<usize>) -> &[T] {
 const PROSE_NAME_WIDTH: usize = 60;
 
 /// The point's columns for tables: AI, FLOP/s, MFU %, MBU %, bound. (The roofline
-/// efficiency, the share of the attainable FLOP/s, is in CSV and JSON.)
-fn point_cells(p: &Point) -> Vec<String> {
+/// efficiency, the share of the attainable FLOP/s, is in CSV and JSON.) AI and MBU
+/// end in [`SAMPLED_MARK`] when the bytes are not all measured.
+fn point_cells(p: &Point, bytes: Option<BytesSource>) -> Vec<String> {
     vec![
-        or_dash(p.intensity.map(intensity)),
+        marked(or_dash(p.intensity.map(intensity)), bytes),
         or_dash(p.achieved.map(si)),
         pct_of(p.mfu),
-        pct_of(p.mbu),
+        marked(pct_of(p.mbu), bytes),
         or_dash(p.bound.map(|b| b.name().to_string())),
     ]
+}
+
+/// What ends a figure made from bytes fitted to PM sampling windows.
+const SAMPLED_MARK: &str = "~";
+
+/// The legend of [`SAMPLED_MARK`], under a section's title.
+const SAMPLED_LEGEND: &str =
+    "  (~: DRAM bytes fitted to PM sampling windows, not measured per kernel)\n";
+
+/// `cell` with [`SAMPLED_MARK`] when `source` is sampled or mixed and it is a number.
+fn marked(cell: String, source: Option<BytesSource>) -> String {
+    match source {
+        Some(BytesSource::Sampled | BytesSource::Mixed) if cell != "-" => cell + SAMPLED_MARK,
+        _ => cell,
+    }
+}
+
+/// Whether any of `sources` is sampled or mixed (the section then has a legend).
+fn any_sampled(mut sources: impl Iterator<Item = Option<BytesSource>>) -> bool {
+    sources.any(|s| matches!(s, Some(BytesSource::Sampled | BytesSource::Mixed)))
 }
 
 /// What kernel and GEMM-shape rows share: the math whose peak applies, DRAM bytes
 /// and the launches they came from, the GPU's peaks, and the roofline point.
 struct Measured<'a> {
     math: Option<Math>,
-    bytes: (Option<f64>, u64),
+    bytes: (Option<f64>, u64, Option<BytesSource>),
     /// FLOP/s for `math`, DRAM bytes/s.
     peaks: (Option<f64>, Option<f64>),
     point: &'a Point,
@@ -94,6 +115,7 @@ fn rows_json<'a, T>(items: &'a [T], fields: impl Fn(&'a T) -> (Value, Measured<'
             row["pipe"] = json!(m.math.map(|m| m.pipe.name()));
             row["bytes"] = json!(m.bytes.0);
             row["bytes_launches"] = json!(m.bytes.1);
+            row["bytes_source"] = json!(m.bytes.2.map(BytesSource::name));
             row["peak_flops_per_s"] = json!(m.peaks.0);
             row["dram_bytes_per_s"] = json!(m.peaks.1);
             point_json(m.point, &mut row);
@@ -158,11 +180,11 @@ fn rollup_cells(r: &Rollup, kernel_ns: u64) -> Vec<String> {
         pct(r.gpu_ns, kernel_ns),
         si(r.model_flops),
         si(r.hw_flops),
-        covered(si(r.bytes), r.bytes_ns, r.gpu_ns),
-        or_dash(r.intensity.map(intensity)),
+        covered(marked(si(r.bytes), r.bytes_source), r.bytes_ns, r.gpu_ns),
+        marked(or_dash(r.intensity.map(intensity)), r.bytes_source),
         or_dash(r.achieved.map(si)),
         covered(pct_of(r.mfu), r.mfu_ns, r.gpu_ns),
-        covered(pct_of(r.mbu), r.mbu_ns, r.gpu_ns),
+        covered(marked(pct_of(r.mbu), r.bytes_source), r.mbu_ns, r.gpu_ns),
         r.name.clone(),
     ]
 }
@@ -181,6 +203,9 @@ const ROLLUP_HEADERS: [&str; 10] = [
 ];
 
 fn rollup_grid(out: &mut String, title: &str, rows: &[Rollup], kernel_ns: u64) {
+    if any_sampled(rows.iter().map(|r| r.bytes_source)) {
+        out.push_str(SAMPLED_LEGEND);
+    }
     let mut headers: Vec<&str> = ROLLUP_HEADERS.to_vec();
     headers.push(title);
     let right: Vec<bool> = (0..11).map(|i| i < 10).collect();
@@ -210,6 +235,9 @@ pub(super) fn roofline_table(
         "\nRoofline by kernel (FLOPs from GEMM shapes, * from counters; AI in FLOP/byte)\n",
     );
     let kernels = shown_rows(&e.kernels, top);
+    if any_sampled(kernels.iter().map(|k| k.bytes_source)) {
+        out.push_str(SAMPLED_LEGEND);
+    }
     let mut rows: Vec<Vec<String>> = kernels
         .iter()
         .map(|k: &KernelRow| {
@@ -218,8 +246,9 @@ pub(super) fn roofline_table(
                 Some(FlopSource::Hardware) => or_dash(k.hw_flops.map(|f| format!("{}*", si(f)))),
                 None => "-".to_string(),
             };
-            let mut row = vec![micros(k.gpu_ns), flops, or_dash(k.bytes.map(si))];
-            row.extend(point_cells(&k.point));
+            let bytes = marked(or_dash(k.bytes.map(si)), k.bytes_source);
+            let mut row = vec![micros(k.gpu_ns), flops, bytes];
+            row.extend(point_cells(&k.point, k.bytes_source));
             row.push(or_dash(k.math.map(|m| m.to_string())));
             if many_gpus {
                 row.push(k.gpu.clone());
@@ -247,12 +276,15 @@ pub(super) fn roofline_table(
 
     if !e.shapes.is_empty() {
         out.push_str("\nRoofline by GEMM shape (M x N x K x batch, A·B->D types, compute type)\n");
+        if any_sampled(e.shapes.iter().map(|s| s.bytes_source)) {
+            out.push_str(SAMPLED_LEGEND);
+        }
         let mut rows: Vec<Vec<String>> = e
             .shapes
             .iter()
             .map(|s: &ShapeRow| {
                 let mut row = vec![s.calls.to_string(), micros(s.gpu_ns), si(s.model_flops)];
-                row.extend(point_cells(&s.point));
+                row.extend(point_cells(&s.point, s.bytes_source));
                 row.push(label(&s.label, &s.gpu));
                 row
             })
@@ -345,6 +377,7 @@ fn rollup_json(r: &Rollup) -> Value {
         "flops_ns": r.flops_ns,
         "bytes": r.bytes,
         "bytes_ns": r.bytes_ns,
+        "bytes_source": r.bytes_source.map(BytesSource::name),
         "intensity": r.intensity,
         "achieved_flops_per_s": r.achieved,
         "mfu_pct": pct_value(r.mfu),
@@ -378,7 +411,7 @@ pub(super) fn roofline_json(e: &Efficiency, top: Option<usize>) -> Value {
         });
         let measured = Measured {
             math: k.math,
-            bytes: (k.bytes, k.bytes_launches),
+            bytes: (k.bytes, k.bytes_launches, k.bytes_source),
             peaks: (k.peak_flops, k.bandwidth),
             point: &k.point,
         };
@@ -406,7 +439,7 @@ pub(super) fn roofline_json(e: &Efficiency, top: Option<usize>) -> Value {
         });
         let measured = Measured {
             math: s.math,
-            bytes: (s.bytes, s.bytes_launches),
+            bytes: (s.bytes, s.bytes_launches, s.bytes_source),
             peaks: (s.peak_flops, s.bandwidth),
             point: &s.point,
         };
@@ -452,9 +485,10 @@ pub(super) fn roofline_json(e: &Efficiency, top: Option<usize>) -> Value {
 }
 
 /// The CSV columns kernel and GEMM-shape rows share (see [`Measured`]).
-const MEASURED_COLUMNS: [&str; 11] = [
+const MEASURED_COLUMNS: [&str; 12] = [
     "bytes",
     "bytes_launches",
+    "bytes_source",
     "intensity",
     "achieved_flops_per_s",
     "mfu_pct",
@@ -509,7 +543,7 @@ fn shape_columns() -> Vec<&'static str> {
     [&own[..], &MEASURED_COLUMNS].concat()
 }
 
-const ROLLUP_COLUMNS: [&str; 16] = [
+const ROLLUP_COLUMNS: [&str; 17] = [
     "name",
     "launches",
     "gpu_ns",
@@ -518,6 +552,7 @@ const ROLLUP_COLUMNS: [&str; 16] = [
     "flops_ns",
     "bytes",
     "bytes_ns",
+    "bytes_source",
     "intensity",
     "achieved_flops_per_s",
     "mfu_pct",

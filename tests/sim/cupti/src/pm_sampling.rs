@@ -6,7 +6,9 @@
 //! (`CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL`) or `samplingInterval` cycles
 //! of the device clock (`CU_DEVICE_ATTRIBUTE_CLOCK_RATE`, standing in for the sys
 //! clock; `..._GPU_SYSCLK_INTERVAL`) rounded to whole ns. At Stop the last, partial
-//! sample ends at the Stop time, so the samples tile `[Start, Stop)` exactly.
+//! sample ends at the Stop time, so the samples tile `[Start, Stop)` exactly. While
+//! sampling runs, a sample completes (can be decoded) 50 ms after its end
+//! (`REPORT_LAG_NS`), the time a kernel may take to be reported after its start.
 //!
 //! A sample's value of a metric, from the kernels executed on the device (reported
 //! after Start) overlapping its window, per [`crate::profiling::Combine`]:
@@ -66,9 +68,16 @@ struct Session {
     kernels: Vec<Kernel>,
 }
 
+/// How long after its end a sample completes while sampling runs. The simulated
+/// driver schedules a kernel under its lock and reports it to CUPTI just after, so on
+/// a loaded machine a kernel may be reported well after its start: a sample made
+/// before then would miss it (its window reading 0 where the kernel ran). The lag
+/// keeps every reported kernel inside its windows; Stop completes every sample.
+const REPORT_LAG_NS: u64 = 50_000_000;
+
 impl Session {
     fn completed(&self, now: u64) -> u64 {
-        let t = self.stop.unwrap_or(now);
+        let t = self.stop.unwrap_or(now.saturating_sub(REPORT_LAG_NS));
         if t <= self.start {
             return 0;
         }
