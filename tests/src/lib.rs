@@ -38,7 +38,10 @@ pub use injected::{
 pub use live_metrics::{check_against_report, record_serving, wait_for_final, Sample};
 pub use perfetto::{read_perfetto_trace, slices_per_track, track_names};
 pub use prometheus::{prometheus_binary, Prometheus};
-pub use report::{cudarc_llm_calls, kernel_calls, record_cudarc_llm, report_json};
+pub use report::{
+    cudarc_llm_calls, decode_shapes, kernel_calls, record_cudarc_llm, record_cudarc_llm_with,
+    report_json, session_records,
+};
 pub use sim_command::SimCommand;
 pub use sim_env::{
     nvidia_extra, nvtx_library, sim_cupti, sim_lib_dir, venv_python, venv_python_of,

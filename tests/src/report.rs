@@ -51,14 +51,51 @@ pub fn cudarc_llm_calls() -> BTreeMap<String, u64> {
 /// `gpuprof record -o OUT -- cudarc-llm ARGS` on the simulated H100, CUPTI
 /// impersonating `release`; panics unless it exits 0.
 pub fn record_cudarc_llm(out: &std::path::Path, release: &str, args: &[&str]) {
+    record_cudarc_llm_with(out, release, args, &[]);
+}
+
+/// [`record_cudarc_llm`] with the environment variables `env` set for the run.
+pub fn record_cudarc_llm_with(
+    out: &std::path::Path,
+    release: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) {
     let mut cmd = crate::record_on_sim(release);
     cmd.arg("-o")
         .arg(out)
         .arg("--")
         .arg(crate::artifact("cudarc-llm"))
         .args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     let o = crate::TimedChild::spawn(cmd, std::time::Duration::from_secs(180)).wait();
     assert_eq!(o.status.code(), Some(0), "gpuprof record: {}", o.stderr);
+}
+
+/// Every record of the session in `dir`, with its pid, part by part; panics on a
+/// damaged part.
+pub fn session_records(dir: &std::path::Path) -> Vec<(u32, wire::Record)> {
+    let store = gpuprof_collector::store::Store::open(dir).expect("a session");
+    let mut out = Vec::new();
+    for i in 0..store.parts.len() {
+        let part = store.read_part(i).expect("a part");
+        assert!(part.damaged.is_empty(), "{:?}", part.damaged);
+        out.extend(part.records);
+    }
+    out
+}
+
+/// The decode GEMM shapes of a JSON report's roofline (N = 1: one token), by label.
+pub fn decode_shapes(report: &serde_json::Value) -> BTreeMap<String, &serde_json::Value> {
+    report["roofline"]["shapes"]
+        .as_array()
+        .expect("roofline shapes")
+        .iter()
+        .filter(|s| s["n"] == 1)
+        .map(|s| (s["shape"].as_str().expect("shape label").to_string(), s))
+        .collect()
 }
 
 /// `gpuprof report --format json SESSION`; panics unless it exits 0.

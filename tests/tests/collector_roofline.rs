@@ -28,11 +28,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gpuprof_collector::store::{write_parts, Store};
+use gpuprof_collector::store::write_parts;
 use gpuprof_tests::pricing::*;
 use gpuprof_tests::{
     artifact, cudarc_gemms, gemm_linked_client, gpuprof_command, record_on_sim, run_injected,
-    Finished, Injection, Scratch, TimedChild,
+    session_records, Finished, Injection, Scratch, TimedChild,
 };
 use serde_json::{json, Value};
 use wire::{testing, Kernel, Record};
@@ -97,18 +97,6 @@ fn preloaded(
     }
     write_parts(&dir.join(""), &w).unwrap();
     dir
-}
-
-/// Every record of the session in `dir`, with its pid.
-fn session_records(dir: &Path) -> Vec<(u32, Record)> {
-    let store = Store::open(dir).expect("a session");
-    let mut out = Vec::new();
-    for i in 0..store.parts.len() {
-        let part = store.read_part(i).expect("a part");
-        assert!(part.damaged.is_empty(), "{:?}", part.damaged);
-        out.extend(part.records);
-    }
-    out
 }
 
 fn report_run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Finished {

@@ -10,15 +10,15 @@
 //! printed, and must be worse for the GEMVs.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use gpuprof_collector::analysis::aggregate::aggregate;
 use gpuprof_collector::analysis::classes::Class;
-use gpuprof_collector::store::Store;
-use gpuprof_tests::{artifact, record_on_sim, report_json, Scratch, TimedChild};
+use gpuprof_tests::{
+    artifact, decode_shapes, record_on_sim, report_json, session_records, Scratch, TimedChild,
+};
 use serde_json::Value;
 use sim_core::{CostModel, GemmShape, Launch};
-use wire::Record;
 
 const READ: &str = "dram__bytes_read.sum";
 const WRITE: &str = "dram__bytes_write.sum";
@@ -42,17 +42,6 @@ fn record(scratch: &Scratch, name: &str, args: &[&str], env: &[(&str, &str)]) ->
     }
     let o = TimedChild::spawn(cmd, std::time::Duration::from_secs(180)).wait();
     assert_eq!(o.status.code(), Some(0), "gpuprof record: {}", o.stderr);
-    out
-}
-
-fn records(dir: &Path) -> Vec<(u32, Record)> {
-    let store = Store::open(dir).expect("a session");
-    let mut out = Vec::new();
-    for i in 0..store.parts.len() {
-        let part = store.read_part(i).expect("a part");
-        assert!(part.damaged.is_empty(), "{:?}", part.damaged);
-        out.extend(part.records);
-    }
     out
 }
 
@@ -113,7 +102,7 @@ fn fitted_dram_bytes_per_class_match_the_cost_model() {
             ("GPUPROF_EXIT_TIMEOUT_MS", "20000"),
         ],
     );
-    let a = aggregate(&records(&dir));
+    let a = aggregate(&session_records(&dir));
     let fitted = a.fitted.as_ref().expect("sampling windows were fitted");
     assert_eq!(fitted.left_out, Default::default());
     let mut gemv = (0, 0);
@@ -179,16 +168,13 @@ fn fitted_dram_bytes_per_class_match_the_cost_model() {
 type ShapeFigures = (Option<f64>, Option<f64>, Option<f64>);
 
 /// The [`ShapeFigures`] of each decode GEMM shape of a report.
-fn decode_shapes(report: &Value) -> BTreeMap<String, ShapeFigures> {
-    report["roofline"]["shapes"]
-        .as_array()
-        .expect("shapes")
-        .iter()
-        .filter(|s| s["n"] == 1)
-        .map(|s| {
+fn shape_figures(report: &Value) -> BTreeMap<String, ShapeFigures> {
+    decode_shapes(report)
+        .into_iter()
+        .map(|(label, s)| {
             let launches = s["launches"].as_f64().expect("launches");
             (
-                s["shape"].as_str().expect("label").to_string(),
+                label,
                 (
                     s["bytes"].as_f64().map(|b| b / launches),
                     s["mbu_pct"].as_f64(),
@@ -224,7 +210,7 @@ fn decode_shapes_from_sampling_match_per_kernel_counters() {
             ("GPUPROF_COUNTER_LAUNCHES", "0"),
         ],
     ));
-    let (got, want) = (decode_shapes(&sampled), decode_shapes(&measured));
+    let (got, want) = (shape_figures(&sampled), shape_figures(&measured));
     assert_eq!(
         got.keys().collect::<Vec<_>>(),
         want.keys().collect::<Vec<_>>()

@@ -418,7 +418,7 @@ pub(super) fn fitted_csv(out: &mut CsvTables, v: &Value) {
         })
         .collect();
     if !rows.is_empty() {
-        out.table("fitted_counters", &FITTED_COLUMNS, rows);
+        out.table("fitted_counters", &fitted_columns(), rows);
     }
 }
 
@@ -443,25 +443,21 @@ const FITTED_METRIC_FIELDS: [&str; 8] = [
     "undetermined",
 ];
 
-const FITTED_COLUMNS: [&str; 17] = [
-    "pid",
-    "device_id",
-    "name",
-    "mangled",
-    "grid",
-    "block",
-    "shape",
-    "calls",
-    "gpu_ns",
-    "metric",
-    "kind",
-    "windows",
-    "overlap_ns",
-    "value",
-    "split",
-    "residual",
-    "undetermined",
-];
+/// The CSV `fitted_counters` columns: the class, then [`FITTED_METRIC_FIELDS`].
+fn fitted_columns() -> Vec<&'static str> {
+    let class = [
+        "pid",
+        "device_id",
+        "name",
+        "mangled",
+        "grid",
+        "block",
+        "shape",
+        "calls",
+        "gpu_ns",
+    ];
+    [&class[..], &FITTED_METRIC_FIELDS].concat()
+}
 
 /// The `counters` object: plans, statuses, the shown kernels' merged metrics (kernels
 /// without counters have `launches_with_counters` 0 and no metrics), samples.
