@@ -10,7 +10,8 @@
 //! object (`cuptiRangeProfilerEnable`) and a counter data image per group, sized for
 //! one range.
 //!
-//! **Collection.** A kernel key is (name, grid, block); [`policy::Policy`] says which
+//! **Collection.** A kernel key is (name, grid, block, GEMM shape: the cuBLAS call in
+//! progress on the thread, so one kernel run for two shapes is two keys); [`policy::Policy`] says which
 //! launches of a key are measured and rotates successive measured launches through
 //! the groups. Asking it takes a lock and hashes the name, so each thread remembers
 //! the keys it has found the policy finished with ([`finished`]), and their launches
@@ -30,7 +31,7 @@
 //! returns, and which launches are measured depends only on the policy. A kernel
 //! still running after [`DECODE_WAIT`] may be waiting for the application's later
 //! work: the launch returns, the pass is decoded whenever the kernel ends, and its
-//! key (name, grid, block) is not measured again, so the application waits at most
+//! key (name, grid, block, shape) is not measured again, so the application waits at most
 //! once per such kernel and never forever. The context stays busy until its pass is
 //! decoded: launches on it meanwhile are not measured (never waited for).
 //!
@@ -189,6 +190,7 @@ enum Measured {
         name: String,
         grid: [u32; 3],
         block: [u32; 3],
+        shape: u64,
     },
     /// A launch of executable graph `exec`, which runs `kernels` kernels.
     Graph { exec: usize, kernels: u32 },
@@ -574,8 +576,10 @@ fn begin_graph(ctx: &Ctx, kernels: u32) -> Result<(), api::CallError> {
     ctx.rp.start()
 }
 
-/// Launch API enter: starts a range if the policy measures this launch.
-pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData) {
+/// Launch API enter: starts a range if the policy measures this launch. `shape` is the
+/// GEMM call in progress on this thread as a number (`gemm::shape_key`; 0 outside a
+/// call): part of the policy's key.
+pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData, shape: u64) {
     if !ON.load(Ordering::Acquire) {
         return;
     }
@@ -595,6 +599,7 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData) {
         context: d.contextUid,
         grid: launch.grid,
         block: launch.block,
+        shape,
     };
     // Most launches end here: no lock, no name, no context lookup.
     if FINISHED.with(|f| f.borrow().contains(&key)) {
@@ -610,8 +615,14 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData) {
     let name = unsafe { CStr::from_ptr(d.symbolName) }.to_string_lossy();
     let (group, finished) = match lock(&POLICY).as_mut() {
         Some(p) => {
-            let group = p.decide(&name, launch.grid, launch.block, ctx.plan.groups.len());
-            let finished = group.is_none() && p.finished(&name, launch.grid, launch.block);
+            let group = p.decide(
+                &name,
+                launch.grid,
+                launch.block,
+                shape,
+                ctx.plan.groups.len(),
+            );
+            let finished = group.is_none() && p.finished(&name, launch.grid, launch.block, shape);
             (group, finished)
         }
         None => (None, false),
@@ -626,7 +637,7 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData) {
     // Asked only of launches the policy measures: one driver call each.
     if !capture::certainly_not_capturing(launch.stream, launch.per_thread) {
         if let Some(p) = lock(&POLICY).as_mut() {
-            p.undo(&name, launch.grid, launch.block);
+            p.undo(&name, launch.grid, launch.block, shape);
         }
         ctx.busy.store(false, Ordering::Release);
         return;
@@ -640,6 +651,7 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData) {
                     name: name.into_owned(),
                     grid: launch.grid,
                     block: launch.block,
+                    shape,
                 },
             })
         }),
@@ -708,9 +720,14 @@ pub fn on_launch_exit(d: &CUpti_CallbackData) {
         Ok(()) => {
             if decoded.recv_timeout(DECODE_WAIT).is_err() {
                 let what = match &what {
-                    Measured::Kernel { name, grid, block } => {
+                    Measured::Kernel {
+                        name,
+                        grid,
+                        block,
+                        shape,
+                    } => {
                         if let Some(p) = lock(&POLICY).as_mut() {
-                            p.exclude(name, *grid, *block);
+                            p.exclude(name, *grid, *block, *shape);
                         }
                         format!("{name} {grid:?} {block:?}")
                     }

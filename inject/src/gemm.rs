@@ -128,6 +128,12 @@ pub fn on_launch_enter(correlation_id: u32, graph_launch: bool) {
     }));
 }
 
+/// The GEMM call in progress on this thread as a counter policy key part
+/// ([`calls::shape_key`]); 0 outside one.
+pub fn shape_key() -> u64 {
+    calls::shape_key()
+}
+
 /// The launch API call on this thread returns (driver-API callback, exit).
 pub fn on_launch_exit() {
     LAUNCH.with(|l| l.set(0));

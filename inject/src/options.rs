@@ -14,7 +14,7 @@
 //!   profiler, one pass group per measured launch; `sampling`: GPU-wide counter
 //!   samples from CUPTI's PM sampling (`counters/sampling.rs`); `off`: none.
 //! - `GPUPROF_SAMPLE_INTERVAL_US`: the PM sampling interval in µs (default 100).
-//! - `GPUPROF_COUNTER_LAUNCHES`: how many launches of each kernel (name, grid, block)
+//! - `GPUPROF_COUNTER_LAUNCHES`: how many launches of each kernel (name, grid, block, GEMM shape)
 //!   are measured (default 64; 0 = every one).
 //! - `GPUPROF_COUNTER_EVERY`: measure every Nth launch of a kernel (default 1: each
 //!   one, until `GPUPROF_COUNTER_LAUNCHES` are measured).

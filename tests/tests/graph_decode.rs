@@ -6,37 +6,12 @@
 
 use std::collections::BTreeMap;
 
-use gpuprof_tests::{artifact, gpuprof_command, record_on_sim, Scratch};
+use gpuprof_tests::{decode_shapes, record_cudarc_llm_with, report_json, Scratch};
 use serde_json::Value;
 
 /// (shape label) -> (calls, launches, model FLOPs) of the run's GEMM-shape rollup.
 fn shapes(scratch: &Scratch, name: &str, args: &[&str]) -> BTreeMap<String, (u64, u64, f64)> {
-    let session = scratch.join(name);
-    let out = record_on_sim("13.4")
-        .arg("-o")
-        .arg(&session)
-        .arg("--")
-        .arg(artifact("cudarc-llm"))
-        .args(args)
-        .env("GPUPROF_COUNTERS", "off")
-        .output()
-        .expect("run gpuprof record");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = gpuprof_command()
-        .args(["report", "--format", "json"])
-        .arg(&session)
-        .output()
-        .expect("run gpuprof report");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).expect("report JSON");
+    let report = report(scratch, name, args, &[("GPUPROF_COUNTERS", "off")]);
     assert_eq!(report["roofline"]["gemm_unjoined"], 0);
     report["roofline"]["shapes"]
         .as_array()
@@ -78,44 +53,16 @@ fn gemms_replayed_from_a_graph_keep_their_shapes() {
 /// simulated H100, CUPTI 13.4.
 fn report(scratch: &Scratch, name: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
     let session = scratch.join(name);
-    let mut cmd = record_on_sim("13.4");
-    cmd.arg("-o")
-        .arg(&session)
-        .arg("--")
-        .arg(artifact("cudarc-llm"))
-        .args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run gpuprof record");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = gpuprof_command()
-        .args(["report", "--format", "json"])
-        .arg(&session)
-        .output()
-        .expect("run gpuprof report");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("report JSON")
+    record_cudarc_llm_with(&session, "13.4", args, env);
+    report_json(&session)
 }
 
 /// (shape label) -> (DRAM bytes, MBU %, AI) of the report's decode GEMM shapes (N = 1,
 /// one token; `run` names the report in messages).
 fn shape_bytes(run: &str, report: &Value) -> BTreeMap<String, (f64, f64, f64)> {
-    report["roofline"]["shapes"]
-        .as_array()
-        .expect("shapes")
-        .iter()
-        .filter(|s| s["n"] == 1)
-        .map(|s| {
-            let label = s["shape"].as_str().expect("label").to_string();
+    decode_shapes(report)
+        .into_iter()
+        .map(|(label, s)| {
             let get = |k: &str| {
                 s[k].as_f64()
                     .unwrap_or_else(|| panic!("{run}: {label}: no {k} in {s}"))
@@ -189,12 +136,38 @@ fn graph_decode_gets_counters_with_default_settings() {
     // Those values are the graph's own: of each decode GEMV's launches, those of the
     // graph's first two replays were measured (2 layers: 4; the LM head once per step,
     // and once eagerly in prefill: 3).
-    for s in graph["roofline"]["shapes"].as_array().expect("shapes") {
-        if s["n"] == 1 {
-            let per_step = if s["m"] == 32000 { 1 } else { 2 };
-            let eager = u64::from(s["m"] == 32000);
-            assert_eq!(s["bytes_launches"], 2 * per_step + eager, "{s}");
-        }
+    for s in decode_shapes(&graph).values() {
+        let per_step = if s["m"] == 32000 { 1 } else { 2 };
+        let eager = u64::from(s["m"] == 32000);
+        assert_eq!(s["bytes_launches"], 2 * per_step + eager, "{s}");
+    }
+    // The counter policy keys launches by GEMM shape too, so the eager run measures
+    // every shape's DRAM bytes with its first launch, prefill's included (one cuBLAS
+    // kernel and launch configuration serves several of its projections).
+    let bytes_of = |r: &Value| -> BTreeMap<String, Option<f64>> {
+        r["roofline"]["shapes"]
+            .as_array()
+            .expect("shapes")
+            .iter()
+            .map(|s| {
+                (
+                    s["shape"].as_str().expect("label").to_string(),
+                    s["bytes"].as_f64(),
+                )
+            })
+            .collect()
+    };
+    let (all_truth, all_eager) = (bytes_of(&truth), bytes_of(&eager));
+    assert_eq!(all_truth.len(), 10);
+    for (label, want) in &all_truth {
+        let (got, want) = (
+            all_eager[label],
+            want.expect("the truth has every shape's bytes"),
+        );
+        assert!(
+            got.is_some_and(|g| within(g, want, 0.05)),
+            "eager {label}: bytes {got:?}, cost model {want}"
+        );
     }
     // 8 replays of a step of 21 kernels.
     assert_eq!(range(&graph, "decode")["launches"], 8 * 21);

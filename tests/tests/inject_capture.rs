@@ -49,7 +49,16 @@ fn captured_launches_are_not_measured_and_replays_are_by_node() {
     // measured; of the graph's launches (replays), the first two, whatever
     // GPUPROF_COUNTER_LAUNCHES says: the first GRAPH_LAUNCHES of each executable graph.
     let names = strings(&records);
-    let mut first: BTreeMap<(String, [i32; 3], [i32; 3]), u32> = BTreeMap::new();
+    // A key is (name, grid, block, GEMM shape): the GEMM call's shape by launch.
+    let shape_of: BTreeMap<u32, [u64; 4]> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Gemm(g) => Some((g.correlation_id, [g.m, g.n, g.k, g.batch])),
+            _ => None,
+        })
+        .collect();
+    type Key = (String, [i32; 3], [i32; 3], Option<[u64; 4]>);
+    let mut first: BTreeMap<Key, u32> = BTreeMap::new();
     let mut replays: Vec<u32> = Vec::new();
     let mut nodes: BTreeMap<u32, u32> = BTreeMap::new();
     for k in kernels_in_order(&records) {
@@ -60,8 +69,9 @@ fn captured_launches_are_not_measured_and_replays_are_by_node() {
             *nodes.entry(k.correlation_id).or_default() += 1;
             continue;
         }
+        let shape = shape_of.get(&k.correlation_id).copied();
         first
-            .entry((names[&k.name].clone(), k.grid, k.block))
+            .entry((names[&k.name].clone(), k.grid, k.block, shape))
             .or_insert(k.correlation_id);
     }
     assert_eq!(replays.len(), 4, "the default 4 decode steps");

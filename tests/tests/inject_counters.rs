@@ -33,7 +33,8 @@ fn counters(records: &[Record]) -> Vec<&KernelCounters> {
         .collect()
 }
 
-type Key = (String, [i32; 3], [i32; 3]);
+/// The policy's key: name, grid, block and the GEMM call's shape (M, N, K, batch).
+type Key = (String, [i32; 3], [i32; 3], Option<(u64, u64, u64, u64)>);
 /// By correlation id: the kernel's key and the cost model's counters.
 type Costs = HashMap<u32, (Key, BTreeMap<String, f64>)>;
 /// By key: correlation ids of its launches in order.
@@ -66,7 +67,7 @@ fn expected(records: &[Record]) -> (Costs, LaunchesByKey) {
             }),
         };
         let cost = model.cost(&launch).expect("costed");
-        let key = (name, k.grid, k.block);
+        let key = (name, k.grid, k.block, gemm);
         by_key
             .entry(key.clone())
             .or_default()
@@ -158,7 +159,7 @@ fn default_set_on_gh100_rotates_launches_through_its_groups() {
     assert_eq!(
         ps[0].policy,
         format!(
-            "the first 64 launches of each kernel (name, grid, block); \
+            "the first 64 launches of each kernel (name, grid, block, GEMM shape); \
              successive measured launches rotate through {} pass groups{GRAPH_POLICY}",
             default.len()
         )
@@ -216,7 +217,7 @@ fn check_metrics_run(release: &str) {
             "GH100",
             "kernel",
             format!(
-                "the first 64 launches of each kernel (name, grid, block); one pass \
+                "the first 64 launches of each kernel (name, grid, block, GEMM shape); one pass \
                  group{GRAPH_POLICY}"
             )
             .as_str()
@@ -264,7 +265,7 @@ fn counter_launches_limits_each_kernel_key() {
     assert_eq!(
         plans(&records)[0].policy,
         format!(
-            "the first 2 launches of each kernel (name, grid, block); one pass group{GRAPH_POLICY}"
+            "the first 2 launches of each kernel (name, grid, block, GEMM shape); one pass group{GRAPH_POLICY}"
         )
     );
     let names = strings(&records);
@@ -310,7 +311,7 @@ fn kernel_replay_gives_every_metric_on_each_measured_launch() {
     assert_eq!(
         ps[0].policy,
         format!(
-            "the first launch of each kernel (name, grid, block); one pass group; \
+            "the first launch of each kernel (name, grid, block, GEMM shape); one pass group; \
              kernel replay: every metric on each measured launch, 1 pass \
              (the kernel runs once per pass){GRAPH_POLICY}"
         )
@@ -346,7 +347,7 @@ fn counter_range_measures_only_launches_inside_the_named_nvtx_range() {
     assert_eq!(
         ps[0].policy,
         format!(
-            "the first 64 launches of each kernel (name, grid, block); one pass group; \
+            "the first 64 launches of each kernel (name, grid, block, GEMM shape); one pass group; \
              only launches inside NVTX range \"decode\"{GRAPH_POLICY}"
         )
     );

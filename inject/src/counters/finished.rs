@@ -3,8 +3,8 @@
 //! name. Under the default policy (the first 64 launches of each kernel) that is
 //! every launch of a kernel after its 64th.
 //!
-//! A key is the launch's function handle, context and dimensions: finer than the
-//! policy's (name, grid, block), since a function has one name, so a key found here
+//! A key is the launch's function handle, context, dimensions and GEMM shape key:
+//! finer than the policy's (name, grid, block, shape), since a function has one name, so a key found here
 //! never stands for a launch the policy would still measure. Direct-mapped, [`SLOTS`]
 //! keys per thread, no allocation; a key evicts the one in its slot (whose next
 //! launch asks the policy again, under its lock).
@@ -27,6 +27,8 @@ pub struct Key {
     pub context: u32,
     pub grid: [u32; 3],
     pub block: [u32; 3],
+    /// The GEMM call's shape key (0 outside a GEMM call).
+    pub shape: u64,
 }
 
 /// Keys the policy will measure no more.
@@ -39,7 +41,7 @@ impl Finished {
     }
 
     fn slot(k: &Key) -> usize {
-        let mut h = k.function as u64 ^ (u64::from(k.context) << 32);
+        let mut h = k.function as u64 ^ (u64::from(k.context) << 32) ^ k.shape;
         for d in k.grid.iter().chain(&k.block) {
             h = (h ^ u64::from(*d)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         }
@@ -66,6 +68,7 @@ mod tests {
             context: 1,
             grid: [grid, 1, 1],
             block: [128, 1, 1],
+            shape: 0,
         }
     }
 
@@ -79,6 +82,10 @@ mod tests {
         assert!(!f.contains(&key(0x7000_2000, 4)));
         assert!(!f.contains(&Key {
             context: 2,
+            ..key(0x7000_1000, 4)
+        }));
+        assert!(!f.contains(&Key {
+            shape: 0x1234_5679,
             ..key(0x7000_1000, 4)
         }));
     }

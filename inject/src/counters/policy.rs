@@ -1,6 +1,8 @@
 //! Which launches are measured, and with which pass group.
 //!
-//! A kernel key is (name, grid, block). Of the launches of a key, every `every`-th
+//! A kernel key is (name, grid, block, GEMM shape): the launches of one cuBLAS kernel
+//! for two GEMM shapes are two keys, each measured with every group (the collector's
+//! classes, whose counters scale to their launches, hold one shape each). Of the launches of a key, every `every`-th
 //! (the 1st, the `every+1`-th, ...) is a candidate, and the first `launches` candidates
 //! are measured (`launches` 0: all of them). The i-th measured launch of a key
 //! (from 0) measures group `i % groups`, so successive measured launches rotate
@@ -14,7 +16,8 @@ use std::collections::HashMap;
 /// Keys tracked at most.
 pub const MAX_KEYS: usize = 1 << 16;
 
-type Dims = ([u32; 3], [u32; 3]);
+/// Grid, block and a hash of the GEMM call's shape (0 outside a GEMM call).
+type Dims = ([u32; 3], [u32; 3], u64);
 
 #[derive(Debug, Default, Clone, Copy)]
 struct Seen {
@@ -46,18 +49,19 @@ impl Policy {
         }
     }
 
-    /// Counts a launch of (`name`, `grid`, `block`); `Some(group)` if it is measured.
+    /// Counts a launch of (`name`, `grid`, `block`, `shape`); `Some(group)` if it is measured.
     pub fn decide(
         &mut self,
         name: &str,
         grid: [u32; 3],
         block: [u32; 3],
+        shape: u64,
         groups: usize,
     ) -> Option<u32> {
         if groups == 0 {
             return None;
         }
-        let dims = (grid, block);
+        let dims = (grid, block, shape);
         let known = self.keys.get(&dims).is_some_and(|m| m.contains_key(name));
         if !known {
             if self.nkeys >= MAX_KEYS {
@@ -84,33 +88,37 @@ impl Policy {
     }
 
     /// Takes back the last measurement [`Policy::decide`] gave (`name`, `grid`,
-    /// `block`): the launch could not be measured after all, and its group goes to
+    /// `block`, `shape`): the launch could not be measured after all, and its group goes to
     /// the key's next measured launch.
-    pub fn undo(&mut self, name: &str, grid: [u32; 3], block: [u32; 3]) {
+    pub fn undo(&mut self, name: &str, grid: [u32; 3], block: [u32; 3], shape: u64) {
         if let Some(seen) = self
             .keys
-            .get_mut(&(grid, block))
+            .get_mut(&(grid, block, shape))
             .and_then(|m| m.get_mut(name))
         {
             seen.measured = seen.measured.saturating_sub(1);
         }
     }
 
-    /// Whether no launch of (`name`, `grid`, `block`) will be measured again, unless
+    /// Whether no launch of (`name`, `grid`, `block`, `shape`) will be measured again, unless
     /// [`Policy::undo`] takes a measurement back: the key has had its measurements or
     /// is excluded, or it is one too many to track.
-    pub fn finished(&self, name: &str, grid: [u32; 3], block: [u32; 3]) -> bool {
-        match self.keys.get(&(grid, block)).and_then(|m| m.get(name)) {
+    pub fn finished(&self, name: &str, grid: [u32; 3], block: [u32; 3], shape: u64) -> bool {
+        match self
+            .keys
+            .get(&(grid, block, shape))
+            .and_then(|m| m.get(name))
+        {
             Some(seen) => seen.excluded || (self.launches != 0 && seen.measured >= self.launches),
             None => self.nkeys >= MAX_KEYS,
         }
     }
 
-    /// Launches of (`name`, `grid`, `block`) are not measured again.
-    pub fn exclude(&mut self, name: &str, grid: [u32; 3], block: [u32; 3]) {
+    /// Launches of (`name`, `grid`, `block`, `shape`) are not measured again.
+    pub fn exclude(&mut self, name: &str, grid: [u32; 3], block: [u32; 3], shape: u64) {
         if let Some(seen) = self
             .keys
-            .get_mut(&(grid, block))
+            .get_mut(&(grid, block, shape))
             .and_then(|m| m.get_mut(name))
         {
             seen.excluded = true;
@@ -134,7 +142,7 @@ impl Policy {
         } else {
             format!("successive measured launches rotate through {groups} pass groups")
         };
-        format!("{which} (name, grid, block); {groups}")
+        format!("{which} (name, grid, block, GEMM shape); {groups}")
     }
 }
 
@@ -159,44 +167,46 @@ mod tests {
     #[test]
     fn an_undone_measurement_goes_to_the_next_launch() {
         let mut p = Policy::new(2, 1);
-        assert_eq!(p.decide("k", G, B, 3), Some(0));
-        assert_eq!(p.decide("k", G, B, 3), Some(1));
-        p.undo("k", G, B);
-        assert_eq!(p.decide("k", G, B, 3), Some(1));
-        assert_eq!(p.decide("k", G, B, 3), None);
+        assert_eq!(p.decide("k", G, B, 0, 3), Some(0));
+        assert_eq!(p.decide("k", G, B, 0, 3), Some(1));
+        p.undo("k", G, B, 0);
+        assert_eq!(p.decide("k", G, B, 0, 3), Some(1));
+        assert_eq!(p.decide("k", G, B, 0, 3), None);
+        // Same name and configuration, another GEMM shape: another key.
+        assert_eq!(p.decide("k", G, B, 7, 3), Some(0));
     }
 
     #[test]
     fn a_key_is_finished_once_it_had_its_measurements() {
         let mut p = Policy::new(2, 3);
-        assert!(!p.finished("k", G, B));
-        let got: Vec<_> = (0..4).map(|_| p.decide("k", G, B, 2)).collect();
+        assert!(!p.finished("k", G, B, 0));
+        let got: Vec<_> = (0..4).map(|_| p.decide("k", G, B, 0, 2)).collect();
         assert_eq!(got, [Some(0), None, None, Some(1)]);
-        assert!(p.finished("k", G, B));
-        p.undo("k", G, B);
-        assert!(!p.finished("k", G, B));
-        assert!(!p.finished("k", [8, 1, 1], B));
+        assert!(p.finished("k", G, B, 0));
+        p.undo("k", G, B, 0);
+        assert!(!p.finished("k", G, B, 0));
+        assert!(!p.finished("k", [8, 1, 1], B, 0));
         // No limit: finished only when excluded.
         let mut all = Policy::new(0, 1);
-        assert_eq!(all.decide("k", G, B, 1), Some(0));
-        assert!(!all.finished("k", G, B));
-        all.exclude("k", G, B);
-        assert!(all.finished("k", G, B));
+        assert_eq!(all.decide("k", G, B, 0, 1), Some(0));
+        assert!(!all.finished("k", G, B, 0));
+        all.exclude("k", G, B, 0);
+        assert!(all.finished("k", G, B, 0));
     }
 
     #[test]
     fn an_excluded_key_is_not_measured_again() {
         let mut p = Policy::new(0, 1);
-        assert_eq!(p.decide("k", G, B, 2), Some(0));
-        assert_eq!(p.decide("other", G, B, 2), Some(0));
-        p.exclude("k", G, B);
-        assert_eq!(p.decide("k", G, B, 2), None);
-        assert_eq!(p.decide("k", G, B, 2), None);
-        assert_eq!(p.decide("other", G, B, 2), Some(1));
+        assert_eq!(p.decide("k", G, B, 0, 2), Some(0));
+        assert_eq!(p.decide("other", G, B, 0, 2), Some(0));
+        p.exclude("k", G, B, 0);
+        assert_eq!(p.decide("k", G, B, 0, 2), None);
+        assert_eq!(p.decide("k", G, B, 0, 2), None);
+        assert_eq!(p.decide("other", G, B, 0, 2), Some(1));
     }
 
     fn run(p: &mut Policy, name: &str, n: usize, groups: usize) -> Vec<Option<u32>> {
-        (0..n).map(|_| p.decide(name, G, B, groups)).collect()
+        (0..n).map(|_| p.decide(name, G, B, 0, groups)).collect()
     }
 
     #[test]
@@ -209,9 +219,11 @@ mod tests {
         // Another key has its own count and rotation.
         assert_eq!(run(&mut p, "other", 2, 3), [Some(0), Some(1)]);
         // Same name, other launch configuration: another key.
-        assert_eq!(p.decide("k", [8, 1, 1], B, 3), Some(0));
-        assert_eq!(p.decide("k", G, [64, 1, 1], 3), Some(0));
-        assert_eq!(p.decide("k", G, B, 3), None);
+        assert_eq!(p.decide("k", [8, 1, 1], B, 0, 3), Some(0));
+        assert_eq!(p.decide("k", G, [64, 1, 1], 0, 3), Some(0));
+        assert_eq!(p.decide("k", G, B, 0, 3), None);
+        // Same name and configuration, another GEMM shape: another key.
+        assert_eq!(p.decide("k", G, B, 7, 3), Some(0));
     }
 
     #[test]
@@ -237,34 +249,34 @@ mod tests {
     fn one_group_and_no_groups() {
         let mut p = Policy::new(2, 1);
         assert_eq!(run(&mut p, "k", 3, 1), [Some(0), Some(0), None]);
-        assert_eq!(p.decide("z", G, B, 0), None);
+        assert_eq!(p.decide("z", G, B, 0, 0), None);
     }
 
     #[test]
     fn keys_are_bounded() {
         let mut p = Policy::new(1, 1);
         for i in 0..MAX_KEYS {
-            assert_eq!(p.decide(&i.to_string(), G, B, 1), Some(0));
+            assert_eq!(p.decide(&i.to_string(), G, B, 0, 1), Some(0));
         }
-        assert_eq!(p.decide("one too many", G, B, 1), None);
-        assert_eq!(p.decide("0", G, B, 1), None);
-        assert!(p.finished("one too many", G, B));
+        assert_eq!(p.decide("one too many", G, B, 0, 1), None);
+        assert_eq!(p.decide("0", G, B, 0, 1), None);
+        assert!(p.finished("one too many", G, B, 0));
     }
 
     #[test]
     fn described_in_words() {
         assert_eq!(
             Policy::new(64, 1).describe(5),
-            "the first 64 launches of each kernel (name, grid, block); \
+            "the first 64 launches of each kernel (name, grid, block, GEMM shape); \
              successive measured launches rotate through 5 pass groups"
         );
         assert_eq!(
             Policy::new(0, 1).describe(1),
-            "every launch of each kernel (name, grid, block); one pass group"
+            "every launch of each kernel (name, grid, block, GEMM shape); one pass group"
         );
         assert_eq!(
             Policy::new(10, 2).describe(1),
-            "every 2nd launch of each kernel, at most 10 per kernel (name, grid, block); \
+            "every 2nd launch of each kernel, at most 10 per kernel (name, grid, block, GEMM shape); \
              one pass group"
         );
         assert_eq!(ordinal(11), "11th");

@@ -102,6 +102,34 @@ pub fn next_launch() -> Option<(Shape, u64, u32)> {
     Some((cur.shape, cur.call, index))
 }
 
+/// The GEMM call in progress on this thread as a number (a hash of its dimensions,
+/// transposes and types; never 0), or 0 outside a call or when its shape could not be
+/// read: the counter policy's keys tell one cuBLAS kernel's shapes apart with it.
+pub fn shape_key() -> u64 {
+    let Some(Some(cur)) = CURRENT.with(Cell::get) else {
+        return 0;
+    };
+    let g = &cur.shape.gemm;
+    let fields = [
+        g.m,
+        g.n,
+        g.k,
+        g.batch,
+        u64::from(g.trans_a),
+        u64::from(g.trans_b),
+        u64::from(g.a_type),
+        u64::from(g.b_type),
+        u64::from(g.c_type),
+        u64::from(g.d_type),
+        u64::from(g.compute_type),
+    ];
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for f in fields {
+        h = (h ^ f).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h | 1
+}
+
 /// Whether shapes are being recorded.
 pub fn on() -> bool {
     ON.load(Ordering::Relaxed)
