@@ -219,6 +219,50 @@ impl MetricNames {
     }
 }
 
+/// Where some finalized kernel time fell: process, device, class and time bin (the
+/// bin's index: its start over the bin length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BinKey {
+    pub pid: u32,
+    pub device_id: u32,
+    pub class: usize,
+    pub bin: u64,
+}
+
+/// Bins a kernel's time is split into at most: a longer kernel's time is split into
+/// this many equal parts, each in the bin where it starts (the total is kept).
+const MAX_BINS_PER_KERNEL: u64 = 64;
+
+/// `[start, end)` as (bin index, ns in it) for bins of `bin_ns` (at most
+/// [`MAX_BINS_PER_KERNEL`] of them).
+pub fn split_into_bins(start: u64, end: u64, bin_ns: u64) -> Vec<(u64, u64)> {
+    let ns = end.saturating_sub(start);
+    let (first, last) = (start / bin_ns, end.saturating_sub(1) / bin_ns);
+    if ns == 0 {
+        return Vec::new();
+    }
+    if last - first < MAX_BINS_PER_KERNEL {
+        return (first..=last)
+            .map(|b| {
+                let (lo, hi) = (b * bin_ns, (b + 1).saturating_mul(bin_ns));
+                (b, end.min(hi) - start.max(lo))
+            })
+            .collect();
+    }
+    let part = ns / MAX_BINS_PER_KERNEL;
+    (0..MAX_BINS_PER_KERNEL)
+        .map(|i| {
+            let at = start + i * part;
+            let len = if i + 1 == MAX_BINS_PER_KERNEL {
+                ns - part * i
+            } else {
+                part
+            };
+            (at / bin_ns, len)
+        })
+        .collect()
+}
+
 /// A finalized launch kept for the sampling attribution.
 struct Span {
     part: usize,
@@ -254,9 +298,10 @@ pub struct Aggregator {
     samples: BTreeMap<(u32, u32, u32), (u64, f64)>,
     attributor: Option<Attributor>,
     deconvolver: Option<Deconvolver>,
-    /// Per (pid, device): the first start and last end of the kernels finalized since
-    /// [`Aggregator::take_spans`] was last called; kept only once it has been called.
-    spans_since: Option<AHashMap<(u32, u32), (u64, u64)>>,
+    /// Kernel time finalized since [`Aggregator::take_binned`] was last called, per
+    /// (pid, device, class, time bin): kept only once [`Aggregator::bin_kernel_time`]
+    /// asked for it, with that bin length.
+    binned_since: Option<(u64, AHashMap<BinKey, u64>)>,
     telemetry: TelemetryAggregator,
 }
 
@@ -378,12 +423,20 @@ impl Aggregator {
         self.joiner = joiner;
     }
 
-    /// Per (pid, device), the first start and the last end of the kernels finalized
-    /// since the previous call (the first call starts the tally and returns nothing).
-    pub fn take_spans(&mut self) -> AHashMap<(u32, u32), (u64, u64)> {
-        self.spans_since
-            .replace(AHashMap::new())
-            .unwrap_or_default()
+    /// From now on, the GPU time of finalized kernels is also kept per (pid, device,
+    /// class) and bin of `bin_ns` of the session's clock, until taken
+    /// ([`Aggregator::take_binned`]): what a wall-clock window needs of them.
+    pub fn bin_kernel_time(&mut self, bin_ns: u64) {
+        self.binned_since = Some((bin_ns.max(1), AHashMap::new()));
+    }
+
+    /// The kernel time binned since the previous call (see
+    /// [`Aggregator::bin_kernel_time`]; empty unless asked for).
+    pub fn take_binned(&mut self) -> AHashMap<BinKey, u64> {
+        match &mut self.binned_since {
+            Some((_, m)) => std::mem::take(m),
+            None => AHashMap::new(),
+        }
     }
 
     /// The aggregate of every part added.
@@ -633,12 +686,16 @@ impl Aggregator {
         c.max_ns = c.max_ns.max(ns);
         c.durations.add(ns);
 
-        if let Some(spans) = &mut self.spans_since {
-            let s = spans
-                .entry((pid, k.device_id))
-                .or_insert((k.start_ns, k.end_ns));
-            s.0 = s.0.min(k.start_ns);
-            s.1 = s.1.max(k.end_ns);
+        if let Some((bin_ns, bins)) = &mut self.binned_since {
+            for (bin, ns) in split_into_bins(k.start_ns, k.end_ns, *bin_ns) {
+                let key = BinKey {
+                    pid,
+                    device_id: k.device_id,
+                    class,
+                    bin,
+                };
+                *bins.entry(key).or_default() += ns;
+            }
         }
         self.out.kernel_count += 1;
         self.out.kernel_ns = self.out.kernel_ns.saturating_add(ns);

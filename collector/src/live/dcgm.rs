@@ -1,220 +1,266 @@
-//! The DCGM profiling fields of each GPU over the last window, from per-kernel
-//! counters ([`cupti::metrics::DCGM_FIELDS`]: which CUPTI metric each field comes
-//! from; `GPUPROF_METRICS=dcgm` collects exactly those).
+//! The DCGM profiling fields of each GPU ([`cupti::metrics::DCGM_FIELDS`]: which CUPTI
+//! metric each field comes from; `GPUPROF_METRICS=dcgm` collects exactly those), as
+//! DCGM defines them: GPU-wide, averaged over the wall-clock window, idle time
+//! included ("The value represents an average over a time interval": a kernel using
+//! every SM for a fifth of the interval is an SM activity of 0.2).
 //!
-//! The window is one live update: the kernels finalized since the previous one
-//! ([`super::Live`]). For a GPU (by UUID) it spans from the first start to the last
-//! end of those kernels on that GPU, `span`; `busy` is their GPU time. Each launch
-//! takes its class's mean of the metric (a class: kernel name, launch configuration,
-//! GEMM shape; [`crate::analysis::classes`]), so launches the counter policy did not
-//! measure count with the measured ones of their class; classes never measured are
-//! left out of the mean. Then:
+//! **Timeline.** Each GPU (by UUID) has a timeline of bins of [`BIN_NS`] of the
+//! session's clock (CUPTI's timestamps, the host's `CLOCK_REALTIME`). What ran adds
+//! to the bins it overlaps, per field, an amount:
+//! - a ratio field (`.pct_of_peak_sustained_elapsed` metric): the value as a fraction
+//!   of elapsed time, times the ns of the overlap;
+//! - a byte field (`.sum` metric): the bytes that fell in the overlap.
 //!
-//! - a ratio field (`.pct_of_peak_sustained_elapsed` metric) is the time-weighted
-//!   mean over the window's kernels, / 100, times `min(1, busy / span)`: the share
-//!   of the window the unit was active, 0 to 1 as dcgm-exporter reports it;
-//! - a byte field (`.sum` metric) is the mean bytes per launch times the window's
-//!   launches, / `span` in seconds: bytes per second, as DCGM reports PCIe and
-//!   NVLink traffic.
+//! From per-kernel counters, a launch's value is its class's mean of the metric (a
+//! class: kernel name, launch configuration, GEMM shape; the counter policy measures
+//! some launches of each), spread evenly over the launch: a ratio as it is, bytes as
+//! the class's bytes per ns of GPU time. Kernel time of a class with no value yet for
+//! a field is held, per class, and added to the first bin not yet published once the
+//! class has one, so nothing is counted as 0 for being measured late. Under PM
+//! sampling the windows add their values the same way, each over its own span.
 //!
-//! A window without kernels on a GPU gives 0 for every field it has measured; a
-//! field whose metric was never measured on a GPU is not shown for it.
-//!
-//! Under PM sampling (`GPUPROF_COUNTERS=sampling`) the fields come from the sampling
-//! windows received in the update instead ([`sampled_fields`]): GPU-wide values,
-//! idle time included, as DCGM's are. A ratio is the windows' time-weighted mean of
-//! the metric / 100; a byte rate is the windows' bytes over the time from the first
-//! window's start to the last one's end. An update without windows (the sampler
-//! has stopped) keeps the last values.
+//! **Publishing.** Each update publishes the bins that ended at least [`LAG_NS`]
+//! before the update's time (the live aggregate sums a kernel 2 to 3 s after it
+//! reached the collector, and CUPTI delivers it up to a second after it ran): a field
+//! is the sum of those bins over their length, a fraction for a ratio, bytes per
+//! second for bytes. An amount that arrives for a bin already published goes to the
+//! first bin not yet published, so over the run the published values times their
+//! windows add up to exactly what ran. An update with no bin to publish keeps the last
+//! values. The final update publishes every bin. A field whose metric was never
+//! measured on a GPU is not shown for it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use ahash::AHashMap;
 use cupti::metrics::{DcgmField, DCGM_FIELDS};
 use wire::CounterSample;
 
-use crate::analysis::aggregate::Aggregate;
+use crate::analysis::aggregate::{split_into_bins, Aggregate, BinKey};
+use crate::analysis::classes::Class;
 
-/// The GPU time and launches of each class at the previous update.
-#[derive(Debug, Default)]
-pub struct Window {
-    prev: Vec<(u64, u64)>,
-}
-
-/// Per field: (Σ mean × Δns, Σ Δns, Σ mean × Δcalls, Σ Δcalls) over measured classes,
-/// and whether the field was ever measured on the GPU.
-#[derive(Debug, Default, Clone, Copy)]
-struct FieldAcc {
-    weighted: f64,
-    ns: u64,
-    per_launch: f64,
-    calls: u64,
-    measured: bool,
-}
-
-#[derive(Debug, Default)]
-struct GpuAcc {
-    busy_ns: u64,
-    calls: u64,
-    span: Option<(u64, u64)>,
-    fields: Vec<FieldAcc>,
-}
+/// The length of a timeline bin, ns.
+pub const BIN_NS: u64 = 100_000_000;
+/// How long before an update's time the bins it publishes end, ns.
+pub const LAG_NS: u64 = 5_000_000_000;
+/// Bins a GPU's timeline holds at most; an amount further ahead goes to the last.
+const MAX_BINS: usize = 6000;
 
 /// Whether `field` is a ratio (percent of elapsed time) rather than a byte count.
 pub fn is_ratio(field: &DcgmField) -> bool {
     field.metric.ends_with(".pct_of_peak_sustained_elapsed")
 }
 
-impl Window {
-    /// The fields of each GPU (by UUID) over the kernels finalized since the last
-    /// call; `spans` are their first start and last end per (pid, device).
-    pub fn fields(
-        &mut self,
-        a: &Aggregate,
-        spans: &AHashMap<(u32, u32), (u64, u64)>,
-        uuid_of: impl Fn(u32, u32) -> Option<String>,
-    ) -> BTreeMap<String, Vec<(&'static str, f64)>> {
-        let ids: Vec<Option<u32>> = DCGM_FIELDS
-            .iter()
-            .map(|f| a.metrics.find(f.metric))
-            .collect();
-        let mut gpus: BTreeMap<String, GpuAcc> = BTreeMap::new();
-        let classes = &a.classes.list;
-        self.prev.resize(classes.len(), (0, 0));
-        for (c, prev) in classes.iter().zip(self.prev.iter_mut()) {
-            let Some(uuid) = uuid_of(c.key.pid, c.key.device_id) else {
-                continue;
-            };
-            let d_ns = c.tally.ns.saturating_sub(prev.0);
-            let d_calls = c.tally.calls.saturating_sub(prev.1);
-            *prev = (c.tally.ns, c.tally.calls);
-            let g = gpus.entry(uuid).or_default();
-            g.fields.resize(DCGM_FIELDS.len(), FieldAcc::default());
-            g.busy_ns = g.busy_ns.saturating_add(d_ns);
-            g.calls += d_calls;
-            for (acc, id) in g.fields.iter_mut().zip(&ids) {
-                let Some((n, sum)) = id.and_then(|id| c.metrics.get(&id)) else {
-                    continue;
-                };
-                if *n == 0 {
-                    continue;
-                }
-                let mean = sum / *n as f64;
-                acc.measured = true;
-                acc.weighted += mean * d_ns as f64;
-                acc.ns += d_ns;
-                acc.per_launch += mean * d_calls as f64;
-                acc.calls += d_calls;
+/// One GPU's amounts per bin and field, from bin `first` on (the bins before it are
+/// published, once `published`).
+#[derive(Debug, Default)]
+struct Timeline {
+    first: Option<u64>,
+    published: bool,
+    bins: VecDeque<Vec<f64>>,
+    /// Whether each field ever had an amount.
+    measured: Vec<bool>,
+    /// The last published values.
+    last: Vec<f64>,
+}
+
+impl Timeline {
+    /// Adds `amount` of field `field` to bin `bin` (or the first one not published).
+    fn add(&mut self, bin: u64, field: usize, amount: f64) {
+        if !amount.is_finite() {
+            return;
+        }
+        let mut first = *self.first.get_or_insert(bin);
+        // Before anything is published the timeline starts at its earliest bin.
+        while bin < first && !self.published && self.bins.len() < MAX_BINS {
+            self.bins.push_front(vec![0.0; DCGM_FIELDS.len()]);
+            first -= 1;
+            self.first = Some(first);
+        }
+        let i = (bin.saturating_sub(first) as usize).min(MAX_BINS - 1);
+        while self.bins.len() <= i {
+            self.bins.push_back(vec![0.0; DCGM_FIELDS.len()]);
+        }
+        self.bins[i][field] += amount;
+        self.measured.resize(DCGM_FIELDS.len(), false);
+        self.measured[field] = true;
+    }
+
+    /// Publishes the bins that end by `to`, those nothing ran in included (every bin
+    /// held when `all`); keeps the last values when no bin is due.
+    fn publish(&mut self, to: u64, all: bool) {
+        let Some(first) = self.first else { return };
+        let due = if all {
+            self.bins.len() as u64
+        } else {
+            (to / BIN_NS).saturating_sub(first)
+        };
+        if due == 0 {
+            return;
+        }
+        let held = (due.min(self.bins.len() as u64)) as usize;
+        let mut sums = vec![0.0; DCGM_FIELDS.len()];
+        for bin in self.bins.drain(..held) {
+            for (s, v) in sums.iter_mut().zip(bin) {
+                *s += v;
             }
         }
-        for ((pid, device), (start, end)) in spans {
-            let Some(uuid) = uuid_of(*pid, *device) else {
-                continue;
-            };
-            let g = gpus.entry(uuid).or_default();
-            g.span = Some(match g.span {
-                None => (*start, *end),
-                Some((s, e)) => (s.min(*start), e.max(*end)),
-            });
-        }
-        gpus.into_iter()
-            .map(|(uuid, g)| {
-                let span_ns = g.span.map_or(0, |(s, e)| e.saturating_sub(s));
-                let values = DCGM_FIELDS
-                    .iter()
-                    .zip(&g.fields)
-                    .filter(|(_, acc)| acc.measured)
-                    .map(|(f, acc)| (f.name, value(f, acc, g.busy_ns, g.calls, span_ns)))
-                    .collect();
-                (uuid, values)
+        self.first = Some(first.saturating_add(due));
+        self.published = true;
+        let window_ns = due.saturating_mul(BIN_NS) as f64;
+        self.last = DCGM_FIELDS
+            .iter()
+            .zip(sums)
+            .map(|(f, sum)| {
+                if is_ratio(f) {
+                    (sum / window_ns).clamp(0.0, 1.0)
+                } else {
+                    sum / (window_ns / 1e9)
+                }
             })
+            .collect();
+    }
+
+    /// The measured fields' last published values.
+    fn values(&self) -> Vec<(&'static str, f64)> {
+        DCGM_FIELDS
+            .iter()
+            .zip(&self.last)
+            .zip(&self.measured)
+            .filter(|(_, m)| **m)
+            .map(|((f, v), _)| (f.name, *v))
             .collect()
     }
 }
 
-/// One field's value over a window of `span_ns` with `busy_ns` of kernels.
-fn value(field: &DcgmField, acc: &FieldAcc, busy_ns: u64, calls: u64, span_ns: u64) -> f64 {
-    if span_ns == 0 || busy_ns == 0 {
-        return 0.0;
+/// Every GPU's timeline, and the kernel time of classes not valued yet.
+#[derive(Debug, Default)]
+pub struct Window {
+    gpus: BTreeMap<String, Timeline>,
+    /// (GPU, class, field) -> kernel ns waiting for the class's value of the field.
+    waiting: AHashMap<(String, usize, usize), u64>,
+}
+
+/// A class's value of `field` per ns of its GPU time: a fraction of elapsed time for
+/// a ratio, bytes per ns for bytes; `None` before any launch of it measured the metric.
+fn rate(a: &Aggregate, c: &Class, field: &DcgmField) -> Option<f64> {
+    let id = a.metrics.find(field.metric)?;
+    let (n, sum) = c.metrics.get(&id)?;
+    if *n == 0 {
+        return None;
     }
+    let mean = sum / *n as f64;
     if is_ratio(field) {
-        if acc.ns == 0 {
-            return 0.0;
-        }
-        let mean = acc.weighted / acc.ns as f64 / 100.0;
-        let busy = (busy_ns as f64 / span_ns as f64).min(1.0);
-        (mean * busy).clamp(0.0, 1.0)
+        Some((mean / 100.0).clamp(0.0, 1.0))
+    } else if c.tally.ns > 0 && c.tally.calls > 0 {
+        Some(mean / (c.tally.ns as f64 / c.tally.calls as f64))
     } else {
-        if acc.calls == 0 {
-            return 0.0;
-        }
-        let bytes = acc.per_launch / acc.calls as f64 * calls as f64;
-        bytes / (span_ns as f64 / 1e9)
+        None
     }
 }
 
-/// One GPU's windows of an update: per field (Σ value x ns for a ratio or Σ value for
-/// bytes, Σ ns, seen), and the windows' first start and last end.
-type SampledGpu = (Vec<(f64, u64, bool)>, u64, u64);
-
-/// The fields of each GPU (by UUID) from PM sampling windows `samples` (pid, window)
-/// of one update; metric names are the processes' interned strings of `a`.
-pub fn sampled_fields(
-    a: &Aggregate,
-    samples: &[(u32, CounterSample)],
-    uuid_of: impl Fn(u32, u32) -> Option<String>,
-) -> BTreeMap<String, Vec<(&'static str, f64)>> {
-    let mut gpus: BTreeMap<String, SampledGpu> = BTreeMap::new();
-    for (pid, w) in samples {
-        let Some(uuid) = uuid_of(*pid, w.device_id) else {
-            continue;
-        };
-        let ns = w.end_ns.saturating_sub(w.start_ns);
-        let g = gpus
-            .entry(uuid)
-            .or_insert_with(|| (vec![(0.0, 0, false); DCGM_FIELDS.len()], u64::MAX, 0));
-        g.1 = g.1.min(w.start_ns);
-        g.2 = g.2.max(w.end_ns);
-        for m in &w.metrics {
-            let Some(name) = a.string(*pid, m.name) else {
+impl Window {
+    /// Adds the kernel time finalized since the last call (`binned`, from
+    /// `Aggregator::take_binned`), valued by each class's means.
+    pub fn add_kernels(
+        &mut self,
+        a: &Aggregate,
+        binned: &AHashMap<BinKey, u64>,
+        uuid_of: impl Fn(u32, u32) -> Option<String>,
+    ) {
+        for (key, ns) in binned {
+            let (Some(uuid), Some(c)) = (
+                uuid_of(key.pid, key.device_id),
+                a.classes.list.get(key.class),
+            ) else {
                 continue;
             };
-            let Some(i) = DCGM_FIELDS.iter().position(|f| f.metric == name) else {
-                continue;
-            };
-            let acc = &mut g.0[i];
-            if is_ratio(&DCGM_FIELDS[i]) {
-                acc.0 += m.value * ns as f64;
-                acc.1 += ns;
-            } else {
-                acc.0 += m.value;
+            let timeline = self.gpus.entry(uuid.clone()).or_default();
+            for (i, f) in DCGM_FIELDS.iter().enumerate() {
+                match rate(a, c, f) {
+                    Some(r) => timeline.add(key.bin, i, r * *ns as f64),
+                    None => {
+                        *self
+                            .waiting
+                            .entry((uuid.clone(), key.class, i))
+                            .or_default() += ns;
+                    }
+                }
             }
-            acc.2 = true;
+        }
+        // Time of classes that have a value now.
+        let mut valued = Vec::new();
+        for ((uuid, class, i), ns) in &self.waiting {
+            let Some(r) = a
+                .classes
+                .list
+                .get(*class)
+                .and_then(|c| rate(a, c, &DCGM_FIELDS[*i]))
+            else {
+                continue;
+            };
+            // Into the first bin not published (none yet: it waits on).
+            let Some(t) = self.gpus.get_mut(uuid).filter(|t| t.first.is_some()) else {
+                continue;
+            };
+            t.add(t.first.unwrap_or_default(), *i, r * *ns as f64);
+            valued.push((uuid.clone(), *class, *i));
+        }
+        for k in valued {
+            self.waiting.remove(&k);
         }
     }
-    gpus.into_iter()
-        .map(|(uuid, (accs, start, end))| {
-            let span_ns = end.saturating_sub(start);
-            let values = DCGM_FIELDS
-                .iter()
-                .zip(accs)
-                .filter(|(_, acc)| acc.2)
-                .map(|(f, (sum, ns, _))| {
-                    let v = if is_ratio(f) {
-                        if ns == 0 {
-                            0.0
-                        } else {
-                            (sum / ns as f64 / 100.0).clamp(0.0, 1.0)
-                        }
-                    } else if span_ns == 0 {
-                        0.0
-                    } else {
-                        sum / (span_ns as f64 / 1e9)
-                    };
-                    (f.name, v)
-                })
-                .collect();
-            (uuid, values)
-        })
-        .collect()
+
+    /// Adds PM sampling windows `samples` (pid, window); metric names are the
+    /// processes' interned strings of `a`.
+    pub fn add_samples(
+        &mut self,
+        a: &Aggregate,
+        samples: &[(u32, CounterSample)],
+        uuid_of: impl Fn(u32, u32) -> Option<String>,
+    ) {
+        for (pid, w) in samples {
+            let Some(uuid) = uuid_of(*pid, w.device_id) else {
+                continue;
+            };
+            let span = w.end_ns.saturating_sub(w.start_ns);
+            if span == 0 {
+                continue;
+            }
+            let timeline = self.gpus.entry(uuid).or_default();
+            for m in &w.metrics {
+                let Some(name) = a.string(*pid, m.name) else {
+                    continue;
+                };
+                let Some(i) = DCGM_FIELDS.iter().position(|f| f.metric == name) else {
+                    continue;
+                };
+                // Per ns of the window.
+                let per_ns = if is_ratio(&DCGM_FIELDS[i]) {
+                    (m.value / 100.0).clamp(0.0, 1.0)
+                } else {
+                    m.value / span as f64
+                };
+                for (bin, ns) in split_into_bins(w.start_ns, w.end_ns, BIN_NS) {
+                    timeline.add(bin, i, per_ns * ns as f64);
+                }
+            }
+        }
+    }
+
+    /// Publishes each GPU's bins that ended [`LAG_NS`] before `now_ns` (every bin when
+    /// `all`), and gives every GPU's fields (by UUID).
+    pub fn publish(
+        &mut self,
+        now_ns: u64,
+        all: bool,
+    ) -> BTreeMap<String, Vec<(&'static str, f64)>> {
+        let to = now_ns.saturating_sub(LAG_NS);
+        self.gpus
+            .iter_mut()
+            .map(|(uuid, t)| {
+                t.publish(to, all);
+                (uuid.clone(), t.values())
+            })
+            .collect()
+    }
 }

@@ -143,12 +143,14 @@ pub fn render(s: &Snapshot) -> String {
         }
         let help = if super::dcgm::is_ratio(field) {
             format!(
-                "Ratio of the last window the unit was active, from {} per kernel",
+                "Ratio of the last second of wall-clock time (idle included, 5 s ago) the unit \
+                 was active, GPU-wide, from {}",
                 field.metric
             )
         } else {
             format!(
-                "Bytes per second over the last window, from {} per kernel",
+                "Bytes per second over the last second of wall-clock time (5 s ago), \
+                 GPU-wide, from {}",
                 field.metric
             )
         };

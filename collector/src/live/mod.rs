@@ -73,10 +73,8 @@ pub struct Live {
     window: dcgm::Window,
     /// For the window's MFU and MBU.
     prev_run: PrevRun,
-    /// PM sampling windows received since the previous update (pid, window), and the
-    /// fields the last windows of each GPU gave (kept until new windows come).
+    /// PM sampling windows received since the previous update (pid, window).
     samples: Vec<(u32, CounterSample)>,
-    sampled: BTreeMap<String, Vec<(&'static str, f64)>>,
 }
 
 impl Live {
@@ -84,7 +82,7 @@ impl Live {
     /// the peaks file, as for `gpuprof report`.
     pub fn new(top: usize, overrides: Overrides) -> Live {
         let mut aggregator = Aggregator::with_window(HOLD_UPDATES, 0);
-        aggregator.take_spans();
+        aggregator.bin_kernel_time(dcgm::BIN_NS);
         Live {
             aggregator,
             overrides,
@@ -93,7 +91,6 @@ impl Live {
             window: dcgm::Window::default(),
             prev_run: PrevRun::default(),
             samples: Vec::new(),
-            sampled: BTreeMap::new(),
         }
     }
 
@@ -110,22 +107,32 @@ impl Live {
             .add_records(records.into_iter().map(|r| (pid, r)).collect());
     }
 
-    /// One update: kernels that have waited long enough are summed, and the series
-    /// computed.
+    /// One update at the host's `CLOCK_REALTIME` (the session's clock): see
+    /// [`Live::update_at`].
     pub fn update(&mut self) -> Snapshot {
-        self.aggregator.end_part();
-        self.snapshot(false)
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        self.update_at(now)
     }
 
-    /// The final update: every kernel is summed.
+    /// One update at `now_ns` of the session's clock: kernels that have waited long
+    /// enough are summed, and the series computed (the DCGM fields over the time up to
+    /// [`dcgm::LAG_NS`] before `now_ns`).
+    pub fn update_at(&mut self, now_ns: u64) -> Snapshot {
+        self.aggregator.end_part();
+        self.snapshot(now_ns, false)
+    }
+
+    /// The final update: every kernel is summed, every DCGM bin published.
     pub fn finish(&mut self) -> Snapshot {
         self.aggregator.end_part();
         self.aggregator.flush();
-        self.snapshot(true)
+        self.snapshot(u64::MAX, true)
     }
 
-    fn snapshot(&mut self, ended: bool) -> Snapshot {
-        let spans = self.aggregator.take_spans();
+    fn snapshot(&mut self, now_ns: u64, ended: bool) -> Snapshot {
+        let binned = self.aggregator.take_binned();
         let a = self.aggregator.so_far();
         let e = efficiency_of(a, &self.overrides);
         let mut out = Snapshot {
@@ -195,17 +202,10 @@ impl Live {
 
         let uuid_of =
             |pid: u32, device: u32| a.devices.get(&(pid, device)).map(|d| uuid_string(&d.uuid));
-        let mut fields = self.window.fields(a, &spans, uuid_of);
-        // PM sampling, where there is any, over per-kernel counters.
+        self.window.add_kernels(a, &binned, uuid_of);
         let samples = std::mem::take(&mut self.samples);
-        self.sampled
-            .extend(dcgm::sampled_fields(a, &samples, uuid_of));
-        for (uuid, sampled) in &self.sampled {
-            let f = fields.entry(uuid.clone()).or_default();
-            f.retain(|(n, _)| !sampled.iter().any(|(s, _)| s == n));
-            f.extend(sampled.iter().copied());
-        }
-        out.gpus = gpus(a, fields);
+        self.window.add_samples(a, &samples, uuid_of);
+        out.gpus = gpus(a, self.window.publish(now_ns, ended));
         out
     }
 }

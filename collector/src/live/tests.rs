@@ -37,11 +37,17 @@ fn field(s: &Snapshot, name: &str) -> f64 {
         .1
 }
 
+const MS: u64 = 1_000_000;
+
+fn close(got: f64, want: f64) -> bool {
+    (got - want).abs() <= 1e-12 * want.abs().max(1e-300)
+}
+
 #[test]
-fn a_ratio_field_is_the_time_weighted_mean_times_the_busy_share_of_the_window() {
+fn a_ratio_field_is_its_kernels_share_of_the_wall_clock_window() {
     let mut live = Live::new(20, Overrides::default());
-    // Two classes: 100 ns at 50 %, 300 ns at 100 %, spanning 0..800 ns. A third
-    // launch of the first class, not measured, takes its class's mean.
+    // 100 ms at 50 %, 300 ms at 100 %, a third launch of the first class (not
+    // measured: its class's mean), within 800 ms: 500 ms of kernels and 300 idle.
     live.add(
         PID,
         vec![
@@ -51,24 +57,23 @@ fn a_ratio_field_is_the_time_weighted_mean_times_the_busy_share_of_the_window() 
             string(3, PCIE_RX),
             counters(1, 0, &[(2, 50.0), (3, 1000.0)]),
             counters(2, 0, &[(2, 100.0), (3, 3000.0)]),
-            kernel(1, 1, 0, 100, 1),
-            kernel(1, 2, 200, 500, 2),
-            kernel(1, 3, 700, 800, 1),
+            kernel(1, 1, 0, 100 * MS, 1),
+            kernel(1, 2, 200 * MS, 500 * MS, 2),
+            kernel(1, 3, 700 * MS, 800 * MS, 1),
         ],
     );
     let s = live.finish();
     assert_eq!(s.gpus.len(), 1);
     assert_eq!(s.gpus[0].uuid, uuid_string(&[0xab; 16]));
     assert_eq!(s.gpus[0].uuid, "GPU-abababab-abab-abab-abab-abababababab");
-    // Mean over 500 ns of kernels: (50 x 200 + 100 x 300) / 500 = 80 %; busy 500 of
-    // 800 ns.
-    assert_eq!(field(&s, "DCGM_FI_PROF_SM_ACTIVE"), 0.8 * (500.0 / 800.0));
+    // As DCGM: the active time over the wall-clock window, idle included:
+    // (50 % x 100 + 100 % x 300 + 50 % x 100) ms / 800 ms.
+    let sm = field(&s, "DCGM_FI_PROF_SM_ACTIVE");
+    assert!(close(sm, 400.0 / 800.0), "{sm}");
     // Bytes: 1000 per launch of the first class (2 launches), 3000 for the second,
-    // over 800 ns.
-    assert_eq!(
-        field(&s, "DCGM_FI_PROF_PCIE_RX_BYTES"),
-        5000.0 / (800.0 / 1e9)
-    );
+    // over the 0.8 s.
+    let pcie = field(&s, "DCGM_FI_PROF_PCIE_RX_BYTES");
+    assert!(close(pcie, 5000.0 / 0.8), "{pcie}");
     // Fields whose metric was never measured are not shown.
     assert!(!s.gpus[0]
         .fields
@@ -77,7 +82,7 @@ fn a_ratio_field_is_the_time_weighted_mean_times_the_busy_share_of_the_window() 
 }
 
 #[test]
-fn a_window_without_kernels_gives_zero_and_kernels_wait_two_updates() {
+fn idle_time_counts_and_kernels_wait_two_updates_and_the_lag() {
     let mut live = Live::new(20, Overrides::default());
     live.add(
         PID,
@@ -86,20 +91,61 @@ fn a_window_without_kernels_gives_zero_and_kernels_wait_two_updates() {
             string(1, "k"),
             string(2, SM_ACTIVE),
             counters(1, 0, &[(2, 100.0)]),
-            kernel(1, 1, 0, 100, 1),
+            kernel(1, 1, 0, 100 * MS, 1),
         ],
     );
-    let first = live.update();
+    let lag = super::dcgm::LAG_NS;
+    let first = live.update_at(lag + 1000 * MS);
     assert_eq!(first.run.launches, 0, "counted before its window");
-    let second = live.update();
+    assert!(first.gpus[0].fields.is_empty());
+    let second = live.update_at(lag + 1000 * MS);
     assert_eq!(second.run.launches, 0);
-    let third = live.update();
+    // Summed: the second's bins up to the lag before the update: 100 ms of 100 % in
+    // the first second.
+    let third = live.update_at(lag + 1000 * MS);
     assert_eq!(third.run.launches, 1);
-    assert_eq!(field(&third, "DCGM_FI_PROF_SM_ACTIVE"), 1.0);
-    let idle = live.update();
+    assert!(close(field(&third, "DCGM_FI_PROF_SM_ACTIVE"), 0.1));
+    // The next second ran nothing: 0, not the last value.
+    let idle = live.update_at(lag + 2000 * MS);
     assert_eq!(field(&idle, "DCGM_FI_PROF_SM_ACTIVE"), 0.0);
-    assert!(!idle.ended);
+    // No second has passed: the last values stay.
+    let same = live.update_at(lag + 2050 * MS);
+    assert_eq!(field(&same, "DCGM_FI_PROF_SM_ACTIVE"), 0.0);
+    assert!(!same.ended);
     assert!(live.finish().ended);
+}
+
+#[test]
+fn a_late_kernel_counts_in_the_next_window_and_the_run_adds_up() {
+    let mut live = Live::new(20, Overrides::default());
+    let lag = super::dcgm::LAG_NS;
+    live.add(
+        PID,
+        vec![
+            device(),
+            string(1, "k"),
+            string(2, SM_ACTIVE),
+            counters(1, 0, &[(2, 100.0)]),
+            kernel(1, 1, 0, 100 * MS, 1),
+        ],
+    );
+    for _ in 0..3 {
+        live.update_at(lag + 1000 * MS);
+    }
+    // A kernel of the first second that arrives only now: its 200 ms go to the next
+    // window, so the two windows add up to the 300 ms that ran.
+    live.add(
+        PID,
+        vec![
+            counters(2, 0, &[(2, 100.0)]),
+            kernel(1, 2, 300 * MS, 500 * MS, 1),
+        ],
+    );
+    live.update_at(lag + 1000 * MS);
+    live.update_at(lag + 1000 * MS);
+    let late = live.update_at(lag + 2000 * MS);
+    assert_eq!(late.run.launches, 2);
+    assert!(close(field(&late, "DCGM_FI_PROF_SM_ACTIVE"), 0.2));
 }
 
 #[test]
@@ -160,7 +206,7 @@ fn the_final_values_are_the_report_s_whatever_the_updates() {
 }
 
 #[test]
-fn under_pm_sampling_the_fields_are_the_windows_time_weighted_means() {
+fn under_pm_sampling_the_fields_are_the_windows_over_the_wall_clock() {
     let mut live = Live::new(20, Overrides::default());
     live.add(
         PID,
@@ -168,17 +214,16 @@ fn under_pm_sampling_the_fields_are_the_windows_time_weighted_means() {
             device(),
             string(2, SM_ACTIVE),
             string(3, PCIE_RX),
-            sample(0, 100, &[(2, 50.0), (3, 1000.0)]),
-            sample(100, 300, &[(2, 80.0), (3, 3000.0)]),
+            sample(0, 100 * MS, &[(2, 50.0), (3, 1000.0)]),
+            sample(100 * MS, 300 * MS, &[(2, 80.0), (3, 3000.0)]),
         ],
     );
-    let s = live.update();
+    let lag = super::dcgm::LAG_NS;
+    let s = live.update_at(lag + 300 * MS);
     // (50 x 100 + 80 x 200) / 300 = 70 %, GPU-wide.
-    assert_eq!(field(&s, "DCGM_FI_PROF_SM_ACTIVE"), 21000.0 / 300.0 / 100.0);
-    assert_eq!(
-        field(&s, "DCGM_FI_PROF_PCIE_RX_BYTES"),
-        4000.0 / (300.0 / 1e9)
-    );
-    // An update without windows keeps the last values.
-    assert_eq!(live.update().gpus[0].fields, s.gpus[0].fields);
+    assert!(close(field(&s, "DCGM_FI_PROF_SM_ACTIVE"), 0.7));
+    assert!(close(field(&s, "DCGM_FI_PROF_PCIE_RX_BYTES"), 4000.0 / 0.3));
+    // The next 100 ms had no window: nothing was sampled there, 0.
+    let next = live.update_at(lag + 400 * MS);
+    assert_eq!(field(&next, "DCGM_FI_PROF_SM_ACTIVE"), 0.0);
 }
