@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/libclang.sh
+# One build from scratch: incremental compilation's caches (1.6 GB of target/) would
+# never be read.
+export CARGO_INCREMENTAL=0
 
 step() { printf '\n== %s\n' "$*" >&2; }
 
