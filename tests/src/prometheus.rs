@@ -81,15 +81,25 @@ impl Prometheus {
         }
     }
 
-    /// The instant vector of `expr`, as (labels without `__name__`, value) with the
-    /// series name apart.
+    /// The instant vector of `expr` now, as (labels without `__name__`, value) with
+    /// the series name apart.
     pub fn query(&self, expr: &str) -> Vec<Sample> {
-        let (status, body) = http_get(
-            &self.addr,
-            &format!("/api/v1/query?query={}", url_encode(expr)),
-        )
-        .expect("query Prometheus");
-        assert_eq!(status, 200, "{expr}: {body}");
+        self.query_path(&format!("/api/v1/query?query={}", url_encode(expr)))
+    }
+
+    /// The instant vector of `expr` at `unix_s` (seconds since the epoch): what
+    /// Prometheus had scraped by then, before a target that went away was marked
+    /// stale.
+    pub fn query_at(&self, expr: &str, unix_s: f64) -> Vec<Sample> {
+        self.query_path(&format!(
+            "/api/v1/query?query={}&time={unix_s:.3}",
+            url_encode(expr)
+        ))
+    }
+
+    fn query_path(&self, path: &str) -> Vec<Sample> {
+        let (status, body) = http_get(&self.addr, path).expect("query Prometheus");
+        assert_eq!(status, 200, "{path}: {body}");
         let v: Value = serde_json::from_str(&body).expect("Prometheus JSON");
         assert_eq!(v["status"], "success", "{body}");
         v["data"]["result"]

@@ -48,9 +48,10 @@ fn the_collector_of_env_only_mode_serves_what_gpuprof_serve_names() {
     let up = prometheus.query("max_over_time(up[10m])");
     assert_eq!(up.len(), 1, "{up:?}");
     assert_eq!(up[0].2, 1.0, "Prometheus never scraped the collector");
-    let series = prometheus.query("gpuprof_program_ended");
+    // Over the run: the collector has ended, and Prometheus marks its series stale.
+    let series = prometheus.query("max_over_time(gpuprof_program_ended[10m])");
     assert_eq!(series.len(), 1, "{series:?}");
-    let gpus = prometheus.query("gpuprof_gpu_kernel_launches_total");
+    let gpus = prometheus.query("max_over_time(gpuprof_gpu_kernel_launches_total[10m])");
     assert!(
         gpus.iter()
             .all(|(_, l, _)| l.get("UUID").is_some_and(|u| u.starts_with("GPU-"))),

@@ -9,7 +9,7 @@
 //! the program never starts.
 
 use std::net::TcpListener;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gpuprof_tests::{
     check_against_report, free_port, prometheus_binary, record_on_sim, record_serving, report_json,
@@ -41,9 +41,20 @@ fn scraped_by_prometheus(name: &str, env: &[(&str, &str)], top: usize) -> Option
         o.stderr
     );
 
+    // What Prometheus had half a second before `record` exited, while it still served
+    // the final values (--serve-linger 3): once the target is gone its series are
+    // marked stale, and a query at a later time finds none of them.
+    let at = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_secs_f64()
+        - 0.5;
     // Prometheus has the final values once it shows the program ended.
     let start = Instant::now();
-    while prometheus.query("gpuprof_program_ended == 1").is_empty() {
+    while prometheus
+        .query_at("gpuprof_program_ended == 1", at)
+        .is_empty()
+    {
         assert!(
             start.elapsed() < Duration::from_secs(20),
             "Prometheus never scraped the final values"
@@ -51,16 +62,16 @@ fn scraped_by_prometheus(name: &str, env: &[(&str, &str)], top: usize) -> Option
         std::thread::sleep(Duration::from_millis(200));
     }
     // Scraped while the program ran too.
-    let running = prometheus.query("min_over_time(gpuprof_program_ended[10m])");
+    let running = prometheus.query_at("min_over_time(gpuprof_program_ended[10m])", at);
     assert_eq!(running.len(), 1, "{running:?}");
     assert_eq!(
         running[0].2,
         0.0,
         "no scrape before the program ended: {:?}",
-        prometheus.query("gpuprof_program_ended[10m]")
+        prometheus.query_at("gpuprof_program_ended[10m]", at)
     );
 
-    let samples = prometheus.query(r#"{__name__=~"gpuprof_.+|DCGM_FI_.+"}"#);
+    let samples = prometheus.query_at(r#"{__name__=~"gpuprof_.+|DCGM_FI_.+"}"#, at);
     let report = report_json(&out);
     check_against_report(&samples, &report, top);
     Some(report)
