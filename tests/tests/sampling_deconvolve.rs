@@ -87,12 +87,11 @@ fn label(c: &Class) -> String {
     format!("{name} grid {:?}{shape}", c.key.grid)
 }
 
-/// Fitted and split DRAM bytes per launch of every class against the cost model.
-#[test]
-fn fitted_dram_bytes_per_class_match_the_cost_model() {
-    let scratch = Scratch::new("deconvolve-classes");
-    let dir = record(
-        &scratch,
+/// The workload decoding as a CUDA graph, under PM sampling with [`INTERVAL_US`]
+/// windows.
+fn record_sampled_graph(scratch: &Scratch) -> PathBuf {
+    record(
+        scratch,
         "graph",
         &["--graph-decode"],
         &[
@@ -101,7 +100,14 @@ fn fitted_dram_bytes_per_class_match_the_cost_model() {
             ("GPUPROF_RING_SIZE", "512M"),
             ("GPUPROF_EXIT_TIMEOUT_MS", "20000"),
         ],
-    );
+    )
+}
+
+/// Fitted and split DRAM bytes per launch of every class against the cost model.
+#[test]
+fn fitted_dram_bytes_per_class_match_the_cost_model() {
+    let scratch = Scratch::new("deconvolve-classes");
+    let dir = record_sampled_graph(&scratch);
     let a = aggregate(&session_records(&dir));
     let fitted = a.fitted.as_ref().expect("sampling windows were fitted");
     assert_eq!(fitted.left_out, Default::default());
@@ -190,17 +196,7 @@ fn shape_figures(report: &Value) -> BTreeMap<String, ShapeFigures> {
 #[test]
 fn decode_shapes_from_sampling_match_per_kernel_counters() {
     let scratch = Scratch::new("deconvolve-shapes");
-    let sampled = report_json(&record(
-        &scratch,
-        "graph",
-        &["--graph-decode"],
-        &[
-            ("GPUPROF_COUNTERS", "sampling"),
-            ("GPUPROF_SAMPLE_INTERVAL_US", INTERVAL_US),
-            ("GPUPROF_RING_SIZE", "512M"),
-            ("GPUPROF_EXIT_TIMEOUT_MS", "20000"),
-        ],
-    ));
+    let sampled = report_json(&record_sampled_graph(&scratch));
     let measured = report_json(&record(
         &scratch,
         "eager",

@@ -81,8 +81,8 @@ fn a_ratio_field_is_its_kernels_share_of_the_wall_clock_window() {
         .any(|(n, _)| *n == "DCGM_FI_PROF_DRAM_ACTIVE"));
 }
 
-#[test]
-fn idle_time_counts_and_kernels_wait_two_updates_and_the_lag() {
+/// A live aggregate given one kernel of 100 ms at 100 % SM activity, from time 0.
+fn one_kernel_fully_active() -> Live {
     let mut live = Live::new(20, Overrides::default());
     live.add(
         PID,
@@ -94,6 +94,12 @@ fn idle_time_counts_and_kernels_wait_two_updates_and_the_lag() {
             kernel(1, 1, 0, 100 * MS, 1),
         ],
     );
+    live
+}
+
+#[test]
+fn idle_time_counts_and_kernels_wait_two_updates_and_the_lag() {
+    let mut live = one_kernel_fully_active();
     let lag = super::dcgm::LAG_NS;
     let first = live.update_at(lag + 1000 * MS);
     assert_eq!(first.run.launches, 0, "counted before its window");
@@ -117,18 +123,8 @@ fn idle_time_counts_and_kernels_wait_two_updates_and_the_lag() {
 
 #[test]
 fn a_late_kernel_counts_in_the_next_window_and_the_run_adds_up() {
-    let mut live = Live::new(20, Overrides::default());
+    let mut live = one_kernel_fully_active();
     let lag = super::dcgm::LAG_NS;
-    live.add(
-        PID,
-        vec![
-            device(),
-            string(1, "k"),
-            string(2, SM_ACTIVE),
-            counters(1, 0, &[(2, 100.0)]),
-            kernel(1, 1, 0, 100 * MS, 1),
-        ],
-    );
     for _ in 0..3 {
         live.update_at(lag + 1000 * MS);
     }
