@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 
 usage() {
     cat <<'EOF'
-usage: scripts/gpu-smoke.sh [--sim] [--tolerance PCT] [--keep] [-- WORKLOAD ARGS...]
+usage: scripts/gpu-smoke.sh [--sim] [--prebuilt DIR] [--work DIR] [--tolerance PCT] [--keep]
+                           [-- WORKLOAD ARGS...]
 
 Runs gpuprof end to end on this machine's NVIDIA GPU and checks what must hold for any
 healthy run:
@@ -27,6 +28,10 @@ Options:
   --sim            run on the simulated CUDA stack (tests/sim: driver, CUPTI, cuBLAS,
                    cuBLASLt, a simulated H100), set up as scripts/demo.sh does, so the
                    script itself can be tried on a machine without a GPU
+  --prebuilt DIR   take gpuprof, libgpuprof.so and cudarc-llm from DIR instead of
+                   building (for a GPU machine without Rust: scripts/gpu-check.sh)
+  --work DIR       where the session, record.out and report.json go (default
+                   target/gpu-smoke)
   --tolerance PCT  largest |hw - model| / model allowed for GEMM FLOPs (default 10)
   --keep           keep the session directory target/gpu-smoke/session (it is removed
                    after a passing run; a failing run always keeps it)
@@ -66,13 +71,15 @@ if any fails, else a "PASS" line and exit 0):
                 peak, counter rounding). A value above means a wrong peak or FLOPs /
                 bytes joined to the wrong kernel.
 
-Counter settings: unless set in the environment, the run uses GPUPROF_REPLAY=kernel and
-GPUPROF_COUNTER_LAUNCHES=0, so every launch of every kernel gets every metric (CUPTI
-replays each kernel once per pass). With the default rotation of pass groups, a
-kernel's hardware FLOPs are the mean of the launches that measured them times all its
+Counter settings: unless set in the environment, the run uses GPUPROF_COUNTER_LAUNCHES=0
+and GPUPROF_COUNTER_BUDGET=100, so every launch of every kernel is measured, successive
+launches rotating through the pass groups, whatever the time it takes. Not kernel
+replay (GPUPROF_REPLAY=kernel): CUPTI gives a kernel it replays no timestamps (seen on
+H100 and H200 with CUPTI 13.0), so the kernel table would read 0 µs. A kernel's
+hardware FLOPs are then the mean of the launches that measured them times all its
 launches, which is off by more than the tolerance when one kernel runs several GEMM
-shapes; measuring every launch makes the FLOP comparison exact. GPUPROF_COUNTERS
-(default kernel) is passed on as set.
+shapes or a decode GEMM's N is far below the tensor tile. GPUPROF_COUNTERS (default
+kernel) is passed on as set.
 
 Needs on a GPU machine: the NVIDIA driver, a supported CUPTI (see gpuprof doctor),
 cuBLAS 12 (libcublas.so, libcublasLt.so) on the loader path. NVTX comes from
@@ -85,6 +92,8 @@ EOF
 use_sim=no
 tolerance=10
 keep=no
+prebuilt=
+work=$PWD/target/gpu-smoke
 workload_args=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -96,6 +105,11 @@ while [ $# -gt 0 ]; do
             ;;
         --tolerance=*) tolerance=${1#--tolerance=} ;;
         --keep) keep=yes ;;
+        --prebuilt | --work)
+            [ $# -ge 2 ] || { echo "gpu-smoke: $1 needs a directory" >&2; exit 2; }
+            if [ "$1" = --prebuilt ]; then prebuilt=$2; else work=$2; fi
+            shift
+            ;;
         -h | --help) usage; exit 0 ;;
         --) shift; workload_args=("$@"); break ;;
         *) echo "gpu-smoke: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -112,10 +126,16 @@ case "$counters" in
     *) echo "gpu-smoke: GPUPROF_COUNTERS=$counters is not kernel, sampling or off" >&2; exit 2 ;;
 esac
 
-echo "== building (release)" >&2
-cargo build --release --quiet
-out=$PWD/target/release
-work=$PWD/target/gpu-smoke
+if [ -n "$prebuilt" ]; then
+    out=$(cd "$prebuilt" && pwd)
+    for f in gpuprof libgpuprof.so cudarc-llm; do
+        [ -f "$out/$f" ] || { echo "gpu-smoke: --prebuilt $prebuilt has no $f" >&2; exit 2; }
+    done
+else
+    echo "== building (release)" >&2
+    cargo build --release --quiet
+    out=$PWD/target/release
+fi
 session=$work/session
 mkdir -p "$work"
 
@@ -152,8 +172,8 @@ if ! "$out/gpuprof" doctor; then
     exit 1
 fi
 
-if [ "$use_sim" = no ] && ! ldconfig -p 2>/dev/null | grep -q 'libnvToolsExt\.so' \
-    && ! (IFS=:; for d in ${LD_LIBRARY_PATH:-}; do ls "$d"/libnvToolsExt.so* 2>/dev/null; done) | grep -q .; then
+on_path=$(IFS=:; for d in ${LD_LIBRARY_PATH:-}; do ls "$d"/libnvToolsExt.so* 2>/dev/null || true; done)
+if [ "$use_sim" = no ] && [ -z "$on_path" ] && ! ldconfig -p 2>/dev/null | grep 'libnvToolsExt\.so' >/dev/null; then
     nvtx=$(nvtx_lib)
     mkdir -p "$work/nvtx"
     ln -sfn "$nvtx" "$work/nvtx/libnvToolsExt.so"
@@ -161,10 +181,11 @@ if [ "$use_sim" = no ] && ! ldconfig -p 2>/dev/null | grep -q 'libnvToolsExt\.so
     echo "== NVTX: $nvtx (no libnvToolsExt.so on the loader path)" >&2
 fi
 
-export GPUPROF_REPLAY=${GPUPROF_REPLAY:-kernel}
+export GPUPROF_REPLAY=${GPUPROF_REPLAY:-none}
 export GPUPROF_COUNTER_LAUNCHES=${GPUPROF_COUNTER_LAUNCHES:-0}
+export GPUPROF_COUNTER_BUDGET=${GPUPROF_COUNTER_BUDGET:-100}
 rm -rf "$session"
-echo "== gpuprof record -o $session -- cudarc-llm${workload_args[*]+ ${workload_args[*]}} (GPUPROF_COUNTERS=$counters GPUPROF_REPLAY=$GPUPROF_REPLAY GPUPROF_COUNTER_LAUNCHES=$GPUPROF_COUNTER_LAUNCHES)" >&2
+echo "== gpuprof record -o $session -- cudarc-llm${workload_args[*]+ ${workload_args[*]}} (GPUPROF_COUNTERS=$counters GPUPROF_REPLAY=$GPUPROF_REPLAY GPUPROF_COUNTER_LAUNCHES=$GPUPROF_COUNTER_LAUNCHES GPUPROF_COUNTER_BUDGET=$GPUPROF_COUNTER_BUDGET)" >&2
 status=0
 GPUPROF_LIB=$out/libgpuprof.so "$out/gpuprof" record -o "$session" -- \
     "$out/cudarc-llm" ${workload_args[@]+"${workload_args[@]}"} >"$work/record.out" || status=$?

@@ -45,8 +45,9 @@ gemm-flops    for every row of `roofline.kernels` whose launches are all GEMM la
               by up to the tile width); epilogue arithmetic adds a little too. Raise
               --tolerance for such shapes. A row's hw_flops are its measured launches'
               mean times all its launches, so the comparison is exact only when every
-              launch is measured: run with GPUPROF_REPLAY=kernel and
-              GPUPROF_COUNTER_LAUNCHES=0 (gpu-smoke.sh does).
+              launch is measured with every group: GPUPROF_COUNTER_LAUNCHES=0 and
+              GPUPROF_COUNTER_BUDGET=100 (gpu-smoke.sh sets both) measure each launch
+              with one group, in turn.
 counters      (kernel mode) a `counters` section with a plan of mode "kernel", no
               `counters.statuses` (a status means counters were turned off), every
               `counters.kernels[].launches_with_counters` >= 1 and
