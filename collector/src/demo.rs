@@ -224,11 +224,24 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         env.push((wire::env::CUPTI_LIB, sim.dir.join("libcupti.so.13").into()));
         Some(sim)
     };
-    // A short run: every measured launch gets every counter (CUPTI replays each
-    // measured kernel once per pass group), so every kernel's row is complete
-    // without waiting for the groups to rotate round. GPUPROF_REPLAY=none undoes it.
+    // A short run, whose kernel rows should all be complete. On the simulated GPU every
+    // measured launch gets every counter (CUPTI replays each measured kernel once per
+    // pass group); GPUPROF_REPLAY=none undoes it. On a real GPU CUPTI gives a replayed
+    // kernel no timestamps (docs/ARCHITECTURE.md), so instead every launch is measured,
+    // the groups rotating, whatever the time it takes.
     if std::env::var_os(wire::env::REPLAY).is_none() {
-        env.push((wire::env::REPLAY, "kernel".into()));
+        if on_gpu {
+            for (var, value) in [
+                ("GPUPROF_COUNTER_LAUNCHES", "0"),
+                ("GPUPROF_COUNTER_BUDGET", "100"),
+            ] {
+                if std::env::var_os(var).is_none() {
+                    env.push((var, value.into()));
+                }
+            }
+        } else {
+            env.push((wire::env::REPLAY, "kernel".into()));
+        }
     }
     // Checked (and made) before anything runs; `record` accepts it empty.
     let (out, _) = session_dirs::make_out_dir(args.output.as_deref())?;

@@ -13,9 +13,10 @@ use cupti_sys::CUpti_CallbackDomain::{
     CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_NVTX, CUPTI_CB_DOMAIN_RESOURCE,
 };
 use cupti_sys::CUpti_CallbackIdResource::{
-    CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
-    CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
-    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING,
+    CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+    CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
+    CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+    CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING,
 };
 use cupti_sys::CUpti_driver_api_trace_cbid_enum as cbid;
 use cupti_sys::{CUpti_CallbackData, CUpti_NvtxData, CUpti_ResourceData};
@@ -80,6 +81,7 @@ pub unsafe extern "C" fn on_callback(
             let r = unsafe { &*(data as *const CUpti_ResourceData) };
             match cbid {
                 CUPTI_CBID_RESOURCE_CONTEXT_CREATED => on_context_created(r),
+                CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING => on_context_destroying(r),
                 CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED => {
                     tally::graph_node_created();
                     if let Some(t) = tracer::get() {
@@ -165,6 +167,19 @@ fn on_api(cbid: u32, d: &CUpti_CallbackData) {
             end_ns: now,
         }));
         counters::on_launch_exit(d);
+    }
+}
+
+/// A context is about to be destroyed: what is bound to it ends first.
+fn on_context_destroying(r: &CUpti_ResourceData) {
+    let Some(t) = tracer::get() else { return };
+    // SAFETY: the context CUPTI passed to the context-destroy resource callback,
+    // still valid while the callback runs.
+    match unsafe { callback::context_ids(t.cupti, r.context) } {
+        Ok((context_id, device_id)) => {
+            counters::on_context_destroying(t.cupti, context_id, device_id)
+        }
+        Err(e) => crate::log::debug!("a context is destroyed but CUPTI cannot name it: {e}"),
     }
 }
 

@@ -67,14 +67,15 @@
 
 use core::ffi::{c_void, CStr};
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use cupti::plan::{self, Mode};
 use cupti::profiler::{self as api, HostConfig, RangeProfiler, Replay};
 use cupti::Cupti;
+use cupti_sys::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED;
 use cupti_sys::CUpti_driver_api_trace_cbid_enum as cbid;
 use cupti_sys::{CUcontext, CUpti_CallbackData, CUstream};
 use wire::{CounterPlan, CounterStatus, KernelCounters, MetricValue, Record};
@@ -84,12 +85,14 @@ use crate::log::{debug, warn};
 use crate::nvtx_ranges::{self, Watch};
 use crate::options::{CounterMode, Options, Replay as ReplayOption};
 
+mod budget;
 pub mod capture;
 pub mod finished;
 pub mod graphs;
 pub mod policy;
 pub mod sampling;
 
+use budget::{Admit, Budget};
 use finished::Finished;
 use policy::Policy;
 
@@ -99,12 +102,18 @@ struct Settings {
     /// `GPUPROF_REPLAY=kernel`: one multi-pass group, CUPTI replaying each measured
     /// kernel once per pass.
     replay: Replay,
+    /// `GPUPROF_GRAPH_REPLAY=on`: graph launches are measured (by kernel replay).
+    graph_replay: bool,
+    /// `GPUPROF_COUNTER_BUDGET`.
+    budget_pct: u32,
 }
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
 /// Counters are being collected (set by [`configure`], cleared for good by [`fail`]).
 static ON: AtomicBool = AtomicBool::new(false);
 static POLICY: Mutex<Option<Policy>> = Mutex::new(None);
+/// The time measurements may take (`GPUPROF_COUNTER_BUDGET`).
+static BUDGET: Budget = Budget::new();
 
 /// Planning state, touched only at context creation.
 struct Setup {
@@ -132,13 +141,17 @@ struct Plan {
     groups: Vec<Group>,
     /// Every metric of the set in one kernel-replay config, for CUDA graph launches
     /// (group index `groups.len()` in the `CounterPlan`); `None` when the device's
-    /// plan is already kernel replay (group 0 serves) or CUPTI refused it.
+    /// plan is already kernel replay (group 0 serves), graph launches are not
+    /// measured (`GPUPROF_GRAPH_REPLAY` off) or CUPTI refused it.
     graph: Option<Group>,
 }
 
 impl Plan {
     /// The group graph launches are measured with, and its index.
     fn graph_group(&self) -> Option<(u32, &Group)> {
+        if !SETTINGS.get().is_some_and(|s| s.graph_replay) {
+            return None;
+        }
         match &self.graph {
             Some(g) => Some((self.groups.len() as u32, g)),
             None if SETTINGS.get().is_some_and(|s| s.replay == Replay::Kernel) => {
@@ -152,14 +165,59 @@ impl Plan {
 /// A context's range profiler and counter data images (one per group).
 struct Ctx {
     uid: u32,
+    /// The `CUcontext`, as an address: the range profiler is enabled on it again
+    /// when the config changes ([`Ctx::profiler_for`]).
+    context: usize,
+    fns: &'static cupti_sys::CuptiFns,
     plan: Arc<Plan>,
-    rp: RangeProfiler,
+    /// `None` only between a disable and a failed enable.
+    rp: Mutex<Option<RangeProfiler>>,
+    /// The group whose config the profiler was last set with (`u32::MAX`: none).
+    configured: AtomicU32,
     /// A launch on this context is being measured or decoded (the holder owns
     /// `images`).
     busy: AtomicBool,
     images: Mutex<Vec<Vec<u8>>>,
     /// The counter data image of a graph launch's pass, sized for its kernels.
     graph_image: Mutex<Vec<u8>>,
+}
+
+impl Ctx {
+    /// The context's range profiler, ready for a pass of `group`'s config. On
+    /// H100 and H200 with CUPTI 13.0, a config set on a profiler object after
+    /// another one measured nothing (every metric evaluated to NaN,
+    /// docs/ARCHITECTURE.md), so a change of config disables the object and enables
+    /// a new one first.
+    fn profiler_for(&self, group: u32) -> Result<MutexGuard<'_, Option<RangeProfiler>>, String> {
+        let mut rp = lock(&self.rp);
+        let last = self.configured.swap(group, Ordering::AcqRel);
+        if last != group && last != u32::MAX {
+            *rp = None;
+            let t = Instant::now();
+            // SAFETY: the context CUPTI named at its creation; it is not destroyed
+            // while it is in CONTEXTS (`on_context_destroying` removes it first).
+            let ctx = self.context as CUcontext;
+            *rp = Some(RangeProfiler::enable(self.fns, ctx).map_err(|e| e.to_string())?);
+            debug!(
+                "counters: context {}: the range profiler enabled again for group {group} in {} µs",
+                self.uid,
+                t.elapsed().as_micros()
+            );
+        }
+        if rp.is_none() {
+            return Err("the range profiler could not be enabled again".to_string());
+        }
+        Ok(rp)
+    }
+
+    /// The context's range profiler as it is (for Stop and DecodeData).
+    fn profiler(&self) -> Result<MutexGuard<'_, Option<RangeProfiler>>, String> {
+        let rp = lock(&self.rp);
+        if rp.is_none() {
+            return Err("the range profiler could not be enabled again".to_string());
+        }
+        Ok(rp)
+    }
 }
 
 /// A stopped pass waiting to be decoded on the counters thread.
@@ -181,6 +239,8 @@ struct Started {
     ctx: Arc<Ctx>,
     group: u32,
     what: Measured,
+    /// When the measurement began on the launching thread (charged to [`BUDGET`]).
+    began: Instant,
 }
 
 /// What a started measurement measures.
@@ -200,6 +260,8 @@ enum Measured {
 /// bound is only reached with more than [`QUEUE`] contexts measuring at once; a pass
 /// that does not fit is dropped (its context released, no record).
 const QUEUE: usize = 256;
+/// How long a context's destruction waits for a counter pass on it to be decoded.
+const DESTROY_WAIT: Duration = Duration::from_secs(2);
 static DECODER: OnceLock<Sender<Stopped>> = OnceLock::new();
 /// Passes stopped and not yet decoded.
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
@@ -240,12 +302,15 @@ pub fn configure(opts: &Options) {
             } else {
                 Replay::User
             },
+            graph_replay: opts.graph_replay,
+            budget_pct: opts.counter_budget_pct,
         })
         .is_err()
     {
         return;
     }
     *lock(&POLICY) = Some(Policy::new(opts.counter_launches, opts.counter_every));
+    BUDGET.start(opts.counter_budget_pct);
     ON.store(true, Ordering::Release);
 }
 
@@ -273,6 +338,43 @@ pub fn on_context_created(c: &'static Cupti, ctx: CUcontext, context_id: u32, de
     if let Err(e) = add_context(c, ctx, context_id, device_id) {
         fail(e);
     }
+}
+
+/// Context being destroyed (resource callback, before the driver destroys it): its
+/// PM sampling (`sampling::on_context_destroying`) and its range profiler end while
+/// the context exists. A pass in flight on it is waited for, at most
+/// [`DESTROY_WAIT`]; the profiler object is disabled when the last user drops it.
+pub fn on_context_destroying(c: &'static Cupti, context_id: u32, device_id: u32) {
+    sampling::on_context_destroying(device_id, || {
+        if let Err(e) = cupti::activity::flush_all(c, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) {
+            debug!("cuptiActivityFlushAll before PM sampling is disabled: {e}");
+        }
+    });
+    let Some(ctx) = CONTEXTS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|x| x.uid == context_id)
+        .cloned()
+    else {
+        return;
+    };
+    let deadline = Instant::now() + DESTROY_WAIT;
+    while ctx
+        .busy
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        if Instant::now() >= deadline {
+            debug!("context {context_id} is destroyed with a counter pass still being decoded");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    CONTEXTS
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|x| x.uid != context_id);
 }
 
 fn add_context(c: &'static Cupti, ctx: CUcontext, uid: u32, device_id: u32) -> Result<(), String> {
@@ -306,8 +408,11 @@ fn add_context(c: &'static Cupti, ctx: CUcontext, uid: u32, device_id: u32) -> R
         .unwrap_or_else(|e| e.into_inner())
         .push(Arc::new(Ctx {
             uid,
+            context: ctx as usize,
+            fns: c.fns(),
             plan,
-            rp,
+            rp: Mutex::new(Some(rp)),
+            configured: AtomicU32::new(u32::MAX),
             busy: AtomicBool::new(false),
             images: Mutex::new(images),
             graph_image: Mutex::new(Vec::new()),
@@ -332,6 +437,7 @@ fn make_plan(c: &'static Cupti, device_id: u32) -> Result<Plan, String> {
     }
     // Graph launches need kernel replay: one config of every metric of the set.
     let (graph, graph_note) = match mode {
+        _ if !settings.graph_replay => (None, GRAPHS_OFF.to_string()),
         Mode::KernelReplay => (None, graph_policy(replay_passes)),
         _ => match plan::plan(
             c.fns(),
@@ -370,6 +476,7 @@ fn make_plan(c: &'static Cupti, device_id: u32) -> Result<Plan, String> {
         ));
     }
     policy.push_str(&graph_note);
+    policy.push_str(&budget_note(settings.budget_pct));
     handoff::send(Record::CounterPlan(CounterPlan {
         device_id,
         chip,
@@ -391,6 +498,24 @@ fn group_of(host: HostConfig) -> Result<Group, String> {
     }
     Ok(Group { host, ids })
 }
+
+/// The policy text's note on the time budget.
+fn budget_note(pct: u32) -> String {
+    if pct >= 100 {
+        "; no limit on the time measuring takes".to_string()
+    } else {
+        format!(
+            "; measuring takes at most {pct}% of the run's time after its first {} s \
+             (GPUPROF_COUNTER_BUDGET)",
+            budget::GRACE.as_secs()
+        )
+    }
+}
+
+/// The policy text's note when graph launches are not measured (the default).
+const GRAPHS_OFF: &str = "; CUDA graph launches: not measured (GPUPROF_GRAPH_REPLAY=on measures \
+     them by kernel replay, which crashed a PyTorch graph launch on H100 and H200 with \
+     CUPTI 13.0; GPUPROF_COUNTERS=sampling samples them)";
 
 /// How graph launches are measured, for the plan's policy text.
 fn graph_policy(passes: usize) -> String {
@@ -523,6 +648,11 @@ fn on_graph_launch_enter(d: &CUpti_CallbackData, exec: usize, stream: CUstream, 
         ctx.busy.store(false, Ordering::Release);
         return;
     };
+    let began = Instant::now();
+    if BUDGET.admit(began) == Admit::Nothing {
+        ctx.busy.store(false, Ordering::Release);
+        return;
+    }
     let kernels = match graphs::decide(exec) {
         graphs::Decision::Measure(n) => n,
         graphs::Decision::Skip => {
@@ -546,6 +676,7 @@ fn on_graph_launch_enter(d: &CUpti_CallbackData, exec: usize, stream: CUstream, 
                 ctx,
                 group,
                 what: Measured::Graph { exec, kernels },
+                began,
             })
         }),
         Err(e) => {
@@ -556,24 +687,39 @@ fn on_graph_launch_enter(d: &CUpti_CallbackData, exec: usize, stream: CUstream, 
 }
 
 /// SetConfig (kernel replay, a range per kernel node) and Start for a graph launch.
-fn begin_graph(ctx: &Ctx, kernels: u32) -> Result<(), api::CallError> {
-    let Some((_, g)) = ctx.plan.graph_group() else {
+fn begin_graph(ctx: &Ctx, kernels: u32) -> Result<(), String> {
+    let Some((index, g)) = ctx.plan.graph_group() else {
         return Ok(());
     };
     let ranges = kernels as usize;
     let mut image = lock(&ctx.graph_image);
-    let size = ctx.rp.counter_data_size(g.host.metrics(), ranges)?;
+    let t = Instant::now();
+    let guard = ctx.profiler_for(index)?;
+    let Some(rp) = guard.as_ref() else {
+        return Ok(());
+    };
+    let call = |e: api::CallError| e.to_string();
+    let size = rp
+        .counter_data_size(g.host.metrics(), ranges)
+        .map_err(call)?;
     image.clear();
     image.resize(size, 0);
-    ctx.rp.initialize_image(&mut image)?;
+    rp.initialize_image(&mut image).map_err(call)?;
+    let initialized = t.elapsed();
     // SAFETY: the image lives in `ctx` (kept alive by PENDING, then by the decoder's
     // queue entry, until the pass is decoded) and is not resized while the context
     // is busy, so it stays valid and unmoved.
-    unsafe {
-        ctx.rp
-            .set_config(g.host.config(), &mut image, Replay::Kernel, ranges)
-    }?;
-    ctx.rp.start()
+    unsafe { rp.set_config(g.host.config(), &mut image, Replay::Kernel, ranges) }.map_err(call)?;
+    let configured = t.elapsed();
+    rp.start().map_err(call)?;
+    debug!(
+        "counters: graph of {kernels} kernel(s): image {} µs ({size} bytes), SetConfig {} µs, \
+         Start {} µs",
+        initialized.as_micros(),
+        (configured - initialized).as_micros(),
+        (t.elapsed() - configured).as_micros()
+    );
+    Ok(())
 }
 
 /// Launch API enter: starts a range if the policy measures this launch. `shape` is the
@@ -613,6 +759,8 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData, shape: u64) {
     };
     // SAFETY: CUPTI's symbol name is a NUL-terminated string valid during the callback.
     let name = unsafe { CStr::from_ptr(d.symbolName) }.to_string_lossy();
+    let began = Instant::now();
+    let admit = BUDGET.admit(began);
     let (group, finished) = match lock(&POLICY).as_mut() {
         Some(p) => {
             let group = p.decide(
@@ -621,6 +769,7 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData, shape: u64) {
                 launch.block,
                 shape,
                 ctx.plan.groups.len(),
+                admit,
             );
             let finished = group.is_none() && p.finished(&name, launch.grid, launch.block, shape);
             (group, finished)
@@ -653,6 +802,7 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData, shape: u64) {
                     block: launch.block,
                     shape,
                 },
+                began,
             })
         }),
         Err(e) => {
@@ -662,19 +812,43 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData, shape: u64) {
     }
 }
 
-fn begin(ctx: &Ctx, group: u32) -> Result<(), api::CallError> {
+fn begin(ctx: &Ctx, group: u32) -> Result<(), String> {
     let g = &ctx.plan.groups[group as usize];
     let mut images = lock(&ctx.images);
     let image = &mut images[group as usize];
+    let t = Instant::now();
+    let guard = ctx.profiler_for(group)?;
+    let Some(rp) = guard.as_ref() else {
+        return Ok(());
+    };
+    let call = |e: api::CallError| e.to_string();
     // The image is laid out for the shape of the last GetCounterDataSize on the object.
-    ctx.rp.counter_data_size(g.host.metrics(), 1)?;
-    ctx.rp.initialize_image(image)?;
+    rp.counter_data_size(g.host.metrics(), 1).map_err(call)?;
+    rp.initialize_image(image).map_err(call)?;
+    let initialized = t.elapsed();
     let replay = SETTINGS.get().map_or(Replay::User, |s| s.replay);
     // SAFETY: the image lives in `ctx` (kept alive by PENDING, then by the decoder's
     // queue entry, until the pass is decoded) and is never resized, so it stays
     // valid and unmoved.
-    unsafe { ctx.rp.set_config(g.host.config(), image, replay, 1) }?;
-    ctx.rp.start()
+    unsafe { rp.set_config(g.host.config(), image, replay, 1) }.map_err(call)?;
+    let configured = t.elapsed();
+    rp.start().map_err(call)?;
+    debug!(
+        "counters: group {group}: image {} µs, SetConfig {} µs, Start {} µs",
+        initialized.as_micros(),
+        (configured - initialized).as_micros(),
+        (t.elapsed() - configured).as_micros()
+    );
+    Ok(())
+}
+
+/// Charges the time since a measurement began to [`BUDGET`] when dropped.
+struct ChargeOnDrop(Instant);
+
+impl Drop for ChargeOnDrop {
+    fn drop(&mut self) {
+        BUDGET.charge(self.0.elapsed());
+    }
 }
 
 /// Launch API exit: stops the range this thread started, if any, hands the pass to
@@ -683,8 +857,20 @@ pub fn on_launch_exit(d: &CUpti_CallbackData) {
     let Some(started) = PENDING.with(|p| p.borrow_mut().take()) else {
         return;
     };
-    let Started { ctx, group, what } = started;
-    let all_passes = match ctx.rp.stop() {
+    let Started {
+        ctx,
+        group,
+        what,
+        began,
+    } = started;
+    // Whatever happens below, the launching thread's time is charged.
+    let _charge = ChargeOnDrop(began);
+    let stopping = Instant::now();
+    let stop = ctx.profiler().and_then(|rp| match rp.as_ref() {
+        Some(rp) => rp.stop().map_err(|e| e.to_string()),
+        None => Err("no range profiler".to_string()),
+    });
+    let all_passes = match stop {
         Ok(all) => all,
         Err(e) => {
             ctx.busy.store(false, Ordering::Release);
@@ -716,9 +902,17 @@ pub fn on_launch_exit(d: &CUpti_CallbackData) {
         IN_FLIGHT.fetch_sub(1, Ordering::AcqRel);
         return;
     };
+    let stopped_after = stopping.elapsed();
     match queue.try_send(stopped) {
         Ok(()) => {
-            if decoded.recv_timeout(DECODE_WAIT).is_err() {
+            let waited = decoded.recv_timeout(DECODE_WAIT);
+            debug!(
+                "counters: launch {}: Stop {} µs, then waited {} µs for DecodeData",
+                d.correlationId,
+                stopped_after.as_micros(),
+                (stopping.elapsed() - stopped_after).as_micros()
+            );
+            if waited.is_err() {
                 let what = match &what {
                     Measured::Kernel {
                         name,
@@ -786,7 +980,16 @@ fn decoder_thread(rx: Receiver<Stopped>) {
 /// Decodes a stopped pass (waiting for its kernel on the GPU) and sends its values.
 fn decode(s: &Stopped) -> Result<(), String> {
     let ctx = &s.ctx;
-    let dropped = ctx.rp.decode().map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    let dropped = match ctx.profiler()?.as_ref() {
+        Some(rp) => rp.decode().map_err(|e| e.to_string())?,
+        None => return Err("no range profiler".to_string()),
+    };
+    debug!(
+        "counters: launch {}: DecodeData {} µs",
+        s.correlation_id,
+        t.elapsed().as_micros()
+    );
     match s.graph {
         None => {
             let images = lock(&ctx.images);
@@ -813,7 +1016,7 @@ fn send_ranges(
     expected: usize,
     dropped: usize,
 ) -> Result<(), String> {
-    let ranges = api::ranges(s.ctx.rp.fns(), image).map_err(|e| e.to_string())?;
+    let ranges = api::ranges(s.ctx.fns, image).map_err(|e| e.to_string())?;
     if ranges != expected || dropped != 0 {
         debug!(
             "launch {}: {ranges} ranges ({expected} expected), {dropped} dropped in its \
@@ -827,6 +1030,15 @@ fn send_ranges(
         g.host
             .evaluate(image, range, &mut values)
             .map_err(|e| e.to_string())?;
+        let not_finite = values.iter().filter(|v| !v.is_finite()).count();
+        if not_finite > 0 {
+            debug!(
+                "launch {}: group {} range {range}: {not_finite} of {} values not finite",
+                s.correlation_id,
+                s.group,
+                values.len()
+            );
+        }
         handoff::send(Record::KernelCounters(KernelCounters {
             correlation_id: s.correlation_id,
             group: s.group,
@@ -846,6 +1058,10 @@ fn send_ranges(
 /// `deadline`. A pass whose kernel never finishes (it waits for work that will not
 /// come) is left, with one warning: its launch gets no counters.
 pub fn finish(deadline: Instant) {
+    debug!(
+        "counters: measuring took {:.3} s of the launching threads' time",
+        BUDGET.spent().as_secs_f64()
+    );
     while IN_FLIGHT.load(Ordering::Acquire) > 0 {
         if Instant::now() >= deadline {
             warn!(

@@ -18,6 +18,11 @@
 //!   are measured (default 64; 0 = every one).
 //! - `GPUPROF_COUNTER_EVERY`: measure every Nth launch of a kernel (default 1: each
 //!   one, until `GPUPROF_COUNTER_LAUNCHES` are measured).
+//! - `GPUPROF_COUNTER_BUDGET`: percent of the run's time (after the first 2 s)
+//!   measured launches may take on the launching threads (default 10; 100: no limit;
+//!   `counters/budget.rs`).
+//! - `GPUPROF_GRAPH_REPLAY`: `on` measures the first launches of each CUDA graph by
+//!   kernel replay (default `off`: docs/ARCHITECTURE.md says why).
 //! - `GPUPROF_METRICS`: a comma-separated list of metric names replacing the default
 //!   set of the chip (it is then one group, which must fit in one pass), or a preset
 //!   name (`dcgm`), expanded for the chip when the counters are planned
@@ -74,6 +79,9 @@ pub struct Options {
     pub counter_launches: u64,
     /// `GPUPROF_COUNTER_EVERY`: measure every Nth launch of a kernel key.
     pub counter_every: u64,
+    /// `GPUPROF_COUNTER_BUDGET`: percent of the run's time measurements may take
+    /// after the first 2 s (default 10; 100: no limit).
+    pub counter_budget_pct: u32,
     /// `GPUPROF_METRICS`: metric names replacing the default set (one group).
     pub metrics: Option<Vec<String>>,
     /// `GPUPROF_SAMPLE_INTERVAL_US`: PM sampling interval in µs.
@@ -81,6 +89,9 @@ pub struct Options {
     /// `GPUPROF_REPLAY`: none (default: pass groups rotate across launches) or kernel
     /// (every group on every measured launch, CUPTI replaying the kernel per pass).
     pub replay: Replay,
+    /// `GPUPROF_GRAPH_REPLAY`: off (default) or on: measure the first launches of each
+    /// CUDA graph by kernel replay.
+    pub graph_replay: bool,
     /// `GPUPROF_COUNTER_RANGE`: measure only launches made inside an NVTX range with
     /// this message (on the launching thread, or a process-wide start/end range).
     pub counter_range: Option<String>,
@@ -131,9 +142,11 @@ impl Default for Options {
             counters: CounterMode::Kernel,
             counter_launches: 64,
             counter_every: 1,
+            counter_budget_pct: 10,
             metrics: None,
             sample_interval_us: 100,
             replay: Replay::None,
+            graph_replay: false,
             counter_range: None,
             gemm: true,
             delay_ns: 0,
@@ -317,6 +330,12 @@ impl Options {
         };
         let counter_launches = r.count("GPUPROF_COUNTER_LAUNCHES", d.counter_launches, 0, u64::MAX);
         let counter_every = r.count("GPUPROF_COUNTER_EVERY", d.counter_every, 1, u64::MAX);
+        let counter_budget_pct = r.count(
+            "GPUPROF_COUNTER_BUDGET",
+            u64::from(d.counter_budget_pct),
+            1,
+            100,
+        ) as u32;
         let sample_interval_us = r.count(
             "GPUPROF_SAMPLE_INTERVAL_US",
             d.sample_interval_us,
@@ -352,6 +371,21 @@ impl Options {
                     Replay::None
                 }
             },
+        };
+        let graph_replay = match r
+            .value(env::GRAPH_REPLAY, "using off")
+            .as_deref()
+            .map(str::trim)
+        {
+            None | Some("off") | Some("0") => false,
+            Some("on") | Some("1") => true,
+            Some(v) => {
+                r.warnings.push(format!(
+                    "{}={v:?} is not on or off; using off",
+                    env::GRAPH_REPLAY
+                ));
+                false
+            }
         };
         let gemm = match r
             .value("GPUPROF_GEMM", "using on")
@@ -406,9 +440,11 @@ impl Options {
             counters,
             counter_launches,
             counter_every,
+            counter_budget_pct,
             metrics,
             sample_interval_us,
             replay,
+            graph_replay,
             counter_range,
             gemm,
             delay_ns,
@@ -492,6 +528,7 @@ mod tests {
             ("GPUPROF_COUNTERS", "off"),
             ("GPUPROF_COUNTER_LAUNCHES", "0"),
             ("GPUPROF_COUNTER_EVERY", "10"),
+            ("GPUPROF_COUNTER_BUDGET", "25"),
             (
                 "GPUPROF_METRICS",
                 " dram__bytes_read.sum, sm__cycles_active.avg ,",
@@ -501,6 +538,7 @@ mod tests {
         assert_eq!(o.counters, CounterMode::Off);
         assert_eq!(o.counter_launches, 0);
         assert_eq!(o.counter_every, 10);
+        assert_eq!(o.counter_budget_pct, 25);
         assert_eq!(
             o.metrics,
             Some(vec![

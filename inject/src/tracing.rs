@@ -6,9 +6,10 @@ use cupti_sys::CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 use cupti_sys::CUpti_ActivityKind as K;
 use cupti_sys::CUpti_CallbackDomain::{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RESOURCE};
 use cupti_sys::CUpti_CallbackIdResource::{
-    CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
-    CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
-    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING,
+    CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+    CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
+    CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+    CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING,
 };
 
 use crate::activity;
@@ -82,6 +83,15 @@ fn enable(t: &Tracer) -> Result<(), String> {
         CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
     )
     .map_err(|e| format!("cannot enable CUPTI's context-created callback: {e}"))?;
+    // Counters bound to a context end before it goes (`counters::on_context_destroying`).
+    if let Err(e) = callback::enable_callback(
+        c,
+        s,
+        CUPTI_CB_DOMAIN_RESOURCE,
+        CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+    ) {
+        warn!("cannot enable CUPTI's context-destroy callback ({e}); counters of a destroyed context are not ended first");
+    }
     // Graph nodes tie kernels replayed from CUDA graphs to the launches (and GEMM
     // calls) that created them at capture time; graphs and executable graphs tell
     // which graph launches may be measured (`counters::graphs`).

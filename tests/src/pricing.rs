@@ -602,14 +602,16 @@ pub fn expected_rows(launches: &[Priced], c: &Ceilings) -> Vec<ExpectedRow> {
                     off.to_string()
                 } else if ls.iter().all(|&i| launches[i].graph) {
                     format!(
-                        ": {none} measured, from CUDA graphs (graphs that kernel replay could \
-                         harm are not: the debug log says which; GPUPROF_COUNTERS=sampling \
-                         samples every graph)"
+                        ": {none} measured, from CUDA graphs (measured only with \
+                         GPUPROF_GRAPH_REPLAY=on, and then not a graph that kernel replay could \
+                         harm: the debug log says which; GPUPROF_COUNTERS=sampling samples \
+                         every graph)"
                     )
                 } else {
                     format!(
-                        ": {none} measured (one launch at a time per context is; a longer run, \
-                         GPUPROF_COUNTER_LAUNCHES=0, or GPUPROF_COUNTERS=sampling)"
+                        ": {none} measured (one launch at a time per context is, within \
+                         GPUPROF_COUNTER_BUDGET; a longer run, GPUPROF_COUNTER_LAUNCHES=0, or \
+                         GPUPROF_COUNTERS=sampling)"
                     )
                 };
                 missing.push(format!("no DRAM counters{why}"));

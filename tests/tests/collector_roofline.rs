@@ -6,7 +6,8 @@
 //! shapes the programs are known to call, and the H100 SXM datasheet peaks, with the
 //! formulas of collector/src/analysis/{roofline,efficiency}.rs's documentation.
 //!
-//! Counters run with `GPUPROF_REPLAY=kernel` and `GPUPROF_COUNTER_LAUNCHES=0`: every
+//! Counters run with `GPUPROF_REPLAY=kernel`, `GPUPROF_COUNTER_LAUNCHES=0` and
+//! `GPUPROF_GRAPH_REPLAY=on`: every
 //! directly launched kernel then carries every metric of the GH100 default set, so a
 //! kernel's DRAM bytes and hardware FLOPs are the cost model's values for exactly its
 //! own launches, with no rotation of pass groups to model. Kernels replayed from a CUDA
@@ -43,10 +44,12 @@ const LINKED_STDOUT: &str = "ok: 6 GEMMs, a graph of 3 GEMMs replayed 100 times\
 const CUDARC_STDOUT: &str =
     "cudarc-llm: ok: 2 layers, prompt 128, 4 decode steps: 60 kernel launches, 47 GEMMs\n";
 
-/// Counters on every direct launch, every metric (see the module documentation).
+/// Counters on every direct launch, every metric, and on the first launches of each
+/// CUDA graph (see the module documentation).
 const ALL_COUNTERS: &[(&str, &str)] = &[
     ("GPUPROF_REPLAY", "kernel"),
     ("GPUPROF_COUNTER_LAUNCHES", "0"),
+    ("GPUPROF_GRAPH_REPLAY", "on"),
 ];
 
 // ---------------------------------------------------------------------------------

@@ -87,15 +87,16 @@ fn within(got: f64, want: f64, rel: f64) -> bool {
     (got - want).abs() <= rel * want.abs()
 }
 
-/// With default settings (no `GPUPROF_*`), decode replayed from a CUDA graph gets
+/// With `GPUPROF_GRAPH_REPLAY=on`, decode replayed from a CUDA graph gets
 /// per-kernel counters (each executable graph's first launches measured by kernel
 /// replay, a range per kernel node): its DRAM bytes, MBU and AI per decode GEMM
 /// shape, and the decode range's MBU, AI and DRAM bytes, are those of the same work
 /// launched eagerly, and those of the cost model (every launch measured with every
 /// metric: each launch's counters are the model's, `collector_roofline.rs`). The
-/// graph replays 8 times a step of 2 layers (21 kernels).
+/// graph replays 8 times a step of 2 layers (21 kernels). With default settings graph
+/// launches are not measured, and the plan says so.
 #[test]
-fn graph_decode_gets_counters_with_default_settings() {
+fn graph_decode_gets_counters_with_graph_replay_on() {
     let scratch = Scratch::new("graph-decode-counters");
     let steps = ["--decode-steps", "8"];
     let truth = report(
@@ -112,8 +113,26 @@ fn graph_decode_gets_counters_with_default_settings() {
         &scratch,
         "graph",
         &["--graph-decode", "--decode-steps", "8"],
+        &[("GPUPROF_GRAPH_REPLAY", "on")],
+    );
+    let default = report(
+        &scratch,
+        "graph-default",
+        &["--graph-decode", "--decode-steps", "8"],
         &[],
     );
+    let policy = default["counters"]["plans"][0]["policy"]
+        .as_str()
+        .expect("a policy");
+    assert!(
+        policy.contains("CUDA graph launches: not measured (GPUPROF_GRAPH_REPLAY=on"),
+        "{policy}"
+    );
+    for s in decode_shapes(&default).values() {
+        // The LM head's eager launch in prefill is measured; no graph launch is.
+        let eager = u64::from(s["m"] == 32000);
+        assert_eq!(s["bytes_launches"], eager, "{s}");
+    }
     let want = shape_bytes("truth", &truth);
     // Per layer QKV, output, gate-up and down projections, and the LM head.
     assert_eq!(want.len(), 5);

@@ -2,8 +2,8 @@
 //! instead of running, and a range profiler pass around one could break the
 //! application's capture. The cudarc workload with `--graph-decode` captures one
 //! decode step (cuBLAS, cuBLASLt and its own kernels) and replays the graph per step;
-//! prefill runs eagerly. The graph's first two replays are measured, one range per
-//! kernel node (kernel replay).
+//! prefill runs eagerly. With `GPUPROF_GRAPH_REPLAY=on` the graph's first two replays
+//! are measured, one range per kernel node (kernel replay).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -20,7 +20,10 @@ fn captured_launches_are_not_measured_and_replays_are_by_node() {
         Injection::Driver,
         "inject-capture",
         "13.4",
-        &[("GPUPROF_COUNTER_LAUNCHES", "1")],
+        &[
+            ("GPUPROF_COUNTER_LAUNCHES", "1"),
+            ("GPUPROF_GRAPH_REPLAY", "on"),
+        ],
     );
     assert_eq!(out.stderr, "");
     assert!(statuses(&records).is_empty(), "{:?}", statuses(&records));

@@ -77,11 +77,13 @@ fn expected(records: &[Record]) -> (Costs, LaunchesByKey) {
     (by_corr, by_key)
 }
 
-/// What every plan's policy ends with: how CUDA graph launches are measured (the sim
-/// counts a pass per `cuptiProfilerHostConfigAddMetrics` call: one).
-const GRAPH_POLICY: &str = "; CUDA graph launches: the first 2 of each executable graph, \
-     every metric by kernel replay (1 pass per kernel node), unless the graph can wait on \
-     work outside it or communicates with other GPUs";
+/// What every plan's policy ends with: CUDA graph launches are not measured unless
+/// `GPUPROF_GRAPH_REPLAY=on` (`graph_decode.rs` runs them with it), and the time
+/// budget.
+const GRAPH_POLICY: &str = "; CUDA graph launches: not measured (GPUPROF_GRAPH_REPLAY=on measures \
+     them by kernel replay, which crashed a PyTorch graph launch on H100 and H200 with \
+     CUPTI 13.0; GPUPROF_COUNTERS=sampling samples them); measuring takes at most 10% of \
+     the run's time after its first 2 s (GPUPROF_COUNTER_BUDGET)";
 
 /// The plan's groups as metric names.
 fn plan_groups<'a>(p: &CounterPlan, names: &'a HashMap<u32, String>) -> Vec<Vec<&'a str>> {
@@ -164,16 +166,9 @@ fn default_set_on_gh100_rotates_launches_through_its_groups() {
             default.len()
         )
     );
-    // The default groups, then every metric of them in one group for graph launches.
+    // The default groups, and no kernel-replay group for graph launches.
     let groups = plan_groups(ps[0], &names);
-    let mut union: Vec<&str> = Vec::new();
-    for m in default.iter().flatten() {
-        if !union.contains(m) {
-            union.push(m);
-        }
-    }
-    assert_eq!(groups[..default.len()], default[..]);
-    assert_eq!(groups[default.len()..], [union]);
+    assert_eq!(groups, default);
     let measured = check_values(&records, &groups);
     let (_, by_key) = expected(&records);
     // No key has 64 launches: every launch is measured, the i-th with group i % n.
@@ -223,9 +218,9 @@ fn check_metrics_run(release: &str) {
             .as_str()
         )
     );
-    // The chosen metrics, and the same again for graph launches (kernel replay).
+    // The chosen metrics in one group.
     let groups = plan_groups(p, &names);
-    assert_eq!(groups, vec![METRICS.to_vec(); 2]);
+    assert_eq!(groups, vec![METRICS.to_vec()]);
     // No key has 64 launches: every launch is measured, exactly, with the one group.
     let measured = check_values(&records, &groups);
     let (_, by_key) = expected(&records);

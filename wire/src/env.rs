@@ -23,6 +23,9 @@ pub const COUNTERS: &str = "GPUPROF_COUNTERS";
 pub const METRICS: &str = "GPUPROF_METRICS";
 /// Counter replay: `none` or `kernel`.
 pub const REPLAY: &str = "GPUPROF_REPLAY";
+/// Per-kernel counters of CUDA graph launches by kernel replay: `on` or `off`
+/// (default; docs/ARCHITECTURE.md, "CUDA graphs and the range profiler", says why).
+pub const GRAPH_REPLAY: &str = "GPUPROF_GRAPH_REPLAY";
 /// Record only from this many seconds after the process starts (fractions allowed).
 /// Set from `gpuprof record --delay`.
 pub const DELAY: &str = "GPUPROF_DELAY";

@@ -52,11 +52,31 @@ pub struct ProcessSummary {
     pub devices: Vec<DeviceSummary>,
     pub kernels: u64,
     pub kernel_ns: u64,
+    /// CUPTI's own kernels, left out of `kernels` and every analysis
+    /// ([`is_cupti_kernel`]).
+    pub cupti_kernels: u64,
+    pub cupti_kernel_ns: u64,
+    /// Kernels whose record has no timestamps (start and end 0): CUPTI gives none to
+    /// a kernel it replays (kernel replay; docs/ARCHITECTURE.md). Their GPU time is
+    /// unknown and counts as 0 in `kernel_ns`.
+    pub untimed_kernels: u64,
     /// An `End` record was seen.
     pub finished: bool,
     /// The capture window the process recorded in, when one was set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capture: Option<Capture>,
+}
+
+/// The kernel CUPTI's range profiler launches for each launch it measures by user
+/// replay, on a stream of its own with that launch's correlation id: `WaitNs`, one
+/// thread (seen on H100 and H200 with CUPTI 13.0, 80.8 µs each; docs/ARCHITECTURE.md).
+/// Not the program's work: counted apart, never joined to the launch's GEMM call or
+/// counters.
+pub fn is_cupti_kernel(k: &wire::Kernel, name: Option<&String>) -> bool {
+    k.grid == [1, 1, 1]
+        && k.block == [1, 1, 1]
+        && k.graph_node_id == 0
+        && name.is_some_and(|n| n == "WaitNs")
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -500,6 +520,9 @@ impl Aggregator {
                 devices: Vec::new(),
                 kernels: 0,
                 kernel_ns: 0,
+                cupti_kernels: 0,
+                cupti_kernel_ns: 0,
+                untimed_kernels: 0,
                 finished: false,
                 capture: None,
             });
@@ -534,7 +557,20 @@ impl Aggregator {
             Record::String(s) => {
                 self.out.strings.insert((pid, s.id), s.text);
             }
-            Record::Kernel(k) => self.joiner.kernel(pid, k),
+            Record::Kernel(k) => {
+                if is_cupti_kernel(&k, self.out.strings.get(&(pid, k.name))) {
+                    let p = self.process(pid);
+                    p.cupti_kernels += 1;
+                    p.cupti_kernel_ns = p
+                        .cupti_kernel_ns
+                        .saturating_add(k.end_ns.saturating_sub(k.start_ns));
+                } else {
+                    if k.start_ns == 0 && k.end_ns == 0 {
+                        self.process(pid).untimed_kernels += 1;
+                    }
+                    self.joiner.kernel(pid, k)
+                }
+            }
             Record::Launch(l) => self
                 .joiner
                 .launch(pid, l.correlation_id, LaunchInfo::from(&l)),

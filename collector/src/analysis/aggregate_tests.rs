@@ -372,3 +372,66 @@ fn the_sampling_fit_of_parts_is_the_fit_of_the_whole() {
         assert_eq!(a.fitted, whole.fitted, "parts of {size}");
     }
 }
+
+/// CUPTI's `WaitNs` kernel, launched with a measured launch's correlation id on a
+/// stream of its own, is counted apart: the launch's GEMM call and counters stay with
+/// the program's kernel, and GPU time is the program's alone. A one-thread kernel of
+/// another name, and a `WaitNs` of more threads, are the program's. A kernel without
+/// timestamps (replayed by CUPTI) is counted as such.
+#[test]
+fn cuptis_own_kernel_is_left_out_and_takes_nothing_from_the_launch() {
+    const WAIT: u32 = 9;
+    let cupti = |corr: u32, start: u64| {
+        let mut w = wire::testing::kernel(WAIT, corr, start, start + 80_800);
+        w.block = [1, 1, 1];
+        w.stream_id = 6;
+        Record::Kernel(w)
+    };
+    let mut own = wire::testing::kernel(WAIT, 3, 300_000, 300_100);
+    own.block = [32, 1, 1];
+    let records = on(
+        1,
+        vec![
+            process(1, "serve"),
+            string(GEMM, "gemm_kernel"),
+            string(WAIT, "WaitNs"),
+            string(READ, "dram__bytes_read.sum"),
+            launch(1, THREAD, 0, 10),
+            gemm(1, 1, 0, 64, 4096, 4096),
+            launch(2, THREAD, 200_000, 200_010),
+            launch(3, THREAD, 300_000, 300_010),
+            // CUPTI's kernel ends first and comes first.
+            cupti(1, 20),
+            k(GEMM, 1, 100_000, 101_000),
+            counters(1, 0, &[(READ, 4096.0)]),
+            k(GEMM, 2, 200_100, 201_100),
+            Record::Kernel(own),
+            // A kernel CUPTI replayed: no timestamps.
+            launch(4, THREAD, 400_000, 400_010),
+            k(GEMM, 4, 0, 0),
+        ],
+    );
+    let mut a = Aggregator::default();
+    a.add_part(records);
+    let a = a.finish();
+    let p = &a.processes[0];
+    assert_eq!(
+        (
+            p.kernels,
+            p.kernel_ns,
+            p.cupti_kernels,
+            p.cupti_kernel_ns,
+            p.untimed_kernels
+        ),
+        (4, 2_100, 1, 80_800, 1)
+    );
+    let s = summarize_aggregate(&a);
+    assert_eq!(s.kernel_count, 4);
+    let gemm_class = a
+        .classes
+        .list
+        .iter()
+        .find(|c| c.key.name == GEMM && c.key.gemm.is_some())
+        .expect("the GEMM launch keeps its GEMM call");
+    assert_eq!((gemm_class.tally.calls, gemm_class.with_counters), (1, 1));
+}

@@ -822,14 +822,15 @@ fn no_bytes(a: &Aggregate, acc: &RowAcc) -> String {
     };
     let why = if acc.graph_calls == acc.calls {
         format!(
-            ": {launches} measured, from CUDA graphs (graphs that kernel replay could harm \
-             are not: the debug log says which; GPUPROF_COUNTERS=sampling samples every \
-             graph)"
+            ": {launches} measured, from CUDA graphs (measured only with \
+             GPUPROF_GRAPH_REPLAY=on, and then not a graph that kernel replay could harm: \
+             the debug log says which; GPUPROF_COUNTERS=sampling samples every graph)"
         )
     } else {
         format!(
-            ": {launches} measured (one launch at a time per context is; a longer run, \
-             GPUPROF_COUNTER_LAUNCHES=0, or GPUPROF_COUNTERS=sampling)"
+            ": {launches} measured (one launch at a time per context is, within \
+             GPUPROF_COUNTER_BUDGET; a longer run, GPUPROF_COUNTER_LAUNCHES=0, or \
+             GPUPROF_COUNTERS=sampling)"
         )
     };
     format!("no DRAM counters{}", counter_hint(a, &acc.pids, &why))

@@ -215,8 +215,8 @@ fn missing_values_say_what_for_which_kernel() {
     // Each says what would give the value: pid 1 measured kernels (so another run can
     // measure these), pid 2 had no counters at all.
     let unmeasured = "no DRAM counters: its launch was not measured (one launch at a time \
-                      per context is; a longer run, GPUPROF_COUNTER_LAUNCHES=0, or \
-                      GPUPROF_COUNTERS=sampling)";
+                      per context is, within GPUPROF_COUNTER_BUDGET; a longer run, \
+                      GPUPROF_COUNTER_LAUNCHES=0, or GPUPROF_COUNTERS=sampling)";
     let off = ": hardware counters were off (the Counters section says why)";
     assert_eq!(
         missing,
@@ -569,7 +569,7 @@ Peaks (dense)
 
 Roofline values missing
   splitKreduce_kernel [NVIDIA H100 80GB HBM3]: no DRAM counters: its launch was not measured (one launch at a time per
-    context is; a longer run, GPUPROF_COUNTER_LAUNCHES=0, or GPUPROF_COUNTERS=sampling)
+    context is, within GPUPROF_COUNTER_BUDGET; a longer run, GPUPROF_COUNTER_LAUNCHES=0, or GPUPROF_COUNTERS=sampling)
   worker_kernel [Mystery GPU]: no GEMM shape and no FLOP counters: hardware counters were off (the Counters section says
     why)
   worker_kernel [Mystery GPU]: no DRAM counters: hardware counters were off (the Counters section says why)
@@ -577,7 +577,7 @@ Roofline values missing
   worker_kernel [NVIDIA H100 80GB HBM3]: no GEMM shape and no FLOP counters: not a cuBLAS GEMM, and no launch measured
     its FLOP counters (GPUPROF_REPLAY=kernel measures every group on each measured launch)
   worker_kernel [NVIDIA H100 80GB HBM3]: no DRAM counters: its launch was not measured (one launch at a time per context
-    is; a longer run, GPUPROF_COUNTER_LAUNCHES=0, or GPUPROF_COUNTERS=sampling)
+    is, within GPUPROF_COUNTER_BUDGET; a longer run, GPUPROF_COUNTER_LAUNCHES=0, or GPUPROF_COUNTERS=sampling)
   GEMM 4096x1x4096 x1 bf16·bf16->bf16 (fp32) [NVIDIA H100 80GB HBM3]: no DRAM counters for this GEMM shape
 ";
 

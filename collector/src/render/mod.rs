@@ -233,6 +233,24 @@ pub fn table_view(
                 "stream did not finish"
             }
         );
+        if p.untimed_kernels > 0 {
+            let _ = writeln!(
+                out,
+                "    {} kernels without timestamps (CUPTI gives none to a kernel it replays: \
+                 GPUPROF_REPLAY=kernel, GPUPROF_GRAPH_REPLAY=on): their GPU time is unknown \
+                 and counts as 0",
+                p.untimed_kernels
+            );
+        }
+        if p.cupti_kernels > 0 {
+            let _ = writeln!(
+                out,
+                "    left out: {} kernels CUPTI launched to measure counters (WaitNs, one per \
+                 measured launch), {} µs",
+                p.cupti_kernels,
+                micros(p.cupti_kernel_ns)
+            );
+        }
     }
 
     let _ = writeln!(

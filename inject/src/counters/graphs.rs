@@ -31,6 +31,8 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use crate::log::debug;
+
 /// Launches of each executable graph measured: every metric of the set comes from
 /// each (kernel replay), so two give each kernel node its values twice.
 pub const GRAPH_LAUNCHES: u64 = 2;
@@ -150,6 +152,9 @@ pub fn on_node_created(graph: usize, node_type: u32) {
             info.kernels += 1;
         }
         if info.refused.is_none() {
+            if let Some(why) = &refusal {
+                debug!("graph {graph:#x}: not measured: {why}");
+            }
             info.refused = refusal;
         }
     });
@@ -178,6 +183,15 @@ pub fn on_exec_created(graph: usize, exec: usize) {
             kernels: 0,
             refused: Some("its nodes were not seen".to_string()),
         });
+        debug!(
+            "graph {graph:#x} (nodes from {source:#x}) instantiated as {exec:#x}: {} kernel \
+             node(s){}",
+            info.kernels,
+            info.refused
+                .as_deref()
+                .map(|w| format!("; not measured: {w}"))
+                .unwrap_or_default()
+        );
         r.execs.insert(
             exec,
             Exec {
@@ -219,6 +233,7 @@ pub enum Decision {
 pub fn decide(exec: usize) -> Decision {
     with(|r| {
         let Some(e) = r.execs.get_mut(&exec) else {
+            debug!("graph launch of {exec:#x}: its instantiation was not seen; not measured");
             return Decision::Skip;
         };
         e.launches += 1;

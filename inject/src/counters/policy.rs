@@ -13,6 +13,8 @@
 
 use std::collections::HashMap;
 
+use super::budget::Admit;
+
 /// Keys tracked at most.
 pub const MAX_KEYS: usize = 1 << 16;
 
@@ -49,7 +51,9 @@ impl Policy {
         }
     }
 
-    /// Counts a launch of (`name`, `grid`, `block`, `shape`); `Some(group)` if it is measured.
+    /// Counts a launch of (`name`, `grid`, `block`, `shape`); `Some(group)` if it is
+    /// measured. `admit` is what the time budget allows now: with
+    /// [`Admit::FirstRound`] only a key not yet measured with every group is.
     pub fn decide(
         &mut self,
         name: &str,
@@ -57,6 +61,7 @@ impl Policy {
         block: [u32; 3],
         shape: u64,
         groups: usize,
+        admit: Admit,
     ) -> Option<u32> {
         if groups == 0 {
             return None;
@@ -79,6 +84,8 @@ impl Policy {
         if seen.excluded
             || index % self.every != 0
             || (self.launches != 0 && seen.measured >= self.launches)
+            || admit == Admit::Nothing
+            || (admit == Admit::FirstRound && seen.measured >= groups as u64)
         {
             return None;
         }
@@ -167,20 +174,22 @@ mod tests {
     #[test]
     fn an_undone_measurement_goes_to_the_next_launch() {
         let mut p = Policy::new(2, 1);
-        assert_eq!(p.decide("k", G, B, 0, 3), Some(0));
-        assert_eq!(p.decide("k", G, B, 0, 3), Some(1));
+        assert_eq!(p.decide("k", G, B, 0, 3, Admit::All), Some(0));
+        assert_eq!(p.decide("k", G, B, 0, 3, Admit::All), Some(1));
         p.undo("k", G, B, 0);
-        assert_eq!(p.decide("k", G, B, 0, 3), Some(1));
-        assert_eq!(p.decide("k", G, B, 0, 3), None);
+        assert_eq!(p.decide("k", G, B, 0, 3, Admit::All), Some(1));
+        assert_eq!(p.decide("k", G, B, 0, 3, Admit::All), None);
         // Same name and configuration, another GEMM shape: another key.
-        assert_eq!(p.decide("k", G, B, 7, 3), Some(0));
+        assert_eq!(p.decide("k", G, B, 7, 3, Admit::All), Some(0));
     }
 
     #[test]
     fn a_key_is_finished_once_it_had_its_measurements() {
         let mut p = Policy::new(2, 3);
         assert!(!p.finished("k", G, B, 0));
-        let got: Vec<_> = (0..4).map(|_| p.decide("k", G, B, 0, 2)).collect();
+        let got: Vec<_> = (0..4)
+            .map(|_| p.decide("k", G, B, 0, 2, Admit::All))
+            .collect();
         assert_eq!(got, [Some(0), None, None, Some(1)]);
         assert!(p.finished("k", G, B, 0));
         p.undo("k", G, B, 0);
@@ -188,25 +197,42 @@ mod tests {
         assert!(!p.finished("k", [8, 1, 1], B, 0));
         // No limit: finished only when excluded.
         let mut all = Policy::new(0, 1);
-        assert_eq!(all.decide("k", G, B, 0, 1), Some(0));
+        assert_eq!(all.decide("k", G, B, 0, 1, Admit::All), Some(0));
         assert!(!all.finished("k", G, B, 0));
         all.exclude("k", G, B, 0);
         assert!(all.finished("k", G, B, 0));
     }
 
     #[test]
+    fn the_budget_admits_first_rounds_before_more_of_a_measured_key() {
+        let mut p = Policy::new(0, 1);
+        assert_eq!(p.decide("k", G, B, 0, 2, Admit::All), Some(0));
+        assert_eq!(p.decide("k", G, B, 0, 2, Admit::FirstRound), Some(1));
+        // "k" had every group: no more while the budget admits first rounds only.
+        assert_eq!(p.decide("k", G, B, 0, 2, Admit::FirstRound), None);
+        assert_eq!(p.decide("late", G, B, 0, 2, Admit::FirstRound), Some(0));
+        assert_eq!(p.decide("late", G, B, 0, 2, Admit::Nothing), None);
+        // Launches passed over for the budget are not measurements taken.
+        assert!(!p.finished("late", G, B, 0));
+        assert_eq!(p.decide("late", G, B, 0, 2, Admit::All), Some(1));
+        assert_eq!(p.decide("k", G, B, 0, 2, Admit::All), Some(0));
+    }
+
+    #[test]
     fn an_excluded_key_is_not_measured_again() {
         let mut p = Policy::new(0, 1);
-        assert_eq!(p.decide("k", G, B, 0, 2), Some(0));
-        assert_eq!(p.decide("other", G, B, 0, 2), Some(0));
+        assert_eq!(p.decide("k", G, B, 0, 2, Admit::All), Some(0));
+        assert_eq!(p.decide("other", G, B, 0, 2, Admit::All), Some(0));
         p.exclude("k", G, B, 0);
-        assert_eq!(p.decide("k", G, B, 0, 2), None);
-        assert_eq!(p.decide("k", G, B, 0, 2), None);
-        assert_eq!(p.decide("other", G, B, 0, 2), Some(1));
+        assert_eq!(p.decide("k", G, B, 0, 2, Admit::All), None);
+        assert_eq!(p.decide("k", G, B, 0, 2, Admit::All), None);
+        assert_eq!(p.decide("other", G, B, 0, 2, Admit::All), Some(1));
     }
 
     fn run(p: &mut Policy, name: &str, n: usize, groups: usize) -> Vec<Option<u32>> {
-        (0..n).map(|_| p.decide(name, G, B, 0, groups)).collect()
+        (0..n)
+            .map(|_| p.decide(name, G, B, 0, groups, Admit::All))
+            .collect()
     }
 
     #[test]
@@ -219,11 +245,11 @@ mod tests {
         // Another key has its own count and rotation.
         assert_eq!(run(&mut p, "other", 2, 3), [Some(0), Some(1)]);
         // Same name, other launch configuration: another key.
-        assert_eq!(p.decide("k", [8, 1, 1], B, 0, 3), Some(0));
-        assert_eq!(p.decide("k", G, [64, 1, 1], 0, 3), Some(0));
-        assert_eq!(p.decide("k", G, B, 0, 3), None);
+        assert_eq!(p.decide("k", [8, 1, 1], B, 0, 3, Admit::All), Some(0));
+        assert_eq!(p.decide("k", G, [64, 1, 1], 0, 3, Admit::All), Some(0));
+        assert_eq!(p.decide("k", G, B, 0, 3, Admit::All), None);
         // Same name and configuration, another GEMM shape: another key.
-        assert_eq!(p.decide("k", G, B, 7, 3), Some(0));
+        assert_eq!(p.decide("k", G, B, 7, 3, Admit::All), Some(0));
     }
 
     #[test]
@@ -249,17 +275,17 @@ mod tests {
     fn one_group_and_no_groups() {
         let mut p = Policy::new(2, 1);
         assert_eq!(run(&mut p, "k", 3, 1), [Some(0), Some(0), None]);
-        assert_eq!(p.decide("z", G, B, 0, 0), None);
+        assert_eq!(p.decide("z", G, B, 0, 0, Admit::All), None);
     }
 
     #[test]
     fn keys_are_bounded() {
         let mut p = Policy::new(1, 1);
         for i in 0..MAX_KEYS {
-            assert_eq!(p.decide(&i.to_string(), G, B, 0, 1), Some(0));
+            assert_eq!(p.decide(&i.to_string(), G, B, 0, 1, Admit::All), Some(0));
         }
-        assert_eq!(p.decide("one too many", G, B, 0, 1), None);
-        assert_eq!(p.decide("0", G, B, 0, 1), None);
+        assert_eq!(p.decide("one too many", G, B, 0, 1, Admit::All), None);
+        assert_eq!(p.decide("0", G, B, 0, 1, Admit::All), None);
         assert!(p.finished("one too many", G, B, 0));
     }
 

@@ -309,6 +309,29 @@ pub fn stop() {
     }
 }
 
+/// A context of `device_id` is being destroyed: while it still exists, stops the
+/// device's sampling, sends its last samples, runs `flush` (disabling can finalize
+/// CUPTI and lose activity buffers not yet delivered) and disables the sampler. A
+/// sampler left enabled past its context crashed the process at exit on a real GPU
+/// (docs/ARCHITECTURE.md). Sampling resumes if the device gets a new context; another
+/// context already on the device goes unsampled from here on.
+pub fn on_context_destroying(device_id: u32, flush: impl FnOnce()) {
+    let mut st = lock();
+    let Some(i) = st.devices.iter().position(|d| d.device_id == device_id) else {
+        return;
+    };
+    let mut d = st.devices.remove(i);
+    if ON.load(Ordering::Acquire) {
+        let last = d.sampler.stop().and_then(|()| drain(&mut d));
+        if let Err(e) = last {
+            debug!("GPU {device_id}: the last PM samples before its context went: {e}");
+        }
+    }
+    flush();
+    drop(d);
+    st.seen.retain(|&x| x != device_id);
+}
+
 /// Process exit, after the final activity flush: disables PM sampling on every
 /// device (dropping each sampler).
 pub fn disable() {

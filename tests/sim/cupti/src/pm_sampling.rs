@@ -203,6 +203,8 @@ pub struct Sampler {
     pub shape: Option<Shape>,
     pub config: Option<PmConfig>,
     session: Option<Session>,
+    /// The device's last context was destroyed while this object was enabled.
+    orphaned: bool,
 }
 
 impl Sampler {
@@ -252,8 +254,21 @@ impl Sampler {
     }
 
     /// Decodes buffered samples into `buf`; returns (stop reason, overflow).
+    ///
+    /// After the device's last context was destroyed the process crashes, as it did
+    /// on H100 and H200 with CUPTI 13.0.1 (a segmentation fault in
+    /// `libnvperf_host.so` under `cuptiPmSamplingDecodeData`, docs/ARCHITECTURE.md):
+    /// the sim aborts with a message saying so.
     pub fn decode(&mut self, buf: &mut [u8], now: u64) -> Result<(u32, bool), R> {
         use cupti_sys::CUpti_PmSampling_DecodeStopReason::*;
+        if self.orphaned {
+            eprintln!(
+                "sim-cupti: cuptiPmSamplingDecodeData on GPU {} after its last context was \
+                 destroyed: the process crashes, as on a real GPU",
+                self.device
+            );
+            std::process::abort();
+        }
         let mut img = Image::parse(buf)
             .filter(|i| i.shape.kind == KIND_SAMPLE)
             .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
@@ -327,8 +342,16 @@ pub fn enable(device: u32, chip: String) -> Result<usize, R> {
             shape: None,
             config: None,
             session: None,
+            orphaned: false,
         },
     )
+}
+
+/// The last context on `device` was destroyed: its enabled sampler is orphaned.
+pub fn device_contexts_gone(device: u32) {
+    for s in SAMPLERS.lock().iter_mut().filter(|s| s.device == device) {
+        s.orphaned = true;
+    }
 }
 
 /// Destroys the object (stopping it if sampling).

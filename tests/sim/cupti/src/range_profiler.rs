@@ -166,6 +166,13 @@ pub struct Profiler {
     dropped: usize,
     /// A graph kernel was collected by an auto-range user-replay pass.
     unsupported: bool,
+    /// The metrics of the first config set on the object: the counters it programs
+    /// for good. Seen on H100 and H200 with CUPTI 13.0.1 (driver 580): after a pass
+    /// under one config, a pass under another on the same object evaluated every
+    /// metric of the other to NaN, while passes under the first stayed right; a new
+    /// object (Disable, Enable) measured the other config (docs/ARCHITECTURE.md).
+    /// Modelled strictly: a metric outside the first config reads NaN.
+    programmed: Option<Vec<String>>,
 }
 
 static PROFILERS: Registry<Profiler> = Registry::new();
@@ -210,6 +217,7 @@ pub fn enable(context_id: u32, ctx: usize, chip: String) -> Result<usize, R> {
             in_pass: 0,
             dropped: 0,
             unsupported: false,
+            programmed: None,
         },
     )
 }
@@ -229,6 +237,9 @@ impl Profiler {
     pub fn set_config(&mut self, c: Config) -> Result<(), R> {
         if self.started {
             return Err(CUPTI_ERROR_INVALID_OPERATION);
+        }
+        if self.programmed.is_none() {
+            self.programmed = Some(c.metrics.clone());
         }
         self.config = Some(c);
         self.pending.clear();
@@ -380,9 +391,14 @@ impl Profiler {
                 .metrics
                 .iter()
                 .map(|m| {
+                    let programmed = self
+                        .programmed
+                        .as_ref()
+                        .is_some_and(|p| p.iter().any(|x| x == m));
                     c.metrics
                         .iter()
                         .position(|x| x == m)
+                        .filter(|_| programmed)
                         .map_or(f64::NAN, |i| vals[i])
                 })
                 .collect();

@@ -232,7 +232,35 @@ pub unsafe extern "C" fn on_resource(
                 };
             }
         }
+        if cbid == R::CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && !data.is_null() {
+            // SAFETY: non-null, valid per the driver's promise.
+            context_destroyed(unsafe { (*data).context });
+        }
     })
+}
+
+/// Live contexts per device, for what outlives a device's last context.
+static LIVE_CONTEXTS: std::sync::Mutex<Vec<(u32, usize)>> = std::sync::Mutex::new(Vec::new());
+
+/// After the subscribers saw `CONTEXT_DESTROY_STARTING`: the context is gone, and with
+/// the device's last one, what PM sampling left enabled on it is orphaned.
+fn context_destroyed(ctx: cupti_sys::CUcontext) {
+    let Some(drv) = crate::driver::connected() else {
+        return;
+    };
+    // SAFETY: table functions are valid for the life of the process.
+    let dev = unsafe { (drv.table.context_device)(ctx) };
+    if dev < 0 {
+        return;
+    }
+    let mut live = LIVE_CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(e) = live.iter_mut().find(|(d, _)| *d == dev as u32) {
+        e.1 = e.1.saturating_sub(1);
+        if e.1 == 0 {
+            drop(live);
+            crate::pm_sampling::device_contexts_gone(dev as u32);
+        }
+    }
 }
 
 /// Device records (once per device and client, at the first context CUPTI sees on
@@ -251,6 +279,12 @@ fn context_created(ctx: cupti_sys::CUcontext) {
         )
     };
     if dev >= 0 {
+        let mut live = LIVE_CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
+        match live.iter_mut().find(|(d, _)| *d == dev as u32) {
+            Some(e) => e.1 += 1,
+            None => live.push((dev as u32, 1)),
+        }
+        drop(live);
         for c in activity::clients() {
             if c.enabled(K::CUPTI_ACTIVITY_KIND_DEVICE) {
                 let mut done = activity::lock(&c.devices_emitted);
