@@ -6,6 +6,8 @@
 # workload runs on the simulated CUDA stack (tests/sim: driver, CUPTI, cuBLAS,
 # cuBLASLt), through the real injection path.
 #   scripts/demo.sh [--sim|--gpu] [workload options, e.g. --layers 4 --decode-steps 16]
+# GPUPROF_DEMO_PROFILE=debug uses the debug build instead (the test command has made
+# it already; the code is the same).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,12 +16,16 @@ case "${1:-}" in
 --sim | --gpu) mode=("$1"); shift ;;
 esac
 
-echo "== building (release)" >&2
-cargo build --release --quiet
+profile=${GPUPROF_DEMO_PROFILE:-release}
+case "$profile" in
+release) echo "== building (release)" >&2; cargo build --release --quiet ;;
+debug) echo "== building (debug)" >&2; cargo build --quiet ;;
+*) echo "demo.sh: GPUPROF_DEMO_PROFILE=$profile is not release or debug" >&2; exit 2 ;;
+esac
 # NVIDIA's NVTX library, which the workload loads (and, on the simulated stack, the
 # route of its NVTX ranges into CUPTI).
 python3 scripts/nvidia-wheels.py fetch-extras >/dev/null
 
 session=$PWD/target/demo-session
 rm -rf "$session"
-target/release/gpuprof demo "${mode[@]}" -o "$session" -- "$@"
+"target/$profile/gpuprof" demo "${mode[@]}" -o "$session" -- "$@"

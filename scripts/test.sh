@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine, with nothing installed by hand:
 # fetches NVIDIA's pinned wheels (cached under target/nvidia), checks formatting,
-# lints, runs every test, runs the README's main command (release build) on the
-# simulated GPU, and checks the committed bindings regenerate byte-for-byte.
+# builds while the test tools install, lints, runs every test, runs the README's main
+# command on the simulated GPU (with the debug build just made: a release build would
+# double the compile time, for the same code), and checks the committed bindings
+# regenerate byte-for-byte.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/libclang.sh
@@ -26,6 +28,19 @@ if ! have_libclang; then
     fi
 fi
 
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "no import cycles between the modules of inject, collector, wire and cupti"
+python3 scripts/module-graph.py inject/src/lib.rs collector/src/lib.rs collector/src/main.rs wire/src/lib.rs cupti/src/lib.rs
+
+# The build is CPU-bound and the installs below wait on the network: together.
+step "build (in the background while the test tools install; output in target/build-output.txt)"
+mkdir -p target
+cargo build --workspace --all-targets --locked >target/build-output.txt 2>&1 &
+build=$!
+trap 'kill "$build" 2>/dev/null || true' EXIT
+
 step "Python environment for the Python clients (target/venv)"
 scripts/python-env.sh
 step "pandas, which reads the report's CSV tables (target/venv-pandas)"
@@ -46,14 +61,14 @@ scripts/debian-tools.sh prometheus
 step "AIPerf, whose collectors read gpuprof record --serve (target/venv-aiperf)"
 scripts/python-env.sh aiperf
 
-step "cargo fmt --check"
-cargo fmt --all -- --check
-
-step "no import cycles between the modules of inject, collector, wire and cupti"
-python3 scripts/module-graph.py inject/src/lib.rs collector/src/lib.rs collector/src/main.rs wire/src/lib.rs cupti/src/lib.rs
-
-step "build"
-cargo build --workspace --all-targets --locked
+step "build (waiting for it)"
+if ! wait "$build"; then
+    cat target/build-output.txt >&2
+    echo "error: cargo build failed (above)" >&2
+    exit 1
+fi
+trap - EXIT
+tail -n 1 target/build-output.txt
 
 step "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -62,8 +77,8 @@ step "tests"
 log=target/test-output.txt
 cargo test --workspace --locked 2>&1 | tee "$log"
 
-step "the README's main command, release build, on the simulated GPU (scripts/demo.sh --sim)"
-scripts/demo.sh --sim >target/demo-output.txt
+step "the README's main command on the simulated GPU (scripts/demo.sh --sim, debug build)"
+GPUPROF_DEMO_PROFILE=debug scripts/demo.sh --sim >target/demo-output.txt
 tail -n 3 target/demo-output.txt
 
 step "bindings regenerate byte-for-byte"
