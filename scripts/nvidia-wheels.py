@@ -131,6 +131,14 @@ EXTRAS = {
 PARTIAL = {"cublas_include", "cublas_lib", "cccl_include"}
 
 
+
+def write_atomically(path, text):
+    """Writes `text` to `path` so that a reader (a test running meanwhile) sees the old
+    file or the new one, never a part of it."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
 def cache_dir() -> Path:
     env = os.environ.get("GPUPROF_NVIDIA_DIR")
     return Path(env) if env else REPO / "target" / "nvidia"
@@ -214,7 +222,7 @@ def fetch_extras(base: Path, wheels: Path) -> None:
         if not path.exists():
             sys.exit(f"error: {dist}=={ver} has no {inner}")
         extras[name] = str(path)
-    (base / "extras.json").write_text(json.dumps(extras, indent=1) + "\n")
+    write_atomically(base / "extras.json", json.dumps(extras, indent=1) + "\n")
 
 
 def fetch() -> None:
@@ -253,7 +261,7 @@ def fetch() -> None:
             "libcupti": str(cupti[0]) if cupti else None,
             "libnvperf_host": str(lib / "libnvperf_host.so"),
         })
-    (base / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    write_atomically(base / "manifest.json", json.dumps(manifest, indent=1) + "\n")
     fetch_extras(base, wheels)
     print(base)
 
