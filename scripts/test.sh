@@ -14,6 +14,15 @@ export CARGO_INCREMENTAL=0
 
 started=$(date +%s)
 step() { printf '\n== [%ds] %s\n' "$(($(date +%s) - started))" "$*" >&2; }
+# wait_for PID LOG WHAT: waits for a step run in the background; on failure prints its
+# log and "error: WHAT", and stops.
+wait_for() {
+    if ! wait "$1"; then
+        cat "$2" >&2
+        echo "error: $3 (above)" >&2
+        exit 1
+    fi
+}
 
 step "NVIDIA wheels (headers and real libraries for the offline tests)"
 python3 scripts/nvidia-wheels.py fetch
@@ -63,21 +72,9 @@ step "AIPerf, whose collectors read gpuprof record --serve (target/venv-aiperf)"
 scripts/python-env.sh aiperf
 
 step "build (waiting for it)"
-if ! wait "$build"; then
-    cat target/build-output.txt >&2
-    echo "error: cargo build failed (above)" >&2
-    exit 1
-fi
+wait_for "$build" target/build-output.txt "cargo build failed"
 trap - EXIT
 tail -n 1 target/build-output.txt
-
-# The bindings check builds its generator in release (target/release, whose lock is not
-# the debug builds'): in the background while clippy and the tests run, which leave
-# cores idle while the tests wait on their programs.
-step "bindings regenerate byte-for-byte (in the background; output in target/bindings-check.txt)"
-scripts/regen-bindings.sh --check >target/bindings-check.txt 2>&1 &
-bindings=$!
-trap 'kill "$bindings" 2>/dev/null || true' EXIT
 
 step "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -90,14 +87,9 @@ step "the README's main command on the simulated GPU (scripts/demo.sh --sim, deb
 GPUPROF_DEMO_PROFILE=debug scripts/demo.sh --sim >target/demo-output.txt
 tail -n 3 target/demo-output.txt
 
-step "bindings regenerate byte-for-byte (waiting for it)"
-if ! wait "$bindings"; then
-    cat target/bindings-check.txt >&2
-    echo "error: the committed bindings do not regenerate byte-for-byte (above)" >&2
-    exit 1
-fi
-trap - EXIT
-cat target/bindings-check.txt
+# The generator is a workspace member: the build above made it, and this only runs it.
+step "bindings regenerate byte-for-byte"
+scripts/regen-bindings.sh --check
 step "done"
 
 # One closing line for the whole run (cargo prints one per test binary).
