@@ -514,8 +514,8 @@ fn budget_note(pct: u32) -> String {
 
 /// The policy text's note when graph launches are not measured (the default).
 const GRAPHS_OFF: &str = "; CUDA graph launches: not measured (GPUPROF_GRAPH_REPLAY=on measures \
-     them by kernel replay, which crashed a PyTorch graph launch on H100 and H200 with \
-     CUPTI 13.0; GPUPROF_COUNTERS=sampling samples them)";
+     them by kernel replay, which on H100 and H200 with CUPTI 13.0 crashed a PyTorch \
+     graph launch once and decoded no ranges since; GPUPROF_COUNTERS=sampling samples them)";
 
 /// How graph launches are measured, for the plan's policy text.
 fn graph_policy(passes: usize) -> String {

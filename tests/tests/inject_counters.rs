@@ -81,8 +81,8 @@ fn expected(records: &[Record]) -> (Costs, LaunchesByKey) {
 /// `GPUPROF_GRAPH_REPLAY=on` (`graph_decode.rs` runs them with it), and the time
 /// budget.
 const GRAPH_POLICY: &str = "; CUDA graph launches: not measured (GPUPROF_GRAPH_REPLAY=on measures \
-     them by kernel replay, which crashed a PyTorch graph launch on H100 and H200 with \
-     CUPTI 13.0; GPUPROF_COUNTERS=sampling samples them); measuring takes at most 10% of \
+     them by kernel replay, which on H100 and H200 with CUPTI 13.0 crashed a PyTorch \
+     graph launch once and decoded no ranges since; GPUPROF_COUNTERS=sampling samples them); measuring takes at most 10% of \
      the run's time after its first 2 s (GPUPROF_COUNTER_BUDGET)";
 
 /// The plan's groups as metric names.
