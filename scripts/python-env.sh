@@ -30,7 +30,9 @@ if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv" >&2
 fi
 if ! cmp -s "$requirements" "$stamp"; then
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    # --no-compile: byte-compiling every installed module is CPU time the test
+    # command's build, running meanwhile, needs more; Python compiles what it imports.
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile \
         --require-hashes -r "$requirements" >&2
     cp "$requirements" "$stamp"
 fi
