@@ -68,7 +68,7 @@
 use core::ffi::{c_void, CStr};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
@@ -183,40 +183,37 @@ struct Ctx {
 }
 
 impl Ctx {
-    /// The context's range profiler, ready for a pass of `group`'s config. On
-    /// H100 and H200 with CUPTI 13.0, a config set on a profiler object after
-    /// another one measured nothing (every metric evaluated to NaN,
-    /// docs/ARCHITECTURE.md), so a change of config disables the object and enables
-    /// a new one first.
-    fn profiler_for(&self, group: u32) -> Result<MutexGuard<'_, Option<RangeProfiler>>, String> {
+    /// Runs `f` on the context's range profiler. With `config` (a pass about to be
+    /// set up with that group's config): on H100 and H200 with CUPTI 13.0, a config
+    /// set on a profiler object after another one measured nothing (every metric
+    /// evaluated to NaN, docs/ARCHITECTURE.md), so a change of config disables the
+    /// object and enables a new one first.
+    fn with_profiler<T>(
+        &self,
+        config: Option<u32>,
+        f: impl FnOnce(&RangeProfiler) -> Result<T, api::CallError>,
+    ) -> Result<T, String> {
         let mut rp = lock(&self.rp);
-        let last = self.configured.swap(group, Ordering::AcqRel);
-        if last != group && last != u32::MAX {
-            *rp = None;
-            let t = Instant::now();
-            // SAFETY: the context CUPTI named at its creation; it is not destroyed
-            // while it is in CONTEXTS (`on_context_destroying` removes it first).
-            let ctx = self.context as CUcontext;
-            *rp = Some(RangeProfiler::enable(self.fns, ctx).map_err(|e| e.to_string())?);
-            debug!(
-                "counters: context {}: the range profiler enabled again for group {group} in {} µs",
-                self.uid,
-                t.elapsed().as_micros()
-            );
+        if let Some(group) = config {
+            let last = self.configured.swap(group, Ordering::AcqRel);
+            if last != group && last != u32::MAX {
+                *rp = None;
+                let t = Instant::now();
+                // SAFETY: the context CUPTI named at its creation; it is not destroyed
+                // while it is in CONTEXTS (`on_context_destroying` removes it first).
+                let ctx = self.context as CUcontext;
+                *rp = Some(RangeProfiler::enable(self.fns, ctx).map_err(|e| e.to_string())?);
+                debug!(
+                    "counters: context {}: the range profiler enabled again for group {group} in {} µs",
+                    self.uid,
+                    t.elapsed().as_micros()
+                );
+            }
         }
-        if rp.is_none() {
-            return Err("the range profiler could not be enabled again".to_string());
+        match rp.as_ref() {
+            Some(rp) => f(rp).map_err(|e| e.to_string()),
+            None => Err("the range profiler could not be enabled again".to_string()),
         }
-        Ok(rp)
-    }
-
-    /// The context's range profiler as it is (for Stop and DecodeData).
-    fn profiler(&self) -> Result<MutexGuard<'_, Option<RangeProfiler>>, String> {
-        let rp = lock(&self.rp);
-        if rp.is_none() {
-            return Err("the range profiler could not be enabled again".to_string());
-        }
-        Ok(rp)
     }
 }
 
@@ -691,30 +688,40 @@ fn begin_graph(ctx: &Ctx, kernels: u32) -> Result<(), String> {
     let Some((index, g)) = ctx.plan.graph_group() else {
         return Ok(());
     };
-    let ranges = kernels as usize;
     let mut image = lock(&ctx.graph_image);
+    start_pass(ctx, index, g, &mut image, Replay::Kernel, kernels as usize)
+}
+
+/// Sets up and starts a pass of group `index` (`g`) for `ranges` ranges on the
+/// context's range profiler, with `image` sized for it (a group's image keeps its
+/// size: the same metrics and one range always need the same).
+fn start_pass(
+    ctx: &Ctx,
+    index: u32,
+    g: &Group,
+    image: &mut Vec<u8>,
+    replay: Replay,
+    ranges: usize,
+) -> Result<(), String> {
     let t = Instant::now();
-    let guard = ctx.profiler_for(index)?;
-    let Some(rp) = guard.as_ref() else {
-        return Ok(());
-    };
-    let call = |e: api::CallError| e.to_string();
-    let size = rp
-        .counter_data_size(g.host.metrics(), ranges)
-        .map_err(call)?;
-    image.clear();
-    image.resize(size, 0);
-    rp.initialize_image(&mut image).map_err(call)?;
-    let initialized = t.elapsed();
-    // SAFETY: the image lives in `ctx` (kept alive by PENDING, then by the decoder's
-    // queue entry, until the pass is decoded) and is not resized while the context
-    // is busy, so it stays valid and unmoved.
-    unsafe { rp.set_config(g.host.config(), &mut image, Replay::Kernel, ranges) }.map_err(call)?;
-    let configured = t.elapsed();
-    rp.start().map_err(call)?;
+    let (size, initialized, configured) = ctx.with_profiler(Some(index), |rp| {
+        // The image is laid out for the shape of the last GetCounterDataSize on the
+        // object.
+        let size = rp.counter_data_size(g.host.metrics(), ranges)?;
+        image.resize(size, 0);
+        rp.initialize_image(image)?;
+        let initialized = t.elapsed();
+        // SAFETY: the image lives in `ctx` (kept alive by PENDING, then by the
+        // decoder's queue entry, until the pass is decoded) and is not resized while
+        // the context is busy, so it stays valid and unmoved.
+        unsafe { rp.set_config(g.host.config(), image, replay, ranges) }?;
+        let configured = t.elapsed();
+        rp.start()?;
+        Ok((size, initialized, configured))
+    })?;
     debug!(
-        "counters: graph of {kernels} kernel(s): image {} µs ({size} bytes), SetConfig {} µs, \
-         Start {} µs",
+        "counters: group {index}, {ranges} range(s): image {} µs ({size} bytes), \
+         SetConfig {} µs, Start {} µs",
         initialized.as_micros(),
         (configured - initialized).as_micros(),
         (t.elapsed() - configured).as_micros()
@@ -815,31 +822,8 @@ pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData, shape: u64) {
 fn begin(ctx: &Ctx, group: u32) -> Result<(), String> {
     let g = &ctx.plan.groups[group as usize];
     let mut images = lock(&ctx.images);
-    let image = &mut images[group as usize];
-    let t = Instant::now();
-    let guard = ctx.profiler_for(group)?;
-    let Some(rp) = guard.as_ref() else {
-        return Ok(());
-    };
-    let call = |e: api::CallError| e.to_string();
-    // The image is laid out for the shape of the last GetCounterDataSize on the object.
-    rp.counter_data_size(g.host.metrics(), 1).map_err(call)?;
-    rp.initialize_image(image).map_err(call)?;
-    let initialized = t.elapsed();
     let replay = SETTINGS.get().map_or(Replay::User, |s| s.replay);
-    // SAFETY: the image lives in `ctx` (kept alive by PENDING, then by the decoder's
-    // queue entry, until the pass is decoded) and is never resized, so it stays
-    // valid and unmoved.
-    unsafe { rp.set_config(g.host.config(), image, replay, 1) }.map_err(call)?;
-    let configured = t.elapsed();
-    rp.start().map_err(call)?;
-    debug!(
-        "counters: group {group}: image {} µs, SetConfig {} µs, Start {} µs",
-        initialized.as_micros(),
-        (configured - initialized).as_micros(),
-        (t.elapsed() - configured).as_micros()
-    );
-    Ok(())
+    start_pass(ctx, group, g, &mut images[group as usize], replay, 1)
 }
 
 /// Charges the time since a measurement began to [`BUDGET`] when dropped.
@@ -866,11 +850,7 @@ pub fn on_launch_exit(d: &CUpti_CallbackData) {
     // Whatever happens below, the launching thread's time is charged.
     let _charge = ChargeOnDrop(began);
     let stopping = Instant::now();
-    let stop = ctx.profiler().and_then(|rp| match rp.as_ref() {
-        Some(rp) => rp.stop().map_err(|e| e.to_string()),
-        None => Err("no range profiler".to_string()),
-    });
-    let all_passes = match stop {
+    let all_passes = match ctx.with_profiler(None, RangeProfiler::stop) {
         Ok(all) => all,
         Err(e) => {
             ctx.busy.store(false, Ordering::Release);
@@ -981,10 +961,7 @@ fn decoder_thread(rx: Receiver<Stopped>) {
 fn decode(s: &Stopped) -> Result<(), String> {
     let ctx = &s.ctx;
     let t = Instant::now();
-    let dropped = match ctx.profiler()?.as_ref() {
-        Some(rp) => rp.decode().map_err(|e| e.to_string())?,
-        None => return Err("no range profiler".to_string()),
-    };
+    let dropped = ctx.with_profiler(None, RangeProfiler::decode)?;
     debug!(
         "counters: launch {}: DecodeData {} µs",
         s.correlation_id,
