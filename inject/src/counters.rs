@@ -166,7 +166,7 @@ impl Plan {
 struct Ctx {
     uid: u32,
     /// The `CUcontext`, as an address: the range profiler is enabled on it again
-    /// when the config changes ([`Ctx::profiler_for`]).
+    /// when the config changes ([`Ctx::with_profiler`]).
     context: usize,
     fns: &'static cupti_sys::CuptiFns,
     plan: Arc<Plan>,
