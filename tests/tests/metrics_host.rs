@@ -336,7 +336,7 @@ fn cli_json_for_gh100() {
         .iter()
         .map(|g| g["raw_counters"].as_u64().unwrap())
         .collect();
-    assert_eq!(raw, [16, 5, 5, 6, 9]);
+    assert_eq!(raw, [20, 5, 6, 6, 9]);
     assert_eq!(v["total_passes"], 5);
 }
 

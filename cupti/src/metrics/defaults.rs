@@ -4,7 +4,9 @@
 //! ordered list per architecture (what arithmetic intensity and MFU need first: DRAM
 //! read/write bytes, tensor-pipe ops by data type, FP32/FP16/FP64 FMA/ADD/MUL thread
 //! instruction counts; then SM activity, tensor-pipe activity, achieved occupancy, L2
-//! lookups, GPU time) with the 13.4 `libnvperf_host`, and checked by
+//! lookups, GPU time; last the metrics of DCGM's SM, occupancy, DRAM, graphics-engine
+//! and tensor-pipe activity fields, which fit into groups already there) with the
+//! 13.4 `libnvperf_host`, and checked by
 //! `tests/tests/metrics_host.rs`: every group is exactly one pass, and splitting the
 //! concatenated groups again gives the same groups.
 //!
@@ -87,6 +89,16 @@ const SAMPLING: &[SamplingSlot] = &[
     &[&["gpu__time_duration.sum"]],
 ];
 
+// DCGM's profiling fields SM active, SM occupancy, DRAM active, graphics engine
+// active and tensor pipe active (`super::DCGM_FIELDS`), last in the ordered list:
+// each joins a group that stays one pass, so they cost no launch of their own.
+const SM_ACTIVE_ELAPSED: &str = "sm__cycles_active.avg.pct_of_peak_sustained_elapsed";
+const WARPS_ACTIVE_ELAPSED: &str = "sm__warps_active.avg.pct_of_peak_sustained_elapsed";
+const DRAM_ACTIVE_ELAPSED: &str = "dram__cycles_active.avg.pct_of_peak_sustained_elapsed";
+const GR_ACTIVE_ELAPSED: &str = "gr__cycles_active.avg.pct_of_peak_sustained_elapsed";
+const TENSOR_ACTIVE_ELAPSED: &str =
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed";
+
 const FP_INST: [&str; 9] = [
     "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
     "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
@@ -108,6 +120,10 @@ const GA_AD_GROUP0: DefaultGroup = &[
     "sm__warps_active.avg.pct_of_peak_sustained_active",
     "lts__t_sectors_lookup_hit.sum",
     "gpu__time_duration.sum",
+    SM_ACTIVE_ELAPSED,
+    WARPS_ACTIVE_ELAPSED,
+    DRAM_ACTIVE_ELAPSED,
+    GR_ACTIVE_ELAPSED,
 ];
 
 const AMPERE: &[DefaultGroup] = &[
@@ -122,7 +138,10 @@ const AMPERE: &[DefaultGroup] = &[
     ],
     &["sm__ops_path_tensor_src_tf32_dst_fp32.sum"],
     &FP_INST,
-    &["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"],
+    &[
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+        TENSOR_ACTIVE_ELAPSED,
+    ],
 ];
 
 const ADA: &[DefaultGroup] = &[
@@ -139,6 +158,7 @@ const ADA: &[DefaultGroup] = &[
     &[
         "sm__ops_path_tensor_src_fp8.sum",
         "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+        TENSOR_ACTIVE_ELAPSED,
     ],
     &FP_INST,
 ];
@@ -154,6 +174,10 @@ const HOPPER: &[DefaultGroup] = &[
         "sm__warps_active.avg.pct_of_peak_sustained_active",
         "lts__t_sectors_lookup_hit.sum",
         "gpu__time_duration.sum",
+        SM_ACTIVE_ELAPSED,
+        WARPS_ACTIVE_ELAPSED,
+        DRAM_ACTIVE_ELAPSED,
+        GR_ACTIVE_ELAPSED,
     ],
     &[
         "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32.sum",
@@ -163,6 +187,7 @@ const HOPPER: &[DefaultGroup] = &[
         "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp16.sum",
         "sm__ops_path_tensor_src_fp64.sum",
         "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+        TENSOR_ACTIVE_ELAPSED,
     ],
     &["sm__ops_path_tensor_src_tf32_dst_fp32.sum"],
     &FP_INST,
@@ -178,6 +203,10 @@ const BLACKWELL: &[DefaultGroup] = &[
         "sm__warps_active.avg.pct_of_peak_sustained_active",
         "lts__t_sectors_lookup_hit.sum",
         "gpu__time_duration.sum",
+        SM_ACTIVE_ELAPSED,
+        WARPS_ACTIVE_ELAPSED,
+        DRAM_ACTIVE_ELAPSED,
+        GR_ACTIVE_ELAPSED,
     ],
     &[
         "sm__ops_path_tensor_src_fp16_dst_fp32.sum",
@@ -198,6 +227,7 @@ const BLACKWELL: &[DefaultGroup] = &[
     &[
         "sm__ops_path_tensor_op_utcqmma_src_fp4_fp6_fp8_dst_fp32_sparsity_off.sum",
         "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+        TENSOR_ACTIVE_ELAPSED,
     ],
     &["sm__ops_path_tensor_op_utcqmma_src_fp4_fp6_fp8_dst_fp32_sparsity_on.sum"],
     &[
