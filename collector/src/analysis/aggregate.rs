@@ -158,6 +158,9 @@ pub struct Aggregate {
     pub gemm_unjoined: u64,
     pub gemm_cycles: u64,
     pub ranges: RangeCover,
+    /// (pid, device) -> (earliest kernel start, latest kernel end), ns of the
+    /// session's clock; kernels without timestamps left out.
+    pub kernel_spans: AHashMap<(u32, u32), (u64, u64)>,
     /// Launches by class and enclosing NVTX ranges; `None` unless asked for
     /// ([`Aggregator::with_stacks`]).
     pub stacks: Option<Stacks>,
@@ -646,6 +649,15 @@ impl Aggregator {
         let k = j.kernel;
         let pid = j.pid;
         let ns = k.end_ns.saturating_sub(k.start_ns);
+        if k.start_ns != 0 || k.end_ns != 0 {
+            let span = self
+                .out
+                .kernel_spans
+                .entry((pid, k.device_id))
+                .or_insert((k.start_ns, k.end_ns));
+            span.0 = span.0.min(k.start_ns);
+            span.1 = span.1.max(k.end_ns);
+        }
         let gemm = j.gemm.map(|g| GemmPart {
             shape: GemmShape::of(g),
             first: g.launch_index == 0,

@@ -18,6 +18,8 @@
 //!   sampling windows per metric;
 //! - [`counter_pct`]: kernel counters as percentages of peak (SM active, tensor pipe,
 //!   DRAM throughput, L2 hit rate, achieved occupancy);
+//! - [`gpu_activity`]: DCGM's profiling fields per GPU over the run, as DCGM defines
+//!   them (wall clock, idle included);
 //! - [`telemetry`]: NVML device readings per device over the run (clocks, power,
 //!   energy, memory, utilisation, clock event reasons);
 //! - [`sampled`]: sampling windows attributed to kernels by overlap time;
@@ -40,6 +42,7 @@ pub mod family;
 pub mod fitted;
 pub mod flop_metrics;
 pub mod gemm;
+pub mod gpu_activity;
 pub mod integrity;
 pub mod join;
 mod names;

@@ -11,6 +11,7 @@ use super::aggregate::{aggregate, Aggregate};
 pub use super::aggregate::{DeviceSummary, ProcessSummary};
 use super::counters::{counters_of, Counters};
 use super::durations::Durations;
+use super::gpu_activity::{gpu_activity, GpuActivity};
 use super::integrity::Integrity;
 use super::names::demangle;
 use super::nvtx::{RangeStats, RangeTotals};
@@ -48,6 +49,8 @@ pub struct Summary {
     pub integrity: Integrity,
     /// NVML readings per device over the run.
     pub telemetry: Vec<DeviceTelemetry>,
+    /// DCGM's profiling fields per GPU over the run ([`super::gpu_activity`]).
+    pub gpu_activity: Vec<GpuActivity>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -330,6 +333,7 @@ pub fn summarize_aggregate(a: &Aggregate) -> Summary {
             ..Integrity::default()
         },
         telemetry: a.telemetry.clone(),
+        gpu_activity: gpu_activity(a),
     }
 }
 

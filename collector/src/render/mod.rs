@@ -42,6 +42,7 @@
 mod cells;
 mod counters;
 mod devices;
+mod gpu_activity;
 mod integrity;
 mod roofline;
 
@@ -64,6 +65,9 @@ use counters::{
     PLAN_COLUMNS, SAMPLED_COLUMNS, SAMPLE_COLUMNS,
 };
 use devices::{devices_table, telemetry_json, TELEMETRY_COLUMNS};
+use gpu_activity::{
+    gpu_activity_json, gpu_activity_rows, gpu_activity_table, GPU_ACTIVITY_COLUMNS,
+};
 use integrity::{integrity_csv, integrity_json, integrity_table};
 use roofline::{roofline_csv, roofline_json, roofline_table};
 
@@ -275,6 +279,7 @@ pub fn table_view(
     if !s.telemetry.is_empty() {
         devices_table(&mut out, &s.telemetry, !s.sessions.is_empty());
     }
+    gpu_activity_table(&mut out, &s.gpu_activity);
     match roofline {
         Some(e) if e.any() => roofline_table(&mut out, e, s.kernel_ns, top, &names),
         Some(_) if s.kernel_count > 0 => out.push_str(
@@ -562,6 +567,11 @@ pub fn csv_tables(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
     } else {
         &[("device_telemetry", &TELEMETRY_COLUMNS)]
     };
+    let activity_sections: &[(&str, &[&str])] = if v.get("gpu_activity").is_none() {
+        &[]
+    } else {
+        &[("gpu_activity", &GPU_ACTIVITY_COLUMNS)]
+    };
     let counter_sections: [(&str, &[&str]); 6] = [
         ("counter_plans", &PLAN_COLUMNS),
         ("counter_statuses", &["pid", "message"]),
@@ -587,6 +597,7 @@ pub fn csv_tables(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
         .chain(&sections)
         .chain(capture_sections)
         .chain(telemetry_sections)
+        .chain(activity_sections)
         .chain(counter_sections)
     {
         let rows: Vec<Value> = match *name {
@@ -619,6 +630,7 @@ pub fn csv_tables(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
                         })
                 })
                 .collect(),
+            "gpu_activity" => gpu_activity_rows(&v["gpu_activity"]),
             "devices" => v["processes"]
                 .as_array()
                 .into_iter()
@@ -978,6 +990,9 @@ pub fn json_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>)
     }
     if !s.telemetry.is_empty() {
         out["device_telemetry"] = telemetry_json(&s.telemetry);
+    }
+    if s.gpu_activity.iter().any(|g| !g.fields.is_empty()) {
+        out["gpu_activity"] = gpu_activity_json(&s.gpu_activity);
     }
     if s.counters.any() {
         out["counters"] = counters_json(s, top);
