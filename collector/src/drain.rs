@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use gpuprof_collector::live::snapshot::{Collection, Snapshot};
-use gpuprof_collector::live::Live;
+use gpuprof_collector::live::{GpuFields, Live};
 use gpuprof_collector::nvml::DeviceSample;
 use gpuprof_collector::store::{PartLimits, SealFailure, StoreWriter};
 use wire::ring::{process_alive, RingReader};
@@ -435,12 +435,16 @@ impl Drainer {
         Some(s)
     }
 
-    /// The final live values, once every record has been drained.
-    pub fn live_finish(&mut self) -> Option<Snapshot> {
+    /// The final live values, once every record has been drained, and the DCGM
+    /// fields not yet shown in up to `steps` updates ([`Live::finish_at`]).
+    pub fn live_finish(&mut self, steps: usize) -> Option<(Snapshot, Vec<GpuFields>)> {
         let collection = self.collection();
-        let mut s = self.live.as_mut()?.finish();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let (mut s, tail) = self.live.as_mut()?.finish_at(now, steps);
         s.collection = collection;
-        Some(s)
+        Some((s, tail))
     }
 
     fn not_saved(&mut self, pid: u32, records: Vec<Record>) {

@@ -10,7 +10,8 @@
 //!
 //! At the end the final values are published (`gpuprof_program_ended` 1); with
 //! `--serve-linger S` the server stays up S more seconds so that scrapers read them,
-//! or until SIGINT, SIGTERM or SIGHUP.
+//! or until SIGINT, SIGTERM or SIGHUP, while the DCGM windows not yet shown follow one
+//! per second.
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
@@ -18,10 +19,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
+use gpuprof_collector::live::dcgm;
 use gpuprof_collector::live::device_fields::add_readings;
 use gpuprof_collector::live::exposition::{render, CONTENT_TYPE};
 use gpuprof_collector::live::snapshot::Snapshot;
-use gpuprof_collector::live::Live;
+use gpuprof_collector::live::{GpuFields, Live};
 use gpuprof_collector::nvml::{DeviceSample, Latest};
 
 use crate::drain::Drainer;
@@ -36,8 +38,9 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:9401";
 /// (env-var-only mode runs `gpuprof collect`, which inherits it).
 pub const SERVE_ENV: &str = "GPUPROF_SERVE";
 
-/// How often the live values are updated.
-pub const UPDATE_EVERY: Duration = Duration::from_secs(1);
+/// How often the live values are updated: one DCGM window of the GPU's timeline,
+/// so each published window is shown for about as long as it is.
+pub const UPDATE_EVERY: Duration = Duration::from_nanos(dcgm::WINDOW_BINS * dcgm::BIN_NS);
 
 #[derive(clap::Args, Clone, Default)]
 pub struct ServeArgs {
@@ -54,7 +57,9 @@ pub struct ServeArgs {
     serve_top: usize,
     /// With --serve: once the program has ended, keep serving its final values for
     /// S seconds (SIGINT, SIGTERM or SIGHUP ends this sooner), so that a scraper
-    /// reads them.
+    /// reads them. The DCGM fields lag the GPU by 5 s: their last windows are shown
+    /// one per second meanwhile (the last second holds the rest), so 5 or more
+    /// keeps their average over the run equal to the report's "GPU activity".
     #[arg(long, value_name = "S", default_value_t = 0)]
     serve_linger: u64,
 }
@@ -137,9 +142,29 @@ impl Server {
     }
 
     fn publish(&self, text: String) {
-        let text = Arc::new(text);
-        if let Ok(mut p) = self.page.text.lock() {
-            *p = text;
+        publish_page(&self.page, text);
+    }
+}
+
+/// Replaces the text `/metrics` serves.
+fn publish_page(page: &Page, text: String) {
+    let text = Arc::new(text);
+    if let Ok(mut p) = page.text.lock() {
+        *p = text;
+    }
+}
+
+/// Each GPU's DCGM profiling fields replaced by `fields` (by UUID); NVML's
+/// `DCGM_FI_DEV_*` readings stay.
+fn set_fields(s: &mut Snapshot, mut fields: GpuFields) {
+    for g in &mut s.gpus {
+        if let Some(mut f) = fields.remove(&g.uuid) {
+            f.extend(
+                g.fields
+                    .iter()
+                    .filter(|(n, _)| n.starts_with("DCGM_FI_DEV_")),
+            );
+            g.fields = f;
         }
     }
 }
@@ -236,21 +261,42 @@ impl Serving {
     }
 
     /// Publishes the final values (call once every record is drained), with NVML's
-    /// last `readings` (taken after the program ended) when there are any.
+    /// last `readings` (taken after the program ended) when there are any. The DCGM
+    /// windows not yet shown (the last [`dcgm::LAG_NS`] of the run) follow one per
+    /// [`UPDATE_EVERY`] on a thread, as long as the linger lasts (the last one holds
+    /// whatever is left), so each window is shown for about as long as it is.
     pub fn finish(&mut self, drainer: &mut Drainer, readings: &[DeviceSample]) {
-        if let Some(mut s) = drainer.live_finish() {
-            let latest;
-            let readings = if readings.is_empty() {
-                latest = self
-                    .nvml
-                    .as_ref()
-                    .and_then(|l| l.lock().ok().map(|l| l.clone()))
-                    .unwrap_or_default();
-                &latest[..]
-            } else {
-                readings
-            };
-            self.publish(&mut s, readings);
+        let steps = usize::try_from(self.linger.as_secs()).unwrap_or(usize::MAX);
+        let Some((mut s, tail)) = drainer.live_finish(steps) else {
+            return;
+        };
+        let readings = if readings.is_empty() {
+            self.nvml
+                .as_ref()
+                .and_then(|l| l.lock().ok().map(|l| l.clone()))
+                .unwrap_or_default()
+        } else {
+            readings.to_vec()
+        };
+        add_readings(&mut s.gpus, &readings, &self.hostname);
+        let page = Arc::clone(&self.server.page);
+        let mut tail = tail.into_iter();
+        // With no linger, everything at once.
+        if steps == 0 {
+            if let Some(fields) = tail.next() {
+                set_fields(&mut s, fields);
+            }
+        }
+        publish_page(&page, render(&s));
+        if steps > 0 {
+            // Detached: it ends with its last window or with the process.
+            std::thread::spawn(move || {
+                for fields in tail {
+                    std::thread::sleep(UPDATE_EVERY);
+                    set_fields(&mut s, fields);
+                    publish_page(&page, render(&s));
+                }
+            });
         }
     }
 

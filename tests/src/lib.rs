@@ -35,7 +35,9 @@ pub use injected::{
     run_injected, run_injected_with_args, run_injected_within, statuses, strings, Injection,
     CUDARC_LLM_STDOUT, RUN_LIMIT, WAIT_VALUE_STDOUT,
 };
-pub use live_metrics::{check_against_report, record_serving, wait_for_final, Sample};
+pub use live_metrics::{
+    check_against_report, record_serving, record_serving_with, wait_for_final, Sample,
+};
 pub use perfetto::{read_perfetto_trace, slices_per_track, track_names};
 pub use prometheus::{prometheus_binary, Prometheus};
 pub use report::{

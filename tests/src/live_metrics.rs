@@ -26,6 +26,18 @@ pub fn record_serving(
     linger_s: u64,
     env: &[(&str, &str)],
 ) -> Command {
+    record_serving_with(out, port, top, linger_s, env, &["--decode-steps", "100"])
+}
+
+/// [`record_serving`] with the cudarc workload's arguments `args`.
+pub fn record_serving_with(
+    out: &Path,
+    port: u16,
+    top: usize,
+    linger_s: u64,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> Command {
     let mut cmd = record_on_sim("13.4");
     cmd.envs(env.iter().copied());
     cmd.arg("--serve")
@@ -36,7 +48,7 @@ pub fn record_serving(
         .arg(out)
         .arg("--")
         .arg(artifact("cudarc-llm"))
-        .args(["--decode-steps", "100"]);
+        .args(args);
     cmd
 }
 

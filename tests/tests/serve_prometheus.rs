@@ -12,8 +12,8 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gpuprof_tests::{
-    check_against_report, free_port, prometheus_binary, record_on_sim, record_serving, report_json,
-    Prometheus, Scratch, TimedChild,
+    check_against_report, free_port, prometheus_binary, record_on_sim, record_serving,
+    record_serving_with, report_json, Prometheus, Scratch, TimedChild,
 };
 use serde_json::Value;
 
@@ -99,8 +99,9 @@ fn under_pm_sampling_the_dcgm_fields_are_shown() {
 }
 
 /// The default counters: hardware FLOPs and DRAM bytes per kernel, family, range and
-/// run equal the report's, and no DCGM profiling field is shown (their metrics are
-/// not collected).
+/// run equal the report's, and the DCGM fields the default metrics carry are shown
+/// (SM active, SM occupancy, tensor pipe active, DRAM active, graphics engine
+/// active), the PCIe and NVLink byte fields not.
 #[test]
 fn with_the_default_counters_hardware_flops_and_dram_bytes_are_the_report_s() {
     let Some(report) = scraped_by_prometheus("serve-prometheus-default", &[], 20) else {
@@ -109,6 +110,112 @@ fn with_the_default_counters_hardware_flops_and_dram_bytes_are_the_report_s() {
     let run = &report["roofline"]["run"];
     assert!(run["hw_flops"].as_f64().unwrap() > 0.0, "{run}");
     assert!(run["bytes"].as_f64().unwrap() > 0.0, "{run}");
+    let fields: Vec<&str> = report["gpu_activity"][0]["fields"]
+        .as_array()
+        .expect("gpu_activity fields")
+        .iter()
+        .map(|f| f["field"].as_str().expect("field"))
+        .collect();
+    assert_eq!(fields, DEFAULT_DCGM_FIELDS, "{report}");
+}
+
+/// The DCGM fields the default metrics give, in `DCGM_FIELDS`' order.
+const DEFAULT_DCGM_FIELDS: [&str; 5] = [
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+    "DCGM_FI_PROF_SM_ACTIVE",
+    "DCGM_FI_PROF_SM_OCCUPANCY",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    "DCGM_FI_PROF_DRAM_ACTIVE",
+];
+
+/// Decode steps and the idle time after each: about 15 s of a server that is
+/// mostly waiting, with one GPU-busy prefill at the start.
+const IDLE_RUN: [&str; 4] = ["--decode-steps", "150", "--step-gap-ms", "100"];
+
+/// DCGM's definition, end to end: with the default counters, a real Prometheus
+/// scraping a run with idle gaps stores each DCGM ratio field while the program runs,
+/// and its average over the run (`avg_over_time`) equals the report's value of the
+/// GPU (its kernels' time times their class's value, over the wall clock from the
+/// first kernel to the last) within 2%.
+///
+/// The series lag the GPU by 5 s (`live::dcgm::LAG_NS` in the collector); after the
+/// program ends its last windows are shown one per second during `--serve-linger`
+/// (5 s here; the last second holds the rest), so each window is shown about as
+/// long as it is.
+#[test]
+fn dcgm_fields_averaged_over_a_run_with_idle_gaps_equal_the_report() {
+    let Some(binary) = prometheus_binary() else {
+        println!("skipped: prometheus is not installed (scripts/debian-tools.sh prometheus)");
+        return;
+    };
+    let scratch = Scratch::new("serve-prometheus-idle");
+    let port = free_port();
+    let prometheus = Prometheus::start(&binary, &scratch, &format!("127.0.0.1:{port}"));
+    let out = scratch.join("out");
+    let cmd = record_serving_with(&out, port, 3, 5, &[], &IDLE_RUN);
+    let o = TimedChild::spawn(cmd, LIMIT).wait();
+    assert_eq!(o.status.code(), Some(0), "gpuprof record --serve: {o:?}");
+    let at = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_secs_f64()
+        - 0.5;
+    let start = Instant::now();
+    while prometheus
+        .query_at("gpuprof_program_ended == 1", at)
+        .is_empty()
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "Prometheus never scraped the final values"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let report = report_json(&out);
+    let gpu = &report["gpu_activity"][0];
+    let span_s = gpu["span_ns"].as_f64().expect("span_ns") / 1e9;
+    assert!(span_s > 14.0, "the run spans {span_s} s: {gpu}");
+    for field in DEFAULT_DCGM_FIELDS {
+        let want = gpu["fields"]
+            .as_array()
+            .expect("fields")
+            .iter()
+            .find(|f| f["field"] == field)
+            .unwrap_or_else(|| panic!("{field} not in the report: {gpu}"));
+        // Classes launched once or twice (prefill) are not measured with every
+        // group: both sides leave their time out alike.
+        assert!(
+            want["valued_pct"].as_f64().expect("valued_pct") > 50.0,
+            "{want}"
+        );
+        let want = want["value"].as_f64().expect("value");
+        // Shown while the program ran.
+        let running = prometheus.query_at(
+            &format!("count_over_time(({field} and on() (gpuprof_program_ended == 0))[10m:200ms])"),
+            at,
+        );
+        assert!(
+            running.first().is_some_and(|s| s.2 > 0.0),
+            "{field} not shown during the run: {running:?}"
+        );
+        let avg = prometheus.query_at(&format!("avg_over_time({field}[10m])"), at);
+        assert_eq!(avg.len(), 1, "{field}: {avg:?}");
+        let got = avg[0].2;
+        if want == 0.0 {
+            assert_eq!(got, 0.0, "{field}");
+            continue;
+        }
+        let off = got / want - 1.0;
+        println!(
+            "{field}: Prometheus average {got:.6}, report {want:.6} ({:+.2}%)",
+            100.0 * off
+        );
+        assert!(
+            off.abs() <= 0.02,
+            "{field}: Prometheus average {got} vs the report's {want} ({:+.2}%)",
+            100.0 * off
+        );
+    }
 }
 
 /// `gpuprof record --serve ADDR -- sh -c 'touch MARK'`: must fail before running.

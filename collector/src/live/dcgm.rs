@@ -21,34 +21,35 @@
 //!
 //! **Publishing.** Each update publishes the bins that ended at least [`LAG_NS`]
 //! before the update's time (the live aggregate sums a kernel 2 to 3 s after it
-//! reached the collector, and CUPTI delivers it up to a second after it ran): a field
-//! is the sum of those bins over their length, a fraction for a ratio, bytes per
+//! reached the collector, and CUPTI delivers it up to a second after it ran), in
+//! whole windows of [`WINDOW_BINS`] bins from the GPU's first bin: one window per
+//! update while updates keep time, so each window is shown for about as long as it
+//! is, and a series averaged over time weighs every window by its length. A field
+//! is the sum of the window's bins over its length, a fraction for a ratio, bytes per
 //! second for bytes. An amount that arrives for a bin already published goes to the
 //! first bin not yet published, so over the run the published values times their
-//! windows add up to exactly what ran. An update with no bin to publish keeps the last
-//! values. The final update publishes every bin. A field whose metric was never
-//! measured on a GPU is not shown for it.
+//! windows add up to exactly what ran, which is what the report's "GPU activity"
+//! gives over the run ([`crate::analysis::gpu_activity`], the same class rates). An
+//! update with no bin to publish keeps the last values. The final update publishes
+//! every bin. A field whose metric was never measured on a GPU is not shown for it.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use ahash::AHashMap;
-use cupti::metrics::{DcgmField, DCGM_FIELDS};
+use cupti::metrics::DCGM_FIELDS;
 use wire::CounterSample;
 
 use crate::analysis::aggregate::{split_into_bins, Aggregate, BinKey};
-use crate::analysis::classes::Class;
+use crate::analysis::gpu_activity::{class_rate as rate, is_ratio};
 
 /// The length of a timeline bin, ns.
 pub const BIN_NS: u64 = 100_000_000;
+/// Bins one window publishes: the update period (`serve::UPDATE_EVERY`, 1 s).
+pub const WINDOW_BINS: u64 = 10;
 /// How long before an update's time the bins it publishes end, ns.
 pub const LAG_NS: u64 = 5_000_000_000;
 /// Bins a GPU's timeline holds at most; an amount further ahead goes to the last.
 const MAX_BINS: usize = 6000;
-
-/// Whether `field` is a ratio (percent of elapsed time) rather than a byte count.
-pub fn is_ratio(field: &DcgmField) -> bool {
-    field.metric.ends_with(".pct_of_peak_sustained_elapsed")
-}
 
 /// One GPU's amounts per bin and field, from bin `first` on (the bins before it are
 /// published, once `published`).
@@ -92,8 +93,19 @@ impl Timeline {
         let due = if all {
             self.bins.len() as u64
         } else {
-            (to / BIN_NS).saturating_sub(first)
+            // Whole windows only: a window as long as the update period is shown for
+            // about that long, so a series averaged over time weighs each window by
+            // its length.
+            let ready = (to / BIN_NS).saturating_sub(first);
+            ready - ready % WINDOW_BINS
         };
+        self.publish_bins(due);
+    }
+
+    /// Publishes the next `due` bins as one window (those not held are idle); keeps
+    /// the last values when `due` is 0.
+    fn publish_bins(&mut self, due: u64) {
+        let Some(first) = self.first else { return };
         if due == 0 {
             return;
         }
@@ -138,24 +150,6 @@ pub struct Window {
     gpus: BTreeMap<String, Timeline>,
     /// (GPU, class, field) -> kernel ns waiting for the class's value of the field.
     waiting: AHashMap<(String, usize, usize), u64>,
-}
-
-/// A class's value of `field` per ns of its GPU time: a fraction of elapsed time for
-/// a ratio, bytes per ns for bytes; `None` before any launch of it measured the metric.
-fn rate(a: &Aggregate, c: &Class, field: &DcgmField) -> Option<f64> {
-    let id = a.metrics.find(field.metric)?;
-    let (n, sum) = c.metrics.get(&id)?;
-    if *n == 0 {
-        return None;
-    }
-    let mean = sum / *n as f64;
-    if is_ratio(field) {
-        Some((mean / 100.0).clamp(0.0, 1.0))
-    } else if c.tally.ns > 0 && c.tally.calls > 0 {
-        Some(mean / (c.tally.ns as f64 / c.tally.calls as f64))
-    } else {
-        None
-    }
 }
 
 impl Window {
@@ -245,6 +239,32 @@ impl Window {
                 }
             }
         }
+    }
+
+    /// After the program ended: the bins not yet published, as up to `steps`
+    /// successive field sets of every GPU, to be shown one update period apart. Each
+    /// holds one window of [`WINDOW_BINS`] bins, the last everything left, so each
+    /// window is shown for as long as it is while `steps` lasts.
+    pub fn tail(&mut self, steps: usize) -> Vec<BTreeMap<String, Vec<(&'static str, f64)>>> {
+        let steps = steps.max(1);
+        let mut out = Vec::new();
+        for step in 0..steps {
+            let last = step + 1 == steps;
+            if self.gpus.values().all(|t| t.bins.is_empty()) {
+                break;
+            }
+            let fields = self
+                .gpus
+                .iter_mut()
+                .map(|(uuid, t)| {
+                    let held = t.bins.len() as u64;
+                    t.publish_bins(if last { held } else { held.min(WINDOW_BINS) });
+                    (uuid.clone(), t.values())
+                })
+                .collect();
+            out.push(fields);
+        }
+        out
     }
 
     /// Publishes each GPU's bins that ended [`LAG_NS`] before `now_ns` (every bin when

@@ -141,7 +141,7 @@ pub fn render(s: &Snapshot) -> String {
         {
             continue;
         }
-        let help = if super::dcgm::is_ratio(field) {
+        let help = if crate::analysis::gpu_activity::is_ratio(field) {
             format!(
                 "Ratio of the last second of wall-clock time (idle included, 5 s ago) the unit \
                  was active, GPU-wide, from {}",

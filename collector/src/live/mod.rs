@@ -38,6 +38,9 @@ use capped::Capped;
 use short_name::short_name;
 use snapshot::{Gpu, KernelSeries, Snapshot, Totals};
 
+/// Every GPU's DCGM fields (by UUID) at one update.
+pub type GpuFields = BTreeMap<String, Vec<(&'static str, f64)>>;
+
 /// Updates a kernel waits for its records before it is summed.
 pub const HOLD_UPDATES: usize = 2;
 
@@ -129,6 +132,17 @@ impl Live {
         self.aggregator.end_part();
         self.aggregator.flush();
         self.snapshot(u64::MAX, true)
+    }
+
+    /// The final update at `now_ns` of the session's clock: every kernel summed, the
+    /// DCGM windows due by then published, and the rest in up to `steps` field sets
+    /// of every GPU (by UUID) to show one update period apart ([`dcgm::Window::tail`]).
+    pub fn finish_at(&mut self, now_ns: u64, steps: usize) -> (Snapshot, Vec<GpuFields>) {
+        self.aggregator.end_part();
+        self.aggregator.flush();
+        let mut s = self.snapshot(now_ns, false);
+        s.ended = true;
+        (s, self.window.tail(steps))
     }
 
     fn snapshot(&mut self, now_ns: u64, ended: bool) -> Snapshot {

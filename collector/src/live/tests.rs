@@ -215,11 +215,58 @@ fn under_pm_sampling_the_fields_are_the_windows_over_the_wall_clock() {
         ],
     );
     let lag = super::dcgm::LAG_NS;
-    let s = live.update_at(lag + 300 * MS);
-    // (50 x 100 + 80 x 200) / 300 = 70 %, GPU-wide.
-    assert!(close(field(&s, "DCGM_FI_PROF_SM_ACTIVE"), 0.7));
-    assert!(close(field(&s, "DCGM_FI_PROF_PCIE_RX_BYTES"), 4000.0 / 0.3));
-    // The next 100 ms had no window: nothing was sampled there, 0.
-    let next = live.update_at(lag + 400 * MS);
+    // Less than a window is due: nothing is published yet.
+    let early = live.update_at(lag + 300 * MS);
+    assert!(early.gpus[0].fields.is_empty(), "{:?}", early.gpus);
+    let s = live.update_at(lag + 1000 * MS);
+    // (50 x 100 + 80 x 200) ms over the 1 s window, GPU-wide: 21 %.
+    assert!(close(field(&s, "DCGM_FI_PROF_SM_ACTIVE"), 0.21));
+    assert!(close(field(&s, "DCGM_FI_PROF_PCIE_RX_BYTES"), 4000.0));
+    // The next second had no window: nothing was sampled there, 0.
+    let next = live.update_at(lag + 2000 * MS);
     assert_eq!(field(&next, "DCGM_FI_PROF_SM_ACTIVE"), 0.0);
+}
+
+#[test]
+fn after_the_end_the_last_windows_come_one_per_step_the_last_step_holding_the_rest() {
+    let records = |live: &mut Live| {
+        live.add(
+            PID,
+            vec![
+                device(),
+                string(1, "k"),
+                string(2, SM_ACTIVE),
+                counters(1, 0, &[(2, 100.0)]),
+                counters(2, 0, &[(2, 50.0)]),
+                kernel(1, 1, 0, 1000 * MS, 1),
+                kernel(1, 2, 1500 * MS, 2500 * MS, 2),
+            ],
+        )
+    };
+    let lag = super::dcgm::LAG_NS;
+    let sm = |fields: &super::GpuFields| {
+        let (_, f) = fields.iter().next().expect("a GPU");
+        f.iter()
+            .find(|(n, _)| *n == "DCGM_FI_PROF_SM_ACTIVE")
+            .expect("SM active")
+            .1
+    };
+    // The first second is due at the end; the rest waits for the lag.
+    let mut live = Live::new(20, Overrides::default());
+    records(&mut live);
+    let (s, tail) = live.finish_at(lag + 1000 * MS, 2);
+    assert!(s.ended);
+    assert!(close(field(&s, "DCGM_FI_PROF_SM_ACTIVE"), 1.0));
+    // 1.0 to 1.5 s idle, then 50 % to 2.0 s: 0.25; the last step holds the rest
+    // (2.0 to 2.5 s at 50 %).
+    let values: Vec<f64> = tail.iter().map(sm).collect();
+    assert_eq!(values.len(), 2, "{tail:?}");
+    assert!(close(values[0], 0.25), "{values:?}");
+    assert!(close(values[1], 0.5), "{values:?}");
+    // One step: everything left as one window, 500 ms of 50 % over 1.5 s.
+    let mut live = Live::new(20, Overrides::default());
+    records(&mut live);
+    let (_, tail) = live.finish_at(lag + 1000 * MS, 1);
+    assert_eq!(tail.len(), 1);
+    assert!(close(sm(&tail[0]), 0.25 / 1.5 * 2.0), "{tail:?}");
 }

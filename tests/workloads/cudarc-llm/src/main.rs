@@ -60,6 +60,10 @@ struct Shape {
     /// handlers, SIGKILL to itself).
     #[arg(long, value_enum, default_value_t = EndBy::Return)]
     end_by: EndBy,
+    /// Idle time after each decode step (the stream synchronized, then a sleep), as a
+    /// server waiting for requests has.
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    step_gap_ms: u64,
     /// Sleep this long after the work, before ending.
     #[arg(long, default_value_t = 0, value_name = "MS")]
     linger_ms: u64,
@@ -93,6 +97,15 @@ impl Shape {
         }
         Ok(s)
     }
+}
+
+/// Waits for the stream, then sleeps `ms` (nothing when 0).
+fn idle(stream: &CudaStream, ms: u64) -> Result<()> {
+    if ms > 0 {
+        stream.synchronize()?;
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+    Ok(())
 }
 
 struct Model {
@@ -437,16 +450,20 @@ fn main() -> Result<()> {
             .context("capturing the decode step")?
             .context("the capture made no graph")?;
         for _ in 0..shape.decode_steps {
-            let _decode = cudarc::nvtx::scoped_range("decode");
+            let decode = cudarc::nvtx::scoped_range("decode");
             graph.launch().context("replaying the decode step")?;
+            drop(decode);
+            idle(&stream, shape.step_gap_ms)?;
         }
     } else {
         for _ in 0..shape.decode_steps {
-            let _decode = cudarc::nvtx::scoped_range("decode");
+            let decode = cudarc::nvtx::scoped_range("decode");
             for _ in 0..shape.layers {
                 model.layer(&shape, 1, false)?;
             }
             model.lm_head(&shape, 1)?;
+            drop(decode);
+            idle(&stream, shape.step_gap_ms)?;
         }
     }
     stream.synchronize()?;
