@@ -12,14 +12,16 @@ Runs, each under its own time limit and in this order, and logs to stdout with C
 
   env            nvidia-smi, the CUDA libraries found on the machine, PyTorch's CUDA
   doctor         gpuprof doctor
-  default-graph  gpuprof record of cudarc-llm --graph-decode --decode-steps 16 with no
-                 GPUPROF_* settings (graph launches: auto range, kernel replay)
+  default-graph  gpuprof record of cudarc-llm --graph-decode --decode-steps 200 with no
+                 GPUPROF_* settings: eager prefill measured per kernel, then the first
+                 graph launch hands the GPU over to PM sampling (report: a second plan,
+                 mode sampling; decode shapes with bytes_source sampled)
   torch-graph    gpuprof record of tests/workloads/python/torch_llm.py (decode as a
                  CUDA graph), default settings
   smoke-eager    scripts/gpu-smoke.sh (every launch measured, the groups in turn); its
                  FLOP check fails on decode GEMVs at the default 10% (tile padding:
                  gpu-smoke.sh --help), which the log shows
-  default-eager  as default-graph, decode launched eagerly
+  default-eager  as default-graph with --decode-steps 16, decode launched eagerly
   sampling       GPUPROF_COUNTERS=sampling, --graph-decode --decode-steps 200
   torch-eager    as torch-graph with --eager-decode
   ncu            Nsight Compute's DRAM bytes, tensor ops and times of the smoke-eager
@@ -134,7 +136,7 @@ export -f record show_env ncu_bytes stamp
 # In order of what matters most, should the time run out.
 step env 30 show_env
 step doctor 30 "$gpuprof" doctor
-step default-graph 60 record default-graph "$llm" --graph-decode --decode-steps 16
+step default-graph 60 record default-graph "$llm" --graph-decode --decode-steps 200
 step torch-graph 90 record torch-graph python3 tests/workloads/python/torch_llm.py
 step smoke-eager 90 scripts/gpu-smoke.sh --prebuilt "$bin" --work "$out/smoke-eager" --keep
 step default-eager 60 record default-eager "$llm" --decode-steps 16

@@ -126,7 +126,7 @@ fn on_api(cbid: u32, d: &CUpti_CallbackData) {
     let graph_launch = counters::is_graph_launch(cbid);
     if d.callbackSite == CUPTI_API_ENTER {
         // Before the timestamp: starting a counter range is not the launch's time.
-        counters::on_launch_enter(cbid, d, gemm::shape_key());
+        counters::on_launch_enter(t.cupti, cbid, d, gemm::shape_key());
     }
     let now = callback::timestamp(t.cupti);
     if d.callbackSite == CUPTI_API_ENTER {

@@ -165,6 +165,7 @@ impl Plan {
 /// A context's range profiler and counter data images (one per group).
 struct Ctx {
     uid: u32,
+    device_id: u32,
     /// The `CUcontext`, as an address: the range profiler is enabled on it again
     /// when the config changes ([`Ctx::with_profiler`]).
     context: usize,
@@ -306,6 +307,9 @@ pub fn configure(opts: &Options) {
     {
         return;
     }
+    if !opts.graph_replay {
+        sampling::prepare(opts);
+    }
     *lock(&POLICY) = Some(Policy::new(opts.counter_launches, opts.counter_every));
     BUDGET.start(opts.counter_budget_pct);
     ON.store(true, Ordering::Release);
@@ -375,6 +379,10 @@ pub fn on_context_destroying(c: &'static Cupti, context_id: u32, device_id: u32)
 }
 
 fn add_context(c: &'static Cupti, ctx: CUcontext, uid: u32, device_id: u32) -> Result<(), String> {
+    // A device handed over to PM sampling gets no range profiler again.
+    if sampling::switched(device_id) {
+        return Ok(());
+    }
     let plan = {
         let mut setup = lock(&SETUP);
         if !setup.initialized {
@@ -405,6 +413,7 @@ fn add_context(c: &'static Cupti, ctx: CUcontext, uid: u32, device_id: u32) -> R
         .unwrap_or_else(|e| e.into_inner())
         .push(Arc::new(Ctx {
             uid,
+            device_id,
             context: ctx as usize,
             fns: c.fns(),
             plan,
@@ -510,9 +519,10 @@ fn budget_note(pct: u32) -> String {
 }
 
 /// The policy text's note when graph launches are not measured (the default).
-const GRAPHS_OFF: &str = "; CUDA graph launches: not measured (GPUPROF_GRAPH_REPLAY=on measures \
-     them by kernel replay, which on H100 and H200 with CUPTI 13.0 crashed a PyTorch \
-     graph launch once and decoded no ranges since; GPUPROF_COUNTERS=sampling samples them)";
+const GRAPHS_OFF: &str = "; CUDA graph launches: not measured per kernel; the first one on a GPU \
+     hands the GPU over to PM sampling, whose windows are fitted per kernel class \
+     (GPUPROF_GRAPH_REPLAY=on measures them by kernel replay instead, which on H100 and \
+     H200 with CUPTI 13.0 crashed a PyTorch graph launch once and decoded no ranges since)";
 
 /// How graph launches are measured, for the plan's policy text.
 fn graph_policy(passes: usize) -> String {
@@ -618,31 +628,90 @@ unsafe fn graph_launch_of(cbid: u32, params: *const c_void) -> Option<(usize, CU
     }
 }
 
-/// The context's range profiler, if this launch may take it (it is not busy).
-fn claim_context(context_uid: u32) -> Option<Arc<Ctx>> {
-    let ctx = CONTEXTS
+/// The context with a range profiler, if it has one.
+fn find_context(context_uid: u32) -> Option<Arc<Ctx>> {
+    CONTEXTS
         .read()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
         .find(|x| x.uid == context_uid)
-        .cloned()?;
+        .cloned()
+}
+
+/// Takes `ctx` for a measurement, if it is not busy.
+fn claim(ctx: Arc<Ctx>) -> Option<Arc<Ctx>> {
     ctx.busy
         .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
         .ok()
         .map(|_| ctx)
 }
 
+/// The context's range profiler, if this launch may take it (it is not busy).
+fn claim_context(context_uid: u32) -> Option<Arc<Ctx>> {
+    claim(find_context(context_uid)?)
+}
+
+/// Serialises hand-overs, so that sampling never starts beside a range profiler.
+static HANDING_OVER: Mutex<()> = Mutex::new(());
+
+/// Gives device `device_id` up to PM sampling: its CUDA graph launches cannot be
+/// measured per kernel (`GPUPROF_GRAPH_REPLAY` off, or no kernel-replay config), and
+/// sampling windows fitted per kernel class are what measures them then. Each of its
+/// contexts leaves [`CONTEXTS`] (no pass starts there again) and its range profiler
+/// is disabled once its pass in flight is decoded (at most [`DESTROY_WAIT`]); then
+/// sampling starts on the device (`sampling::switch_device`). The two are never on
+/// at once on a device: whether CUPTI allows that is not documented.
+fn hand_over(c: &'static Cupti, device_id: u32) {
+    let _serial = lock(&HANDING_OVER);
+    let leaving: Vec<Arc<Ctx>> = {
+        let mut all = CONTEXTS.write().unwrap_or_else(|e| e.into_inner());
+        let (leaving, staying) = all.drain(..).partition(|x| x.device_id == device_id);
+        *all = staying;
+        leaving
+    };
+    let deadline = Instant::now() + DESTROY_WAIT;
+    for ctx in leaving {
+        while ctx
+            .busy
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            if Instant::now() >= deadline {
+                // Still decoding: sampling would start beside a range profiler.
+                debug!(
+                    "GPU {device_id}: context {} still decodes a counter pass; \
+                     not handed over to PM sampling",
+                    ctx.uid
+                );
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        *lock(&ctx.rp) = None;
+    }
+    debug!("GPU {device_id}: handed over to PM sampling at its first unmeasured graph launch");
+    sampling::switch_device(c, device_id);
+}
+
 /// Graph launch API enter: starts a kernel-replay pass over the graph's kernels if
 /// [`graphs::decide`] measures this launch.
-fn on_graph_launch_enter(d: &CUpti_CallbackData, exec: usize, stream: CUstream, per_thread: bool) {
+fn on_graph_launch_enter(
+    c: &'static Cupti,
+    d: &CUpti_CallbackData,
+    exec: usize,
+    stream: CUstream,
+    per_thread: bool,
+) {
     if !nvtx_ranges::admits(Watch::Counters) {
         return;
     }
-    let Some(ctx) = claim_context(d.contextUid) else {
+    let Some(ctx) = find_context(d.contextUid) else {
         return;
     };
     let Some((group, _)) = ctx.plan.graph_group() else {
-        ctx.busy.store(false, Ordering::Release);
+        return hand_over(c, ctx.device_id);
+    };
+    let Some(ctx) = claim(ctx) else {
         return;
     };
     let began = Instant::now();
@@ -732,13 +801,13 @@ fn start_pass(
 /// Launch API enter: starts a range if the policy measures this launch. `shape` is the
 /// GEMM call in progress on this thread as a number (`gemm::shape_key`; 0 outside a
 /// call): part of the policy's key.
-pub fn on_launch_enter(cbid: u32, d: &CUpti_CallbackData, shape: u64) {
+pub fn on_launch_enter(c: &'static Cupti, cbid: u32, d: &CUpti_CallbackData, shape: u64) {
     if !ON.load(Ordering::Acquire) {
         return;
     }
     // SAFETY: functionParams is the params struct CUPTI passes for `cbid`.
     if let Some((exec, stream, per_thread)) = unsafe { graph_launch_of(cbid, d.functionParams) } {
-        return on_graph_launch_enter(d, exec, stream, per_thread);
+        return on_graph_launch_enter(c, d, exec, stream, per_thread);
     }
     if d.symbolName.is_null() {
         return;

@@ -602,10 +602,11 @@ pub fn expected_rows(launches: &[Priced], c: &Ceilings) -> Vec<ExpectedRow> {
                     off.to_string()
                 } else if ls.iter().all(|&i| launches[i].graph) {
                     format!(
-                        ": {none} measured, from CUDA graphs (measured only with \
-                         GPUPROF_GRAPH_REPLAY=on, and then not a graph that kernel replay could \
-                         harm: the debug log says which; GPUPROF_COUNTERS=sampling samples \
-                         every graph)"
+                        ": {none} measured, from CUDA graphs (their kernels get rates fitted to \
+                         the PM sampling windows the first graph launch starts, and the windows \
+                         did not determine this one: a longer run gives more; \
+                         GPUPROF_GRAPH_REPLAY=on measures graph kernels per kernel by kernel \
+                         replay, where that cannot harm the graph)"
                     )
                 } else {
                     format!(

@@ -94,7 +94,7 @@ fn within(got: f64, want: f64, rel: f64) -> bool {
 /// launched eagerly, and those of the cost model (every launch measured with every
 /// metric: each launch's counters are the model's, `collector_roofline.rs`). The
 /// graph replays 8 times a step of 2 layers (21 kernels). With default settings graph
-/// launches are not measured, and the plan says so.
+/// launches are not measured per kernel, and the plan says so.
 #[test]
 fn graph_decode_gets_counters_with_graph_replay_on() {
     let scratch = Scratch::new("graph-decode-counters");
@@ -125,7 +125,10 @@ fn graph_decode_gets_counters_with_graph_replay_on() {
         .as_str()
         .expect("a policy");
     assert!(
-        policy.contains("CUDA graph launches: not measured (GPUPROF_GRAPH_REPLAY=on"),
+        policy.contains(
+            "CUDA graph launches: not measured per kernel; the first one on a GPU \
+             hands the GPU over to PM sampling"
+        ),
         "{policy}"
     );
     for s in decode_shapes(&default).values() {
@@ -217,4 +220,90 @@ fn graph_decode_gets_counters_with_graph_replay_on() {
         policy.contains("CUDA graph launches: the first 2 of each executable graph"),
         "{policy}"
     );
+}
+
+/// Default settings, decode as a CUDA graph: the first graph launch hands the GPU over
+/// from per-kernel counters to PM sampling, and the decode classes' DRAM bytes are
+/// fitted to the sampling windows. Over 120 replays of a step of 2 layers (21 kernels),
+/// each decode GEMM shape's DRAM bytes, MBU and AI, and the decode range's, are within
+/// 5% of the same work launched eagerly with default settings (per-kernel counters)
+/// and of the cost model (every launch measured with every metric).
+#[test]
+fn graph_decode_by_default_is_fitted_to_pm_sampling() {
+    let scratch = Scratch::new("graph-decode-default");
+    let steps = ["--decode-steps", "120"];
+    let truth = report(
+        &scratch,
+        "truth",
+        &steps,
+        &[
+            ("GPUPROF_REPLAY", "kernel"),
+            ("GPUPROF_COUNTER_LAUNCHES", "0"),
+        ],
+    );
+    let eager = report(&scratch, "eager", &steps, &[]);
+    let graph = report(
+        &scratch,
+        "graph",
+        &["--graph-decode", "--decode-steps", "120"],
+        &[],
+    );
+    // Two plans on the GPU: per-kernel counters until the first graph launch, PM
+    // sampling after it.
+    let modes: Vec<&str> = graph["counters"]["plans"]
+        .as_array()
+        .expect("plans")
+        .iter()
+        .map(|p| p["mode"].as_str().expect("mode"))
+        .collect();
+    assert_eq!(
+        modes,
+        ["kernel", "sampling"],
+        "{}",
+        graph["counters"]["plans"]
+    );
+    let want = shape_bytes("truth", &truth);
+    assert_eq!(want.len(), 5);
+    for (name, report) in [("eager", &eager), ("graph", &graph)] {
+        let got = shape_bytes(name, report);
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            want.keys().collect::<Vec<_>>()
+        );
+        for (label, (bytes, mbu, ai)) in &got {
+            let (b, m, a) = want[label];
+            assert!(
+                within(*bytes, b, 0.05) && within(*mbu, m, 0.05) && within(*ai, a, 0.05),
+                "{name} {label}: bytes {bytes} MBU {mbu} AI {ai}, cost model: {b} {m} {a}"
+            );
+        }
+    }
+    // The graph's decode GEMVs have fitted bytes; the LM head's class (same kernel,
+    // launch configuration and shape) was measured by its eager launch in prefill,
+    // whose value its graph launches take.
+    for s in decode_shapes(&graph).values() {
+        let source = if s["m"] == 32000 {
+            "measured"
+        } else {
+            "sampled"
+        };
+        assert_eq!(s["bytes_source"], source, "{s}");
+    }
+    let decode = range(&truth, "decode");
+    for (name, r) in [
+        ("eager", range(&eager, "decode")),
+        ("graph", range(&graph, "decode")),
+    ] {
+        for k in ["bytes", "mbu_pct", "intensity"] {
+            let (got, want) = (r[k].as_f64(), decode[k].as_f64());
+            assert!(
+                matches!((got, want), (Some(g), Some(w)) if within(g, w, 0.05)),
+                "{name} decode {k}: {got:?}, cost model {want:?}"
+            );
+        }
+        assert_eq!(
+            r["mbu_ns"], r["gpu_ns"],
+            "{name}: decode has bytes for all of its time"
+        );
+    }
 }

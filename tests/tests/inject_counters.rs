@@ -77,13 +77,15 @@ fn expected(records: &[Record]) -> (Costs, LaunchesByKey) {
     (by_corr, by_key)
 }
 
-/// What every plan's policy ends with: CUDA graph launches are not measured unless
-/// `GPUPROF_GRAPH_REPLAY=on` (`graph_decode.rs` runs them with it), and the time
-/// budget.
-const GRAPH_POLICY: &str = "; CUDA graph launches: not measured (GPUPROF_GRAPH_REPLAY=on measures \
-     them by kernel replay, which on H100 and H200 with CUPTI 13.0 crashed a PyTorch \
-     graph launch once and decoded no ranges since; GPUPROF_COUNTERS=sampling samples them); measuring takes at most 10% of \
-     the run's time after its first 2 s (GPUPROF_COUNTER_BUDGET)";
+/// What every plan's policy ends with: CUDA graph launches are not measured per
+/// kernel unless `GPUPROF_GRAPH_REPLAY=on` (`graph_decode.rs` runs them with it and
+/// without), and the time budget.
+const GRAPH_POLICY: &str =
+    "; CUDA graph launches: not measured per kernel; the first one on a GPU \
+     hands the GPU over to PM sampling, whose windows are fitted per kernel class \
+     (GPUPROF_GRAPH_REPLAY=on measures them by kernel replay instead, which on H100 and \
+     H200 with CUPTI 13.0 crashed a PyTorch graph launch once and decoded no ranges since); \
+     measuring takes at most 10% of the run's time after its first 2 s (GPUPROF_COUNTER_BUDGET)";
 
 /// The plan's groups as metric names.
 fn plan_groups<'a>(p: &CounterPlan, names: &'a HashMap<u32, String>) -> Vec<Vec<&'a str>> {

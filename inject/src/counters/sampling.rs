@@ -20,6 +20,12 @@
 //! after the exit path's final activity flush ([`disable`]): disabling the sampler
 //! can finalize CUPTI and lose activity buffers not yet delivered.
 //!
+//! **Handed over** (`GPUPROF_COUNTERS=kernel`, the default): the per-kernel counters
+//! give a device up to PM sampling at its first CUDA graph launch they do not measure
+//! ([`switch_device`], after disabling every range profiler on it); from then on the
+//! device is sampled as above, with the chip's sampling set, and the collector fits
+//! the kernels without per-kernel counters to its windows.
+//!
 //! **Failure**: any CUPTI error gives one `gpuprof:` warning naming the call, a
 //! `Record::CounterStatus`, sampling stopped (as far as CUPTI lets us) and counters
 //! off for the rest of the run; tracing goes on.
@@ -50,11 +56,17 @@ const MAX_ROUNDS: usize = 64;
 struct Settings {
     metrics: Option<Vec<String>>,
     interval_us: u64,
+    /// Per-kernel counters run (`GPUPROF_COUNTERS=kernel`): a device is sampled only
+    /// once [`switch_device`] hands it over, never at context creation.
+    on_switch_only: bool,
 }
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
-/// Sampling is on (set by [`configure`], cleared for good by [`fail`] or [`stop`]).
+/// Sampling is on (set by [`configure`] or [`switch_device`], cleared for good by
+/// [`fail`] or [`stop`]).
 static ON: AtomicBool = AtomicBool::new(false);
+/// Sampling was turned off for good ([`fail`], [`stop`]): a switch does not turn it on.
+static OFF_FOR_GOOD: AtomicBool = AtomicBool::new(false);
 
 /// One device being sampled.
 struct Device {
@@ -69,6 +81,9 @@ struct Device {
 struct State {
     initialized: bool,
     thread: bool,
+    /// Devices handed over by [`switch_device`] (sampled again if they get a new
+    /// context).
+    switched: Vec<u32>,
     /// Devices whose first context has been seen (sampled or not).
     seen: Vec<u32>,
     devices: Vec<Device>,
@@ -79,6 +94,7 @@ struct State {
 static STATE: Mutex<State> = Mutex::new(State {
     initialized: false,
     thread: false,
+    switched: Vec::new(),
     seen: Vec::new(),
     devices: Vec::new(),
     parked: Vec::new(),
@@ -94,10 +110,47 @@ pub fn configure(opts: &Options) {
         .set(Settings {
             metrics: opts.metrics.clone(),
             interval_us: opts.sample_interval_us,
+            on_switch_only: false,
         })
         .is_ok()
     {
         ON.store(true, Ordering::Release);
+    }
+}
+
+/// Reads the options for a per-kernel-counters run: no device is sampled until
+/// [`switch_device`] hands one over, then with the chip's PM sampling set
+/// (`GPUPROF_METRICS` names per-kernel metrics there, which PM sampling may refuse).
+pub fn prepare(opts: &Options) {
+    let _ = SETTINGS.set(Settings {
+        metrics: None,
+        interval_us: opts.sample_interval_us,
+        on_switch_only: true,
+    });
+}
+
+/// Whether `device_id` was handed over to PM sampling ([`switch_device`]).
+pub fn switched(device_id: u32) -> bool {
+    lock().switched.contains(&device_id)
+}
+
+/// Samples `device_id` from now on: the per-kernel counters gave it up (every range
+/// profiler on it disabled) because its CUDA graph launches cannot be measured per
+/// kernel. Needs [`prepare`]; does nothing once sampling was turned off for good.
+pub fn switch_device(c: &'static Cupti, device_id: u32) {
+    if !SETTINGS.get().is_some_and(|s| s.on_switch_only) || OFF_FOR_GOOD.load(Ordering::Acquire) {
+        return;
+    }
+    let mut st = lock();
+    // `stop` may have run while we waited for the lock.
+    if st.switched.contains(&device_id) || OFF_FOR_GOOD.load(Ordering::Acquire) {
+        return;
+    }
+    st.switched.push(device_id);
+    ON.store(true, Ordering::Release);
+    st.seen.push(device_id);
+    if let Err(e) = add_device(c, &mut st, device_id) {
+        fail(&mut st, e);
     }
 }
 
@@ -106,6 +159,7 @@ pub fn configure(opts: &Options) {
 /// [`disable`] at exit, after the final activity flush: disabling can finalize CUPTI
 /// and lose activity buffers not yet delivered.
 fn fail(st: &mut State, message: String) {
+    OFF_FOR_GOOD.store(true, Ordering::Release);
     if ON.swap(false, Ordering::AcqRel) {
         // The explanation of a busy answer already says what goes on.
         let tail = if message.ends_with(cupti::HARDWARE_BUSY_EXPLAINED) {
@@ -129,6 +183,11 @@ pub fn on_context_created(c: &'static Cupti, device_id: u32) {
     }
     let mut st = lock();
     if st.seen.contains(&device_id) {
+        return;
+    }
+    // A per-kernel-counters run samples only the devices it handed over.
+    let handed_over = st.switched.contains(&device_id);
+    if SETTINGS.get().is_some_and(|s| s.on_switch_only) && !handed_over {
         return;
     }
     st.seen.push(device_id);
@@ -292,6 +351,7 @@ fn drain(d: &mut Device) -> Result<(), api::CallError> {
 /// Process exit, before the final activity flush: stops sampling and sends the last
 /// samples. Sampling stays enabled until [`disable`].
 pub fn stop() {
+    OFF_FOR_GOOD.store(true, Ordering::Release);
     let mut st = lock();
     if !ON.load(Ordering::Acquire) {
         return;

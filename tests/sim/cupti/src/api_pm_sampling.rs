@@ -43,7 +43,8 @@ fn now() -> u64 {
 }
 
 /// `cuptiPmSamplingEnable` on device `deviceIndex` (no such device:
-/// `CUPTI_ERROR_INVALID_PARAMETER`; already enabled: `CUPTI_ERROR_INVALID_OPERATION`).
+/// `CUPTI_ERROR_INVALID_PARAMETER`; already enabled, or a range profiler enabled on
+/// a context of the device: `CUPTI_ERROR_INVALID_OPERATION`).
 ///
 /// # Safety
 /// `p` is null or a valid `CUpti_PmSampling_Enable_Params`.
@@ -64,6 +65,11 @@ pub unsafe extern "C" fn cuptiPmSamplingEnable(p: *mut CUpti_PmSampling_Enable_P
         }
         if crate::profiling::counters_busy("cuptiPmSamplingEnable") {
             return CUPTI_ERROR_HARDWARE_BUSY;
+        }
+        // Not documented either way; the sim refuses sampling beside a range
+        // profiler on the device (see `cuptiRangeProfilerEnable`).
+        if crate::range_profiler::any_on_device(dev) {
+            return CUPTI_ERROR_INVALID_OPERATION;
         }
         let chip = crate::api_profiler_target::chip_of(d, dev).unwrap_or_default();
         match pm::enable(dev as u32, chip) {

@@ -48,8 +48,8 @@ const NOT_ENABLED: R = CUPTI_ERROR_INVALID_OPERATION;
 
 /// `cuptiRangeProfilerEnable`: "Create a range profiler object and enable range
 /// profiling on the CUDA context." A null or invalid context is
-/// `CUPTI_ERROR_INVALID_PARAMETER`; a second object on one context
-/// `CUPTI_ERROR_INVALID_OPERATION`; with `SIMCUPTI_COUNTERS_BUSY` naming it (another
+/// `CUPTI_ERROR_INVALID_PARAMETER`; a second object on one context, or PM sampling
+/// enabled on its device, `CUPTI_ERROR_INVALID_OPERATION`; with `SIMCUPTI_COUNTERS_BUSY` naming it (another
 /// tool holds the counters) `CUPTI_ERROR_HARDWARE_BUSY`.
 ///
 /// # Safety
@@ -74,8 +74,14 @@ pub unsafe extern "C" fn cuptiRangeProfilerEnable(p: *mut CUpti_RangeProfiler_En
         if crate::profiling::counters_busy("cuptiRangeProfilerEnable") {
             return CUPTI_ERROR_HARDWARE_BUSY;
         }
+        // Whether the range profiler and PM sampling may be enabled at once on a
+        // device is not documented (`cuptiPmSamplingGetCounterAvailability`: "may
+        // fail, if any profiling or sampling session is active"): the sim refuses it.
+        if crate::pm_sampling::any_on_device(dev as u32) {
+            return CUPTI_ERROR_INVALID_OPERATION;
+        }
         let chip = crate::api_profiler_target::chip_of(d, dev).unwrap_or_default();
-        match rp::enable(id, p.ctx as usize, chip) {
+        match rp::enable(id, p.ctx as usize, dev, chip) {
             Ok(h) => {
                 p.pRangeProfilerObject = h as *mut CUpti_RangeProfiler_Object;
                 CUPTI_SUCCESS

@@ -347,6 +347,11 @@ pub fn enable(device: u32, chip: String) -> Result<usize, R> {
     )
 }
 
+/// Whether a PM sampling object is enabled on `device`.
+pub fn any_on_device(device: u32) -> bool {
+    SAMPLERS.lock().iter().any(|p| p.device == device)
+}
+
 /// The last context on `device` was destroyed: its enabled sampler is orphaned.
 pub fn device_contexts_gone(device: u32) {
     for s in SAMPLERS.lock().iter_mut().filter(|s| s.device == device) {

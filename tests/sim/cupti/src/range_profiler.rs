@@ -147,6 +147,8 @@ struct Range {
 pub struct Profiler {
     pub handle: usize,
     pub context_id: u32,
+    /// The context's device.
+    pub device: i32,
     /// The context's handle (`CUcontext`).
     pub ctx: usize,
     pub chip: String,
@@ -198,12 +200,13 @@ pub fn with<T>(
 
 /// A new object on context `context_id`; `CUPTI_ERROR_INVALID_OPERATION` if the
 /// context already has one.
-pub fn enable(context_id: u32, ctx: usize, chip: String) -> Result<usize, R> {
+pub fn enable(context_id: u32, ctx: usize, device: i32, chip: String) -> Result<usize, R> {
     PROFILERS.add(
         |p| p.context_id == context_id,
         |handle| Profiler {
             handle,
             context_id,
+            device,
             ctx,
             chip,
             shape: None,
@@ -220,6 +223,11 @@ pub fn enable(context_id: u32, ctx: usize, chip: String) -> Result<usize, R> {
             programmed: None,
         },
     )
+}
+
+/// Whether a range profiler object is enabled on a context of `device`.
+pub fn any_on_device(device: i32) -> bool {
+    PROFILERS.lock().iter().any(|p| p.device == device)
 }
 
 /// Destroys the object (stopping it if started).
