@@ -23,6 +23,7 @@ pub mod plan;
 pub mod pm_sampling;
 mod procmaps;
 pub mod profiler;
+pub mod soname;
 mod version;
 
 pub use discovery::{candidates, discover, Candidate, Inputs, Rejection, Source};

@@ -56,6 +56,17 @@ impl Cupti {
     /// CUPTI newer than the driver's CUDA major cannot work and is rejected.
     pub fn open(path: &OsStr, driver_version: Option<i32>) -> Result<Cupti, String> {
         check_before_loading(path)?;
+        // Before loading it: CUPTI 13.2 with a CUDA 12 driver crashes in its first call.
+        if let (Some(drv), Some(major)) = (driver_version, crate::soname::cupti_cuda_major(path)) {
+            if drv > 0 && major > (drv / 1000) as u32 {
+                return Err(format!(
+                    "not loaded: a CUPTI for CUDA {major} (libcupti.so.{major}) needs a CUDA \
+                     {major} driver; the loaded driver supports CUDA {}.{}",
+                    drv / 1000,
+                    (drv % 1000) / 10
+                ));
+            }
+        }
         // SAFETY: loading a shared library runs its initialisers. libcupti's are
         // NVIDIA's own and safe to run in any process that may use CUDA.
         let lib = unsafe { libloading::Library::new(path) }

@@ -96,8 +96,8 @@ fn doctor_exits_1_when_the_explicit_library_is_unusable() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(
         line_with(&text, "1. ").ends_with(
-            "(GPUPROF_CUPTI_LIB): rejected: CUPTI 13.0.1 (API 130001) needs a CUDA 13 driver; the loaded driver \
-             supports CUDA 12.4"
+            "(GPUPROF_CUPTI_LIB): rejected: not loaded: a CUPTI for CUDA 13 (libcupti.so.13) needs a CUDA \
+             13 driver; the loaded driver supports CUDA 12.4"
         ),
         "{text}"
     );

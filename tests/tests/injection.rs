@@ -135,8 +135,9 @@ fn cupti_newer_than_the_driver_is_refused_with_one_warning() {
     assert_eq!(
         stderr_lines(&out),
         vec![format!(
-            "gpuprof: GPUPROF_CUPTI_LIB={}: CUPTI 13.0.1 (API 130001) needs a CUDA 13 driver; the loaded \
-             driver supports CUDA 12.8; profiling is off, the program runs unprofiled",
+            "gpuprof: GPUPROF_CUPTI_LIB={}: not loaded: a CUPTI for CUDA 13 (libcupti.so.13) needs a \
+             CUDA 13 driver; the loaded driver supports CUDA 12.8; profiling is off, the program \
+             runs unprofiled",
             cupti.display()
         )]
     );
