@@ -87,6 +87,55 @@ fn within(got: f64, want: f64, rel: f64) -> bool {
     (got - want).abs() <= rel * want.abs()
 }
 
+/// The cost model's numbers: the workload with `steps` decode steps, every launch
+/// measured with every metric (`GPUPROF_REPLAY=kernel`, `GPUPROF_COUNTER_LAUNCHES=0`).
+fn truth_report(scratch: &Scratch, steps: &str) -> Value {
+    report(
+        scratch,
+        "truth",
+        &["--decode-steps", steps],
+        &[
+            ("GPUPROF_REPLAY", "kernel"),
+            ("GPUPROF_COUNTER_LAUNCHES", "0"),
+        ],
+    )
+}
+
+/// Each of `runs`' decode GEMM shapes (DRAM bytes, MBU, AI) and decode range (DRAM
+/// bytes, MBU, AI, and bytes for all of its time) within 5% of `truth`'s.
+fn assert_decode_as_truth(truth: &Value, runs: &[(&str, &Value)]) {
+    let want = shape_bytes("truth", truth);
+    // Per layer QKV, output, gate-up and down projections, and the LM head.
+    assert_eq!(want.len(), 5);
+    let decode = range(truth, "decode");
+    for (name, report) in runs {
+        let got = shape_bytes(name, report);
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            want.keys().collect::<Vec<_>>()
+        );
+        for (label, (bytes, mbu, ai)) in &got {
+            let (b, m, a) = want[label];
+            assert!(
+                within(*bytes, b, 0.05) && within(*mbu, m, 0.05) && within(*ai, a, 0.05),
+                "{name} {label}: bytes {bytes} MBU {mbu} AI {ai}, cost model: {b} {m} {a}"
+            );
+        }
+        let r = range(report, "decode");
+        for k in ["bytes", "mbu_pct", "intensity"] {
+            let (got, want) = (r[k].as_f64(), decode[k].as_f64());
+            assert!(
+                matches!((got, want), (Some(g), Some(w)) if within(g, w, 0.05)),
+                "{name} decode {k}: {got:?}, cost model {want:?}"
+            );
+        }
+        assert_eq!(
+            r["mbu_ns"], r["gpu_ns"],
+            "{name}: decode has bytes for all of its time"
+        );
+    }
+}
+
 /// With `GPUPROF_GRAPH_REPLAY=on`, decode replayed from a CUDA graph gets
 /// per-kernel counters (each executable graph's first launches measured by kernel
 /// replay, a range per kernel node): its DRAM bytes, MBU and AI per decode GEMM
@@ -98,17 +147,8 @@ fn within(got: f64, want: f64, rel: f64) -> bool {
 #[test]
 fn graph_decode_gets_counters_with_graph_replay_on() {
     let scratch = Scratch::new("graph-decode-counters");
-    let steps = ["--decode-steps", "8"];
-    let truth = report(
-        &scratch,
-        "truth",
-        &steps,
-        &[
-            ("GPUPROF_REPLAY", "kernel"),
-            ("GPUPROF_COUNTER_LAUNCHES", "0"),
-        ],
-    );
-    let eager = report(&scratch, "eager", &steps, &[]);
+    let truth = truth_report(&scratch, "8");
+    let eager = report(&scratch, "eager", &["--decode-steps", "8"], &[]);
     let graph = report(
         &scratch,
         "graph",
@@ -136,25 +176,7 @@ fn graph_decode_gets_counters_with_graph_replay_on() {
         let eager = u64::from(s["m"] == 32000);
         assert_eq!(s["bytes_launches"], eager, "{s}");
     }
-    let want = shape_bytes("truth", &truth);
-    // Per layer QKV, output, gate-up and down projections, and the LM head.
-    assert_eq!(want.len(), 5);
-    for (name, got) in [
-        ("eager", shape_bytes("eager", &eager)),
-        ("graph", shape_bytes("graph", &graph)),
-    ] {
-        assert_eq!(
-            got.keys().collect::<Vec<_>>(),
-            want.keys().collect::<Vec<_>>()
-        );
-        for (label, (bytes, mbu, ai)) in &got {
-            let (b, m, a) = want[label];
-            assert!(
-                within(*bytes, b, 0.05) && within(*mbu, m, 0.05) && within(*ai, a, 0.05),
-                "{name} {label}: bytes {bytes} MBU {mbu} AI {ai}, cost model: {b} {m} {a}"
-            );
-        }
-    }
+    assert_decode_as_truth(&truth, &[("eager", &eager), ("graph", &graph)]);
     // Those values are the graph's own: of each decode GEMV's launches, those of the
     // graph's first two replays were measured (2 layers: 4; the LM head once per step,
     // and once eagerly in prefill: 3).
@@ -193,23 +215,6 @@ fn graph_decode_gets_counters_with_graph_replay_on() {
     }
     // 8 replays of a step of 21 kernels.
     assert_eq!(range(&graph, "decode")["launches"], 8 * 21);
-    let decode = range(&truth, "decode");
-    for (name, r) in [
-        ("eager", range(&eager, "decode")),
-        ("graph", range(&graph, "decode")),
-    ] {
-        for k in ["bytes", "mbu_pct", "intensity"] {
-            let (got, want) = (r[k].as_f64(), decode[k].as_f64());
-            assert!(
-                matches!((got, want), (Some(g), Some(w)) if within(g, w, 0.05)),
-                "{name} decode {k}: {got:?}, cost model {want:?}"
-            );
-        }
-        assert_eq!(
-            r["mbu_ns"], r["gpu_ns"],
-            "{name}: decode has bytes for all of its time"
-        );
-    }
     // Every graph kernel ran from the graph's measured launches' values: the plan
     // says how graph launches are measured.
     let policy = graph["counters"]["plans"][0]["policy"]
@@ -231,17 +236,8 @@ fn graph_decode_gets_counters_with_graph_replay_on() {
 #[test]
 fn graph_decode_by_default_is_fitted_to_pm_sampling() {
     let scratch = Scratch::new("graph-decode-default");
-    let steps = ["--decode-steps", "120"];
-    let truth = report(
-        &scratch,
-        "truth",
-        &steps,
-        &[
-            ("GPUPROF_REPLAY", "kernel"),
-            ("GPUPROF_COUNTER_LAUNCHES", "0"),
-        ],
-    );
-    let eager = report(&scratch, "eager", &steps, &[]);
+    let truth = truth_report(&scratch, "120");
+    let eager = report(&scratch, "eager", &["--decode-steps", "120"], &[]);
     let graph = report(
         &scratch,
         "graph",
@@ -262,22 +258,7 @@ fn graph_decode_by_default_is_fitted_to_pm_sampling() {
         "{}",
         graph["counters"]["plans"]
     );
-    let want = shape_bytes("truth", &truth);
-    assert_eq!(want.len(), 5);
-    for (name, report) in [("eager", &eager), ("graph", &graph)] {
-        let got = shape_bytes(name, report);
-        assert_eq!(
-            got.keys().collect::<Vec<_>>(),
-            want.keys().collect::<Vec<_>>()
-        );
-        for (label, (bytes, mbu, ai)) in &got {
-            let (b, m, a) = want[label];
-            assert!(
-                within(*bytes, b, 0.05) && within(*mbu, m, 0.05) && within(*ai, a, 0.05),
-                "{name} {label}: bytes {bytes} MBU {mbu} AI {ai}, cost model: {b} {m} {a}"
-            );
-        }
-    }
+    assert_decode_as_truth(&truth, &[("eager", &eager), ("graph", &graph)]);
     // The graph's decode GEMVs have fitted bytes; the LM head's class (same kernel,
     // launch configuration and shape) was measured by its eager launch in prefill,
     // whose value its graph launches take.
@@ -288,22 +269,5 @@ fn graph_decode_by_default_is_fitted_to_pm_sampling() {
             "sampled"
         };
         assert_eq!(s["bytes_source"], source, "{s}");
-    }
-    let decode = range(&truth, "decode");
-    for (name, r) in [
-        ("eager", range(&eager, "decode")),
-        ("graph", range(&graph, "decode")),
-    ] {
-        for k in ["bytes", "mbu_pct", "intensity"] {
-            let (got, want) = (r[k].as_f64(), decode[k].as_f64());
-            assert!(
-                matches!((got, want), (Some(g), Some(w)) if within(g, w, 0.05)),
-                "{name} decode {k}: {got:?}, cost model {want:?}"
-            );
-        }
-        assert_eq!(
-            r["mbu_ns"], r["gpu_ns"],
-            "{name}: decode has bytes for all of its time"
-        );
     }
 }

@@ -19,6 +19,30 @@ use serde_json::Value;
 
 const LIMIT: Duration = Duration::from_secs(240);
 
+/// Half a second before now (call it once `record` has exited), once Prometheus shows
+/// the program ended there: what it had while `record` still served the final values
+/// (--serve-linger). Once the target is gone its series are marked stale, and a
+/// query at a later time finds none of them.
+fn final_scrape_time(prometheus: &Prometheus) -> f64 {
+    let at = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_secs_f64()
+        - 0.5;
+    let start = Instant::now();
+    while prometheus
+        .query_at("gpuprof_program_ended == 1", at)
+        .is_empty()
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "Prometheus never scraped the final values"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    at
+}
+
 /// Records the cudarc workload with `env` while Prometheus scrapes it, and checks
 /// what Prometheus stored against the report; returns the report (`None`: skipped).
 fn scraped_by_prometheus(name: &str, env: &[(&str, &str)], top: usize) -> Option<Value> {
@@ -41,26 +65,7 @@ fn scraped_by_prometheus(name: &str, env: &[(&str, &str)], top: usize) -> Option
         o.stderr
     );
 
-    // What Prometheus had half a second before `record` exited, while it still served
-    // the final values (--serve-linger 3): once the target is gone its series are
-    // marked stale, and a query at a later time finds none of them.
-    let at = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("a clock after 1970")
-        .as_secs_f64()
-        - 0.5;
-    // Prometheus has the final values once it shows the program ended.
-    let start = Instant::now();
-    while prometheus
-        .query_at("gpuprof_program_ended == 1", at)
-        .is_empty()
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "Prometheus never scraped the final values"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let at = final_scrape_time(&prometheus);
     // Scraped while the program ran too.
     let running = prometheus.query_at("min_over_time(gpuprof_program_ended[10m])", at);
     assert_eq!(running.len(), 1, "{running:?}");
@@ -155,22 +160,7 @@ fn dcgm_fields_averaged_over_a_run_with_idle_gaps_equal_the_report() {
     let cmd = record_serving_with(&out, port, 3, 5, &[], &IDLE_RUN);
     let o = TimedChild::spawn(cmd, LIMIT).wait();
     assert_eq!(o.status.code(), Some(0), "gpuprof record --serve: {o:?}");
-    let at = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("a clock after 1970")
-        .as_secs_f64()
-        - 0.5;
-    let start = Instant::now();
-    while prometheus
-        .query_at("gpuprof_program_ended == 1", at)
-        .is_empty()
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "Prometheus never scraped the final values"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let at = final_scrape_time(&prometheus);
     let report = report_json(&out);
     let gpu = &report["gpu_activity"][0];
     let span_s = gpu["span_ns"].as_f64().expect("span_ns") / 1e9;
