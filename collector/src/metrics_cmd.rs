@@ -257,11 +257,27 @@ fn plan_with_cupti(args: &Args, lib: &std::path::Path) -> Result<PlanOut> {
         bail!("no metrics given");
     }
     let fns = cupti::open_host_api(lib.as_os_str()).map_err(anyhow::Error::msg)?;
+    // 13.2 crashes and 13.3+ answer CUPTI_ERROR_UNKNOWN without a driver: say so
+    // instead of calling them.
+    if fns.cuptiActivityGetStructSize.is_some() {
+        if let Err(e) = cupti::driver_version(true) {
+            bail!(
+                "{}: CUPTI 13.2 and later need a CUDA driver for their Profiler Host API, \
+                 and this machine has none ({e}); plan with a CUPTI 12.6 to 13.1 offline, or \
+                 run this where the driver is installed",
+                lib.display()
+            );
+        }
+    }
     let plan = cupti::plan::plan(fns, chip, mode, user.as_deref()).map_err(|e| {
         let mut msg = e.describe(chip);
         if matches!(e, cupti::plan::PlanError::NoDefaults) {
             let with: Vec<&str> = DEFAULT_SETS.iter().flat_map(|s| s.chips).copied().collect();
             msg = format!("{msg} (there are default sets for {})", with.join(", "));
+        }
+        if let Some(known) = unknown_chip(lib, chip) {
+            msg =
+                format!("{msg}: this CUPTI does not know {chip} (its host library knows {known})");
         }
         anyhow::anyhow!("{msg}")
     })?;
@@ -293,6 +309,14 @@ fn plan_with_cupti(args: &Args, lib: &std::path::Path) -> Result<PlanOut> {
             .collect(),
         total_passes,
     })
+}
+
+/// The chips the `libnvperf_host.so` beside `lib` knows, comma-separated, when `chip`
+/// is not among them (`None` when it is, or the library cannot say).
+fn unknown_chip(lib: &std::path::Path, chip: &str) -> Option<String> {
+    let host = Host::open(&lib.parent()?.join(cupti::metrics::NVPERF_HOST_FILE)).ok()?;
+    let chips = host.supported_chips().ok()?;
+    (!chips.iter().any(|c| c == chip)).then(|| chips.join(", "))
 }
 
 /// Runs this command again with `--in-child` and reads its plan: a library that

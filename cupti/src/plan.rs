@@ -258,8 +258,21 @@ fn plan_default_sampling(fns: &'static CuptiFns, chip: &str) -> Result<Plan, Pla
                 });
                 match slot {
                     Some(i) => {
+                        // The alternative goes: name each of its metrics CUPTI refuses
+                        // (asked one by one; the first refusal stopped the group).
+                        let alt = slots[i][choice[i]];
+                        for m in alt.iter().map(|m| m.to_string()) {
+                            let alone = std::slice::from_ref(&m);
+                            if m == metric
+                                || matches!(
+                                    plan_group(fns, chip, Mode::Sampling, alone),
+                                    Err(PlanError::Refused { .. })
+                                )
+                            {
+                                refused.push(m);
+                            }
+                        }
                         choice[i] += 1;
-                        refused.push(metric);
                     }
                     // CUPTI named no metric of ours: give up with its error.
                     None => return Err(PlanError::Call(error)),

@@ -151,7 +151,7 @@ fn the_default_sampling_set_starts_and_sums_exactly() {
             "12.8",
             &[][..],
             "; not accepted for PM sampling by this CUPTI: dram__bytes_read.sum, \
-             dram__throughput.avg.pct_of_peak_sustained_elapsed",
+             dram__bytes_write.sum, dram__throughput.avg.pct_of_peak_sustained_elapsed",
         ),
     ] {
         // Six metrics every 100 µs over a debug-build run on a shared machine: the
