@@ -12,6 +12,7 @@ mod doctor;
 mod doctor_counters;
 mod drain;
 mod metrics_cmd;
+mod metrics_http;
 mod output_name;
 mod pprof_cmd;
 mod record;

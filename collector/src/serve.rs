@@ -2,8 +2,9 @@
 //! `http://ADDR/metrics` in the Prometheus text format while the program runs
 //! (docs/METRICS.md lists the series).
 //!
-//! The collector's own thread `gpuprof-serve` answers HTTP requests (`tiny_http`)
-//! with the page the draining loop last rendered: once a second the loop updates
+//! The collector's own thread `gpuprof-serve` answers HTTP requests
+//! ([`crate::metrics_http`]: hyper, with limits on what a client may cost) with the
+//! page the draining loop last rendered: once a second the loop updates
 //! the live aggregate ([`gpuprof_collector::live`]) and swaps in a new page, so a
 //! scrape never waits for draining and draining never waits for a scrape. Nothing
 //! runs in the profiled processes for it.
@@ -14,8 +15,7 @@
 //! per second.
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
@@ -25,6 +25,8 @@ use gpuprof_collector::live::exposition::{render, CONTENT_TYPE};
 use gpuprof_collector::live::snapshot::Snapshot;
 use gpuprof_collector::live::{GpuFields, Live};
 use gpuprof_collector::nvml::{DeviceSample, Latest};
+
+use crate::metrics_http::{MetricsServer, Page};
 
 use crate::drain::Drainer;
 use crate::report::load_peaks;
@@ -94,15 +96,10 @@ impl ServeArgs {
     }
 }
 
-/// The page being served.
-struct Page {
-    text: Mutex<Arc<String>>,
-}
-
 struct Server {
-    http: Arc<tiny_http::Server>,
     page: Arc<Page>,
-    thread: Option<JoinHandle<()>>,
+    /// Stops the server thread when dropped.
+    _http: MetricsServer,
     addr: SocketAddr,
 }
 
@@ -119,38 +116,18 @@ impl Server {
         let local = listener
             .local_addr()
             .map_err(|e| anyhow!("--serve {addr}: {e}"))?;
-        let http = tiny_http::Server::from_listener(listener, None)
-            .map_err(|e| anyhow!("--serve {addr}: cannot serve there: {e}"))?;
-        let http = Arc::new(http);
-        let page = Arc::new(Page {
-            text: Mutex::new(Arc::new(String::new())),
-        });
-        let thread = {
-            let http = Arc::clone(&http);
-            let page = Arc::clone(&page);
-            std::thread::Builder::new()
-                .name("gpuprof-serve".into())
-                .spawn(move || answer(&http, &page))
-                .map_err(|e| anyhow!("--serve {addr}: cannot start the server thread: {e}"))?
-        };
+        let page = Arc::new(Page::default());
+        let http = MetricsServer::start(listener, Arc::clone(&page), CONTENT_TYPE)
+            .map_err(|e| anyhow!("--serve {addr}: cannot start the server: {e}"))?;
         Ok(Server {
-            http,
             page,
-            thread: Some(thread),
+            _http: http,
             addr: local,
         })
     }
 
     fn publish(&self, text: String) {
-        publish_page(&self.page, text);
-    }
-}
-
-/// Replaces the text `/metrics` serves.
-fn publish_page(page: &Page, text: String) {
-    let text = Arc::new(text);
-    if let Ok(mut p) = page.text.lock() {
-        *p = text;
+        self.page.publish(text);
     }
 }
 
@@ -165,34 +142,6 @@ fn set_fields(s: &mut Snapshot, mut fields: GpuFields) {
                     .filter(|(n, _)| n.starts_with("DCGM_FI_DEV_")),
             );
             g.fields = f;
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.http.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// The server thread: `/metrics` gets the current page, anything else 404.
-fn answer(http: &tiny_http::Server, page: &Page) {
-    let content_type =
-        tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE).expect("a valid header");
-    while let Ok(request) = http.recv() {
-        let path = request.url().split('?').next().unwrap_or("");
-        if path == "/metrics" && *request.method() == tiny_http::Method::Get {
-            let text = page.text.lock().map(|t| Arc::clone(&t)).unwrap_or_default();
-            let r =
-                tiny_http::Response::from_string(text.as_str()).with_header(content_type.clone());
-            let _ = request.respond(r);
-        } else {
-            let r = tiny_http::Response::from_string("gpuprof: live metrics are at /metrics\n")
-                .with_status_code(404);
-            let _ = request.respond(r);
         }
     }
 }
@@ -287,14 +236,14 @@ impl Serving {
                 set_fields(&mut s, fields);
             }
         }
-        publish_page(&page, render(&s));
+        page.publish(render(&s));
         if steps > 0 {
             // Detached: it ends with its last window or with the process.
             std::thread::spawn(move || {
                 for fields in tail {
                     std::thread::sleep(UPDATE_EVERY);
                     set_fields(&mut s, fields);
-                    publish_page(&page, render(&s));
+                    page.publish(render(&s));
                 }
             });
         }
