@@ -1,8 +1,8 @@
 //! A real Prometheus server (Debian's `prometheus`, installed by
 //! `scripts/debian-tools.sh prometheus` in scripts/test.sh) for the tests of
 //! `gpuprof record --serve`: started on a free port with its storage in a scratch
-//! directory, scraping one target every 200 ms, queried through its HTTP API, killed
-//! when dropped.
+//! directory, scraping one target every 200 ms (or as asked), queried through its
+//! HTTP API, killed when dropped.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -36,11 +36,22 @@ pub struct Prometheus {
 
 impl Prometheus {
     pub fn start(binary: &PathBuf, scratch: &Scratch, target: &str) -> Prometheus {
+        Prometheus::start_every(binary, scratch, target, 200)
+    }
+
+    /// [`Prometheus::start`] scraping every `interval_ms` ms.
+    pub fn start_every(
+        binary: &PathBuf,
+        scratch: &Scratch,
+        target: &str,
+        interval_ms: u64,
+    ) -> Prometheus {
         let config = scratch.join("prometheus.yml");
+        let timeout_ms = interval_ms * 3 / 4;
         std::fs::write(
             &config,
             format!(
-                "global:\n  scrape_interval: 200ms\n  scrape_timeout: 150ms\n\
+                "global:\n  scrape_interval: {interval_ms}ms\n  scrape_timeout: {timeout_ms}ms\n\
                  scrape_configs:\n  - job_name: gpuprof\n    static_configs:\n      - targets: ['{target}']\n"
             ),
         )

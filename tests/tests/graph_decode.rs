@@ -229,19 +229,19 @@ fn graph_decode_gets_counters_with_graph_replay_on() {
 
 /// Default settings, decode as a CUDA graph: the first graph launch hands the GPU over
 /// from per-kernel counters to PM sampling, and the decode classes' DRAM bytes are
-/// fitted to the sampling windows. Over 120 replays of a step of 2 layers (21 kernels),
+/// fitted to the sampling windows. Over 60 replays of a step of 2 layers (21 kernels),
 /// each decode GEMM shape's DRAM bytes, MBU and AI, and the decode range's, are within
 /// 5% of the same work launched eagerly with default settings (per-kernel counters)
 /// and of the cost model (every launch measured with every metric).
 #[test]
 fn graph_decode_by_default_is_fitted_to_pm_sampling() {
     let scratch = Scratch::new("graph-decode-default");
-    let truth = truth_report(&scratch, "120");
-    let eager = report(&scratch, "eager", &["--decode-steps", "120"], &[]);
+    let truth = truth_report(&scratch, "60");
+    let eager = report(&scratch, "eager", &["--decode-steps", "60"], &[]);
     let graph = report(
         &scratch,
         "graph",
-        &["--graph-decode", "--decode-steps", "120"],
+        &["--graph-decode", "--decode-steps", "60"],
         &[],
     );
     // Two plans on the GPU: per-kernel counters until the first graph launch, PM

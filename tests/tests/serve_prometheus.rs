@@ -155,7 +155,10 @@ fn dcgm_fields_averaged_over_a_run_with_idle_gaps_equal_the_report() {
     };
     let scratch = Scratch::new("serve-prometheus-idle");
     let port = free_port();
-    let prometheus = Prometheus::start(&binary, &scratch, &format!("127.0.0.1:{port}"));
+    // Every 50 ms: a window shown for a second is sampled 20 times, give or take one,
+    // so the sample average weighs the windows by their length within a few percent.
+    let target = format!("127.0.0.1:{port}");
+    let prometheus = Prometheus::start_every(&binary, &scratch, &target, 50);
     let out = scratch.join("out");
     let cmd = record_serving_with(&out, port, 3, 5, &[], &IDLE_RUN);
     let o = TimedChild::spawn(cmd, LIMIT).wait();
