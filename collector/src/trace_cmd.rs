@@ -9,11 +9,14 @@
 //! on stderr, and the command exits 3 after writing the trace.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::rc::Rc;
 
 use anyhow::{bail, Context, Result};
+use gpuprof_collector::analysis::classes::ClassKey;
+use gpuprof_collector::analysis::efficiency::fitted_bytes_per_ns;
 use gpuprof_collector::analysis::integrity::{screen, DamagedFile, Integrity, Unsealed};
 use gpuprof_collector::analysis::trace::chrome::ChromeWriter;
 use gpuprof_collector::analysis::trace::event::Sink;
@@ -24,6 +27,7 @@ use gpuprof_collector::analysis::trace::perfetto::PerfettoWriter;
 use gpuprof_collector::analysis::trace::{
     first_timestamp, TraceBuilder, TraceFormat, TraceStats, Window, HOLD_PARTS,
 };
+use gpuprof_collector::session::analyse;
 use gpuprof_collector::store::Store;
 use wire::Record;
 
@@ -124,12 +128,13 @@ fn read(store: &Store, i: usize, integrity: Option<&mut Integrity>) -> Result<Ve
 
 /// The first timestamp of the session (one pass over it).
 fn origin(store: &Store) -> Result<Option<u64>> {
-    Ok(prepass(store)?.0)
+    Ok(prepass(store)?.first)
 }
 
 /// The first timestamp of the session and what each process's Kineto file says of
 /// it (one pass over the session).
-fn prepass(store: &Store) -> Result<(Option<u64>, Vec<ProcessHeader>)> {
+fn prepass(store: &Store) -> Result<Prepass> {
+    let mut sampled = false;
     let mut first: Option<u64> = None;
     let mut headers: std::collections::BTreeMap<u32, ProcessHeader> = Default::default();
     for i in 0..store.parts.len() {
@@ -138,6 +143,7 @@ fn prepass(store: &Store) -> Result<(Option<u64>, Vec<ProcessHeader>)> {
             first = Some(first.map_or(t, |f| f.min(t)));
         }
         for (pid, r) in &records {
+            sampled |= matches!(r, Record::CounterSample(_));
             let h = headers
                 .entry(*pid)
                 .or_insert_with(|| ProcessHeader::unknown(*pid));
@@ -157,7 +163,29 @@ fn prepass(store: &Store) -> Result<(Option<u64>, Vec<ProcessHeader>)> {
     }
     let mut headers: Vec<ProcessHeader> = headers.into_values().collect();
     assign_ranks(&mut headers);
-    Ok((first, headers))
+    Ok(Prepass {
+        first,
+        headers,
+        sampled,
+    })
+}
+
+/// What the Kineto trace needs before it streams the session.
+struct Prepass {
+    /// The first timestamp.
+    first: Option<u64>,
+    /// What each process's file says of it.
+    headers: Vec<ProcessHeader>,
+    /// The session holds PM sampling windows.
+    sampled: bool,
+}
+
+/// The DRAM bytes per ns each kernel class's launches moved, fitted to the session's
+/// PM sampling windows (one more pass: the analysis `report` makes), for the launches
+/// that measured none.
+fn fitted_rates(session: &Path) -> Result<HashMap<ClassKey, f64>> {
+    let analysed = analyse(session, |_, _| {})?;
+    Ok(fitted_bytes_per_ns(&analysed.aggregate))
 }
 
 /// The Kineto trace's files, written under temporary names in the output directory
@@ -289,11 +317,20 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     }
     let windowed = args.from.is_some() || args.to.is_some();
     let mut headers = Vec::new();
+    let mut fitted = HashMap::new();
     let origin = match args.format {
         TraceFormat::Kineto => {
-            let (origin, h) = prepass(&store)?;
-            headers = h;
-            origin
+            let p = prepass(&store)?;
+            headers = p.headers;
+            if p.sampled {
+                fitted = fitted_rates(&args.session).unwrap_or_else(|e| {
+                    eprintln!(
+                        "gpuprof: warning: {e:#}; the trace gives no DRAM bytes fitted to PM sampling"
+                    );
+                    HashMap::new()
+                });
+            }
+            p.first
         }
         TraceFormat::Chrome => origin(&store)?,
         TraceFormat::Perfetto if windowed => origin(&store)?,
@@ -321,7 +358,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         let writer = KinetoWriter::new(files, origin.unwrap_or(0), headers.clone());
         let streamed = stream(
             &store,
-            TraceBuilder::new(writer, window),
+            TraceBuilder::new(writer, window).with_fitted(fitted),
             &mut integrity,
             &mut failed,
         );

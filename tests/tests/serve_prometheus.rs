@@ -12,8 +12,8 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gpuprof_tests::{
-    check_against_report, free_port, prometheus_binary, record_on_sim, record_serving,
-    record_serving_with, report_json, Prometheus, Scratch, TimedChild,
+    check_against_report, free_port, prometheus_binary, record_on_sim, record_serving_with,
+    report_json, Prometheus, Scratch, TimedChild,
 };
 use serde_json::Value;
 
@@ -46,6 +46,11 @@ fn final_scrape_time(prometheus: &Prometheus) -> f64 {
 /// Records the cudarc workload with `env` while Prometheus scrapes it, and checks
 /// what Prometheus stored against the report; returns the report (`None`: skipped).
 fn scraped_by_prometheus(name: &str, env: &[(&str, &str)], top: usize) -> Option<Value> {
+    scraped_with_args(name, env, top, &["--decode-steps", "100"])
+}
+
+/// [`scraped_by_prometheus`] with the workload's arguments `args`.
+fn scraped_with_args(name: &str, env: &[(&str, &str)], top: usize, args: &[&str]) -> Option<Value> {
     let Some(binary) = prometheus_binary() else {
         println!("skipped: prometheus is not installed (scripts/debian-tools.sh prometheus)");
         return None;
@@ -56,7 +61,7 @@ fn scraped_by_prometheus(name: &str, env: &[(&str, &str)], top: usize) -> Option
     let prometheus = Prometheus::start(&binary, &scratch, &target);
 
     let out = scratch.join("out");
-    let o = TimedChild::spawn(record_serving(&out, port, top, 3, env), LIMIT).wait();
+    let o = TimedChild::spawn(record_serving_with(&out, port, top, 3, env, args), LIMIT).wait();
     assert_eq!(o.status.code(), Some(0), "gpuprof record --serve: {o:?}");
     assert!(
         o.stderr
@@ -122,6 +127,22 @@ fn with_the_default_counters_hardware_flops_and_dram_bytes_are_the_report_s() {
         .map(|f| f["field"].as_str().expect("field"))
         .collect();
     assert_eq!(fields, DEFAULT_DCGM_FIELDS, "{report}");
+}
+
+/// Decode as a CUDA graph with the default counters: the GPU is handed over to PM
+/// sampling at the first graph launch, and the final values, the DRAM bytes fitted to
+/// its windows included, equal the report's.
+#[test]
+fn after_a_hand_over_to_sampling_the_final_values_are_the_report_s() {
+    let args = ["--graph-decode", "--decode-steps", "60"];
+    let Some(report) = scraped_with_args("serve-prometheus-graph", &[], 20, &args) else {
+        return;
+    };
+    let rows = report["roofline"]["kernels"].as_array().expect("kernels");
+    assert!(
+        rows.iter().any(|r| r["bytes_source"] == "sampled"),
+        "no kernel with fitted bytes: {rows:#?}"
+    );
 }
 
 /// The DCGM fields the default metrics give, in `DCGM_FIELDS`' order.

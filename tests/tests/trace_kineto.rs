@@ -637,3 +637,84 @@ fn nothing_to_trace_and_directories_not_ours_are_errors() {
         .iter()
         .all(|e| e["cat"] != "kernel"));
 }
+
+/// Decode as a CUDA graph with default settings: the first graph launch hands the GPU
+/// over to PM sampling, and the report fits the graph kernels' DRAM bytes per class.
+/// In the Kineto trace each launch of such a class gets "DRAM bytes (fitted to PM
+/// sampling)", its class's fitted rate times its duration, and per class they add up
+/// to the report's fitted bytes (per launch times launches): one total in both.
+#[test]
+fn kernels_without_counters_carry_the_fitted_bytes_that_add_up_to_the_report() {
+    let scratch = Scratch::new("kineto-fitted");
+    let session = scratch.join("s");
+    gpuprof_tests::record_cudarc_llm_with(
+        &session,
+        "13.4",
+        &["--graph-decode", "--decode-steps", "60"],
+        &[],
+    );
+    let out = scratch.join("k");
+    let o = kineto_to(&session, &out, &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // (name, grid, block, GEMM label) -> Σ fitted bytes over its launches.
+    type Key = (String, Value, Value, Value);
+    let mut traced: BTreeMap<String, f64> = BTreeMap::new();
+    let key_of = |k: &Key| format!("{} {} {} {}", k.0, k.1, k.2, k.3);
+    for file in files_in(&out) {
+        let t = read_json(&file);
+        for e in t["traceEvents"].as_array().expect("events") {
+            let a = &e["args"];
+            let Some(bytes) = a["DRAM bytes (fitted to PM sampling)"].as_f64() else {
+                continue;
+            };
+            assert!(a["DRAM bytes"].is_null(), "measured and fitted: {e}");
+            let key: Key = (
+                e["name"].as_str().expect("name").to_string(),
+                a["grid"].clone(),
+                a["block"].clone(),
+                a["GEMM"].clone(),
+            );
+            *traced.entry(key_of(&key)).or_default() += bytes;
+        }
+    }
+    let report = report_json(&session);
+    let mut fitted: BTreeMap<String, f64> = BTreeMap::new();
+    for c in report["counters"]["fitted"]
+        .as_array()
+        .expect("fitted classes")
+    {
+        let per_launch = |metric: &str| {
+            c["metrics"]
+                .as_array()
+                .expect("metrics")
+                .iter()
+                .find(|m| m["metric"] == metric)
+                .and_then(|m| m["value"].as_f64())
+        };
+        let (Some(read), Some(write)) = (
+            per_launch("dram__bytes_read.sum"),
+            per_launch("dram__bytes_write.sum"),
+        ) else {
+            continue;
+        };
+        let calls = c["calls"].as_f64().expect("calls");
+        let key: Key = (
+            c["name"].as_str().expect("name").to_string(),
+            c["grid"].clone(),
+            c["block"].clone(),
+            c["shape"].clone(),
+        );
+        fitted.insert(key_of(&key), (read + write) * calls);
+    }
+    // The decode GEMVs of 2 layers (4 shapes) at least.
+    assert!(traced.len() >= 4, "{traced:#?}");
+    for (key, got) in &traced {
+        let want = fitted
+            .get(key)
+            .unwrap_or_else(|| panic!("{key}: not fitted in the report {fitted:#?}"));
+        assert!(
+            (got - want).abs() <= 1e-9 * want.abs(),
+            "{key}: trace {got}, report {want}"
+        );
+    }
+}

@@ -439,11 +439,19 @@ impl Aggregator {
     }
 
     /// Finalizes every kernel waiting in the join window now, as the end of the
-    /// session would (a live view at the end of a run).
+    /// session would (a live view at the end of a run), and completes the sampling
+    /// windows' attribution and fit: nothing more is added after this.
     pub fn flush(&mut self) {
         let mut joiner = std::mem::take(&mut self.joiner);
         joiner.finish(|j| self.finalize(j));
         self.joiner = joiner;
+        self.attribute(true);
+        if let Some(a) = self.attributor.take() {
+            self.out.sampled = Some(a.finish());
+        }
+        if let Some(d) = self.deconvolver.take() {
+            self.out.fitted = Some(d.finish());
+        }
     }
 
     /// From now on, the GPU time of finalized kernels is also kept per (pid, device,

@@ -52,7 +52,7 @@ use serde::Serialize;
 use wire::Record;
 
 use super::aggregate::{aggregate, Aggregate};
-use super::classes::GemmPart;
+use super::classes::{ClassKey, GemmPart};
 use super::deconvolve::Fitted;
 use super::family::{classify, Family};
 use super::flop_metrics::{flop_metric, DRAM_READ, DRAM_WRITE};
@@ -842,22 +842,57 @@ fn no_bytes(a: &Aggregate, acc: &RowAcc) -> String {
 /// set has is determined for the class (one it lacks counts as 0, as for a launch
 /// whose counters lack it) and one of them is.
 fn sampled_bytes(a: &Aggregate, i: usize) -> Option<f64> {
-    let fitted: &Fitted = a.fitted.as_ref()?;
     let t = &a.classes.list.get(i)?.tally;
     if t.calls == 0 {
         return None;
     }
+    Some(sampled_bytes_per_ns(a, i)? * t.ns as f64 / t.calls as f64)
+}
+
+/// The DRAM bytes per ns of class `i`'s GPU time fitted to the sampling windows
+/// (read + write; see [`sampled_bytes`]).
+fn sampled_bytes_per_ns(a: &Aggregate, i: usize) -> Option<f64> {
+    let fitted: &Fitted = a.fitted.as_ref()?;
     let rate = |metric: &str| -> Option<Option<f64>> {
         match fitted.class(i, metric) {
             Some((_, c)) => c.estimate.map(Some),
             None => Some(None),
         }
     };
-    let rates = match (rate(DRAM_READ)?, rate(DRAM_WRITE)?) {
-        (None, None) => return None,
-        (r, w) => r.unwrap_or(0.0) + w.unwrap_or(0.0),
+    match (rate(DRAM_READ)?, rate(DRAM_WRITE)?) {
+        (None, None) => None,
+        (r, w) => Some(r.unwrap_or(0.0) + w.unwrap_or(0.0)),
+    }
+}
+
+/// The DRAM bytes per ns of GPU time fitted to the PM sampling windows of each class
+/// whose bytes the report takes from the fit (no launch of its kernel, launch
+/// configuration and GEMM shape measured any; the windows determine it), by class
+/// key: a launch of `d` ns moved `d` times that, and the class's launches add up to
+/// the report's bytes for it.
+pub fn fitted_bytes_per_ns(a: &Aggregate) -> HashMap<ClassKey, f64> {
+    let group = |c: &super::classes::Class| {
+        (
+            c.mangled.clone(),
+            c.key.grid,
+            c.key.block,
+            c.key.gemm.as_ref().map(|g| g.shape.clone()),
+        )
     };
-    Some(rates * t.ns as f64 / t.calls as f64)
+    let measured: BTreeSet<_> = a
+        .classes
+        .list
+        .iter()
+        .filter(|c| c.tally.bytes_calls > 0)
+        .map(group)
+        .collect();
+    a.classes
+        .list
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !measured.contains(&group(c)))
+        .filter_map(|(i, c)| Some((c.key.clone(), sampled_bytes_per_ns(a, i)?)))
+        .collect()
 }
 
 /// Why the sampling windows do not determine the DRAM bytes of a class of `row`:

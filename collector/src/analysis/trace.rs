@@ -36,6 +36,7 @@ use std::io::{self, Write};
 
 use wire::{marker_flags, Record};
 
+use super::classes::ClassKey;
 use super::join;
 use super::names::{copy_kind_name, demangle, launch_api_name};
 use event::{Arg, Category, FlowIn, Process, Sink, Slice, Source, Track, TrackKind, Value};
@@ -174,6 +175,16 @@ pub struct TraceBuilder<S: Sink> {
 }
 
 impl<S: Sink> TraceBuilder<S> {
+    /// DRAM bytes per ns fitted to PM sampling windows, per class
+    /// (`efficiency::fitted_bytes_per_ns`), for the launches that measured none (a
+    /// sink that joins kernels only).
+    pub fn with_fitted(mut self, fitted: HashMap<ClassKey, f64>) -> TraceBuilder<S> {
+        if let Some(j) = &mut self.join {
+            j.fitted = fitted;
+        }
+        self
+    }
+
     pub fn new(sink: S, window: Option<Window>) -> TraceBuilder<S> {
         let join = sink.joined().then(JoinState::new);
         TraceBuilder {

@@ -137,17 +137,22 @@ pub struct KernelFacts {
     pub model_flops: Option<f64>,
     /// DRAM bytes read and written, when this launch measured both counters.
     pub dram_bytes: Option<f64>,
+    /// DRAM bytes of a launch without its own: its class's rate fitted to the PM
+    /// sampling windows times its duration (`efficiency::fitted_bytes_per_ns`).
+    pub fitted_dram_bytes: Option<f64>,
     /// The peak FLOP/s of the GEMM's precision and pipe on this GPU.
     pub peak_flops: Option<f64>,
 }
 
 impl KernelFacts {
-    /// FLOPs per DRAM byte.
+    /// FLOPs per DRAM byte measured by the launch.
     pub fn arithmetic_intensity(&self) -> Option<f64> {
-        match (self.model_flops, self.dram_bytes) {
-            (Some(f), Some(b)) if f > 0.0 && b > 0.0 => Some(f / b),
-            _ => None,
-        }
+        intensity(self.model_flops, self.dram_bytes)
+    }
+
+    /// FLOPs per DRAM byte fitted to the sampling windows.
+    pub fn fitted_intensity(&self) -> Option<f64> {
+        intensity(self.model_flops, self.fitted_dram_bytes)
     }
 
     /// Model FLOPs per second over `dur_ns`, as a fraction of the peak.
@@ -158,6 +163,13 @@ impl KernelFacts {
             }
             _ => None,
         }
+    }
+}
+
+fn intensity(flops: Option<f64>, bytes: Option<f64>) -> Option<f64> {
+    match (flops, bytes) {
+        (Some(f), Some(b)) if f > 0.0 && b > 0.0 => Some(f / b),
+        _ => None,
     }
 }
 

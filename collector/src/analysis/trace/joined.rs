@@ -4,7 +4,8 @@
 //! - each kernel is joined to its launch, its GEMM call and its counter records by
 //!   the report's own window ([`crate::analysis::join::Joiner`]) before it is written,
 //!   and its [`KernelFacts`] worked out: the GEMM's shape and model FLOPs, DRAM bytes
-//!   when the launch measured them, the peak FLOP/s that applies (the GPU's built-in
+//!   when the launch measured them (else, when given, its class's rate fitted to the
+//!   PM sampling windows times its duration), the peak FLOP/s that applies (the GPU's built-in
 //!   or derived peaks, as the report has them without `--peaks`);
 //! - push/pop NVTX ranges are projected onto the GPU ([`GpuRanges`]): a kernel
 //!   belongs to the innermost push/pop range of the thread that launched it that was
@@ -19,6 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use wire::{DeviceInfo, Record};
 
+use crate::analysis::classes::{ClassKey, GemmPart};
 use crate::analysis::flop_metrics::{DRAM_READ, DRAM_WRITE};
 use crate::analysis::gemm::GemmShape;
 use crate::analysis::join::{self, Joiner, LaunchInfo};
@@ -32,6 +34,8 @@ pub(super) struct JoinState {
     pub joiner: Joiner,
     peaks: HashMap<(u32, u32), Option<Peaks>>,
     pub ranges: GpuRanges,
+    /// DRAM bytes per ns fitted to PM sampling windows, per class (empty without).
+    pub fitted: HashMap<ClassKey, f64>,
 }
 
 impl JoinState {
@@ -40,6 +44,7 @@ impl JoinState {
             joiner: Joiner::default(),
             peaks: HashMap::new(),
             ranges: GpuRanges::default(),
+            fitted: HashMap::new(),
         }
     }
 
@@ -86,6 +91,25 @@ impl JoinState {
             let math = shape.math().ok()?;
             peaks?.flops(math)
         });
+        let dram_bytes = dram_bytes(j.pid, &j.counters, strings);
+        let fitted_dram_bytes = match dram_bytes {
+            Some(_) => None,
+            None => {
+                let key = ClassKey {
+                    pid: j.pid,
+                    device_id: k.device_id,
+                    name: k.name,
+                    grid: k.grid,
+                    block: k.block,
+                    gemm: gemm.as_ref().map(|(shape, i)| GemmPart {
+                        shape: shape.clone(),
+                        first: *i == 0,
+                    }),
+                };
+                let ns = k.end_ns.saturating_sub(k.start_ns);
+                self.fitted.get(&key).map(|per_ns| per_ns * ns as f64)
+            }
+        };
         KernelFacts {
             launch_written,
             model_flops: gemm
@@ -99,7 +123,8 @@ impl JoinState {
                 label: shape.label(),
                 launch_index,
             }),
-            dram_bytes: dram_bytes(j.pid, &j.counters, strings),
+            dram_bytes,
+            fitted_dram_bytes,
             peak_flops,
         }
     }

@@ -453,6 +453,13 @@ fn kernel_args(k: &wire::Kernel, facts: Option<&KernelFacts>) -> String {
     if let Some(v) = f.arithmetic_intensity() {
         push_number(&mut a, "arithmetic intensity (FLOP/byte)", v);
     }
+    // Not measured by this launch: its class's rate fitted to PM sampling windows.
+    if let Some(v) = f.fitted_dram_bytes {
+        push_number(&mut a, "DRAM bytes (fitted to PM sampling)", v);
+    }
+    if let Some(v) = f.fitted_intensity() {
+        push_number(&mut a, "arithmetic intensity (FLOP/byte, fitted bytes)", v);
+    }
     if let Some(v) = f.mfu(dur) {
         push_number(&mut a, "MFU (%)", v * 100.0);
     }
