@@ -360,17 +360,8 @@ pub fn on_context_destroying(c: &'static Cupti, context_id: u32, device_id: u32)
     else {
         return;
     };
-    let deadline = Instant::now() + DESTROY_WAIT;
-    while ctx
-        .busy
-        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
-        if Instant::now() >= deadline {
-            debug!("context {context_id} is destroyed with a counter pass still being decoded");
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(1));
+    if !take_when_idle(&ctx, Instant::now() + DESTROY_WAIT) {
+        debug!("context {context_id} is destroyed with a counter pass still being decoded");
     }
     CONTEXTS
         .write()
@@ -646,6 +637,22 @@ fn claim(ctx: Arc<Ctx>) -> Option<Arc<Ctx>> {
         .map(|_| ctx)
 }
 
+/// Takes `ctx` for good once its pass in flight (if any) is decoded, waiting until
+/// `deadline`; false when it was still busy then.
+fn take_when_idle(ctx: &Ctx, deadline: Instant) -> bool {
+    while ctx
+        .busy
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    true
+}
+
 /// The context's range profiler, if this launch may take it (it is not busy).
 fn claim_context(context_uid: u32) -> Option<Arc<Ctx>> {
     claim(find_context(context_uid)?)
@@ -671,21 +678,14 @@ fn hand_over(c: &'static Cupti, device_id: u32) {
     };
     let deadline = Instant::now() + DESTROY_WAIT;
     for ctx in leaving {
-        while ctx
-            .busy
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            if Instant::now() >= deadline {
-                // Still decoding: sampling would start beside a range profiler.
-                debug!(
-                    "GPU {device_id}: context {} still decodes a counter pass; \
-                     not handed over to PM sampling",
-                    ctx.uid
-                );
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(1));
+        if !take_when_idle(&ctx, deadline) {
+            // Still decoding: sampling would start beside a range profiler.
+            debug!(
+                "GPU {device_id}: context {} still decodes a counter pass; \
+                 not handed over to PM sampling",
+                ctx.uid
+            );
+            return;
         }
         *lock(&ctx.rp) = None;
     }
