@@ -26,9 +26,8 @@ use gpuprof_collector::live::snapshot::Snapshot;
 use gpuprof_collector::live::{GpuFields, Live};
 use gpuprof_collector::nvml::{DeviceSample, Latest};
 
-use crate::metrics_http::{MetricsServer, Page};
-
 use crate::drain::Drainer;
+use crate::metrics_http::{MetricsServer, Page};
 use crate::report::load_peaks;
 use crate::signals;
 
@@ -131,19 +130,15 @@ impl Server {
     }
 }
 
-/// Each GPU's DCGM profiling fields replaced by `fields` (by UUID); NVML's
-/// `DCGM_FI_DEV_*` readings stay.
-fn set_fields(s: &mut Snapshot, mut fields: GpuFields) {
+/// Each GPU's DCGM profiling fields replaced by `fields` (by UUID), then NVML's
+/// `readings` added as every update adds them.
+fn set_fields(s: &mut Snapshot, mut fields: GpuFields, readings: &[DeviceSample], hostname: &str) {
     for g in &mut s.gpus {
-        if let Some(mut f) = fields.remove(&g.uuid) {
-            f.extend(
-                g.fields
-                    .iter()
-                    .filter(|(n, _)| n.starts_with("DCGM_FI_DEV_")),
-            );
+        if let Some(f) = fields.remove(&g.uuid) {
             g.fields = f;
         }
     }
+    add_readings(&mut s.gpus, readings, hostname);
 }
 
 /// This machine's host name (for GPUs only NVML reports), empty when unknown.
@@ -227,22 +222,19 @@ impl Serving {
         } else {
             readings.to_vec()
         };
-        add_readings(&mut s.gpus, &readings, &self.hostname);
         let page = Arc::clone(&self.server.page);
         let mut tail = tail.into_iter();
         // With no linger, everything at once.
-        if steps == 0 {
-            if let Some(fields) = tail.next() {
-                set_fields(&mut s, fields);
-            }
-        }
+        let now = if steps == 0 { tail.next() } else { None };
+        set_fields(&mut s, now.unwrap_or_default(), &readings, &self.hostname);
         page.publish(render(&s));
         if steps > 0 {
+            let hostname = self.hostname.clone();
             // Detached: it ends with its last window or with the process.
             std::thread::spawn(move || {
                 for fields in tail {
                     std::thread::sleep(UPDATE_EVERY);
-                    set_fields(&mut s, fields);
+                    set_fields(&mut s, fields, &readings, &hostname);
                     page.publish(render(&s));
                 }
             });

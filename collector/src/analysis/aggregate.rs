@@ -22,10 +22,9 @@ use ahash::AHashMap;
 use serde::Serialize;
 use wire::{Capture, CounterPlan, CounterSample, DeviceInfo, DropSource, Record};
 
-use super::classes::{ClassKey, Classes, GemmPart};
+use super::classes::{ClassKey, Classes};
 use super::deconvolve::{ClassSpan, Deconvolver, Fitted};
 use super::flop_metrics::{flop_metric, DRAM_READ, DRAM_WRITE};
-use super::gemm::GemmShape;
 use super::integrity::{impossible, ImpossibleRecords};
 use super::join::{Joined, Joiner, LaunchInfo};
 use super::range_cover::RangeCover;
@@ -666,18 +665,7 @@ impl Aggregator {
             span.0 = span.0.min(k.start_ns);
             span.1 = span.1.max(k.end_ns);
         }
-        let gemm = j.gemm.map(|g| GemmPart {
-            shape: GemmShape::of(g),
-            first: g.launch_index == 0,
-        });
-        let key = ClassKey {
-            pid,
-            device_id: k.device_id,
-            name: k.name,
-            grid: k.grid,
-            block: k.block,
-            gemm,
-        };
+        let key = ClassKey::of(&j);
         let strings = &self.out.strings;
         let class = self.out.classes.of(key, || {
             if k.name == 0 {

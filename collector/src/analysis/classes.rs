@@ -29,6 +29,21 @@ pub struct ClassKey {
     pub gemm: Option<GemmPart>,
 }
 
+impl ClassKey {
+    /// The class of joined kernel `j`: the report's, the live view's and the Kineto
+    /// trace's lookups of fitted rates all key classes this way.
+    pub fn of(j: &super::join::Joined) -> ClassKey {
+        ClassKey {
+            pid: j.pid,
+            device_id: j.kernel.device_id,
+            name: j.kernel.name,
+            grid: j.kernel.grid,
+            block: j.kernel.block,
+            gemm: j.gemm.map(GemmPart::of),
+        }
+    }
+}
+
 /// The GEMM call a launch computed.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct GemmPart {
@@ -38,6 +53,14 @@ pub struct GemmPart {
 }
 
 impl GemmPart {
+    /// The part of GEMM call `g` a launch computed.
+    pub fn of(g: &wire::Gemm) -> GemmPart {
+        GemmPart {
+            shape: GemmShape::of(g),
+            first: g.launch_index == 0,
+        }
+    }
+
     /// The model FLOPs one launch of this class is credited with.
     pub fn flops(&self) -> f64 {
         if self.first {

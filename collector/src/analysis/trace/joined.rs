@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use wire::{DeviceInfo, Record};
 
-use crate::analysis::classes::{ClassKey, GemmPart};
+use crate::analysis::classes::ClassKey;
 use crate::analysis::flop_metrics::{DRAM_READ, DRAM_WRITE};
 use crate::analysis::gemm::GemmShape;
 use crate::analysis::join::{self, Joiner, LaunchInfo};
@@ -95,19 +95,10 @@ impl JoinState {
         let fitted_dram_bytes = match dram_bytes {
             Some(_) => None,
             None => {
-                let key = ClassKey {
-                    pid: j.pid,
-                    device_id: k.device_id,
-                    name: k.name,
-                    grid: k.grid,
-                    block: k.block,
-                    gemm: gemm.as_ref().map(|(shape, i)| GemmPart {
-                        shape: shape.clone(),
-                        first: *i == 0,
-                    }),
-                };
                 let ns = k.end_ns.saturating_sub(k.start_ns);
-                self.fitted.get(&key).map(|per_ns| per_ns * ns as f64)
+                self.fitted
+                    .get(&ClassKey::of(j))
+                    .map(|per_ns| per_ns * ns as f64)
             }
         };
         KernelFacts {
