@@ -2,8 +2,11 @@
 //! Chrome trace-event JSON or the PyTorch profiler's (Kineto's) JSON, one file per
 //! process in a directory (`analysis::trace::kineto`), streamed: the session is read part by part
 //! (`store::Store::read_part`) and each part's slices are written before the next
-//! part is read (`analysis::trace::TraceBuilder`), so memory holds one part and the
-//! builder's small state, whatever the length of the run.
+//! part is read (`analysis::trace::TraceBuilder`; kernels once the report's join
+//! window has finalized them, with their GEMM call and roofline numbers), so memory
+//! holds one part, the join window and the builder's small state, whatever the
+//! length of the run. A session with PM sampling windows first gets the report's
+//! analysis (one more pass) for the DRAM bytes fitted to them.
 //!
 //! Damage is handled as `report` handles it: damaged files are skipped, each named
 //! on stderr, and the command exits 3 after writing the trace.
@@ -28,6 +31,7 @@ use gpuprof_collector::analysis::trace::{
     first_timestamp, TraceBuilder, TraceFormat, TraceStats, Window, HOLD_PARTS,
 };
 use gpuprof_collector::session::analyse;
+use gpuprof_collector::store::tables::TableId;
 use gpuprof_collector::store::Store;
 use wire::Record;
 
@@ -134,7 +138,6 @@ fn origin(store: &Store) -> Result<Option<u64>> {
 /// The first timestamp of the session and what each process's Kineto file says of
 /// it (one pass over the session).
 fn prepass(store: &Store) -> Result<Prepass> {
-    let mut sampled = false;
     let mut first: Option<u64> = None;
     let mut headers: std::collections::BTreeMap<u32, ProcessHeader> = Default::default();
     for i in 0..store.parts.len() {
@@ -143,7 +146,6 @@ fn prepass(store: &Store) -> Result<Prepass> {
             first = Some(first.map_or(t, |f| f.min(t)));
         }
         for (pid, r) in &records {
-            sampled |= matches!(r, Record::CounterSample(_));
             let h = headers
                 .entry(*pid)
                 .or_insert_with(|| ProcessHeader::unknown(*pid));
@@ -163,11 +165,7 @@ fn prepass(store: &Store) -> Result<Prepass> {
     }
     let mut headers: Vec<ProcessHeader> = headers.into_values().collect();
     assign_ranks(&mut headers);
-    Ok(Prepass {
-        first,
-        headers,
-        sampled,
-    })
+    Ok(Prepass { first, headers })
 }
 
 /// What the Kineto trace needs before it streams the session.
@@ -176,8 +174,6 @@ struct Prepass {
     first: Option<u64>,
     /// What each process's file says of it.
     headers: Vec<ProcessHeader>,
-    /// The session holds PM sampling windows.
-    sampled: bool,
 }
 
 /// The DRAM bytes per ns each kernel class's launches moved, fitted to the session's
@@ -317,19 +313,20 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     }
     let windowed = args.from.is_some() || args.to.is_some();
     let mut headers = Vec::new();
-    let mut fitted = HashMap::new();
+    let fitted = if store.holds_rows_of(TableId::CounterSamples) {
+        fitted_rates(&args.session).unwrap_or_else(|e| {
+            eprintln!(
+                "gpuprof: warning: {e:#}; the trace gives no DRAM bytes fitted to PM sampling"
+            );
+            HashMap::new()
+        })
+    } else {
+        HashMap::new()
+    };
     let origin = match args.format {
         TraceFormat::Kineto => {
             let p = prepass(&store)?;
             headers = p.headers;
-            if p.sampled {
-                fitted = fitted_rates(&args.session).unwrap_or_else(|e| {
-                    eprintln!(
-                        "gpuprof: warning: {e:#}; the trace gives no DRAM bytes fitted to PM sampling"
-                    );
-                    HashMap::new()
-                });
-            }
             p.first
         }
         TraceFormat::Chrome => origin(&store)?,
@@ -409,7 +406,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             TraceFormat::Perfetto => {
                 stream(
                     &store,
-                    TraceBuilder::new(PerfettoWriter::new(w), window),
+                    TraceBuilder::new(PerfettoWriter::new(w), window).with_fitted(fitted),
                     &mut integrity,
                     &mut failed,
                 )?
@@ -418,7 +415,8 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             TraceFormat::Chrome => {
                 stream(
                     &store,
-                    TraceBuilder::new(ChromeWriter::new(w, origin.unwrap_or(0))?, window),
+                    TraceBuilder::new(ChromeWriter::new(w, origin.unwrap_or(0))?, window)
+                        .with_fitted(fitted),
                     &mut integrity,
                     &mut failed,
                 )?

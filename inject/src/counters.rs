@@ -677,17 +677,26 @@ fn hand_over(c: &'static Cupti, device_id: u32) {
         leaving
     };
     let deadline = Instant::now() + DESTROY_WAIT;
+    let mut decoding = 0;
     for ctx in leaving {
-        if !take_when_idle(&ctx, deadline) {
-            // Still decoding: sampling would start beside a range profiler.
-            debug!(
-                "GPU {device_id}: context {} still decodes a counter pass; \
-                 not handed over to PM sampling",
-                ctx.uid
-            );
-            return;
+        if take_when_idle(&ctx, deadline) {
+            *lock(&ctx.rp) = None;
+        } else {
+            // Its range profiler is disabled when the pass in flight lets go of it.
+            decoding += 1;
         }
-        *lock(&ctx.rp) = None;
+    }
+    if decoding > 0 {
+        // Sampling would start beside a range profiler. Once per device: its
+        // contexts have left CONTEXTS, so no graph launch there comes back here.
+        warn!(
+            "GPU {device_id}: {decoding} context(s) still decoding a counter pass {} s after \
+             the first unmeasured CUDA graph launch; PM sampling does not start there, so \
+             from now on no kernel on this GPU gets counters (set GPUPROF_COUNTERS=sampling \
+             to sample from the start)",
+            DESTROY_WAIT.as_secs()
+        );
+        return;
     }
     debug!("GPU {device_id}: handed over to PM sampling at its first unmeasured graph launch");
     sampling::switch_device(c, device_id);

@@ -106,3 +106,44 @@ pub fn report_json(session: &std::path::Path) -> serde_json::Value {
     assert_eq!(o.status.code(), Some(0), "gpuprof report: {}", o.stderr);
     serde_json::from_str(&o.stdout).expect("report JSON")
 }
+
+/// The key of a kernel class: "name grid block GEMM-label" (`null` without a GEMM),
+/// the JSON values as written.
+pub fn class_key(
+    name: &str,
+    grid: &serde_json::Value,
+    block: &serde_json::Value,
+    gemm: &serde_json::Value,
+) -> String {
+    format!("{name} {grid} {block} {gemm}")
+}
+
+/// The DRAM bytes (read + write) a JSON report fits to PM sampling per kernel class
+/// ([`class_key`]): each fitted class's per-launch bytes times its launches.
+pub fn fitted_bytes_by_class(report: &serde_json::Value) -> BTreeMap<String, f64> {
+    let mut fitted = BTreeMap::new();
+    for c in report["counters"]["fitted"]
+        .as_array()
+        .expect("fitted classes")
+    {
+        let per_launch = |metric: &str| {
+            c["metrics"]
+                .as_array()
+                .expect("metrics")
+                .iter()
+                .find(|m| m["metric"] == metric)
+                .and_then(|m| m["value"].as_f64())
+        };
+        let (Some(read), Some(write)) = (
+            per_launch("dram__bytes_read.sum"),
+            per_launch("dram__bytes_write.sum"),
+        ) else {
+            continue;
+        };
+        let calls = c["calls"].as_f64().expect("calls");
+        let name = c["name"].as_str().expect("name");
+        let key = class_key(name, &c["grid"], &c["block"], &c["shape"]);
+        fitted.insert(key, (read + write) * calls);
+    }
+    fitted
+}

@@ -6,14 +6,15 @@
 //! sessions that hold nothing to trace or hostile values, and output directories
 //! that are not ours.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
 use gpuprof_collector::store::write_parts;
 use gpuprof_tests::{
-    artifact, gpuprof_command, record_on_sim, venv_python_of, Scratch, TimedChild,
+    artifact, class_key, fitted_bytes_by_class, gpuprof_command, read_perfetto_trace,
+    record_on_sim, venv_python_of, Scratch, TimedChild,
 };
 use serde_json::{json, Value};
 use wire::testing::{k, launch, marker, process, string};
@@ -640,9 +641,10 @@ fn nothing_to_trace_and_directories_not_ours_are_errors() {
 
 /// Decode as a CUDA graph with default settings: the first graph launch hands the GPU
 /// over to PM sampling, and the report fits the graph kernels' DRAM bytes per class.
-/// In the Kineto trace each launch of such a class gets "DRAM bytes (fitted to PM
-/// sampling)", its class's fitted rate times its duration, and per class they add up
-/// to the report's fitted bytes (per launch times launches): one total in both.
+/// In every trace format each launch of such a class carries its class's fitted rate
+/// times its duration (Kineto: "DRAM bytes (fitted to PM sampling)", Perfetto and
+/// Chrome: `dram_bytes_fitted`), never beside measured bytes, and per class they add
+/// up to the report's fitted bytes (per launch times launches): one total in all.
 #[test]
 fn kernels_without_counters_carry_the_fitted_bytes_that_add_up_to_the_report() {
     let scratch = Scratch::new("kineto-fitted");
@@ -653,68 +655,105 @@ fn kernels_without_counters_carry_the_fitted_bytes_that_add_up_to_the_report() {
         &["--graph-decode", "--decode-steps", "60"],
         &[],
     );
+    let fitted = fitted_bytes_by_class(&report_json(&session));
+
     let out = scratch.join("k");
     let o = kineto_to(&session, &out, &[]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    // (name, grid, block, GEMM label) -> Σ fitted bytes over its launches.
-    type Key = (String, Value, Value, Value);
-    let mut traced: BTreeMap<String, f64> = BTreeMap::new();
-    let key_of = |k: &Key| format!("{} {} {} {}", k.0, k.1, k.2, k.3);
+    let mut events = Vec::new();
     for file in files_in(&out) {
         let t = read_json(&file);
-        for e in t["traceEvents"].as_array().expect("events") {
-            let a = &e["args"];
-            let Some(bytes) = a["DRAM bytes (fitted to PM sampling)"].as_f64() else {
-                continue;
-            };
-            assert!(a["DRAM bytes"].is_null(), "measured and fitted: {e}");
-            let key: Key = (
-                e["name"].as_str().expect("name").to_string(),
-                a["grid"].clone(),
-                a["block"].clone(),
-                a["GEMM"].clone(),
-            );
-            *traced.entry(key_of(&key)).or_default() += bytes;
-        }
+        events.extend(t["traceEvents"].as_array().expect("events").iter().cloned());
     }
-    let report = report_json(&session);
-    let mut fitted: BTreeMap<String, f64> = BTreeMap::new();
-    for c in report["counters"]["fitted"]
-        .as_array()
-        .expect("fitted classes")
-    {
-        let per_launch = |metric: &str| {
-            c["metrics"]
-                .as_array()
-                .expect("metrics")
-                .iter()
-                .find(|m| m["metric"] == metric)
-                .and_then(|m| m["value"].as_f64())
-        };
-        let (Some(read), Some(write)) = (
-            per_launch("dram__bytes_read.sum"),
-            per_launch("dram__bytes_write.sum"),
-        ) else {
+    let kineto = fitted_in(
+        &events,
+        "DRAM bytes",
+        "DRAM bytes (fitted to PM sampling)",
+        "GEMM",
+    );
+    assert_same_totals("kineto", &kineto, &fitted);
+
+    let chrome_file = scratch.join("t.json");
+    let o = gpuprof(&[
+        "trace",
+        session.to_str().unwrap(),
+        "--format",
+        "chrome",
+        "-o",
+        chrome_file.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let chrome = read_json(&chrome_file);
+    let events = chrome["traceEvents"].as_array().expect("events");
+    let chrome = fitted_in(events, "dram_bytes", "dram_bytes_fitted", "gemm");
+    assert_same_totals("chrome", &chrome, &fitted);
+
+    let perfetto_file = scratch.join("t.perfetto-trace");
+    let o = gpuprof(&[
+        "trace",
+        session.to_str().unwrap(),
+        "-o",
+        perfetto_file.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let t = read_perfetto_trace(&perfetto_file);
+    let perfetto = fitted_in(
+        t["slices"].as_array().expect("slices"),
+        "dram_bytes",
+        "dram_bytes_fitted",
+        "gemm",
+    );
+    assert_same_totals("perfetto", &perfetto, &fitted);
+}
+
+/// Class key -> Σ fitted bytes over the kernel events of `events` whose argument
+/// `fitted` is set (never beside `measured`); and the classes with an event that
+/// has `measured`.
+fn fitted_in(
+    events: &[Value],
+    measured: &str,
+    fitted: &str,
+    gemm: &str,
+) -> (BTreeMap<String, f64>, BTreeSet<String>) {
+    let mut by_class: BTreeMap<String, f64> = BTreeMap::new();
+    let mut measured_classes = BTreeSet::new();
+    for e in events {
+        let a = &e["args"];
+        let Some(name) = e["name"].as_str() else {
             continue;
         };
-        let calls = c["calls"].as_f64().expect("calls");
-        let key: Key = (
-            c["name"].as_str().expect("name").to_string(),
-            c["grid"].clone(),
-            c["block"].clone(),
-            c["shape"].clone(),
-        );
-        fitted.insert(key_of(&key), (read + write) * calls);
+        let key = class_key(name, &a["grid"], &a["block"], &a[gemm]);
+        if !a[measured].is_null() {
+            assert!(a[fitted].is_null(), "measured and fitted: {e}");
+            measured_classes.insert(key);
+        } else if let Some(bytes) = a[fitted].as_f64() {
+            *by_class.entry(key).or_default() += bytes;
+        }
     }
+    (by_class, measured_classes)
+}
+
+/// `traced` ([`fitted_in`]) has fitted bytes for the classes the report fits whose
+/// launches measured none (the report takes a class's bytes from the fit only then),
+/// with the report's totals (to rounding).
+fn assert_same_totals(
+    format: &str,
+    (traced, measured): &(BTreeMap<String, f64>, BTreeSet<String>),
+    report: &BTreeMap<String, f64>,
+) {
+    let want: Vec<&String> = report.keys().filter(|k| !measured.contains(*k)).collect();
+    assert_eq!(
+        traced.keys().collect::<Vec<_>>(),
+        want,
+        "{format}: the classes with fitted bytes"
+    );
     // The decode GEMVs of 2 layers (4 shapes) at least.
-    assert!(traced.len() >= 4, "{traced:#?}");
-    for (key, got) in &traced {
-        let want = fitted
-            .get(key)
-            .unwrap_or_else(|| panic!("{key}: not fitted in the report {fitted:#?}"));
+    assert!(traced.len() >= 4, "{format}: {traced:#?}");
+    for (key, got) in traced {
+        let want = report[key];
         assert!(
             (got - want).abs() <= 1e-9 * want.abs(),
-            "{key}: trace {got}, report {want}"
+            "{format}: {key}: trace {got}, report {want}"
         );
     }
 }

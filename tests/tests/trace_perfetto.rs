@@ -394,7 +394,7 @@ fn a_recorded_run_reads_back_with_its_report_and_its_chrome_json() {
         .iter()
         .flat_map(|s| s["args"].as_object().unwrap().keys().map(String::as_str))
         .collect();
-    assert_eq!(arg_names.len(), 21);
+    assert_eq!(arg_names.len(), 31);
     assert_eq!(
         t["sequences"],
         json!({"1": {"clears": 1, "interned": {

@@ -312,12 +312,24 @@ impl<S: Sink> TraceBuilder<S> {
             join.ranges
                 .kernel(j.pid, l, (k.device_id, k.stream_id), (k.start_ns, k.end_ns));
         }
+        // As a build without joining draws flows: from a launch the builder held.
+        let held = join.unmatched.is_empty() || !join.unmatched.remove(&unmatched_key(j.pid, k));
         if !self.keep(k.start_ns, k.end_ns) {
             return Ok(());
         }
-        let launch_written = j.launch.is_some_and(|l| self.keep(l.start_ns, l.end_ns));
+        let launch_written = held && j.launch.is_some_and(|l| self.keep(l.start_ns, l.end_ns));
         let facts = join.facts(j, &self.strings, launch_written);
-        self.write_kernel(j.pid, k, None, Some(&facts))?;
+        let flow_in = match j.launch {
+            Some(l) if launch_written => Some(FlowIn {
+                id: flow_id(j.pid, k.correlation_id),
+                // Declared when the launch call was written.
+                from_track: self.track(j.pid, TrackKind::Thread(l.thread_id))?,
+                from_mid_ns: mid(l.start_ns, l.end_ns),
+                graph: k.graph_id != 0,
+            }),
+            _ => None,
+        };
+        self.write_kernel(j.pid, k, flow_in, Some(&facts))?;
         if launch_written {
             self.stats.flows += 1;
         }
@@ -494,6 +506,9 @@ impl<S: Sink> TraceBuilder<S> {
         let written = self.keep(k.start_ns, k.end_ns);
         let graph = k.graph_id != 0;
         let mut flow_in = None;
+        if let (Some(join), false) = (&mut self.join, self.pending.contains_key(&key)) {
+            join.unmatched.insert(unmatched_key(pid, k));
+        }
         if let Some(l) = self.pending.get_mut(&key) {
             l.matched = true;
             if let (true, Some((from_track, from_mid_ns))) = (written, l.written) {
@@ -549,7 +564,7 @@ impl<S: Sink> TraceBuilder<S> {
                 self.kernel_names.entry((pid, k.name)).or_insert(n)
             }
         };
-        let args = [
+        let mut args = vec![
             arg("correlation_id", Value::U64(k.correlation_id.into())),
             arg("device", Value::U64(k.device_id.into())),
             arg("context", Value::U64(k.context_id.into())),
@@ -571,6 +586,9 @@ impl<S: Sink> TraceBuilder<S> {
             arg("graph_id", Value::U64(k.graph_id.into())),
             arg("graph_node_id", Value::U64(k.graph_node_id)),
         ];
+        if let Some(f) = facts {
+            f.push_args(k.end_ns.saturating_sub(k.start_ns), &mut args);
+        }
         self.sink.slice(&Slice {
             track,
             category: Category::Kernel,
@@ -596,13 +614,15 @@ impl<S: Sink> TraceBuilder<S> {
         if m.flags & marker_flags::START != 0 {
             let (name, domain) = (text(m.name), text(m.domain));
             let gpu = match &mut self.join {
-                Some(join) if m.thread_id != 0 => Some(join.ranges.start(
-                    pid,
-                    m.thread_id,
-                    name.clone(),
-                    domain.clone(),
-                    m.timestamp_ns,
-                )),
+                Some(join) if m.thread_id != 0 && self.sink.projects_ranges() => {
+                    Some(join.ranges.start(
+                        pid,
+                        m.thread_id,
+                        name.clone(),
+                        domain.clone(),
+                        m.timestamp_ns,
+                    ))
+                }
                 _ => None,
             };
             let range = OpenRange {
@@ -684,6 +704,11 @@ impl<S: Sink> TraceBuilder<S> {
         self.sink.finish()?;
         Ok((self.sink, self.stats))
     }
+}
+
+/// A kernel's key in [`joined::JoinState::unmatched`].
+fn unmatched_key(pid: u32, k: &wire::Kernel) -> (u32, u32, u64, u64) {
+    (pid, k.correlation_id, k.graph_node_id, k.start_ns)
 }
 
 /// `*next` (then one more).

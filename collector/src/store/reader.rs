@@ -146,6 +146,21 @@ impl Store {
         })
     }
 
+    /// Whether any part's manifest lists rows of `table`: the manifests only, no
+    /// table is read. A part whose manifest does not read counts as holding none
+    /// (reading the part then names the damage).
+    pub fn holds_rows_of(&self, table: TableId) -> bool {
+        self.parts.iter().any(|(_, path)| {
+            read_file(&path.join(MANIFEST_FILE), MAX_BYTES)
+                .and_then(|b| Manifest::parse(&b))
+                .is_ok_and(|m| {
+                    m.files
+                        .iter()
+                        .any(|f| f.table == table.table().name && f.rows > 0)
+                })
+        })
+    }
+
     /// Reads part `index` of [`Store::parts`]. Errors only for a part of a newer
     /// session version than this gpuprof reads.
     pub fn read_part(&self, index: usize) -> anyhow::Result<Part> {

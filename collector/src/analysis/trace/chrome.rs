@@ -67,6 +67,7 @@ fn args(s: &Slice) -> Json {
         let v = match a.value {
             Value::U64(v) => json!(v),
             Value::I64(v) => json!(v),
+            Value::F64(v) => json!(v),
             Value::Bool(v) => json!(v),
             Value::Str(v) => json!(v),
             Value::Dim(d) => json!(d),
@@ -130,6 +131,11 @@ impl<W: Write> Sink for ChromeWriter<W> {
             }))?;
         }
         Ok(())
+    }
+
+    /// Kernels carry their GEMM call and roofline numbers as arguments.
+    fn joined(&self) -> bool {
+        true
     }
 
     fn finish(&mut self) -> io::Result<()> {

@@ -15,7 +15,7 @@ pub enum Category {
     Nvtx,
     /// A push/pop NVTX range projected onto a GPU stream: from the start of the first
     /// to the end of the last kernel launched inside it (innermost) on that stream.
-    /// Only builders that join kernels ([`Sink::joined`]) make these.
+    /// Only for sinks that ask for them ([`Sink::projects_ranges`]).
     GpuNvtx,
 }
 
@@ -98,6 +98,7 @@ impl Track {
 pub enum Value<'a> {
     U64(u64),
     I64(i64),
+    F64(f64),
     Bool(bool),
     Str(&'a str),
     /// A grid or block size.
@@ -164,6 +165,36 @@ impl KernelFacts {
             _ => None,
         }
     }
+
+    /// The facts as arguments of a kernel slice of `dur_ns`, those known only: the
+    /// GEMM (`gemm` its label, `gemm_m` ... `gemm_call_launch`), `model_flops`,
+    /// `dram_bytes` and `arithmetic_intensity` when the launch measured its bytes,
+    /// else `dram_bytes_fitted` and `arithmetic_intensity_fitted` (its class's rate
+    /// fitted to PM sampling), `mfu_pct`.
+    pub fn push_args<'a>(&'a self, dur_ns: u64, args: &mut Vec<Arg<'a>>) {
+        let mut push = |name, value| args.push(Arg { name, value });
+        if let Some(g) = &self.gemm {
+            push("gemm", Value::Str(&g.label));
+            push("gemm_m", Value::U64(g.m));
+            push("gemm_n", Value::U64(g.n));
+            push("gemm_k", Value::U64(g.k));
+            push("gemm_batch", Value::U64(g.batch));
+            push("gemm_call_launch", Value::U64(g.launch_index.into()));
+        }
+        let numbers = [
+            ("model_flops", self.model_flops),
+            ("dram_bytes", self.dram_bytes),
+            ("arithmetic_intensity", self.arithmetic_intensity()),
+            ("dram_bytes_fitted", self.fitted_dram_bytes),
+            ("arithmetic_intensity_fitted", self.fitted_intensity()),
+            ("mfu_pct", self.mfu(dur_ns).map(|v| v * 100.0)),
+        ];
+        for (name, v) in numbers {
+            if let Some(v) = v {
+                push(name, Value::F64(v));
+            }
+        }
+    }
 }
 
 fn intensity(flops: Option<f64>, bytes: Option<f64>) -> Option<f64> {
@@ -224,11 +255,15 @@ pub trait Sink {
     /// After the last slice.
     fn finish(&mut self) -> io::Result<()>;
     /// Whether kernels are to be joined to their GEMM call and counters before they
-    /// are written ([`KernelFacts`]): they then come a few parts after they were read,
-    /// with [`Slice::flow_in`] unset and `launch_written` saying whether their launch
-    /// is in the trace, and push/pop NVTX ranges also come projected onto the GPU
-    /// streams their kernels ran on ([`Category::GpuNvtx`]).
+    /// are written ([`KernelFacts`], also given as the slice's arguments): they then
+    /// come a few parts after they were read, `launch_written` saying whether their
+    /// launch is in the trace.
     fn joined(&self) -> bool {
+        false
+    }
+    /// Whether push/pop NVTX ranges also come projected onto the GPU streams their
+    /// kernels ran on ([`Category::GpuNvtx`]); only for a sink that joins kernels.
+    fn projects_ranges(&self) -> bool {
         false
     }
 }

@@ -16,7 +16,7 @@
 //!   the session). Start/end ranges belong to no thread, so no launch is inside one:
 //!   they are not projected.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use wire::{DeviceInfo, Record};
 
@@ -36,6 +36,12 @@ pub(super) struct JoinState {
     pub ranges: GpuRanges,
     /// DRAM bytes per ns fitted to PM sampling windows, per class (empty without).
     pub fitted: HashMap<ClassKey, f64>,
+    /// Kernels waiting in the joiner whose launch the builder did not hold when they
+    /// arrived (the launch came [`super::HOLD_PARTS`] parts or more before, or not
+    /// at all), by (pid, correlation id, graph node id, start): they get no flow, as
+    /// in a build without joining, even where the joiner's longer window finds the
+    /// launch. Rare, and each is removed when its kernel is finalized.
+    pub unmatched: HashSet<(u32, u32, u64, u64)>,
 }
 
 impl JoinState {
@@ -45,6 +51,7 @@ impl JoinState {
             peaks: HashMap::new(),
             ranges: GpuRanges::default(),
             fitted: HashMap::new(),
+            unmatched: HashSet::new(),
         }
     }
 

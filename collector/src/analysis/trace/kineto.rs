@@ -626,4 +626,7 @@ impl<F: Files> Sink for KinetoWriter<F> {
     fn joined(&self) -> bool {
         true
     }
+    fn projects_ranges(&self) -> bool {
+        true
+    }
 }

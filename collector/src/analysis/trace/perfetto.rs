@@ -139,6 +139,7 @@ impl<W: Write> PerfettoWriter<W> {
         match *value {
             Value::U64(v) => a.uint_value = Some(v),
             Value::I64(v) => a.int_value = Some(v),
+            Value::F64(v) => a.double_value = Some(v),
             Value::Bool(v) => a.bool_value = Some(v),
             Value::Str(v) => a.string_value = Some(v.to_string()),
             Value::Dim(d) => {
@@ -290,6 +291,11 @@ impl<W: Write> Sink for PerfettoWriter<W> {
             ..self.packet()
         };
         self.write(&end)
+    }
+
+    /// Kernels carry their GEMM call and roofline numbers as arguments.
+    fn joined(&self) -> bool {
+        true
     }
 
     fn finish(&mut self) -> io::Result<()> {

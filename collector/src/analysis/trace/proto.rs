@@ -97,6 +97,8 @@ pub struct DebugAnnotation {
     pub uint_value: Option<u64>,
     #[prost(int64, optional, tag = "4")]
     pub int_value: Option<i64>,
+    #[prost(double, optional, tag = "5")]
+    pub double_value: Option<f64>,
     #[prost(string, optional, tag = "6")]
     pub string_value: Option<String>,
     #[prost(message, repeated, tag = "12")]
