@@ -14,15 +14,15 @@ use gpuprof_tests::{
 
 const LIMIT: Duration = Duration::from_secs(240);
 
-/// The cudarc workload in env-var-only mode on the simulated H100 with
+/// The cudarc workload with `args` in env-var-only mode on the simulated H100 with
 /// `GPUPROF_SERVE=serve` and `GPUPROF_OUT=out`.
-fn env_only(scratch: &Scratch, serve: &str, decode_steps: &str) -> Command {
+fn env_only(scratch: &Scratch, serve: &str, args: &[&str]) -> Command {
     let mut cmd = SimCommand::new(Command::new(artifact("cudarc-llm")))
         .libraries(&sim_lib_dir())
         .injected(Injection::Driver)
         .cupti("13.4")
         .command();
-    cmd.args(["--decode-steps", decode_steps])
+    cmd.args(args)
         .env("GPUPROF_SERVE", serve)
         .env("GPUPROF_OUT", scratch.join("out"));
     cmd
@@ -37,7 +37,9 @@ fn the_collector_of_env_only_mode_serves_what_gpuprof_serve_names() {
     let scratch = Scratch::new("serve-env-only");
     let addr = format!("127.0.0.1:{}", free_port());
     let prometheus = Prometheus::start(&binary, &scratch, &addr);
-    let o = TimedChild::spawn(env_only(&scratch, &addr, "100"), LIMIT).wait();
+    // 100 steps 20 ms apart: about 2 s, 10 scrapes at Prometheus's 200 ms.
+    let args = ["--decode-steps", "100", "--step-gap-ms", "20"];
+    let o = TimedChild::spawn(env_only(&scratch, &addr, &args), LIMIT).wait();
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     // The collector outlives the program briefly; the session appears when it is done.
     let start = Instant::now();
@@ -63,7 +65,11 @@ fn the_collector_of_env_only_mode_serves_what_gpuprof_serve_names() {
 #[test]
 fn an_address_the_collector_cannot_use_leaves_the_program_unprofiled() {
     let scratch = Scratch::new("serve-env-only-bad");
-    let o = TimedChild::spawn(env_only(&scratch, "not-an-address", "4"), LIMIT).wait();
+    let o = TimedChild::spawn(
+        env_only(&scratch, "not-an-address", &["--decode-steps", "4"]),
+        LIMIT,
+    )
+    .wait();
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     assert!(
         o.stderr.contains("gpuprof: cannot start the collector")
