@@ -135,16 +135,28 @@ async fn accept(
     }
 }
 
-/// `GET /metrics`: the page; anything else 404. The request body is not read.
+/// `GET /metrics`: the page (503 until the first is published: a scrape then fails
+/// rather than reading no series as a program with none); anything else 404. The
+/// request body is not read.
 async fn answer(
     req: Request<Incoming>,
     page: Arc<Page>,
     content_type: &'static str,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let response = if req.method() == Method::GET && req.uri().path() == "/metrics" {
-        Response::builder()
-            .header(header::CONTENT_TYPE, content_type)
-            .body(Full::new(page.current()))
+        let text = page.current();
+        if text.is_empty() {
+            Response::builder()
+                .status(StatusCode::SERVICE_UNAVAILABLE)
+                .header(header::RETRY_AFTER, "1")
+                .body(Full::new(Bytes::from_static(
+                    b"gpuprof: the first live metrics are not ready yet\n",
+                )))
+        } else {
+            Response::builder()
+                .header(header::CONTENT_TYPE, content_type)
+                .body(Full::new(text))
+        }
     } else {
         Response::builder()
             .status(StatusCode::NOT_FOUND)
