@@ -28,8 +28,11 @@ while [ $# -gt 0 ]; do
     esac
 done
 cargo build --release --quiet --workspace
-python3 scripts/nvidia-wheels.py fetch-extras >/dev/null
+python3 scripts/nvidia-wheels.py fetch-extras libnvtx3interop cupti_host >/dev/null
 nvtx=$(python3 -c 'import json; print(json.load(open("target/nvidia/extras.json"))["libnvtx3interop"])')
+# The simulated CUPTI's Profiler Host API answers from NVIDIA's CUPTI 13.1.
+SIMCUPTI_HOST_LIBRARY=$(python3 -c 'import json; print(json.load(open("target/nvidia/extras.json"))["cupti_host"])')
+export SIMCUPTI_HOST_LIBRARY
 rel=$PWD/target/release
 sim=$rel/bench-sim
 rm -rf "$sim" && mkdir -p "$sim"

@@ -23,8 +23,9 @@ debug) echo "== building (debug)" >&2; cargo build --quiet ;;
 *) echo "demo.sh: GPUPROF_DEMO_PROFILE=$profile is not release or debug" >&2; exit 2 ;;
 esac
 # NVIDIA's NVTX library, which the workload loads (and, on the simulated stack, the
-# route of its NVTX ranges into CUPTI).
-python3 scripts/nvidia-wheels.py fetch-extras >/dev/null
+# route of its NVTX ranges into CUPTI), and NVIDIA's CUPTI 13.1, whose Profiler Host
+# API the simulated CUPTI answers from: about 11 MB of wheels, nothing else.
+python3 scripts/nvidia-wheels.py fetch-extras libnvtx3interop cupti_host >/dev/null
 
 session=$PWD/target/demo-session
 rm -rf "$session"

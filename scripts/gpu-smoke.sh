@@ -141,7 +141,7 @@ mkdir -p "$work"
 
 # NVIDIA's NVTX library, for the workload's NVTX ranges.
 nvtx_lib() {
-    python3 scripts/nvidia-wheels.py fetch-extras >/dev/null
+    python3 scripts/nvidia-wheels.py fetch-extras libnvtx3interop >/dev/null
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["libnvtx3interop"])' \
         "$(python3 scripts/nvidia-wheels.py path)/extras.json"
 }
@@ -160,6 +160,11 @@ if [ "$use_sim" = yes ]; then
     done
     ln -s "$nvtx" "$sim/libnvToolsExt.so"
     export LD_LIBRARY_PATH=$sim GPUPROF_CUPTI_LIB=$sim/libcupti.so.13
+    # The simulated CUPTI's Profiler Host API answers from NVIDIA's CUPTI 13.1.
+    python3 scripts/nvidia-wheels.py fetch-extras cupti_host >/dev/null
+    SIMCUPTI_HOST_LIBRARY=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cupti_host"])' \
+        "$(python3 scripts/nvidia-wheels.py path)/extras.json")
+    export SIMCUPTI_HOST_LIBRARY
 fi
 
 echo "== gpuprof doctor" >&2

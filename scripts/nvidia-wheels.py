@@ -6,7 +6,8 @@ libcupti.so / libnvperf_host.so the offline tests check against. Nothing here
 needs a GPU.
 
     scripts/nvidia-wheels.py fetch         # download (cached) + verify + unpack
-    scripts/nvidia-wheels.py fetch-extras  # only the extra libraries (NVTX), for the demo
+    scripts/nvidia-wheels.py fetch-extras [NAME...]  # only the extra libraries (all, or
+                                                     # those named: the demo's)
     scripts/nvidia-wheels.py path          # print the directory holding them
 
 Cache: $GPUPROF_NVIDIA_DIR, default <repo>/target/nvidia. A wheel already in the
@@ -118,6 +119,12 @@ EXTRAS = {
     "nvml_include": ("nvidia-nvml-dev-cu12", "12.9.79",
                      "8bb367913c62cb65be9ae386c58dbf573f1f9e2f01cae54abb87bf5f63c6069e",
                      "nvidia/nvml_dev/include"),
+    # NVIDIA's CUPTI 13.1, the newest whose Profiler Host API runs without a driver:
+    # the simulated CUPTI asks it which metrics a chip accepts and how many passes a
+    # config needs (SIMCUPTI_HOST_LIBRARY), in the demo and the tests.
+    "cupti_host": ("nvidia-cuda-cupti", "13.1.115",
+                   "2c76d91807cf76fc0e4b08ad71c4dff0e8e9f678fc8dbbbc43ec55125a70b553",
+                   "nvidia/cu13/lib/libcupti.so.13"),
     # CUPTI of CUDA 12.9 GA (API 27; 12.9 Update 1 is API 28): the tests check it
     # answers 27 and ships the same headers as the 12.9 release above.
     "cupti_12_9_ga": ("nvidia-cuda-cupti-cu12", "12.9.19",
@@ -209,9 +216,21 @@ def package_dir(root: Path, kind: str) -> Path:
     sys.exit(f"error: no {kind} include directory under {nv}")
 
 
-def fetch_extras(base: Path, wheels: Path) -> None:
+def fetch_extras(base: Path, wheels: Path, names=None) -> None:
+    """Fetches the extras `names` (default: all) and records them in extras.json,
+    keeping the entries of others fetched before."""
+    unknown = sorted(set(names or []) - set(EXTRAS))
+    if unknown:
+        sys.exit(f"error: no extra named {', '.join(unknown)} (known: {', '.join(EXTRAS)})")
     extras = {}
+    if names:
+        try:
+            extras = json.loads((base / "extras.json").read_text())
+        except (OSError, ValueError):
+            extras = {}
     for name, (dist, ver, dig, inner) in EXTRAS.items():
+        if names and name not in names:
+            continue
         if name in PARTIAL:
             root = base / f"{dist}-{ver}-{name}"
             unpack(fetch_one(wheels, dist, ver, dig), root, inner + "/")
@@ -273,11 +292,11 @@ def main() -> None:
     elif cmd == "fetch-extras":
         base = cache_dir()
         (base / "wheels").mkdir(parents=True, exist_ok=True)
-        fetch_extras(base, base / "wheels")
+        fetch_extras(base, base / "wheels", sys.argv[2:])
     elif cmd == "path":
         print(cache_dir())
     else:
-        sys.exit(f"usage: {sys.argv[0]} fetch|fetch-extras|path")
+        sys.exit(f"usage: {sys.argv[0]} fetch|fetch-extras [NAME...]|path")
 
 
 if __name__ == "__main__":

@@ -129,14 +129,14 @@ fn gpu_usable() -> bool {
         .is_some_and(|s| s.success())
 }
 
-/// NVIDIA's NVTX library (`libnvtx3interop.so.1`, which cudarc loads as
-/// `libnvToolsExt.so`): `$GPUPROF_NVTX_LIB`, else the one the repository's
-/// `scripts/nvidia-wheels.py` fetched (`target/nvidia/extras.json`).
-fn nvtx_library(exe_dir: &Path) -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os(wire::env::NVTX_LIB).filter(|v| !v.is_empty()) {
+/// An NVIDIA library the simulated run needs: `$var`, else the one the repository's
+/// `scripts/nvidia-wheels.py fetch-extras` fetched (`target/nvidia/extras.json`,
+/// entry `key`); `what` names it in the error.
+fn extra_library(exe_dir: &Path, var: &str, key: &str, what: &str) -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os(var).filter(|v| !v.is_empty()) {
         let p = PathBuf::from(p);
         if !p.is_file() {
-            bail!("GPUPROF_NVTX_LIB={} is not a file", p.display());
+            bail!("{var}={} is not a file", p.display());
         }
         return Ok(p);
     }
@@ -144,18 +144,42 @@ fn nvtx_library(exe_dir: &Path) -> Result<PathBuf> {
     let found = std::fs::read(&extras)
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| v["libnvtx3interop"].as_str().map(PathBuf::from))
+        .and_then(|v| v[key].as_str().map(PathBuf::from))
         .filter(|p| p.is_file());
     found.with_context(|| {
         format!(
-            "the simulated run needs NVIDIA's NVTX library (libnvtx3interop.so.1 from the \
-             nvidia-nvtx-cu12 wheel) and {} does not name one: run \
-             `python3 scripts/nvidia-wheels.py fetch-extras` in the repository, or set \
-             GPUPROF_NVTX_LIB",
+            "the simulated run needs {what} and {} does not name one: run \
+             `python3 scripts/nvidia-wheels.py fetch-extras` in the repository, or set {var}",
             extras.display()
         )
     })
 }
+
+/// NVIDIA's NVTX library (`libnvtx3interop.so.1`, which cudarc loads as
+/// `libnvToolsExt.so`).
+fn nvtx_library(exe_dir: &Path) -> Result<PathBuf> {
+    extra_library(
+        exe_dir,
+        wire::env::NVTX_LIB,
+        "libnvtx3interop",
+        "NVIDIA's NVTX library (libnvtx3interop.so.1 from the nvidia-nvtx-cu12 wheel)",
+    )
+}
+
+/// NVIDIA's CUPTI 13.1, whose Profiler Host API the simulated CUPTI's answers
+/// (metrics accepted, passes) come from, offline.
+fn sim_host_library(exe_dir: &Path) -> Result<PathBuf> {
+    extra_library(
+        exe_dir,
+        SIM_HOST_LIBRARY,
+        "cupti_host",
+        "NVIDIA's CUPTI 13.1 (libcupti.so.13 from the nvidia-cuda-cupti wheel), whose \
+         Profiler Host API the simulated CUPTI answers from",
+    )
+}
+
+/// The simulated CUPTI's variable naming that library.
+const SIM_HOST_LIBRARY: &str = "SIMCUPTI_HOST_LIBRARY";
 
 /// Lays the simulated stack out as a program finds a real one: one directory of
 /// links with NVIDIA's names.
@@ -222,6 +246,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         // The profiled program (and only it) gets these.
         env.push(("LD_LIBRARY_PATH", sim.dir.clone().into()));
         env.push((wire::env::CUPTI_LIB, sim.dir.join("libcupti.so.13").into()));
+        env.push((SIM_HOST_LIBRARY, sim_host_library(&dir)?.into()));
         Some(sim)
     };
     // A short run, whose kernel rows should all be complete. On the simulated GPU every

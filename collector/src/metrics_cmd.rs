@@ -159,7 +159,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
                 .filter(|m| !m.is_empty())
                 .map(str::to_owned)
                 .collect();
-            let expanded = cupti::metrics::presets::expand(&given, chip);
+            let expanded = cupti::metrics::presets::expand(&given, chip, args.sampling);
             let metrics: Vec<&str> = expanded.iter().map(String::as_str).collect();
             if metrics.is_empty() {
                 bail!("no metrics given");
@@ -275,9 +275,8 @@ fn plan_with_cupti(args: &Args, lib: &std::path::Path) -> Result<PlanOut> {
             let with: Vec<&str> = DEFAULT_SETS.iter().flat_map(|s| s.chips).copied().collect();
             msg = format!("{msg} (there are default sets for {})", with.join(", "));
         }
-        if let Some(known) = unknown_chip(lib, chip) {
-            msg =
-                format!("{msg}: this CUPTI does not know {chip} (its host library knows {known})");
+        if let Some(known) = unknown_chip(fns, chip) {
+            msg = format!("{msg}: this CUPTI does not know {chip} (it knows {known})");
         }
         anyhow::anyhow!("{msg}")
     })?;
@@ -311,11 +310,11 @@ fn plan_with_cupti(args: &Args, lib: &std::path::Path) -> Result<PlanOut> {
     })
 }
 
-/// The chips the `libnvperf_host.so` beside `lib` knows, comma-separated, when `chip`
-/// is not among them (`None` when it is, or the library cannot say).
-fn unknown_chip(lib: &std::path::Path, chip: &str) -> Option<String> {
-    let host = Host::open(&lib.parent()?.join(cupti::metrics::NVPERF_HOST_FILE)).ok()?;
-    let chips = host.supported_chips().ok()?;
+/// The chips the library's own host API knows (`cuptiProfilerHostGetSupportedChips`),
+/// comma-separated, when `chip` is not among them (`None` when it is, or the library
+/// cannot say).
+fn unknown_chip(fns: &cupti_sys::CuptiFns, chip: &str) -> Option<String> {
+    let chips = cupti::profiler::supported_chips(fns).ok()?;
     (!chips.iter().any(|c| c == chip)).then(|| chips.join(", "))
 }
 

@@ -69,6 +69,7 @@ params! {
     // 12.6-13.1 end at pHostObject; 13.2 adds pSinglePassMetricSetName, unused.
     CUpti_Profiler_Host_Initialize_Params => pHostObject,
     CUpti_Profiler_Host_Deinitialize_Params => pHostObject,
+    CUpti_Profiler_Host_GetSupportedChips_Params => ppChipNames,
     CUpti_Profiler_Host_ConfigAddMetrics_Params => numMetrics,
     CUpti_Profiler_Host_GetConfigImageSize_Params => configImageSize,
     CUpti_Profiler_Host_GetConfigImage_Params => pConfigImage,

@@ -137,7 +137,11 @@ pub fn groups_for(
 ) -> Result<Vec<Vec<String>>, PlanError> {
     let owned = |g: &[&str]| g.iter().map(|m| m.to_string()).collect::<Vec<_>>();
     let groups: Vec<Vec<String>> = match (metrics, mode) {
-        (Some(m), _) => vec![crate::metrics::presets::expand(m, chip)],
+        (Some(m), _) => vec![crate::metrics::presets::expand(
+            m,
+            chip,
+            mode == Mode::Sampling,
+        )],
         (None, Mode::Sampling) => vec![crate::metrics::sampling_metrics(chip)
             .ok_or(PlanError::NoDefaults)?
             .iter()

@@ -104,6 +104,29 @@ pub fn profiler_initialize(fns: &CuptiFns) -> Result<()> {
     call!(fns, cuptiProfilerInitialize, &mut p)
 }
 
+/// `cuptiProfilerHostGetSupportedChips`: the chips this library's host API knows.
+pub fn supported_chips(fns: &CuptiFns) -> Result<Vec<String>> {
+    let mut p = CUpti_Profiler_Host_GetSupportedChips_Params::new();
+    call!(fns, cuptiProfilerHostGetSupportedChips, &mut p)?;
+    if p.ppChipNames.is_null() {
+        return Ok(Vec::new());
+    }
+    // Bounded: no release knows more than a few dozen chips.
+    let n = p.numChips.min(4096);
+    Ok((0..n)
+        .filter_map(|i| {
+            // SAFETY: the library's array of `numChips` entries (`n` of them read).
+            let name = unsafe { *p.ppChipNames.add(i) };
+            if name.is_null() {
+                return None;
+            }
+            // SAFETY: a non-null entry is a C string owned by the library.
+            let name = unsafe { CStr::from_ptr(name) };
+            Some(name.to_string_lossy().into_owned())
+        })
+        .collect())
+}
+
 /// `cuptiDeviceGetChipName` of device ordinal `device`.
 pub fn chip_name(fns: &CuptiFns, device: u32) -> Result<String> {
     let mut p = CUpti_Device_GetChipName_Params::new();

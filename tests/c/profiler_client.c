@@ -581,12 +581,17 @@ int main(int argc, char **argv) {
     OK(r);
     host_init("NOPE100", CUPTI_PROFILER_TYPE_RANGE_PROFILER, &r);
     printf("err host_unknown_chip %d\n", r);
+    /* A refused AddMetrics leaves NVIDIA's host object unusable (its next
+     * AddMetrics answers CUPTI_ERROR_UNKNOWN): each refusal on a host of its own. */
+    CUpti_Profiler_Host_Object *probe = host_init(cn.pChipName, CUPTI_PROFILER_TYPE_RANGE_PROFILER, &r);
+    OK(r);
     PARAMS(CUpti_Profiler_Host_ConfigAddMetrics_Params, am);
     const char *unknown[1] = {"no__such_metric.sum"};
-    am.pHostObject = host;
+    am.pHostObject = probe;
     am.ppMetricNames = unknown;
     am.numMetrics = 1;
     printf("err add_unknown_metric %d\n", p_cuptiProfilerHostConfigAddMetrics(&am));
+    printf("err add_after_refusal %d\n", p_cuptiProfilerHostConfigAddMetrics(&am));
     size_t cfg_size;
     uint8_t *cfg = config_image(host, &cfg_size);
     PARAMS(CUpti_Profiler_Host_GetNumOfPasses_Params, np);
@@ -626,11 +631,16 @@ int main(int argc, char **argv) {
     pma.ppMetricNames = tensor;
     pma.numMetrics = 1;
     printf("err pm_add_tensor_ops %d\n", p_cuptiProfilerHostConfigAddMetrics(&pma));
+    CUpti_Profiler_Host_Object *pm_probe2 = host_init(cn.pChipName, CUPTI_PROFILER_TYPE_PM_SAMPLING, &r);
+    OK(r);
+    pma.pHostObject = pm_probe2;
     pma.ppMetricNames = unknown;
     printf("err pm_add_unknown_metric %d\n", p_cuptiProfilerHostConfigAddMetrics(&pma));
     /* Nothing was added: there is no config image. */
+    CUpti_Profiler_Host_Object *pm_empty = host_init(cn.pChipName, CUPTI_PROFILER_TYPE_PM_SAMPLING, &r);
+    OK(r);
     PARAMS(CUpti_Profiler_Host_GetConfigImageSize_Params, empty);
-    empty.pHostObject = pm_probe;
+    empty.pHostObject = pm_empty;
     printf("err config_size_no_metrics %d\n", p_cuptiProfilerHostGetConfigImageSize(&empty));
 
     range_profiler(ctx, host, cfg, cfg_size);
@@ -667,6 +677,12 @@ int main(int argc, char **argv) {
     hd.pHostObject = sep;
     OK(p_cuptiProfilerHostDeinitialize(&hd));
     hd.pHostObject = pm_probe;
+    OK(p_cuptiProfilerHostDeinitialize(&hd));
+    hd.pHostObject = pm_probe2;
+    OK(p_cuptiProfilerHostDeinitialize(&hd));
+    hd.pHostObject = pm_empty;
+    OK(p_cuptiProfilerHostDeinitialize(&hd));
+    hd.pHostObject = probe;
     OK(p_cuptiProfilerHostDeinitialize(&hd));
     hd.pHostObject = two;
     OK(p_cuptiProfilerHostDeinitialize(&hd));

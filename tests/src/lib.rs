@@ -187,3 +187,18 @@ pub fn cupti_major(release: &str) -> u32 {
 pub fn cupti_soname(release: &str) -> String {
     format!("libcupti.so.{}", cupti_major(release))
 }
+
+/// CUPTI releases whose Profiler Host API NVIDIA's library runs without a driver.
+pub const HOST_API_OFFLINE: [&str; 5] = ["12.6", "12.8", "12.9", "13.0", "13.1"];
+
+/// NVIDIA's libcupti the simulated CUPTI impersonating `release` takes its Profiler
+/// Host API answers from (`SIMCUPTI_HOST_LIBRARY`): that release's where it runs
+/// offline, else 13.1's, the newest that does.
+pub fn sim_host_library(release: &str) -> &'static Path {
+    let host = if HOST_API_OFFLINE.contains(&release) {
+        release
+    } else {
+        "13.1"
+    };
+    &manifest_release(host).libcupti
+}

@@ -5,26 +5,31 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::{artifact, clean_env, cupti_major, sim_cupti, sim_lib_dir, Injection};
+use crate::{
+    artifact, clean_env, cupti_major, sim_cupti, sim_host_library, sim_lib_dir, Injection,
+};
 
 /// Builds a [`Command`] that runs on the simulated stack.
 pub struct SimCommand(Command);
 
 impl SimCommand {
-    /// `cmd` with a clean environment ([`clean_env`]) and the simulated stack
-    /// ([`sim_lib_dir`]) on `LD_LIBRARY_PATH`.
+    /// `cmd` with a clean environment ([`clean_env`]), the simulated stack
+    /// ([`sim_lib_dir`]) on `LD_LIBRARY_PATH`, and the simulated Profiler Host API
+    /// answering from NVIDIA's 13.1 library ([`sim_host_library`]).
     pub fn new(mut cmd: Command) -> SimCommand {
         clean_env(&mut cmd);
-        cmd.env("LD_LIBRARY_PATH", sim_lib_dir());
+        cmd.env("LD_LIBRARY_PATH", sim_lib_dir())
+            .env("SIMCUPTI_HOST_LIBRARY", sim_host_library("13.1"));
         SimCommand(cmd)
     }
 
-    /// The simulated CUPTI impersonating `release` ("13.4"), and named to libgpuprof.so
-    /// by `GPUPROF_CUPTI_LIB`.
+    /// The simulated CUPTI impersonating `release` ("13.4"), named to libgpuprof.so
+    /// by `GPUPROF_CUPTI_LIB`, its host API answering as [`sim_host_library`] says.
     pub fn cupti(mut self, release: &str) -> SimCommand {
         self.0
             .env("GPUPROF_CUPTI_LIB", sim_cupti(cupti_major(release)))
-            .env("SIMCUPTI_VERSION", release);
+            .env("SIMCUPTI_VERSION", release)
+            .env("SIMCUPTI_HOST_LIBRARY", sim_host_library(release));
         self
     }
 

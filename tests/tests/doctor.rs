@@ -153,21 +153,21 @@ fn doctor_plans_each_gpus_counters_with_the_chosen_cupti() {
             "  GPU 0 GH100: per-kernel counters ready (5 pass groups, one pass each); PM \
              sampling ready (6 metrics, GPU time trigger)",
         ),
-        // The simulated cost model prices H100 metrics only: GA100's default group 1
-        // names a metric the simulated CUPTI does not know, and doctor says which.
+        // GA100's six default groups, each one pass for NVIDIA's 13.1 host API (which
+        // the simulated CUPTI asks).
         (
             "8.0",
-            "  GPU 0 GA100: per-kernel counters would be off: CUPTI does not accept metric \
-             sm__ops_path_tensor_src_fp16_dst_fp32.sum on GA100 (GPU 0): \
-             cuptiProfilerHostConfigAddMetrics failed: CUPTI_ERROR_INVALID_PARAMETER (1); PM \
+            "  GPU 0 GA100: per-kernel counters ready (6 pass groups, one pass each); PM \
              sampling ready (6 metrics, SYSCLK cycles trigger)",
         ),
     ] {
+        let host = gpuprof_tests::sim_host_library("13.4");
         let out = doctor(
             &[
                 ("LD_LIBRARY_PATH", sim.to_str().unwrap()),
                 ("GPUPROF_CUPTI_LIB", cupti.to_str().unwrap()),
                 ("SIMCUPTI_VERSION", "13.4"),
+                ("SIMCUPTI_HOST_LIBRARY", host.to_str().unwrap()),
                 ("SIMCUDA_CC", cc),
             ],
             false,

@@ -278,8 +278,8 @@ fn counter_launches_limits_each_kernel_key() {
 }
 
 /// `GPUPROF_REPLAY=kernel`: one config holding every metric of the default set, so
-/// each measured launch has all of them (CUPTI replays the kernel once per pass; the
-/// simulated CUPTI schedules any set in one pass).
+/// each measured launch has all of them: 5 passes on GH100 (NVIDIA's count, which
+/// the simulated CUPTI asks), all run inside the launch.
 #[test]
 fn kernel_replay_gives_every_metric_on_each_measured_launch() {
     let mut union: Vec<&str> = Vec::new();
@@ -309,7 +309,7 @@ fn kernel_replay_gives_every_metric_on_each_measured_launch() {
         ps[0].policy,
         format!(
             "the first launch of each kernel (name, grid, block, GEMM shape); one pass group; \
-             kernel replay: every metric on each measured launch, 1 pass \
+             kernel replay: every metric on each measured launch, 5 passes \
              (the kernel runs once per pass){GRAPH_POLICY}"
         )
     );

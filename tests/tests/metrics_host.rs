@@ -430,14 +430,15 @@ fn cli_user_metrics_and_errors() {
     );
 }
 
-/// `GPUPROF_METRICS=dcgm`: the metrics behind `record --serve`'s DCGM fields are one
-/// pass on every chip, and the NVLink ones are left out exactly where the library
-/// does not know them (AD102).
+/// `GPUPROF_METRICS=dcgm` with PM sampling: the metrics behind `record --serve`'s
+/// DCGM fields are one pass on every chip, and the NVLink ones are left out exactly
+/// where the library does not know them (AD102). (The range profiler's set leaves
+/// out PCIe and NVLink: `profiler_host_real.rs` checks CUPTI's refusal.)
 #[test]
 fn the_dcgm_preset_is_one_pass_and_has_nvlink_where_the_chip_does() {
     let h = host();
     for chip in CHIPS {
-        let set = cupti::metrics::preset("dcgm", chip).expect("dcgm is a preset");
+        let set = cupti::metrics::preset("dcgm", chip, true).expect("dcgm is a preset");
         let names: Vec<&str> = set.iter().map(String::as_str).collect();
         assert_eq!(passes(chip, &names), 1, "{chip}: {names:?}");
         for f in cupti::metrics::DCGM_FIELDS {
@@ -445,7 +446,7 @@ fn the_dcgm_preset_is_one_pass_and_has_nvlink_where_the_chip_does() {
             assert_eq!(names.contains(&f.metric), known, "{chip}: {}", f.metric);
         }
     }
-    assert!(!cupti::metrics::preset("dcgm", "AD102")
+    assert!(!cupti::metrics::preset("dcgm", "AD102", true)
         .unwrap()
         .iter()
         .any(|m| m.starts_with("nvl")));

@@ -11,7 +11,8 @@
 //! against each release's own headers asks the library the facts the code relies on
 //! (`tests/c/profiler_host_facts.c`).
 
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cupti::metrics::{default_groups, Host};
@@ -85,7 +86,7 @@ fn every_default_group_is_one_pass_on_the_real_host_api() {
                     e.starts_with(&format!(
                         "gpuprof: error: cuptiProfilerHostInitialize failed: \
                          CUPTI_ERROR_INVALID_PARAMETER (1) (chip {chip}): this CUPTI does not \
-                         know {chip} (its host library knows "
+                         know {chip} (it knows "
                     )) && e.contains("GH100"),
                     "{release} {chip}: {e}"
                 );
@@ -291,42 +292,151 @@ fn host_api_facts_on_every_offline_release() {
     }
 }
 
-/// The simulated CUPTI accepts for PM sampling exactly what NVIDIA's library of the
-/// same release accepts, for every metric of the cost model, on every chip.
+/// `gpuprof metrics --cupti LIB --format json ARGS --in-child` (the planning child
+/// itself, one process) with `env`: the plan, or the error line with `lib` as "LIB".
+fn plan_in_child(lib: &Path, env: &[(&str, &OsStr)], args: &[&str]) -> Result<Value, String> {
+    let mut cmd = gpuprof_command();
+    cmd.arg("metrics")
+        .arg("--cupti")
+        .arg(lib)
+        .args(["--format", "json"])
+        .args(args)
+        .arg("--in-child");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run gpuprof metrics");
+    if out.status.success() {
+        let mut plan: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        plan["library"] = Value::Null;
+        Ok(plan)
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr)
+            .trim()
+            .replace(&lib.display().to_string(), "LIB"))
+    }
+}
+
+/// The production planner's answer for `args` through NVIDIA's library of `release`
+/// and through the simulated CUPTI impersonating it: the same plan (passes, groups,
+/// refusals) or the same error.
+fn assert_sim_plans_as_nvidia(release: &str, args: &[&str]) {
+    let r = manifest_release(release);
+    let real = plan_in_child(&r.libcupti, &[], args);
+    let sim_lib = gpuprof_tests::sim_lib_dir();
+    let env: [(&str, &OsStr); 3] = [
+        ("LD_LIBRARY_PATH", sim_lib.as_os_str()),
+        ("SIMCUPTI_VERSION", OsStr::new(release)),
+        ("SIMCUPTI_HOST_LIBRARY", r.libcupti.as_os_str()),
+    ];
+    let sim_cupti = gpuprof_tests::sim_cupti(gpuprof_tests::cupti_major(release));
+    let simulated = plan_in_child(&sim_cupti, &env, args);
+    assert_eq!(
+        simulated,
+        real,
+        "CUPTI {release}, {}: the sim (left), NVIDIA's library (right)",
+        args.join(" ")
+    );
+}
+
+/// The simulated CUPTI's Profiler Host API answers as NVIDIA's library does, through
+/// the production planner, on every offline release and every chip with a default
+/// set: the default groups (one pass each), kernel replay's union (5 or 6 passes) and
+/// the PM sampling set (12.6 and 12.8 refuse DRAM bytes); 12.6 does not know GB100.
 #[test]
-fn sim_pm_sampling_acceptance_is_the_real_librarys() {
-    let names = sim_core::CostModel::builtin().counter_names();
-    assert!(names.len() > 20, "{names:?}");
+fn the_sims_host_api_plans_every_default_set_as_nvidias() {
     for release in OFFLINE {
-        let r = manifest_release(release);
-        let exe = facts_program(r);
-        let (major, minor) = gpuprof_tests::major_minor(release);
         for chip in CHIPS {
-            if !knows(release, chip) {
-                continue;
+            for set in [&[][..], &["--replay", "kernel"], &["--sampling"]] {
+                let mut args = vec!["--chip", chip];
+                args.extend_from_slice(set);
+                assert_sim_plans_as_nvidia(release, &args);
             }
-            let out = Command::new(&exe)
-                .arg(&r.libcupti)
-                .args(["pm", chip])
-                .args(&names)
-                .env("LD_LIBRARY_PATH", &r.lib_dir)
-                .output()
-                .expect("run profiler_host_facts");
-            assert!(out.status.success(), "{release} {chip}: {out:?}");
-            let real: Vec<String> = String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .filter_map(|l| {
-                    l.strip_suffix(" 0")?
-                        .strip_prefix("pm ")
-                        .map(str::to_string)
-                })
-                .collect();
-            let sim: Vec<String> = names
-                .iter()
-                .filter(|n| sim_core::pm_sampling_accepts(n, (major, minor), chip))
-                .cloned()
-                .collect();
-            assert_eq!(sim, real, "CUPTI {release} on {chip}");
+        }
+    }
+}
+
+/// The same for what only some chips or profiler types accept, on the oldest and
+/// newest 12.x and 13.x releases that run offline: the `dcgm` preset for both
+/// profilers, derived metrics, a set that needs 8 passes, Hopper's and Blackwell's
+/// tensor metrics on every chip, DRAM bytes written for PM sampling.
+#[test]
+fn the_sims_host_api_accepts_and_refuses_as_nvidias() {
+    let sets: &[&[&str]] = &[
+        &["--metrics", "dcgm"],
+        &["--metrics", "dcgm", "--sampling"],
+        &[
+            "--metrics",
+            "dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sector_hit_rate.pct",
+        ],
+        &[
+            "--metrics",
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+        ],
+        &["--metrics", "sm__ops_path_tensor_op_hgmma_src_fp16.sum"],
+        &[
+            "--metrics",
+            "sm__ops_path_tensor_op_utcqmma_src_fp4_fp6_fp8_dst_fp32_sparsity_off.sum",
+        ],
+        &["--sampling", "--metrics", "dram__bytes_write.sum"],
+    ];
+    for release in ["12.6", "12.8", "13.1"] {
+        for chip in CHIPS {
+            for set in sets {
+                let mut args = vec!["--chip", chip];
+                args.extend_from_slice(set);
+                assert_sim_plans_as_nvidia(release, &args);
+            }
+        }
+    }
+}
+
+/// NVIDIA's range profiler from 12.8 on takes no PCIe or NVLink metric in one config
+/// beside an SM or DRAM metric (`CUPTI_ERROR_NOT_SUPPORTED`, each alone accepted;
+/// 12.6 took them), where PM sampling takes them: so the `dcgm` preset plans without
+/// them for per-kernel counters (5 metrics, one pass) and with them for sampling.
+#[test]
+fn the_range_profiler_keeps_pcie_and_nvlink_apart() {
+    for release in ["12.6", "12.8", "13.1"] {
+        if release == "12.6" {
+            let both = "pcie__read_bytes.sum,dram__cycles_active.avg.pct_of_peak_sustained_elapsed";
+            let p = plan(release, &["--chip", "GH100", "--metrics", both])
+                .unwrap_or_else(|e| panic!("{release}: {e}"));
+            assert_eq!(passes(&p), vec![1]);
+            continue;
+        }
+        for chip in ["GA100", "GH100"] {
+            for (system, other) in [
+                (
+                    "pcie__read_bytes.sum",
+                    "dram__cycles_active.avg.pct_of_peak_sustained_elapsed",
+                ),
+                ("nvlrx__bytes.sum", "sm__cycles_active.avg"),
+            ] {
+                let both = format!("{system},{other}");
+                let e = plan(release, &["--chip", chip, "--metrics", &both]).unwrap_err();
+                assert_eq!(
+                    e,
+                    format!(
+                        "gpuprof: error: cuptiProfilerHostConfigAddMetrics is not supported by \
+                         this CUPTI (CUPTI_ERROR_NOT_SUPPORTED (27)) (chip {chip})"
+                    ),
+                    "{release} {chip}"
+                );
+                let sampled = plan(release, &["--chip", chip, "--sampling", "--metrics", &both])
+                    .unwrap_or_else(|e| panic!("{release} {chip}: {e}"));
+                assert_eq!(passes(&sampled), vec![1], "{release} {chip}");
+            }
+            let kernel = plan(release, &["--chip", chip, "--metrics", "dcgm"])
+                .unwrap_or_else(|e| panic!("{release} {chip}: {e}"));
+            assert_eq!(passes(&kernel), vec![1], "{release} {chip}");
+            assert_eq!(metrics(&kernel, 0).len(), 5, "{release} {chip}");
+            let sampled = plan(
+                release,
+                &["--chip", chip, "--sampling", "--metrics", "dcgm"],
+            )
+            .unwrap_or_else(|e| panic!("{release} {chip}: {e}"));
+            assert_eq!(metrics(&sampled, 0).len(), 9, "{release} {chip}");
         }
     }
 }

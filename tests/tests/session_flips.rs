@@ -137,7 +137,7 @@ fn expected_json(a: &Aggregate, damage: Vec<DamagedFile>) -> String {
         unsealed: Vec::new(),
         impossible: a.impossible_records(),
     };
-    render::report(&a, &integrity, Format::Json, None, &Overrides::default())
+    render::report(a, &integrity, Format::Json, None, &Overrides::default())
 }
 
 /// A deterministic generator (SplitMix64).

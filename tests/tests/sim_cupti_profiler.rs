@@ -95,7 +95,11 @@ fn run(release: &str, args: &[&str], env: &[(&str, &str)]) -> Vec<String> {
     }
     cmd.env("LD_LIBRARY_PATH", &dir)
         .env("SIMCUDA_COST_MODEL", dir.join("model.toml"))
-        .env("SIMCUPTI_VERSION", release);
+        .env("SIMCUPTI_VERSION", release)
+        .env(
+            "SIMCUPTI_HOST_LIBRARY",
+            gpuprof_tests::sim_host_library(release),
+        );
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -192,6 +196,8 @@ fn check(release: &str) {
         // refuses, unknown or not allowed for the profiler type, and for a params
         // struct larger than its release's (tests/tests/profiler_host_real.rs).
         ("add_unknown_metric", "1"),
+        // After a refusal NVIDIA's host object takes no more metrics.
+        ("add_after_refusal", "999"),
         ("host_init_larger_struct", "1"),
         ("pm_add_tensor_ops", "1"),
         ("pm_add_unknown_metric", "1"),
@@ -353,21 +359,23 @@ fn chip_names() {
 
 /// `cuptiPmSamplingSetConfig`'s trigger by chip: the GPU-time trigger "is not
 /// supported on Turing GPU architecture and GA100 GPU" (cupti_pmsampling.h), the
-/// SYSCLK trigger works on every chip.
+/// SYSCLK trigger works on every chip. On TU102 NVIDIA's library makes the client's
+/// five metrics two passes, which PM sampling refuses whatever the trigger
+/// (`CUPTI_ERROR_NOT_SUPPORTED`, 27).
 #[test]
 fn pm_sampling_trigger_by_chip() {
-    for (cc, gpu_time) in [
-        ("7.5", "27"), // TU102
-        ("8.0", "27"), // GA100
-        ("8.6", "0"),  // GA102
-        ("9.0", "0"),  // GH100
+    for (cc, gpu_time, sysclk) in [
+        ("7.5", "27", "27"), // TU102
+        ("8.0", "27", "0"),  // GA100
+        ("8.6", "0", "0"),   // GA102
+        ("9.0", "0", "0"),   // GH100
     ] {
         let lines = run("13.4", &["trigger"], &[("SIMCUDA_CC", cc)]);
         assert_eq!(
             lines[1..],
             [
                 format!("trigger gpu_time {gpu_time}"),
-                "trigger sysclk 0".to_string()
+                format!("trigger sysclk {sysclk}")
             ],
             "cc {cc}: {lines:?}"
         );

@@ -2,7 +2,10 @@
 //! metrics --metrics`) instead of listing metrics.
 //!
 //! `dcgm`: exactly the CUPTI metrics behind the DCGM profiling fields that `gpuprof
-//! record --serve` exposes under dcgm-exporter's names ([`DCGM_FIELDS`]). Every name
+//! record --serve` exposes under dcgm-exporter's names ([`DCGM_FIELDS`]); for the
+//! range profiler (per-kernel counters) without the PCIe and NVLink byte counts,
+//! which it refuses beside the others ([`DcgmField::system`]): those come from PM
+//! sampling only. Every name
 //! was checked with NVIDIA's `libnvperf_host.so` (12.9) on GA100, GH100 and GB100,
 //! where the whole set is one pass; AD102 has no NVLink counters (`nvlrx__bytes.sum`
 //! is an unknown metric there), so chips without NVLink get the set without them
@@ -17,6 +20,12 @@ pub struct DcgmField {
     pub metric: &'static str,
     /// Whether the metric counts NVLink traffic (absent on chips without NVLink).
     pub nvlink: bool,
+    /// Whether it counts traffic outside the GPU's SM and DRAM units (PCIe, NVLink):
+    /// NVIDIA's range profiler refuses such a metric in one config beside an SM or
+    /// DRAM metric (`cuptiProfilerHostConfigAddMetrics`: `CUPTI_ERROR_NOT_SUPPORTED`,
+    /// 12.8-13.1 on every chip; 12.6 took them), where PM sampling takes them
+    /// together.
+    pub system: bool,
 }
 
 const fn field(name: &'static str, metric: &'static str, nvlink: bool) -> DcgmField {
@@ -24,6 +33,14 @@ const fn field(name: &'static str, metric: &'static str, nvlink: bool) -> DcgmFi
         name,
         metric,
         nvlink,
+        system: false,
+    }
+}
+
+const fn system_field(name: &'static str, metric: &'static str, nvlink: bool) -> DcgmField {
+    DcgmField {
+        system: true,
+        ..field(name, metric, nvlink)
     }
 }
 
@@ -56,10 +73,10 @@ pub const DCGM_FIELDS: &[DcgmField] = &[
         "dram__cycles_active.avg.pct_of_peak_sustained_elapsed",
         false,
     ),
-    field("DCGM_FI_PROF_PCIE_TX_BYTES", "pcie__write_bytes.sum", false),
-    field("DCGM_FI_PROF_PCIE_RX_BYTES", "pcie__read_bytes.sum", false),
-    field("DCGM_FI_PROF_NVLINK_TX_BYTES", "nvltx__bytes.sum", true),
-    field("DCGM_FI_PROF_NVLINK_RX_BYTES", "nvlrx__bytes.sum", true),
+    system_field("DCGM_FI_PROF_PCIE_TX_BYTES", "pcie__write_bytes.sum", false),
+    system_field("DCGM_FI_PROF_PCIE_RX_BYTES", "pcie__read_bytes.sum", false),
+    system_field("DCGM_FI_PROF_NVLINK_TX_BYTES", "nvltx__bytes.sum", true),
+    system_field("DCGM_FI_PROF_NVLINK_RX_BYTES", "nvlrx__bytes.sum", true),
 ];
 
 /// Chips whose NVLink counters NVIDIA's host library knows (checked with 12.9).
@@ -68,13 +85,16 @@ const NVLINK_CHIPS: &[&str] = &["GA100", "GH100", "GB100"];
 /// The preset names, for help texts.
 pub const PRESETS: &[&str] = &["dcgm"];
 
-/// The metrics of preset `name` on `chip`; `None` when `name` is not a preset.
-pub fn preset(name: &str, chip: &str) -> Option<Vec<String>> {
+/// The metrics of preset `name` on `chip`, for PM sampling or (`sampling` false) the
+/// range profiler, which takes no PCIe or NVLink metric beside the others
+/// ([`DcgmField::system`]); `None` when `name` is not a preset.
+pub fn preset(name: &str, chip: &str, sampling: bool) -> Option<Vec<String>> {
     match name {
         "dcgm" => Some(
             DCGM_FIELDS
                 .iter()
                 .filter(|f| !f.nvlink || NVLINK_CHIPS.contains(&chip))
+                .filter(|f| sampling || !f.system)
                 .map(|f| f.metric.to_string())
                 .collect(),
         ),
@@ -82,10 +102,10 @@ pub fn preset(name: &str, chip: &str) -> Option<Vec<String>> {
     }
 }
 
-/// `metrics` with a lone preset name replaced by its metrics on `chip`.
-pub fn expand(metrics: &[String], chip: &str) -> Vec<String> {
+/// `metrics` with a lone preset name replaced by its metrics on `chip` ([`preset`]).
+pub fn expand(metrics: &[String], chip: &str, sampling: bool) -> Vec<String> {
     match metrics {
-        [one] => preset(one.trim(), chip).unwrap_or_else(|| metrics.to_vec()),
+        [one] => preset(one.trim(), chip, sampling).unwrap_or_else(|| metrics.to_vec()),
         _ => metrics.to_vec(),
     }
 }
@@ -96,19 +116,31 @@ mod tests {
 
     #[test]
     fn dcgm_preset_leaves_out_nvlink_where_the_chip_has_none() {
-        let h100 = preset("dcgm", "GH100").unwrap();
+        let h100 = preset("dcgm", "GH100", true).unwrap();
         assert_eq!(h100.len(), DCGM_FIELDS.len());
-        let ad102 = preset("dcgm", "AD102").unwrap();
+        let ad102 = preset("dcgm", "AD102", true).unwrap();
         assert_eq!(ad102.len(), DCGM_FIELDS.len() - 2);
         assert!(!ad102.iter().any(|m| m.starts_with("nvl")));
-        assert_eq!(preset("roofline", "GH100"), None);
+        assert_eq!(preset("roofline", "GH100", true), None);
+    }
+
+    #[test]
+    fn the_range_profilers_dcgm_preset_has_no_pcie_or_nvlink() {
+        let h100 = preset("dcgm", "GH100", false).unwrap();
+        assert_eq!(h100.len(), 5);
+        assert!(!h100
+            .iter()
+            .any(|m| m.starts_with("pcie") || m.starts_with("nvl")));
     }
 
     #[test]
     fn only_a_lone_preset_name_is_expanded() {
         let one = vec!["dcgm".to_string()];
-        assert_eq!(expand(&one, "GH100"), preset("dcgm", "GH100").unwrap());
+        assert_eq!(
+            expand(&one, "GH100", false),
+            preset("dcgm", "GH100", false).unwrap()
+        );
         let two = vec!["dcgm".to_string(), "dram__bytes_read.sum".to_string()];
-        assert_eq!(expand(&two, "GH100"), two);
+        assert_eq!(expand(&two, "GH100", false), two);
     }
 }

@@ -41,11 +41,8 @@
 
 pub mod expr;
 pub mod machine;
-pub mod pm_metrics;
 pub mod telemetry;
 pub mod transfer;
-
-pub use pm_metrics::{pm_sampling_accepts, PM_SAMPLING_METRICS};
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -662,10 +662,19 @@ fn default_model_rules() {
     for (i, name) in names.iter().enumerate() {
         let c = m.cost(&gemm_launch(name, 64, 64, 64, 1)).unwrap();
         assert_eq!(c.rule, i, "{name}");
-        assert_eq!(c.counters.keys().count(), all.len() + dcgm.len(), "{name}");
+        // And DRAM throughput, which equals DRAM activity in this model.
+        assert_eq!(
+            c.counters.keys().count(),
+            all.len() + dcgm.len() + 1,
+            "{name}"
+        );
         for counter in all.iter().chain(&dcgm) {
             assert!(c.counters.contains_key(*counter), "{name}: {counter}");
         }
+        assert_eq!(
+            c.counters["dram__throughput.avg.pct_of_peak_sustained_elapsed"], c.counters[dcgm[4]],
+            "{name}"
+        );
         // The graphics engine is busy for the whole kernel, the grid fills every SM,
         // and nothing crosses PCIe or NVLink.
         assert_eq!(c.counters[dcgm[0]], 100.0, "{name}");

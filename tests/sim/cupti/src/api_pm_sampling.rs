@@ -14,7 +14,7 @@ use cupti_sys::*;
 use crate::counter_data::{self, Image, Shape, KIND_SAMPLE};
 use crate::ffi::guard;
 use crate::pm_sampling::{self as pm, hw_record_bytes, PmConfig};
-use crate::profiling::{available, config_at, known_metrics, with_params};
+use crate::profiling::{available, config_at, metric_names, with_params};
 
 type R = CUptiResult::Type;
 
@@ -242,7 +242,8 @@ pub unsafe extern "C" fn cuptiPmSamplingGetCounterAvailability(
 }
 
 /// `cuptiPmSamplingGetCounterDataSize`: the sim image for `maxSamples` samples of
-/// `pMetricNames` (unknown metric: `CUPTI_ERROR_INVALID_METRIC_NAME`); remembered
+/// `pMetricNames` (metrics NVIDIA's library refuses for PM sampling on the chip:
+/// `CUPTI_ERROR_INVALID_METRIC_NAME`); remembered
 /// for `cuptiPmSamplingCounterDataImageInitialize`.
 ///
 /// # Safety
@@ -254,7 +255,9 @@ pub unsafe extern "C" fn cuptiPmSamplingGetCounterDataSize(
     run(p, 56, |p, _| {
         flat(pm::with(p.pPmSamplingObject as usize, NOT_ENABLED, |o| {
             // SAFETY: the client's array.
-            let metrics = unsafe { known_metrics(p.pMetricNames, p.numMetrics) }?;
+            let metrics = unsafe { metric_names(p.pMetricNames, p.numMetrics) }
+                .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
+            crate::real_host::check_metrics(&o.chip, true, &metrics)?;
             if p.maxSamples == 0 {
                 return Err(CUPTI_ERROR_INVALID_PARAMETER);
             }

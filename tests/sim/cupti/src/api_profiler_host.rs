@@ -1,14 +1,18 @@
 //! Exports of `cupti_profiler_host.h` (CUDA 12.6 on) that the target side needs:
 //! host objects per chip, config images, pass counts, evaluation of counter data.
 //!
-//! The config image is the sim's own list of metric names and pass count
-//! ([`crate::profiling::encode_config`]): one pass per `ConfigAddMetrics` call, as the
-//! real library schedules them (see [`crate::profiling`]). Evaluation reads the values the range profiler or PM
-//! sampler decoded into the image: for a metric the cost model knows but the image
-//! does not hold (not in `Get*CounterDataSize`'s list, or not in the config), the
-//! value is NaN, as no counter was collected for it.
+//! What only NVIDIA's library knows is its answer ([`crate::real_host`]): each sim
+//! host object holds a real one, and the chips supported, the chip a host object may
+//! be made for, the metrics accepted (per profiler type, derived metrics included)
+//! and the passes a config needs are the real library's, errors included. The config
+//! image is the sim's own: the metric names and the real pass count
+//! ([`crate::profiling::encode_config`]), which the range profiler and PM sampler
+//! read. Evaluation reads the values the range profiler or PM sampler decoded into
+//! the image: for a metric the image does not hold (not in `Get*CounterDataSize`'s
+//! list, not in the config, or one the cost model does not know) the value is NaN,
+//! as no counter was collected for it.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::{CStr, CString};
 use std::sync::Mutex;
 
 use cupti_sys::CUptiResult::{self, *};
@@ -16,9 +20,8 @@ use cupti_sys::*;
 
 use crate::counter_data::{self, Image, KIND_RANGE};
 use crate::ffi::guard;
-use crate::profiling::{
-    available, encode_config, known_metrics, pm_sampling_accepts, with_params, CHIPS,
-};
+use crate::profiling::{available, encode_config, metric_names, with_params};
+use crate::real_host;
 
 type R = CUptiResult::Type;
 
@@ -27,9 +30,9 @@ struct Host {
     chip: String,
     /// Created for `CUPTI_PROFILER_TYPE_PM_SAMPLING`.
     pm_sampling: bool,
+    /// NVIDIA's host object behind it ([`real_host`]).
+    real: usize,
     metrics: Vec<String>,
-    /// `ConfigAddMetrics` calls that added metrics: each is its own pass group.
-    calls: usize,
 }
 
 static HOSTS: Mutex<Vec<Host>> = Mutex::new(Vec::new());
@@ -58,11 +61,10 @@ fn run<T: Copy>(p: *mut T, min: usize, f: impl FnOnce(&mut T) -> R) -> R {
     })
 }
 
-/// `cuptiProfilerHostInitialize`: a host object for `pChipName` (one of
-/// [`CHIPS`]) and `profilerType` (range profiler or PM sampling). An unknown chip is
-/// `CUPTI_ERROR_INVALID_CHIP_NAME` ("For invalid or unsupported chip name passed to
-/// cuptiProfilerHostInitialize", 13.0 on; 12.x, which lacks that code,
-/// `CUPTI_ERROR_INVALID_PARAMETER`). The counter availability image and single-pass
+/// `cuptiProfilerHostInitialize`: a host object for `pChipName` and `profilerType`
+/// (range profiler or PM sampling), if NVIDIA's library makes one: a chip the
+/// release does not support is its error (13.x `CUPTI_ERROR_INVALID_CHIP_NAME`,
+/// 12.x `CUPTI_ERROR_INVALID_PARAMETER`). The counter availability image and single-pass
 /// set name are not needed by the sim.
 ///
 /// # Safety
@@ -82,20 +84,18 @@ pub unsafe extern "C" fn cuptiProfilerHostInitialize(
         }
         // SAFETY: non-null C string.
         let chip = unsafe { CStr::from_ptr(p.pChipName) };
-        if !CHIPS.contains(&chip) {
-            return if crate::release::current().at_least(13, 0) {
-                CUPTI_ERROR_INVALID_CHIP_NAME
-            } else {
-                CUPTI_ERROR_INVALID_PARAMETER
-            };
-        }
+        let pm_sampling = p.profilerType == CUPTI_PROFILER_TYPE_PM_SAMPLING;
+        let real = match real_host::initialize(chip, pm_sampling) {
+            Ok(r) => r,
+            Err(e) => return e,
+        };
         let handle = crate::profiling::new_handle();
         HOSTS.lock().unwrap_or_else(|e| e.into_inner()).push(Host {
             handle,
             chip: chip.to_string_lossy().into_owned(),
-            pm_sampling: p.profilerType == CUPTI_PROFILER_TYPE_PM_SAMPLING,
+            pm_sampling,
+            real,
             metrics: Vec::new(),
-            calls: 0,
         });
         p.pHostObject = handle as *mut CUpti_Profiler_Host_Object;
         CUPTI_SUCCESS
@@ -115,7 +115,7 @@ pub unsafe extern "C" fn cuptiProfilerHostDeinitialize(
         let h = p.pHostObject as usize;
         match all.iter().position(|x| x.handle == h && h != 0) {
             Some(i) => {
-                all.remove(i);
+                real_host::deinitialize(all.remove(i).real);
                 CUPTI_SUCCESS
             }
             None => CUPTI_ERROR_INVALID_PARAMETER,
@@ -123,7 +123,7 @@ pub unsafe extern "C" fn cuptiProfilerHostDeinitialize(
     })
 }
 
-/// `cuptiProfilerHostGetSupportedChips`: [`CHIPS`].
+/// `cuptiProfilerHostGetSupportedChips`: NVIDIA's library's list (its own array).
 ///
 /// # Safety
 /// `p` is null or a valid `CUpti_Profiler_Host_GetSupportedChips_Params`.
@@ -131,31 +131,20 @@ pub unsafe extern "C" fn cuptiProfilerHostDeinitialize(
 pub unsafe extern "C" fn cuptiProfilerHostGetSupportedChips(
     p: *mut CUpti_Profiler_Host_GetSupportedChips_Params,
 ) -> R {
-    struct Table([*const c_char; CHIPS.len()]);
-    // SAFETY: the pointers are to 'static C strings, never written.
-    unsafe impl Sync for Table {}
-    static TABLE: Table = Table([
-        CHIPS[0].as_ptr(),
-        CHIPS[1].as_ptr(),
-        CHIPS[2].as_ptr(),
-        CHIPS[3].as_ptr(),
-        CHIPS[4].as_ptr(),
-        CHIPS[5].as_ptr(),
-        CHIPS[6].as_ptr(),
-    ]);
-    run(p, 32, |p| {
-        let t = &TABLE;
-        p.numChips = CHIPS.len();
-        p.ppChipNames = t.0.as_ptr();
-        CUPTI_SUCCESS
+    run(p, 32, |p| match real_host::supported_chips() {
+        Ok((n, names)) => {
+            p.numChips = n;
+            p.ppChipNames = names;
+            CUPTI_SUCCESS
+        }
+        Err(e) => e,
     })
 }
 
-/// `cuptiProfilerHostConfigAddMetrics`: adds metrics (each once) to the host's
-/// config, the call's metrics one pass group of their own. A name the cost model does
-/// not know, or (for a PM sampling host) one the release does not accept for PM
-/// sampling ([`sim_core::pm_metrics`]), is `CUPTI_ERROR_INVALID_PARAMETER`, NVIDIA's
-/// library's answer for both, and adds nothing.
+/// `cuptiProfilerHostConfigAddMetrics`: NVIDIA's library's answer for adding the
+/// metrics in one call to the real host object; accepted, they join the sim's
+/// config (each once). A refused call adds nothing here (what the real host object
+/// keeps of it is the real library's business, as for a real client).
 ///
 /// # Safety
 /// `p` is null or valid; `ppMetricNames` holds `numMetrics` C strings.
@@ -166,17 +155,18 @@ pub unsafe extern "C" fn cuptiProfilerHostConfigAddMetrics(
     run(p, 40, |p| {
         flat(with_host(p.pHostObject as usize, |h| {
             // SAFETY: the client's array.
-            let add = unsafe { known_metrics(p.ppMetricNames, p.numMetrics) }
-                .map_err(|_| CUPTI_ERROR_INVALID_PARAMETER)?;
-            if h.pm_sampling && !add.iter().all(|m| pm_sampling_accepts(m, &h.chip)) {
-                return Err(CUPTI_ERROR_INVALID_PARAMETER);
-            }
+            let add = unsafe { metric_names(p.ppMetricNames, p.numMetrics) }
+                .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
+            let c_names: Vec<CString> = add
+                .iter()
+                .map(|m| CString::new(m.as_str()).expect("read from a C string"))
+                .collect();
+            real_host::add_metrics(h.real, &c_names)?;
             for m in add {
                 if !h.metrics.contains(&m) {
                     h.metrics.push(m);
                 }
             }
-            h.calls += 1;
             Ok(())
         }))
     })
@@ -196,7 +186,7 @@ pub unsafe extern "C" fn cuptiProfilerHostGetConfigImageSize(
             if h.metrics.is_empty() {
                 return Err(CUPTI_ERROR_INVALID_PARAMETER);
             }
-            p.configImageSize = encode_config(&h.metrics, h.calls).len();
+            p.configImageSize = encode_config(&h.metrics, real_host::passes(h.real)?).len();
             Ok(())
         }))
     })
@@ -213,7 +203,7 @@ pub unsafe extern "C" fn cuptiProfilerHostGetConfigImage(
 ) -> R {
     run(p, 40, |p| {
         flat(with_host(p.pHostObject as usize, |h| {
-            let img = encode_config(&h.metrics, h.calls);
+            let img = encode_config(&h.metrics, real_host::passes(h.real)?);
             if h.metrics.is_empty() || p.pConfigImage.is_null() || p.configImageSize < img.len() {
                 return Err(CUPTI_ERROR_INVALID_PARAMETER);
             }
@@ -224,9 +214,8 @@ pub unsafe extern "C" fn cuptiProfilerHostGetConfigImage(
     })
 }
 
-/// `cuptiProfilerHostGetNumOfPasses`: one pass per `ConfigAddMetrics` call that
-/// made the image ([`crate::profiling`]); not a config image:
-/// `CUPTI_ERROR_INVALID_PARAMETER`.
+/// `cuptiProfilerHostGetNumOfPasses`: the passes NVIDIA's library counted for the
+/// config the image was made from; not a config image: `CUPTI_ERROR_INVALID_PARAMETER`.
 ///
 /// # Safety
 /// `p` is null or valid; `pConfigImage` holds `configImageSize` bytes.
@@ -247,7 +236,8 @@ pub unsafe extern "C" fn cuptiProfilerHostGetNumOfPasses(
 }
 
 /// `cuptiProfilerHostEvaluateToGpuValues`: the values of range (or PM sample)
-/// `rangeIndex`. Unknown metric: `CUPTI_ERROR_INVALID_METRIC_NAME`; an image that is
+/// `rangeIndex`. Metrics NVIDIA's library refuses for the host's chip and profiler
+/// type: `CUPTI_ERROR_INVALID_METRIC_NAME`; an image that is
 /// not a decoded sim image, of another chip, or an index past its records:
 /// `CUPTI_ERROR_INVALID_PARAMETER`.
 ///
@@ -260,7 +250,9 @@ pub unsafe extern "C" fn cuptiProfilerHostEvaluateToGpuValues(
     run(p, 72, |p| {
         flat(with_host(p.pHostObject as usize, |h| {
             // SAFETY: the client's array.
-            let metrics = unsafe { known_metrics(p.ppMetricNames, p.numMetrics) }?;
+            let metrics = unsafe { metric_names(p.ppMetricNames, p.numMetrics) }
+                .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
+            real_host::check_metrics(&h.chip, h.pm_sampling, &metrics)?;
             // SAFETY: the client's image.
             let buf = unsafe { counter_data::bytes(p.pCounterDataImage, p.counterDataImageSize) }
                 .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;

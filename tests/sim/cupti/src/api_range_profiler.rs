@@ -21,7 +21,7 @@ use cupti_sys::*;
 
 use crate::counter_data::{self, Image, Shape, KIND_RANGE};
 use crate::ffi::guard;
-use crate::profiling::{available, config_at, known_metrics, with_params};
+use crate::profiling::{available, config_at, metric_names, with_params};
 use crate::range_profiler::{self as rp, Config};
 
 type R = CUptiResult::Type;
@@ -105,7 +105,8 @@ pub unsafe extern "C" fn cuptiRangeProfilerDisable(
 }
 
 /// `cuptiRangeProfilerGetCounterDataSize`: the sim image for `maxNumOfRanges` ranges
-/// of `pMetricNames` (unknown metric: `CUPTI_ERROR_INVALID_METRIC_NAME`;
+/// of `pMetricNames` (metrics NVIDIA's library refuses on the chip:
+/// `CUPTI_ERROR_INVALID_METRIC_NAME`;
 /// `maxNumRangeTreeNodes` below `maxNumOfRanges`, "must be >= maxNumOfRanges":
 /// `CUPTI_ERROR_INVALID_PARAMETER`). The object remembers the shape for
 /// `cuptiRangeProfilerCounterDataImageInitialize`.
@@ -122,7 +123,9 @@ pub unsafe extern "C" fn cuptiRangeProfilerGetCounterDataSize(
             NOT_ENABLED,
             |o| {
                 // SAFETY: the client's array of `numMetrics` names.
-                let metrics = unsafe { known_metrics(p.pMetricNames, p.numMetrics) }?;
+                let metrics = unsafe { metric_names(p.pMetricNames, p.numMetrics) }
+                    .ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
+                crate::real_host::check_metrics(&o.chip, false, &metrics)?;
                 if p.maxNumOfRanges == 0
                     || p.maxNumOfRanges > u32::MAX as usize
                     || (p.maxNumRangeTreeNodes as usize) < p.maxNumOfRanges

@@ -32,9 +32,10 @@
 //! (`cuptiProfilerHost*`: config images, evaluation), the range profiler
 //! (`cuptiRangeProfiler*`, [`range_profiler`]) and PM sampling (`cuptiPmSampling*`,
 //! [`pm_sampling`]), plus `cuptiProfilerInitialize`, `cuptiDeviceGetChipName` and
-//! counter availability. Counter values are the cost model's, carried by the driver's
-//! GPU operations; every metric set is one pass; counter data and config images are
-//! the sim's own layouts ([`counter_data`]).
+//! counter availability. Which metrics a chip accepts and how many passes a config
+//! needs are NVIDIA's real library's answers ([`real_host`]); counter values are the
+//! cost model's, carried by the driver's GPU operations; counter data and config
+//! images are the sim's own layouts ([`counter_data`]).
 
 pub mod activity;
 pub mod buffers;
@@ -49,6 +50,7 @@ pub mod nvtx_meta;
 pub mod pm_sampling;
 pub mod profiling;
 pub mod range_profiler;
+pub mod real_host;
 pub mod registry;
 pub mod release;
 pub mod results;

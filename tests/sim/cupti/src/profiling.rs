@@ -5,21 +5,15 @@
 //! `cupti_range_profiler.h`, PM sampling `cupti_pmsampling.h`) exist from CUDA 12.6;
 //! impersonating an older release they answer `CUPTI_ERROR_NOT_SUPPORTED`.
 //!
-//! **Metrics.** The sim knows exactly the counter names of the cost model the
-//! simulated driver prices kernels with (`$SIMCUDA_COST_MODEL`, else the built-in one):
-//! every key of `[defaults.counters]` and of each rule's `counters`. Any other name is
-//! `CUPTI_ERROR_INVALID_METRIC_NAME` ("The metric name is invalid", cupti_result.h).
-//! A kernel whose rule lacks a counter reads 0 for it.
-//!
-//! **Passes.** As NVIDIA's library does, every `cuptiProfilerHostConfigAddMetrics`
-//! call is its own pass group (the real 12.9 host API schedules three metrics added
-//! in three calls in 3 passes and the same three in one call in 1):
-//! `cuptiProfilerHostGetNumOfPasses` answers the number of calls that added metrics.
-//! One call is one pass here (sim limitation: the sim does not know which raw
-//! counters a metric needs; real pass counts per metric set come from NVIDIA's
-//! libraries in the project's offline tests). A user-replay range profiler pass of a
-//! multi-pass config is not the last (`isAllPassSubmitted` = 0); PM sampling refuses
-//! a multi-pass config.
+//! **Metrics and passes** are NVIDIA's: the host API asks NVIDIA's real library which
+//! metrics a chip accepts for each profiler type and how many passes a config needs
+//! ([`crate::real_host`]); the config image carries its answer. Values come from the
+//! cost model the simulated driver prices kernels with (`$SIMCUDA_COST_MODEL`, else
+//! the built-in one): every key of `[defaults.counters]` and of each rule's
+//! `counters`; a kernel whose rule lacks a counter reads 0 for it, and a metric the
+//! model does not name reads NaN (no counter collected). A user-replay range profiler
+//! pass of a multi-pass config is not the last (`isAllPassSubmitted` = 0); kernel
+//! replay runs every pass inside the launch; PM sampling refuses a multi-pass config.
 //!
 //! **Combining values** (a user range over several kernels, a PM sample window
 //! overlapping parts of kernels), by the metric name's rollup, see [`Combine`]:
@@ -27,10 +21,8 @@
 //! and ratios (`.pct_of_peak_sustained_active`, other `.pct*`, `.ratio`,
 //! `.per_second`, `.per_cycle*`) are averaged weighted by time.
 
-use std::collections::BTreeSet;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
 
 use cupti_sys::CUptiResult::{self, *};
 use sim_abi::GpuOp;
@@ -154,56 +146,19 @@ pub unsafe fn read_names(names: *const *const std::ffi::c_char, n: usize) -> Opt
         .collect()
 }
 
-/// Checks client metric names: `CUPTI_ERROR_INVALID_PARAMETER` for none or a null
-/// entry, `CUPTI_ERROR_INVALID_METRIC_NAME` for one the cost model does not know.
+/// Client metric names: `None` for none or a null entry (the callers answer
+/// `CUPTI_ERROR_INVALID_PARAMETER`). Which names exist is NVIDIA's library's to say
+/// ([`crate::real_host`]); a name it accepts that the cost model does not know reads
+/// NaN: no counter was collected for it.
 ///
 /// # Safety
 /// As [`read_names`].
-pub unsafe fn known_metrics(
-    names: *const *const std::ffi::c_char,
-    n: usize,
-) -> Result<Vec<String>, R> {
+pub unsafe fn metric_names(names: *const *const std::ffi::c_char, n: usize) -> Option<Vec<String>> {
     if n == 0 {
-        return Err(CUPTI_ERROR_INVALID_PARAMETER);
+        return None;
     }
     // SAFETY: forwarded.
-    let v = unsafe { read_names(names, n) }.ok_or(CUPTI_ERROR_INVALID_PARAMETER)?;
-    if v.iter().any(|m| !model_metrics().contains(m)) {
-        return Err(CUPTI_ERROR_INVALID_METRIC_NAME);
-    }
-    Ok(v)
-}
-
-/// The counter names of the cost model the simulated driver uses.
-pub fn model_metrics() -> &'static BTreeSet<String> {
-    static SET: OnceLock<BTreeSet<String>> = OnceLock::new();
-    SET.get_or_init(|| {
-        let text = match std::env::var_os(sim_core::ENV_VAR) {
-            Some(p) if !p.is_empty() => std::fs::read_to_string(&p).unwrap_or_default(),
-            _ => sim_core::DEFAULT_MODEL_TOML.to_owned(),
-        };
-        counter_names(&text)
-    })
-}
-
-/// Every counter key of a cost model's TOML text (empty if it does not parse).
-pub fn counter_names(text: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let Ok(table) = text.parse::<toml::Table>() else {
-        return out;
-    };
-    let mut add = |t: Option<&toml::Value>| {
-        if let Some(c) = t.and_then(|v| v.get("counters")).and_then(|c| c.as_table()) {
-            out.extend(c.keys().cloned());
-        }
-    };
-    add(table.get("defaults"));
-    if let Some(rules) = table.get("kernel").and_then(|k| k.as_array()) {
-        for r in rules {
-            add(Some(r));
-        }
-    }
-    out
+    unsafe { read_names(names, n) }
 }
 
 /// Chips the sim's profiler host accepts (`cuptiProfilerHostGetSupportedChips`).
@@ -317,14 +272,6 @@ pub unsafe fn config_at(ptr: *const u8, size: usize) -> Option<ConfigImage> {
     decode_config(unsafe { std::slice::from_raw_parts(ptr, size) })
 }
 
-/// Whether the impersonated release's host API accepts `metric` for PM sampling on
-/// `chip` ([`sim_core::pm_metrics`]: what the real 12.6-13.1 libraries accept;
-/// later releases as 13.1).
-pub fn pm_sampling_accepts(metric: &str, chip: &str) -> bool {
-    let rel = crate::release::current();
-    sim_core::pm_sampling_accepts(metric, (rel.major, rel.minor), chip)
-}
-
 /// One executed kernel as the profilers see it.
 pub struct Kernel {
     /// The launch call's correlation id.
@@ -434,8 +381,5 @@ mod tests {
             (&["a.sum".to_string(), "b.max".to_string()][..], 2)
         );
         assert!(decode_config(&c[..c.len() - 3]).is_none());
-        let names = counter_names(sim_core::DEFAULT_MODEL_TOML);
-        assert!(names.contains("dram__bytes_read.sum"));
-        assert!(names.contains("gpu__time_duration.sum"));
     }
 }
