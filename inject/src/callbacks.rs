@@ -114,6 +114,9 @@ pub unsafe extern "C" fn on_callback(
 
 fn on_api(cbid: u32, d: &CUpti_CallbackData) {
     let Some(t) = tracer::get() else { return };
+    if counters::waits::on_api(cbid, d) {
+        return;
+    }
     if capture_window::active() {
         // The whole driver domain is on: decide every call, go on with launches
         // made inside the window only.

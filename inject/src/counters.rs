@@ -31,9 +31,10 @@
 //! returns, and which launches are measured depends only on the policy. A kernel
 //! still running after [`DECODE_WAIT`] may be waiting for the application's later
 //! work: the launch returns, the pass is decoded whenever the kernel ends, and its
-//! key (name, grid, block, shape) is not measured again, so the application waits at most
-//! once per such kernel and never forever. The context stays busy until its pass is
-//! decoded: launches on it meanwhile are not measured (never waited for).
+//! key (name, grid, block, shape) is not measured again, and from then on no launch
+//! waits for its decode (one warning): the application waits [`DECODE_WAIT`] once in
+//! its life, never forever. The context stays busy until its pass is decoded:
+//! launches on it meanwhile are not measured (never waited for).
 //!
 //! **CUDA graph launches** (decode in serving engines): CUPTI gives a graph's kernel
 //! nodes a range each only with auto range and kernel replay, so a measured
@@ -91,6 +92,7 @@ pub mod finished;
 pub mod graphs;
 pub mod policy;
 pub mod sampling;
+pub mod waits;
 
 use budget::{Admit, Budget};
 use finished::Finished;
@@ -468,7 +470,10 @@ fn make_plan(c: &'static Cupti, device_id: u32) -> Result<Plan, String> {
     if mode == Mode::KernelReplay {
         policy.push_str(&format!(
             "; kernel replay: every metric on each measured launch, \
-             {replay_passes} pass{} (the kernel runs once per pass)",
+             {replay_passes} pass{} (the kernel runs once per pass), never a \
+             communication kernel (NCCL, custom all-reduce) or a launch in a context \
+             waiting on a stream memory value (replayed inside its launch, it could \
+             wait forever)",
             if replay_passes == 1 { "" } else { "es" }
         ));
     }
@@ -720,6 +725,13 @@ fn on_graph_launch_enter(
     let Some((group, _)) = ctx.plan.graph_group() else {
         return hand_over(c, ctx.device_id);
     };
+    if waits::context_may_wait(d.contextUid) {
+        debug!(
+            "graph launch {}: its context waits on a stream memory value; not kernel-replayed",
+            d.correlationId
+        );
+        return;
+    }
     let Some(ctx) = claim(ctx) else {
         return;
     };
@@ -844,6 +856,10 @@ pub fn on_launch_enter(c: &'static Cupti, cbid: u32, d: &CUpti_CallbackData, sha
     };
     // SAFETY: CUPTI's symbol name is a NUL-terminated string valid during the callback.
     let name = unsafe { CStr::from_ptr(d.symbolName) }.to_string_lossy();
+    if kernel_replay() && !may_replay(&name, d.contextUid, key) {
+        ctx.busy.store(false, Ordering::Release);
+        return;
+    }
     let began = Instant::now();
     let admit = BUDGET.admit(began);
     let (group, finished) = match lock(&POLICY).as_mut() {
@@ -895,6 +911,38 @@ pub fn on_launch_enter(c: &'static Cupti, cbid: u32, d: &CUpti_CallbackData, sha
             fail(e.to_string());
         }
     }
+}
+
+/// Whether stream waits are followed ([`waits`]): with kernel replay of launches or
+/// of CUDA graphs (`GPUPROF_GRAPH_REPLAY=on`).
+pub fn follows_waits() -> bool {
+    ON.load(Ordering::Acquire)
+        && SETTINGS
+            .get()
+            .is_some_and(|s| s.replay == Replay::Kernel || s.graph_replay)
+}
+
+/// Whether each measured launch is kernel-replayed (`GPUPROF_REPLAY=kernel`).
+fn kernel_replay() -> bool {
+    SETTINGS.get().is_some_and(|s| s.replay == Replay::Kernel)
+}
+
+/// Whether kernel `name` (launch `key`) may be kernel-replayed: CUPTI runs it once
+/// per pass inside the launch call, which never returns if the kernel waits for
+/// work outside it. Not a communication kernel ([`graphs::is_communication`]: its
+/// key is not looked at again), nor a launch in a context with a stream waiting on
+/// a memory value ([`waits`]).
+fn may_replay(name: &str, context: u32, key: finished::Key) -> bool {
+    if graphs::is_communication(name.as_bytes()) {
+        FINISHED.with(|f| f.borrow_mut().insert(key));
+        debug!("{name}: a communication kernel; never kernel-replayed");
+        return false;
+    }
+    if waits::context_may_wait(context) {
+        debug!("{name}: its context waits on a stream memory value; not kernel-replayed");
+        return false;
+    }
+    true
 }
 
 fn begin(ctx: &Ctx, group: u32) -> Result<(), String> {
@@ -962,6 +1010,7 @@ pub fn on_launch_exit(d: &CUpti_CallbackData) {
     };
     let stopped_after = stopping.elapsed();
     match queue.try_send(stopped) {
+        Ok(()) if NO_WAIT.load(Ordering::Acquire) => {}
         Ok(()) => {
             let waited = decoded.recv_timeout(DECODE_WAIT);
             debug!(
@@ -995,6 +1044,7 @@ pub fn on_launch_exit(d: &CUpti_CallbackData) {
                     d.correlationId,
                     DECODE_WAIT.as_millis()
                 );
+                stop_waiting();
             }
         }
         Err(e) => {
@@ -1006,6 +1056,27 @@ pub fn on_launch_exit(d: &CUpti_CallbackData) {
                 s.correlation_id
             );
         }
+    }
+}
+
+/// Set once a launch's decode took longer than [`DECODE_WAIT`]: launches no longer
+/// wait for their counters (see [`stop_waiting`]).
+static NO_WAIT: AtomicBool = AtomicBool::new(false);
+
+/// After the first decode that outlived [`DECODE_WAIT`] the program has waited all
+/// it will: a program whose kernels wait for its later work (a new grid each
+/// launch, so a new key each time) would otherwise lose that much per launch.
+/// Measured launches then return at once and are decoded whenever their kernels
+/// end; the context stays busy until then, so which launches get measured depends
+/// on timing. Said once.
+fn stop_waiting() {
+    if !NO_WAIT.swap(true, Ordering::AcqRel) {
+        warn!(
+            "a measured kernel had not finished {} ms after its launch (it may wait for work \
+             the program issues later); from now on launches do not wait for their counters, \
+             and which launches are measured depends on timing",
+            DECODE_WAIT.as_millis()
+        );
     }
 }
 

@@ -116,6 +116,18 @@ fn enable(t: &Tracer) -> Result<(), String> {
             debug!("driver callback {cbid} not enabled: {e}");
         }
     }
+    if crate::counters::follows_waits() {
+        for cbid in crate::counters::waits::cbids() {
+            if let Err(e) = callback::enable_callback(c, s, CUPTI_CB_DOMAIN_DRIVER_API, cbid) {
+                // Then no launch is kernel-replayed: one may wait on a value.
+                crate::counters::fail(format!(
+                    "cannot follow stream waits (driver callback {cbid}: {e}), which kernel \
+                     replay must not replay"
+                ));
+                break;
+            }
+        }
+    }
     if crate::capture_window::active() {
         // Copies and sets are decided at their API call too (`capture_window.rs`).
         callback::enable_domain(c, s, CUPTI_CB_DOMAIN_DRIVER_API).map_err(|e| {

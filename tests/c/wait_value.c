@@ -16,6 +16,13 @@
  *                         kernel ("produce"), so it executes when that kernel ends,
  *                         after the write call has returned, and "consume" must start
  *                         exactly then
+ *   wait_value grids N MS N rounds, each a wait on stream A for value i, "consume"
+ *                         behind it with a grid of 4 + i blocks (a new one each
+ *                         round), the host's write MS ms after the launch, and a
+ *                         synchronisation of A; prints "rounds N" and "done"
+ *   wait_value comm       no wait: a kernel named as NCCL's all-reduce
+ *                         ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL") and
+ *                         "produce" on A, then a synchronisation; prints "done"
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -140,7 +147,8 @@ static void print_trace(void) {
 static const char PTX[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".visible .entry consume(\n.param .u64 p\n)\n{\nret;\n}\n"
-    ".visible .entry produce(\n.param .u64 p\n)\n{\nret;\n}\n";
+    ".visible .entry produce(\n.param .u64 p\n)\n{\nret;\n}\n"
+    ".visible .entry ncclDevKernel_AllReduce_Sum_bf16_RING_LL(\n.param .u64 p\n)\n{\nret;\n}\n";
 
 #define CK(call) do { CUresult r_ = (call); if (r_) { printf("%s = %d\n", #call, r_); return 1; } } while (0)
 
@@ -151,11 +159,16 @@ static unsigned long long now_ns(void) {
 }
 
 int main(int argc, char **argv) {
-    int sync_first = 0, wide = 0, trace = 0;
+    int sync_first = 0, wide = 0, trace = 0, grids = 0, gap_ms = 0, comm = 0;
     for (int i = 1; i < argc; i++) {
         sync_first |= strcmp(argv[i], "sync-first") == 0;
         wide |= strcmp(argv[i], "wide") == 0;
         trace |= strcmp(argv[i], "trace") == 0;
+        comm |= strcmp(argv[i], "comm") == 0;
+        if (strcmp(argv[i], "grids") == 0 && i + 2 < argc) {
+            grids = atoi(argv[++i]);
+            gap_ms = atoi(argv[++i]);
+        }
     }
     LOAD(cuInit); LOAD(cuCtxCreate_v2); LOAD(cuCtxDestroy_v2); LOAD(cuStreamCreate);
     LOAD(cuStreamSynchronize); LOAD(cuStreamQuery); LOAD(cuMemAlloc_v2); LOAD(cuMemcpyHtoD_v2);
@@ -189,6 +202,30 @@ int main(int argc, char **argv) {
     CK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
     CK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
 
+    if (grids > 0) {
+        struct timespec gap = {gap_ms / 1000, (long)(gap_ms % 1000) * 1000 * 1000};
+        for (int i = 1; i <= grids; i++) {
+            CK(cuStreamWaitValue32_v2(a, flag, (uint32_t)i, CU_STREAM_WAIT_VALUE_EQ));
+            CK(cuLaunchKernel(consume, 4 + (unsigned)i, 1, 1, 128, 1, 1, 0, a, NULL, NULL));
+            nanosleep(&gap, NULL);
+            CK(cuStreamWriteValue32_v2(b, flag, (uint32_t)i, 0));
+            CK(cuStreamSynchronize(a));
+        }
+        printf("rounds %d\n", grids);
+        CK(cuCtxDestroy_v2(ctx));
+        printf("done\n");
+        return 0;
+    }
+    if (comm) {
+        CUfunction allreduce;
+        CK(cuModuleGetFunction(&allreduce, mod, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"));
+        CK(cuLaunchKernel(allreduce, 8, 1, 1, 256, 1, 1, 0, a, NULL, NULL));
+        CK(cuLaunchKernel(produce, 2, 1, 1, 64, 1, 1, 0, a, NULL, NULL));
+        CK(cuStreamSynchronize(a));
+        CK(cuCtxDestroy_v2(ctx));
+        printf("done\n");
+        return 0;
+    }
     if (wide) CK(cuStreamWaitValue64_v2(a, flag, wide_value, CU_STREAM_WAIT_VALUE_EQ));
     else CK(cuStreamWaitValue32_v2(a, flag, 1, CU_STREAM_WAIT_VALUE_EQ));
     CK(cuLaunchKernel(consume, 4, 1, 1, 128, 1, 1, 0, a, NULL, NULL));

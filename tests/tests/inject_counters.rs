@@ -310,7 +310,9 @@ fn kernel_replay_gives_every_metric_on_each_measured_launch() {
         format!(
             "the first launch of each kernel (name, grid, block, GEMM shape); one pass group; \
              kernel replay: every metric on each measured launch, 5 passes \
-             (the kernel runs once per pass){GRAPH_POLICY}"
+             (the kernel runs once per pass), never a communication kernel (NCCL, custom \
+             all-reduce) or a launch in a context waiting on a stream memory value \
+             (replayed inside its launch, it could wait forever){GRAPH_POLICY}"
         )
     );
     let groups = plan_groups(ps[0], &names);
