@@ -125,6 +125,11 @@ EXTRAS = {
     "cupti_host": ("nvidia-cuda-cupti", "13.1.115",
                    "2c76d91807cf76fc0e4b08ad71c4dff0e8e9f678fc8dbbbc43ec55125a70b553",
                    "nvidia/cu13/lib/libcupti.so.13"),
+    # CUPTI of CUDA 12.6 GA (API 24, as 12.6 Update 2): it has PM sampling and the host
+    # API but no range profiler (cuptiRangeProfiler*); the tests check gpuprof says so.
+    "cupti_12_6_ga": ("nvidia-cuda-cupti-cu12", "12.6.37",
+                      "29430c14b7f3ace887043a246d94871eb8caaab13a17a513410d0169de2c7252",
+                      "nvidia/cuda_cupti"),
     # CUPTI of CUDA 12.9 GA (API 27; 12.9 Update 1 is API 28): the tests check it
     # answers 27 and ships the same headers as the 12.9 release above.
     "cupti_12_9_ga": ("nvidia-cuda-cupti-cu12", "12.9.19",

@@ -34,6 +34,10 @@ pub enum PlanError {
     Call(CallError),
     /// CUPTI accepted none of the default PM sampling metrics.
     NothingAccepted { refused: Vec<String> },
+    /// This CUPTI lacks the profiler the mode needs: the range profiler
+    /// (`cuptiRangeProfiler*`, absent from CUPTI 12.6 GA, API 24, which has PM
+    /// sampling) or PM sampling (`cuptiPmSampling*`).
+    Missing { sampling: bool },
     /// A group needs more than one pass where one is required.
     Passes {
         group: usize,
@@ -61,6 +65,15 @@ impl PlanError {
                 if *sampling { " for PM sampling" } else { "" }
             ),
             PlanError::Call(e) => format!("{e} (chip {on})"),
+            PlanError::Missing { sampling: false } => {
+                "this CUPTI has no range profiler (cuptiRangeProfiler*, from CUPTI 12.6 \
+                 Update 1 on; 12.6 GA lacks it), which per-kernel counters need: use a newer \
+                 CUPTI, or GPUPROF_COUNTERS=sampling (PM sampling, which this CUPTI has)"
+                    .to_string()
+            }
+            PlanError::Missing { sampling: true } => {
+                "this CUPTI has no PM sampling (cuptiPmSampling*, from CUPTI 12.6 on)".to_string()
+            }
             PlanError::NothingAccepted { refused } => format!(
                 "this CUPTI accepts none of the PM sampling metrics on {on} ({})",
                 refused.join(", ")
@@ -195,6 +208,7 @@ pub fn plan(
     mode: Mode,
     metrics: Option<&[String]>,
 ) -> Result<Plan, PlanError> {
+    check_profiler(fns, mode)?;
     if mode == Mode::Sampling && metrics.is_none() {
         return plan_default_sampling(fns, chip);
     }
@@ -210,6 +224,33 @@ pub fn plan(
         groups,
         refused: Vec::new(),
     })
+}
+
+/// The profiler `mode` runs on is in this CUPTI: every target-side call it makes
+/// resolved from the library's symbols.
+fn check_profiler(fns: &CuptiFns, mode: Mode) -> Result<(), PlanError> {
+    let present = match mode {
+        Mode::UserReplay | Mode::KernelReplay => {
+            fns.cuptiRangeProfilerEnable.is_some()
+                && fns.cuptiRangeProfilerSetConfig.is_some()
+                && fns.cuptiRangeProfilerStart.is_some()
+                && fns.cuptiRangeProfilerStop.is_some()
+                && fns.cuptiRangeProfilerDecodeData.is_some()
+        }
+        Mode::Sampling => {
+            fns.cuptiPmSamplingEnable.is_some()
+                && fns.cuptiPmSamplingSetConfig.is_some()
+                && fns.cuptiPmSamplingStart.is_some()
+                && fns.cuptiPmSamplingDecodeData.is_some()
+        }
+    };
+    if present {
+        Ok(())
+    } else {
+        Err(PlanError::Missing {
+            sampling: mode == Mode::Sampling,
+        })
+    }
 }
 
 fn check_passes(
