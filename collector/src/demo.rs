@@ -20,13 +20,18 @@ use crate::{record, roofline_cmd, session_dirs, trace_cmd};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Run on the simulated H100 even when a GPU is usable.
+    /// Run on the simulated GPU (an H100 unless --chip says otherwise) even when a GPU
+    /// is usable.
     #[arg(long, conflicts_with = "gpu")]
     sim: bool,
     /// Run on this machine's GPU; fail when `gpuprof doctor` finds no usable driver
     /// and CUPTI.
     #[arg(long)]
     gpu: bool,
+    /// The simulated GPU (implies --sim): its SMs, clocks, memory, datasheet peaks
+    /// and the chip's own default counters.
+    #[arg(long, value_enum, ignore_case = true, conflicts_with = "gpu")]
+    chip: Option<SimChip>,
     /// Output directory (created; an existing one must be empty): the session
     /// (parts/), roofline.svg / .csv / .json, trace.perfetto-trace. Default: $GPUPROF_OUT, else
     /// ./gpuprof-<YYYYmmdd-HHMMSS>-<pid>.
@@ -40,6 +45,40 @@ pub struct Args {
 
 /// The libraries of the simulated stack, as built beside `gpuprof`, and the names a
 /// program looks them up by.
+/// A GPU the simulated stack can be (`SIMCUDA_CHIP`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "UPPER")]
+pub enum SimChip {
+    /// NVIDIA A100 SXM4 80GB.
+    Ga100,
+    /// NVIDIA L40S.
+    Ad102,
+    /// NVIDIA H100 SXM5 80GB (the default).
+    Gh100,
+    /// NVIDIA B200.
+    Gb100,
+}
+
+impl SimChip {
+    fn name(self) -> &'static str {
+        match self {
+            SimChip::Ga100 => "GA100",
+            SimChip::Ad102 => "AD102",
+            SimChip::Gh100 => "GH100",
+            SimChip::Gb100 => "GB100",
+        }
+    }
+
+    fn gpu(self) -> &'static str {
+        match self {
+            SimChip::Ga100 => "A100",
+            SimChip::Ad102 => "L40S",
+            SimChip::Gh100 => "H100",
+            SimChip::Gb100 => "B200",
+        }
+    }
+}
+
 const SIM_LIBRARIES: &[(&str, &[&str])] = &[
     ("libcuda.so", &["libcuda.so.1", "libcuda.so"]),
     ("libcupti.so", &["libcupti.so.13"]),
@@ -214,7 +253,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             workload.display()
         );
     }
-    let on_gpu = if args.sim {
+    let on_gpu = if args.sim || args.chip.is_some() {
         false
     } else {
         let usable = gpu_usable();
@@ -230,11 +269,19 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         None
     } else {
         let sim = sim_stack(&dir)?;
+        let chip = args.chip.unwrap_or(SimChip::Gh100);
         eprintln!(
-            "gpuprof: demo: {}the workload runs on the simulated H100 (tests/sim: driver, \
+            "gpuprof: demo: {}the workload runs on the simulated {} (tests/sim: driver, \
              CUPTI, cuBLAS, cuBLASLt), through the real injection path",
-            if args.sim { "" } else { "no usable GPU here: " }
+            if args.sim || args.chip.is_some() {
+                ""
+            } else {
+                "no usable GPU here: "
+            },
+            chip.gpu()
         );
+        // Both the program's simulated driver and the collector's simulated NVML.
+        std::env::set_var("SIMCUDA_CHIP", chip.name());
         // The collector reads the simulated NVML, which learns what the simulated
         // driver ran from files in the stack's directory (`SIMCUDA_TELEMETRY_DIR`, read
         // by both libraries: set here before any thread starts).

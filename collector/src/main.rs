@@ -86,9 +86,10 @@ enum Command {
     /// ranges "prefill" and "decode"), prints the report, and writes the roofline
     /// (SVG, CSV, JSON) and the Perfetto trace into the output directory. Runs on this
     /// machine's GPU when `gpuprof doctor` finds a usable driver and CUPTI; otherwise
-    /// (or with --sim) on the simulated H100 of the repository's test stack, built
-    /// beside this binary, through the real injection path (its NVTX library comes
-    /// from $GPUPROF_NVTX_LIB or the repository's target/nvidia/extras.json).
+    /// (or with --sim) on the simulated H100 (A100, L40S or B200 with --chip) of the
+    /// repository's test stack, built beside this binary, through the real injection
+    /// path (its NVTX library comes from $GPUPROF_NVTX_LIB or the repository's
+    /// target/nvidia/extras.json).
     ///
     /// Example: gpuprof demo -o demo1 -- --layers 4 --decode-steps 16
     Demo(demo::Args),

@@ -51,6 +51,37 @@ pub const H100_PEAKS: Ceilings = Ceilings {
     dram: 3.35e12,
 };
 
+/// peak_table.rs's A100 SXM4 80GB, L40S and B200 entries, converted the same way.
+pub const A100_PEAKS: Ceilings = Ceilings {
+    bf16: 312e12,
+    fp16: 312e12,
+    tf32: 156e12,
+    fp32: 19.5e12,
+    dram: 2.039e12,
+};
+pub const L40S_PEAKS: Ceilings = Ceilings {
+    bf16: 362.05e12,
+    fp16: 362.05e12,
+    tf32: 181.025e12,
+    fp32: 91.6e12,
+    dram: 0.864e12,
+};
+pub const B200_PEAKS: Ceilings = Ceilings {
+    bf16: 2250e12,
+    fp16: 2250e12,
+    tf32: 1125e12,
+    fp32: 80e12,
+    dram: 8e12,
+};
+
+/// The simulated GPUs (`SIMCUDA_CHIP`) and their ceilings.
+pub const CHIP_PEAKS: [(&str, Ceilings); 4] = [
+    ("GA100", A100_PEAKS),
+    ("AD102", L40S_PEAKS),
+    ("GH100", H100_PEAKS),
+    ("GB100", B200_PEAKS),
+];
+
 /// A precision and pipe, ordered as the report orders them (precision widest first,
 /// then tensor before CUDA cores).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -276,11 +307,12 @@ impl Priced {
     }
 }
 
-/// The metrics of the plan under `GPUPROF_REPLAY=kernel`: the GH100 default groups.
-pub fn plan_metrics() -> Vec<&'static str> {
+/// The metrics of the plan under `GPUPROF_REPLAY=kernel` on `chip`: its default
+/// groups.
+pub fn plan_metrics(chip: &str) -> Vec<&'static str> {
     let mut all: Vec<&str> = Vec::new();
-    for m in cupti::metrics::default_groups("GH100")
-        .expect("GH100 has a default set")
+    for m in cupti::metrics::default_groups(chip)
+        .expect("the chip has a default set")
         .iter()
         .flat_map(|g| g.iter())
     {
@@ -296,6 +328,17 @@ pub fn plan_metrics() -> Vec<&'static str> {
 /// order), `measured` whether it carries counters. Checks each recorded duration is the
 /// model's.
 pub fn price(
+    records: &[(u32, Record)],
+    shape_of: impl Fn(usize, &Kernel) -> Option<Shape>,
+    measured: impl Fn(&Kernel) -> bool,
+) -> Vec<Priced> {
+    price_on("GH100", records, shape_of, measured)
+}
+
+/// [`price`] for a session on the simulated `chip` (`SIMCUDA_CHIP`): the cost model
+/// with that chip's constants, its default metric set.
+pub fn price_on(
+    chip: &str,
     records: &[(u32, Record)],
     shape_of: impl Fn(usize, &Kernel) -> Option<Shape>,
     measured: impl Fn(&Kernel) -> bool,
@@ -320,8 +363,8 @@ pub fn price(
     for (pos, &i) in by_start.iter().enumerate() {
         order[i] = pos;
     }
-    let model = CostModel::builtin();
-    let metrics = plan_metrics();
+    let model = CostModel::builtin().with_chip(chip);
+    let metrics = plan_metrics(chip);
     kernels
         .iter()
         .enumerate()
@@ -566,7 +609,7 @@ pub fn expected_rows(launches: &[Priced], c: &Ceilings) -> Vec<ExpectedRow> {
                 ));
             }
             if counted && !complete {
-                let mut flop_metrics: Vec<&str> = plan_metrics()
+                let mut flop_metrics: Vec<&str> = plan_metrics("GH100")
                     .into_iter()
                     .filter(|m| flop_weight(m).is_some())
                     .collect();

@@ -434,6 +434,65 @@ fn cudarc_kernel_rows_shapes_families_and_run_are_exact() {
     assert_eq!(r["roofline"]["missing"], json!([]));
 }
 
+/// The same workload on the simulated A100, L40S and B200 (`SIMCUDA_CHIP`), every
+/// counter on (kernel replay: 5 or 6 passes per measured launch there, NVIDIA's
+/// counts): the run, each family and the prefill and decode ranges have the cost
+/// model's time, FLOPs, DRAM bytes, MFU and MBU for that chip against its datasheet
+/// peaks.
+#[test]
+fn cudarc_rollups_are_exact_on_every_chip() {
+    for (chip, c) in CHIP_PEAKS {
+        if chip == "GH100" {
+            continue; // The tests above.
+        }
+        let scratch = Scratch::new(&format!("roofline-chip-{chip}"));
+        let mut env = ALL_COUNTERS.to_vec();
+        env.push(("SIMCUDA_CHIP", chip));
+        let out = record(&scratch, &artifact("cudarc-llm"), CUDARC_STDOUT, &env);
+        let records = session_records(&out);
+        // NVIDIA's pass count for the chip's whole default set in one config.
+        let passes = [("GA100", 5), ("AD102", 6), ("GB100", 6)]
+            .iter()
+            .find(|(c, _)| *c == chip)
+            .map(|(_, n)| *n)
+            .expect("a chip with a default set");
+        let policy = records
+            .iter()
+            .find_map(|(_, r)| match r {
+                Record::CounterPlan(p) => Some(p.policy.clone()),
+                _ => None,
+            })
+            .expect("a counter plan");
+        assert!(
+            policy.contains(&format!(
+                "every metric on each measured launch, {passes} passes"
+            )),
+            "{chip}: {policy}"
+        );
+        let gemms = cudarc_gemms();
+        let launches = price_on(
+            chip,
+            &records,
+            |i, _| gemms[i].map(|(m, n, k, b)| bf16(m, n, k, b)),
+            |_| true,
+        );
+        let r = report(&out, &[], &[]);
+        let ls = rollup_launches(&launches, &c);
+        assert_rollup(
+            &r["roofline"]["run"],
+            &expected_rollup(ls.iter(), &c),
+            true,
+            chip,
+        );
+        let (prefill, decode) = ranges_of(&launches);
+        for (name, span) in [("prefill", prefill), ("decode", decode)] {
+            let want = expected_rollup(ls[span].iter(), &c);
+            assert_rollup(range(&r, name), &want, true, &format!("{chip} {name}"));
+        }
+        assert_eq!(r["roofline"]["missing"], json!([]), "{chip}");
+    }
+}
+
 /// Prefill and decode: launches, GPU time, model FLOPs, DRAM bytes and MBU are the
 /// sums over exactly the kernels in each range.
 #[test]

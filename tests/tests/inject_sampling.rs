@@ -26,11 +26,16 @@ fn samples(records: &[Record]) -> Vec<&CounterSample> {
 
 /// The cost model's total of each of `metrics` over the kernels in the ring.
 fn model_totals(records: &[Record], metrics: &[&str]) -> Vec<f64> {
+    model_totals_on("GH100", records, metrics)
+}
+
+/// [`model_totals`] on the simulated `chip`.
+fn model_totals_on(chip: &str, records: &[Record], metrics: &[&str]) -> Vec<f64> {
     let names = strings(records);
     let ks = kernels_in_order(records);
     let gemms = cudarc_gemms();
     assert_eq!(ks.len(), gemms.len());
-    let model = CostModel::builtin();
+    let model = CostModel::builtin().with_chip(chip);
     let mut totals = vec![0.0; metrics.len()];
     for (k, gemm) in ks.iter().zip(gemms) {
         let launch = SimLaunch {
@@ -193,6 +198,46 @@ fn the_default_sampling_set_starts_and_sums_exactly() {
             let i = want.iter().position(|w| w == m).expect("sampled");
             let sampled: f64 = ss.iter().map(|s| s.metrics[i].value).sum();
             assert_eq!(sampled, total, "{release}: {m}");
+        }
+    }
+}
+
+/// The default PM sampling set on the simulated A100, L40S and B200: it starts (the
+/// SYSCLK trigger on GA100, where the GPU-time trigger is not supported), and the
+/// sampled DRAM bytes add up to the cost model's totals for that chip.
+#[test]
+fn the_default_sampling_set_sums_exactly_on_every_chip() {
+    for (chip, trigger) in [
+        ("GA100", "SYSCLK cycles trigger"),
+        ("AD102", "GPU time trigger"),
+        ("GB100", "GPU time trigger"),
+    ] {
+        let (out, records) = run_sampling(
+            &format!("chip-{chip}"),
+            "13.4",
+            &[
+                ("GPUPROF_COUNTERS", "sampling"),
+                ("SIMCUDA_CHIP", chip),
+                ("GPUPROF_EXIT_TIMEOUT_MS", "20000"),
+            ],
+        );
+        assert_eq!(out.stderr, "", "{chip}");
+        assert!(statuses(&records).is_empty(), "{:?}", statuses(&records));
+        let names = strings(&records);
+        let ps = plans(&records);
+        assert_eq!(ps.len(), 1, "{chip}: {ps:?}");
+        assert_eq!(ps[0].chip, chip);
+        assert!(ps[0].policy.contains(trigger), "{chip}: {}", ps[0].policy);
+        let got: Vec<&str> = ps[0].groups[0]
+            .iter()
+            .map(|id| names[id].as_str())
+            .collect();
+        assert_eq!(got[..2], [READ, WRITE], "{chip}");
+        let ss = samples(&records);
+        let want = model_totals_on(chip, &records, &[READ, WRITE]);
+        for (i, total) in want.iter().enumerate() {
+            let sampled: f64 = ss.iter().map(|s| s.metrics[i].value).sum();
+            assert_eq!(sampled, *total, "{chip}: {}", [READ, WRITE][i]);
         }
     }
 }

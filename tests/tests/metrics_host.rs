@@ -240,42 +240,54 @@ fn open_names_the_missing_library() {
     );
 }
 
-/// Every counter name the simulated cost model produces resolves on GH100, the chip it
-/// impersonates, and each fits in one pass.
+/// Every counter name the simulated cost model produces resolves on one of the chips
+/// it prices (GA100, AD102, GH100, GB100); the model covers each chip's whole default
+/// set (so the default plan works on every simulated chip); the names GH100 knows are
+/// one pass each and need as many passes together as its set has groups.
 #[test]
-fn sim_cost_model_counters_resolve_on_gh100() {
+fn sim_cost_model_counters_resolve_on_its_chips() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("sim/core/models/default.toml");
     sim_core::CostModel::load(&path).unwrap_or_else(|e| panic!("{e}"));
     let text = std::fs::read_to_string(&path).unwrap();
     let names = counter_names(&text);
     assert!(names.len() >= 9, "{names:?}");
     let h = host();
-    let unresolved: Vec<String> = names
+    let chips = ["GA100", "AD102", "GH100", "GB100"];
+    let known_on = |chip: &str| -> Vec<&str> {
+        names
+            .iter()
+            .map(String::as_str)
+            .filter(|n| h.raw_dependencies(chip, n).is_ok())
+            .collect()
+    };
+    let unresolved: Vec<&String> = names
         .iter()
-        .filter(|n| h.raw_dependencies("GH100", n).is_err())
-        .cloned()
+        .filter(|n| chips.iter().all(|c| h.raw_dependencies(c, n).is_err()))
         .collect();
-    assert!(unresolved.is_empty(), "unknown on GH100: {unresolved:?}");
-    for n in &names {
+    assert!(
+        unresolved.is_empty(),
+        "unknown on every chip: {unresolved:?}"
+    );
+    for chip in chips {
+        let missing: Vec<&&str> = default_groups(chip)
+            .expect("a default set")
+            .iter()
+            .flat_map(|g| g.iter())
+            .filter(|m| !names.contains(**m))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "default {chip} metrics the model lacks: {missing:?}"
+        );
+    }
+    let gh100 = known_on("GH100");
+    for n in &gh100 {
         assert_eq!(passes("GH100", &[n]), 1, "{n}");
     }
-    // The model covers gpuprof's whole default GH100 set (so the default counter plan
-    // works on the simulated H100), and needs as many passes as that set has groups.
-    let default: Vec<&str> = default_groups("GH100")
-        .expect("GH100 has a default set")
-        .iter()
-        .flat_map(|g| g.iter().copied())
-        .collect();
-    let missing: Vec<&&str> = default.iter().filter(|m| !names.contains(**m)).collect();
-    assert!(
-        missing.is_empty(),
-        "default GH100 metrics the model lacks: {missing:?}"
-    );
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     assert_eq!(
-        passes("GH100", &names),
+        passes("GH100", &gh100),
         default_groups("GH100").unwrap().len(),
-        "{names:?}"
+        "{gh100:?}"
     );
 }
 

@@ -67,7 +67,7 @@ pub const DEFAULT_MODEL_ORIGIN: &str = "<built-in models/default.toml>";
 /// `shared_mem` the dynamic shared memory bytes; `m`, `n`, `k`, `batch`, `elem_bytes` describe
 /// the GEMM a simulated cuBLAS call launched the kernel for (all 0 otherwise); `duration_ns` is
 /// the kernel's rounded duration.
-pub const VARIABLES: [&str; 16] = [
+pub const VARIABLES: [&str; 27] = [
     "grid_x",
     "grid_y",
     "grid_z",
@@ -83,8 +83,42 @@ pub const VARIABLES: [&str; 16] = [
     "k",
     "batch",
     "elem_bytes",
+    // The chip's constants ([`CHIP_VARIABLES`], from the model's `[chips.<CHIP>]`).
+    "sm_count",
+    "clock_ghz",
+    "warps_per_sm",
+    "dram_rate",
+    "dram_per_pct",
+    "tensor_per_pct",
+    "mma_rate",
+    "wgmma_rate",
+    "flash_rate",
+    "ffma_rate",
+    "sgemm_rate",
     "duration_ns",
 ];
+
+/// The chip constants among [`VARIABLES`], each set by every `[chips.<CHIP>]` table
+/// of a model: SMs, SM clock (GHz), resident warps per SM, sustained DRAM bytes per
+/// ns, DRAM bytes per ns per percent of peak, dense BF16 tensor FLOPs per ns per
+/// percent of peak, and sustained FLOPs per ns of mma.sync GEMMs (`ampere_*`),
+/// warpgroup GEMMs (`sm90_*`), flash attention, FP32 FMA GEMVs and SGEMMs.
+pub const CHIP_VARIABLES: [&str; 11] = [
+    "sm_count",
+    "clock_ghz",
+    "warps_per_sm",
+    "dram_rate",
+    "dram_per_pct",
+    "tensor_per_pct",
+    "mma_rate",
+    "wgmma_rate",
+    "flash_rate",
+    "ffma_rate",
+    "sgemm_rate",
+];
+
+/// Where [`CHIP_VARIABLES`] start in [`VARIABLES`].
+const CHIP_INDEX: usize = 15;
 
 /// The variables a `duration_ns` expression may use: all of [`VARIABLES`] but `duration_ns`.
 pub const DURATION_VARIABLES: &[&str] = VARIABLES.split_last().unwrap().1;
@@ -142,6 +176,17 @@ impl Launch {
             g.batch as f64,
             f64::from(g.elem_bytes),
             0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
         ]
     }
 }
@@ -162,6 +207,10 @@ pub struct KernelCost {
 pub struct CostModel {
     origin: String,
     rules: Vec<Rule>,
+    /// Each chip's constants ([`CHIP_VARIABLES`]), by chip name.
+    chips: BTreeMap<String, [f64; CHIP_VARIABLES.len()]>,
+    /// The constants prices use: the simulated device's chip's, else GH100's, else 0.
+    chip: [f64; CHIP_VARIABLES.len()],
 }
 
 #[derive(Debug, Clone)]
@@ -218,6 +267,13 @@ pub enum ModelError {
     /// A rule has no `duration_ns` and there is no default.
     #[error("{origin}: {location}: no duration_ns, and [defaults] gives none")]
     MissingDuration { origin: String, location: String },
+    /// A `[chips.<CHIP>]` table lacks a constant, has another, or one is not finite.
+    #[error("{origin}: [chips.{chip}]: {problem}")]
+    Chip {
+        origin: String,
+        chip: String,
+        problem: String,
+    },
     /// The model has no `[[kernel]]` rules.
     #[error("{origin}: no [[kernel]] rules")]
     NoRules { origin: String },
@@ -286,6 +342,8 @@ impl<'de> Deserialize<'de> for ExprText {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileModel {
+    #[serde(default)]
+    chips: BTreeMap<String, BTreeMap<String, f64>>,
     #[serde(default)]
     defaults: FileDefaults,
     #[serde(default)]
@@ -402,10 +460,37 @@ impl CostModel {
                 counters: counters.into_iter().collect(),
             });
         }
-        Ok(CostModel {
+        let chips = chip_constants(&file.chips, origin)?;
+        let device = &machine::get().device;
+        let mut model = CostModel {
             origin: origin.to_owned(),
             rules,
-        })
+            chips,
+            chip: [0.0; CHIP_VARIABLES.len()],
+        };
+        model.chip = model.constants_for(machine::chip_for_cc(device.cc_major, device.cc_minor));
+        Ok(model)
+    }
+
+    /// The constants of `chip`, else GH100's (a chip the model has none for is priced
+    /// as the built-in H100), else zeros (a model without `[chips]`).
+    fn constants_for(&self, chip: Option<&str>) -> [f64; CHIP_VARIABLES.len()] {
+        chip.and_then(|c| self.chips.get(c))
+            .or_else(|| self.chips.get("GH100"))
+            .copied()
+            .unwrap_or([0.0; CHIP_VARIABLES.len()])
+    }
+
+    /// The model pricing kernels on `chip` ("GA100", ...) rather than the simulated
+    /// device's chip (what a test computes for a device of another process).
+    pub fn with_chip(mut self, chip: &str) -> Self {
+        self.chip = self.constants_for(Some(chip));
+        self
+    }
+
+    /// The chips the model has constants for.
+    pub fn chips(&self) -> impl Iterator<Item = &str> {
+        self.chips.keys().map(String::as_str)
     }
 
     /// Reads and parses a model file; errors name the path.
@@ -488,6 +573,7 @@ impl CostModel {
         };
 
         let mut values = launch.variables();
+        values[CHIP_INDEX..CHIP_INDEX + CHIP_VARIABLES.len()].copy_from_slice(&self.chip);
         let raw = rule
             .duration
             .eval(&values)
@@ -520,6 +606,39 @@ impl CostModel {
             rule: index,
         })
     }
+}
+
+/// Each `[chips.<CHIP>]` table as its [`CHIP_VARIABLES`] values, every one present,
+/// finite, and no other.
+fn chip_constants(
+    tables: &BTreeMap<String, BTreeMap<String, f64>>,
+    origin: &str,
+) -> Result<BTreeMap<String, [f64; CHIP_VARIABLES.len()]>, ModelError> {
+    let mut out = BTreeMap::new();
+    for (chip, table) in tables {
+        let bad = |problem: String| ModelError::Chip {
+            origin: origin.to_owned(),
+            chip: chip.clone(),
+            problem,
+        };
+        if let Some(other) = table.keys().find(|k| !CHIP_VARIABLES.contains(&k.as_str())) {
+            return Err(bad(format!(
+                "{other} is not a chip constant ({})",
+                CHIP_VARIABLES.join(", ")
+            )));
+        }
+        let mut values = [0.0; CHIP_VARIABLES.len()];
+        for (v, name) in values.iter_mut().zip(CHIP_VARIABLES) {
+            *v = *table
+                .get(name)
+                .ok_or_else(|| bad(format!("{name} is missing")))?;
+            if !v.is_finite() {
+                return Err(bad(format!("{name} = {v} is not finite")));
+            }
+        }
+        out.insert(chip.clone(), values);
+    }
+    Ok(out)
 }
 
 /// Whether `name` matches the glob `pattern` as a whole: `*` matches any run of characters

@@ -1,6 +1,8 @@
 //! The simulated machine: how many devices, what they are, and the driver version,
 //! as the simulated driver (sim/cuda) and the simulated NVML (sim/nvml) both report it.
-//! An H100 SXM by default; `SIMCUDA_*` environment variables override single values.
+//! An H100 SXM by default; `SIMCUDA_CHIP` (GA100, AD102, GH100, GB100) makes it one
+//! of the other GPUs of [`CHIPS`], and other `SIMCUDA_*` environment variables
+//! override single values.
 //! An unusable value is named once on stderr and the default is used instead.
 
 use std::sync::OnceLock;
@@ -72,10 +74,107 @@ pub fn pci_bus_id(ordinal: u32) -> String {
     format!("{:08X}:{:02X}:{:02X}.0", 0, pci_bus(ordinal), 0)
 }
 
-const H100_NAME: &str = "NVIDIA H100 80GB HBM3";
+/// A GPU the simulated machine can be (`SIMCUDA_CHIP`): what its driver reports.
+#[derive(Debug, Clone, Copy)]
+pub struct ChipPreset {
+    /// NVIDIA's chip name, as CUPTI's `cuptiDeviceGetChipName` gives it.
+    pub chip: &'static str,
+    pub name: &'static str,
+    pub cc: (i32, i32),
+    pub sm_count: i32,
+    pub clock_khz: i32,
+    pub mem_clock_khz: i32,
+    pub bus_width_bits: i32,
+    pub total_mem_bytes: usize,
+    pub l2_bytes: i32,
+}
+
+/// The GPUs of the serving fleets gpuprof is for, with their datasheet SM counts,
+/// boost clocks and memory systems (2 x memory clock x bus width = DRAM bandwidth:
+/// 2.04, 0.864, 3.35 and 8.0 TB/s).
+pub const CHIPS: [ChipPreset; 4] = [
+    ChipPreset {
+        chip: "GA100",
+        name: "NVIDIA A100-SXM4-80GB",
+        cc: (8, 0),
+        sm_count: 108,
+        clock_khz: 1_410_000,
+        mem_clock_khz: 1_593_000,
+        bus_width_bits: 5120,
+        total_mem_bytes: 80 << 30,
+        l2_bytes: 40 << 20,
+    },
+    ChipPreset {
+        chip: "AD102",
+        name: "NVIDIA L40S",
+        cc: (8, 9),
+        sm_count: 142,
+        clock_khz: 2_520_000,
+        mem_clock_khz: 9_001_000,
+        bus_width_bits: 384,
+        total_mem_bytes: 48 << 30,
+        l2_bytes: 96 << 20,
+    },
+    ChipPreset {
+        chip: "GH100",
+        name: "NVIDIA H100 80GB HBM3",
+        cc: (9, 0),
+        sm_count: 132,
+        clock_khz: 1_980_000,
+        mem_clock_khz: 2_619_000,
+        bus_width_bits: 5120,
+        total_mem_bytes: 80 << 30,
+        l2_bytes: 50 << 20,
+    },
+    ChipPreset {
+        chip: "GB100",
+        name: "NVIDIA B200",
+        cc: (10, 0),
+        sm_count: 148,
+        clock_khz: 1_965_000,
+        mem_clock_khz: 3_906_000,
+        bus_width_bits: 8192,
+        total_mem_bytes: 180 << 30,
+        l2_bytes: 126 << 20,
+    },
+];
+
+/// The default machine's GPU: an H100 SXM.
+const DEFAULT_CHIP: ChipPreset = CHIPS[2];
+
+/// The chip of compute capability `major.minor` (as `cuptiDeviceGetChipName` names
+/// it), for the capabilities the sim knows.
+pub fn chip_for_cc(major: i32, minor: i32) -> Option<&'static str> {
+    Some(match (major, minor) {
+        (7, 0) => "GV100",
+        (7, 5) => "TU102",
+        (8, 0) => "GA100",
+        (8, 6) => "GA102",
+        (8, 9) => "AD102",
+        (9, 0) => "GH100",
+        (10, 0) => "GB100",
+        _ => return None,
+    })
+}
+
+fn parse_chip(s: &str) -> Option<ChipPreset> {
+    CHIPS
+        .iter()
+        .find(|c| c.chip.eq_ignore_ascii_case(s.trim()))
+        .copied()
+}
 
 fn from_env(var: &dyn Fn(&str) -> Option<String>) -> Config {
-    let (cc_major, cc_minor) = setting(var, "SIMCUDA_CC", (9, 0), "9.0", parse_cc);
+    let p = setting(
+        var,
+        "SIMCUDA_CHIP",
+        DEFAULT_CHIP,
+        DEFAULT_CHIP.chip,
+        parse_chip,
+    );
+    let cc = format!("{}.{}", p.cc.0, p.cc.1);
+    let (cc_major, cc_minor) = setting(var, "SIMCUDA_CC", p.cc, &cc, parse_cc);
+    let num = |key: &str, default: i32| setting(var, key, default, &default.to_string(), positive);
     Config {
         driver_version: setting(var, "SIMCUDA_DRIVER_VERSION", 13000, "13000", positive),
         device_count: setting(var, "SIMCUDA_DEVICE_COUNT", 1, "1", non_negative),
@@ -83,18 +182,18 @@ fn from_env(var: &dyn Fn(&str) -> Option<String>) -> Config {
             name: setting(
                 var,
                 "SIMCUDA_DEVICE_NAME",
-                H100_NAME.to_string(),
-                H100_NAME,
+                p.name.to_string(),
+                p.name,
                 parse_name,
             ),
             cc_major,
             cc_minor,
-            sm_count: setting(var, "SIMCUDA_SM_COUNT", 132, "132", positive),
-            clock_khz: setting(var, "SIMCUDA_CLOCK_KHZ", 1_980_000, "1980000", positive),
-            mem_clock_khz: setting(var, "SIMCUDA_MEM_CLOCK_KHZ", 2_619_000, "2619000", positive),
-            bus_width_bits: setting(var, "SIMCUDA_BUS_WIDTH", 5120, "5120", positive),
-            total_mem_bytes: 80 << 30,
-            l2_bytes: 50 << 20,
+            sm_count: num("SIMCUDA_SM_COUNT", p.sm_count),
+            clock_khz: num("SIMCUDA_CLOCK_KHZ", p.clock_khz),
+            mem_clock_khz: num("SIMCUDA_MEM_CLOCK_KHZ", p.mem_clock_khz),
+            bus_width_bits: num("SIMCUDA_BUS_WIDTH", p.bus_width_bits),
+            total_mem_bytes: p.total_mem_bytes,
+            l2_bytes: p.l2_bytes,
         },
     }
 }

@@ -306,7 +306,8 @@ fn unknown_variable_is_rejected_at_load() {
         "test.toml: kernel rule 1 (name = \"*gemm*\"): duration_ns: unknown variable `kk` \
          at column 11 of `max(2*m*n*kk, 2000)`; available variables: grid_x, grid_y, grid_z, \
          block_x, block_y, block_z, blocks, threads, shared_mem, registers, m, n, k, batch, \
-         elem_bytes"
+         elem_bytes, sm_count, clock_ghz, warps_per_sm, dram_rate, dram_per_pct, \
+         tensor_per_pct, mma_rate, wgmma_rate, flash_rate, ffma_rate, sgemm_rate"
     );
 }
 
@@ -326,7 +327,7 @@ fn duration_ns_is_only_a_counter_variable() {
         ),
         "{e}"
     );
-    assert!(e.ends_with(", elem_bytes"), "{e}");
+    assert!(e.ends_with(", sgemm_rate"), "{e}");
     // ...and counters may use it.
     model(
         r#"
@@ -357,7 +358,7 @@ fn unknown_counter_variable_is_rejected_at_load() {
         ),
         "{e}"
     );
-    assert!(e.ends_with(", elem_bytes, duration_ns"), "{e}");
+    assert!(e.ends_with(", sgemm_rate, duration_ns"), "{e}");
 }
 
 #[test]
@@ -662,10 +663,11 @@ fn default_model_rules() {
     for (i, name) in names.iter().enumerate() {
         let c = m.cost(&gemm_launch(name, 64, 64, 64, 1)).unwrap();
         assert_eq!(c.rule, i, "{name}");
-        // And DRAM throughput, which equals DRAM activity in this model.
+        // And DRAM throughput, which equals DRAM activity in this model, and the 14
+        // names only the other chips' default sets have (all 0).
         assert_eq!(
             c.counters.keys().count(),
-            all.len() + dcgm.len() + 1,
+            all.len() + dcgm.len() + 1 + 14,
             "{name}"
         );
         for counter in all.iter().chain(&dcgm) {
@@ -941,4 +943,53 @@ fn default_model_fp32_gemm_runs_on_cuda_cores() {
     assert_eq!(c.counters[TENSOR], 0.0);
     assert_eq!(c.counters[READ], 1800000.0);
     assert_eq!(c.counters[WRITE], 2000000.0);
+}
+
+/// Each chip prices with its own constants: the same GEMM takes longer on an A100
+/// than on an H100 and moves the same bytes; a `[chips]` table must name every
+/// constant, and only those.
+#[test]
+fn chips_price_with_their_own_constants() {
+    let m = CostModel::builtin();
+    assert_eq!(
+        m.chips().collect::<Vec<_>>(),
+        ["AD102", "GA100", "GB100", "GH100"]
+    );
+    let gemm = gemm_launch(
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64",
+        4096,
+        4096,
+        4096,
+        1,
+    );
+    let h100 = m.clone().with_chip("GH100").cost(&gemm).unwrap();
+    let a100 = m.clone().with_chip("GA100").cost(&gemm).unwrap();
+    // 2 * 4096^3 FLOPs at 700000 and 220000 FLOP/ns.
+    assert_eq!(
+        h100.duration_ns,
+        (2.0 * 4096f64.powi(3) / 700000.0).round() as u64
+    );
+    assert_eq!(
+        a100.duration_ns,
+        (2.0 * 4096f64.powi(3) / 220000.0).round() as u64
+    );
+    assert_eq!(
+        h100.counters["dram__bytes_read.sum"],
+        a100.counters["dram__bytes_read.sum"]
+    );
+    // A chip without constants is priced as GH100.
+    assert_eq!(
+        m.with_chip("TU102").cost(&gemm).unwrap().duration_ns,
+        h100.duration_ns
+    );
+    let e = load_err(
+        r#"
+        [chips.GA100]
+        sm_count = 108
+        [[kernel]]
+        name = "*"
+        duration_ns = "1"
+        "#,
+    );
+    assert_eq!(e, "test.toml: [chips.GA100]: clock_ghz is missing");
 }
