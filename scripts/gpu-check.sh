@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 usage() {
     cat <<'EOF'
-usage: scripts/gpu-check.sh [--prebuilt DIR] [--out DIR] [--only STEP,...]
+usage: scripts/gpu-check.sh [--prebuilt DIR] [--out DIR] [--only STEP,...] [--sim]
 
 Runs, each under its own time limit and in this order, and logs to stdout with CLOCK_REALTIME stamps:
 
@@ -24,8 +24,15 @@ Runs, each under its own time limit and in this order, and logs to stdout with C
   default-eager  as default-graph with --decode-steps 16, decode launched eagerly
   sampling       GPUPROF_COUNTERS=sampling, --graph-decode --decode-steps 200
   torch-eager    as torch-graph with --eager-decode
+  torch-inject   torch_llm.py under CUDA_INJECTION64_PATH=libgpuprof.so alone (no
+                 gpuprof record: the collector the first process starts writes the
+                 session), default settings
   ncu            Nsight Compute's DRAM bytes, tensor ops and times of the smoke-eager
                  workload, for comparison with gpuprof's
+
+OUT/summary.txt ends it: one "step NAME: rc N" line per step, then one "fact NAME:
+..." line per fact docs/ARCHITECTURE.md lists as unchecked (what the sessions show:
+counter plans and their modes, kernels with and without timestamps, drops).
 
 Every recorded session, its `report --format json` and its text report land in
 OUT (default target/gpu-check)/STEP/. Steps do not stop each other: the check goes on
@@ -34,17 +41,22 @@ after a failure and ends with one "step NAME: rc N" line per step.
 --prebuilt DIR   gpuprof, libgpuprof.so, cudarc-llm and libnvToolsExt.so (NVIDIA's
                  libnvtx3interop) built elsewhere (default target/release)
 --only LIST      run only these steps (comma-separated)
+--sim            rehearse on the simulated CUDA stack (tests/sim, built with the
+                 workspace: target/release), without a GPU: the steps that need
+                 nvidia-smi, PyTorch or Nsight Compute are skipped
 EOF
 }
 
 bin=target/release
 out=target/gpu-check
 only=
+sim=no
 while [ $# -gt 0 ]; do
     case "$1" in
         --prebuilt) bin=$2; shift ;;
         --out) out=$2; shift ;;
         --only) only=,$2,; shift ;;
+        --sim) sim=yes ;;
         -h | --help) usage; exit 0 ;;
         *) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -130,17 +142,68 @@ ncu_bytes() {
     return "$rc"
 }
 
-find_libs
+# torch_inject: the PyTorch program with libgpuprof.so injected by the driver alone.
+torch_inject() {
+    rm -rf "$out/torch-inject/session"
+    CUDA_INJECTION64_PATH=$GPUPROF_LIB GPUPROF_OUT=$out/torch-inject/session \
+        python3 tests/workloads/python/torch_llm.py >"$out/torch-inject/run.out" 2>&1
+    local rc=$?
+    tail -n 20 "$out/torch-inject/run.out"
+    # The collector the program started finishes the session after it exits.
+    for _ in $(seq 100); do [ -d "$out/torch-inject/session/parts" ] && break; sleep 0.2; done
+    "$gpuprof" report "$out/torch-inject/session" --format json >"$out/torch-inject/report.json" 2>&1
+    return "$rc"
+}
+
+# sim_stack: the simulated CUDA stack of target/release as the driver, CUPTI, cuBLAS.
+sim_stack() {
+    local sim=$out/sim rel
+    rel=$(cd target/release && pwd)
+    rm -rf "$sim" && mkdir -p "$sim"
+    for n in libcuda.so.1 libcuda.so libcupti.so.13 libcublas.so.12 libcublas.so \
+             libcublasLt.so.12 libcublasLt.so libnvidia-ml.so.1; do
+        local built=${n%%.so*}.so
+        [ "$built" = libnvidia-ml.so ] && built=libnvidia_ml.so
+        ln -s "$rel/$built" "$sim/$n"
+    done
+    python3 scripts/nvidia-wheels.py fetch-extras libnvtx3interop cupti_host >/dev/null
+    local extras
+    extras=$(python3 scripts/nvidia-wheels.py path)/extras.json
+    ln -s "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["libnvtx3interop"])' "$extras")" \
+        "$sim/libnvToolsExt.so"
+    SIMCUPTI_HOST_LIBRARY=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cupti_host"])' "$extras")
+    export SIMCUPTI_HOST_LIBRARY LD_LIBRARY_PATH=$sim GPUPROF_CUPTI_LIB=$sim/libcupti.so.13
+}
+
+if [ "$sim" = yes ]; then
+    sim_stack
+else
+    find_libs
+fi
 export out bin gpuprof llm
-export -f record show_env ncu_bytes stamp
+export -f record show_env ncu_bytes stamp torch_inject
 # In order of what matters most, should the time run out.
-step env 30 show_env
+if [ "$sim" = no ]; then
+    step env 30 show_env
+fi
 step doctor 30 "$gpuprof" doctor
 step default-graph 60 record default-graph "$llm" --graph-decode --decode-steps 200
-step torch-graph 90 record torch-graph python3 tests/workloads/python/torch_llm.py
-step smoke-eager 90 scripts/gpu-smoke.sh --prebuilt "$bin" --work "$out/smoke-eager" --keep
+if [ "$sim" = no ]; then
+    step torch-graph 90 record torch-graph python3 tests/workloads/python/torch_llm.py
+fi
+if [ "$sim" = yes ]; then
+    step smoke-eager 90 scripts/gpu-smoke.sh --sim --prebuilt "$bin" --work "$out/smoke-eager" --keep
+else
+    step smoke-eager 90 scripts/gpu-smoke.sh --prebuilt "$bin" --work "$out/smoke-eager" --keep
+fi
 step default-eager 60 record default-eager "$llm" --decode-steps 16
 GPUPROF_COUNTERS=sampling step sampling 60 record sampling "$llm" --graph-decode --decode-steps 200
-step torch-eager 90 record torch-eager python3 tests/workloads/python/torch_llm.py --eager-decode
-step ncu 90 ncu_bytes
-printf '%s\n' "${summary[@]}"
+if [ "$sim" = no ]; then
+    step torch-eager 90 record torch-eager python3 tests/workloads/python/torch_llm.py --eager-decode
+    step torch-inject 120 torch_inject
+    step ncu 90 ncu_bytes
+fi
+{
+    printf '%s\n' "${summary[@]}"
+    python3 scripts/gpu_facts.py "$out"
+} | tee "$out/summary.txt"
