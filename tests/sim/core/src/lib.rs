@@ -103,19 +103,11 @@ pub const VARIABLES: [&str; 27] = [
 /// ns, DRAM bytes per ns per percent of peak, dense BF16 tensor FLOPs per ns per
 /// percent of peak, and sustained FLOPs per ns of mma.sync GEMMs (`ampere_*`),
 /// warpgroup GEMMs (`sm90_*`), flash attention, FP32 FMA GEMVs and SGEMMs.
-pub const CHIP_VARIABLES: [&str; 11] = [
-    "sm_count",
-    "clock_ghz",
-    "warps_per_sm",
-    "dram_rate",
-    "dram_per_pct",
-    "tensor_per_pct",
-    "mma_rate",
-    "wgmma_rate",
-    "flash_rate",
-    "ffma_rate",
-    "sgemm_rate",
-];
+pub const CHIP_VARIABLES: &[&str] = VARIABLES
+    .split_at(CHIP_INDEX)
+    .1
+    .split_at(DURATION_INDEX - CHIP_INDEX)
+    .0;
 
 /// Where [`CHIP_VARIABLES`] start in [`VARIABLES`].
 const CHIP_INDEX: usize = 15;
@@ -630,7 +622,7 @@ fn chip_constants(
         let mut values = [0.0; CHIP_VARIABLES.len()];
         for (v, name) in values.iter_mut().zip(CHIP_VARIABLES) {
             *v = *table
-                .get(name)
+                .get(*name)
                 .ok_or_else(|| bad(format!("{name} is missing")))?;
             if !v.is_finite() {
                 return Err(bad(format!("{name} = {v} is not finite")));
