@@ -436,9 +436,9 @@ fn cudarc_kernel_rows_shapes_families_and_run_are_exact() {
 
 /// The same workload on the simulated A100, L40S and B200 (`SIMCUDA_CHIP`), every
 /// counter on (kernel replay: 5 or 6 passes per measured launch there, NVIDIA's
-/// counts): the run, each family and the prefill and decode ranges have the cost
-/// model's time, FLOPs, DRAM bytes, MFU and MBU for that chip against its datasheet
-/// peaks.
+/// counts): the run and the prefill and decode ranges have the cost model's time,
+/// FLOPs, DRAM bytes, MFU and MBU for that chip against its datasheet peaks; with
+/// default settings the run's time, model FLOPs, bytes and MBU are the same.
 #[test]
 fn cudarc_rollups_are_exact_on_every_chip() {
     for (chip, c) in CHIP_PEAKS {
@@ -484,6 +484,31 @@ fn cudarc_rollups_are_exact_on_every_chip() {
             true,
             chip,
         );
+        // Default settings (groups rotated over each kernel's first launches): every
+        // launch of a kernel here moves the same bytes, so time, model FLOPs, DRAM
+        // bytes and MBU are the same; hardware FLOPs (and with them the time MFU
+        // covers) come from fewer configurations, which the coverage says.
+        let scratch_default = Scratch::new(&format!("roofline-chip-default-{chip}"));
+        let out = record(
+            &scratch_default,
+            &artifact("cudarc-llm"),
+            CUDARC_STDOUT,
+            &[("SIMCUDA_CHIP", chip)],
+        );
+        let d = report(&out, &[], &[]);
+        for field in [
+            "launches",
+            "gpu_ns",
+            "model_flops",
+            "bytes",
+            "bytes_ns",
+            "mbu_pct",
+        ] {
+            assert_eq!(
+                d["roofline"]["run"][field], r["roofline"]["run"][field],
+                "{chip} default settings: {field}"
+            );
+        }
         let (prefill, decode) = ranges_of(&launches);
         for (name, span) in [("prefill", prefill), ("decode", decode)] {
             let want = expected_rollup(ls[span].iter(), &c);
