@@ -176,3 +176,68 @@ fn the_demo_report_fits_120_columns_and_pandas_reads_every_csv_table() {
         text(&bad.stderr)
     );
 }
+
+/// `report --format csv -o DIR --peaks F` and the CSV stream with the same peaks file
+/// hold the same tables, byte for byte (the directory's counter % of peak once used
+/// the built-in peaks); and the peaks file changes what depends on it.
+#[test]
+fn csv_files_and_the_csv_stream_agree_with_a_peaks_file() {
+    let scratch = Scratch::new("readable-peaks");
+    let session = scratch.join("out");
+    let mut cmd = record_on_sim("13.4");
+    cmd.arg("-o")
+        .arg(&session)
+        .arg("--")
+        .arg(artifact("cudarc-llm"));
+    let rec = TimedChild::spawn(cmd, Duration::from_secs(180)).wait();
+    assert_eq!(rec.status.code(), Some(0), "{}", rec.stderr);
+    let peaks = scratch.join("peaks.toml");
+    std::fs::write(
+        &peaks,
+        "[[gpu]]\nname = \"NVIDIA H100 80GB HBM3\"\nbf16 = 500\ndram_tb_s = 2\n",
+    )
+    .unwrap();
+    let peaks_arg = peaks.to_str().unwrap();
+    let stream = report(&session, &["--format", "csv", "--peaks", peaks_arg]);
+    let built_in = report(&session, &["--format", "csv"]);
+    let dir = scratch.join("csv");
+    let o = gpuprof_command()
+        .arg("report")
+        .arg(&session)
+        .args(["--format", "csv", "--peaks", peaks_arg, "-o"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let tables = |csv: &str| -> BTreeMap<String, String> {
+        csv.split("\n\n")
+            .map(|section| {
+                let (head, body) = section.split_once('\n').unwrap();
+                (
+                    head.strip_prefix("# ").unwrap().to_string(),
+                    body.to_string(),
+                )
+            })
+            .collect()
+    };
+    let streamed = tables(&stream);
+    assert!(streamed.len() >= 8, "{:?}", streamed.keys());
+    for (name, body) in &streamed {
+        let file = std::fs::read_to_string(dir.join(format!("{name}.csv")))
+            .unwrap_or_else(|e| panic!("{name}.csv: {e}"));
+        // The stream's sections are split at their blank lines.
+        assert_eq!(
+            file.trim_end_matches('\n'),
+            body.trim_end_matches('\n'),
+            "{name}"
+        );
+    }
+    let built_in = tables(&built_in);
+    for name in ["counter_pct", "roofline_run"] {
+        assert_ne!(
+            streamed.get(name),
+            built_in.get(name),
+            "{name}: the peaks file changed nothing"
+        );
+    }
+}

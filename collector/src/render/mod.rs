@@ -119,11 +119,7 @@ pub fn report_with(
     peaks: &Overrides,
     view: &View,
 ) -> String {
-    let mut summary = summarize_aggregate(aggregate);
-    summary.integrity = integrity.clone();
-    summary.counters.pct = pct_of(aggregate, &summary.counters.kernels, peaks);
-    summary.counters.fitted_pct = fitted_pct(aggregate, peaks);
-    let roofline = efficiency_of(aggregate, peaks);
+    let (summary, roofline) = summarized(aggregate, integrity, peaks);
     match format {
         Format::Table => table_view(&summary, Some(&roofline), Some(top.unwrap_or(20)), view),
         Format::Csv => csv_with(&summary, Some(&roofline), top),
@@ -143,10 +139,23 @@ pub fn report_csv_tables(
     top: Option<usize>,
     peaks: &Overrides,
 ) -> CsvTables {
+    let (summary, roofline) = summarized(aggregate, integrity, peaks);
+    csv_tables(&summary, Some(&roofline), top)
+}
+
+/// What every report form shows, computed once the same way: the summary (counters as
+/// % of `peaks` included) and the roofline against `peaks`.
+fn summarized(
+    aggregate: &Aggregate,
+    integrity: &Integrity,
+    peaks: &Overrides,
+) -> (Summary, Efficiency) {
     let mut summary = summarize_aggregate(aggregate);
     summary.integrity = integrity.clone();
+    summary.counters.pct = pct_of(aggregate, &summary.counters.kernels, peaks);
+    summary.counters.fitted_pct = fitted_pct(aggregate, peaks);
     let roofline = efficiency_of(aggregate, peaks);
-    csv_tables(&summary, Some(&roofline), top)
+    (summary, roofline)
 }
 
 /// The report as aligned text. `top` limits the kernel table (`None` or 0: all).
