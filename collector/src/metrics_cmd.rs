@@ -24,13 +24,23 @@ pub enum Format {
     Json,
 }
 
-/// How the range profiler replays a measured kernel (`GPUPROF_REPLAY`).
+/// How the range profiler replays a measured kernel: `GPUPROF_REPLAY`'s values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ReplayArg {
     /// Pass groups rotated across launches, each one pass (the default).
-    User,
+    #[value(alias = "user")]
+    None,
     /// Every metric in one config; CUPTI replays the kernel once per pass.
     Kernel,
+}
+
+/// A chip name as NVIDIA's libraries spell it: letters upper case (`gh100`: GH100).
+fn chip_name(s: &str) -> Result<String, String> {
+    let name = s.trim().to_ascii_uppercase();
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return Err(format!("{s:?} is not a chip name (GH100, GA100, AD102, GB100, ...)"));
+    }
+    Ok(name)
 }
 
 /// How long the child planning through a CUPTI library may take.
@@ -40,7 +50,12 @@ const CHILD_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct Args {
     /// The chip, as NVIDIA's host library names it (GH100, GA100, AD102, GB100, ...;
     /// see --list-chips).
-    #[arg(long, value_name = "CHIP", required_unless_present = "list_chips")]
+    #[arg(
+        long,
+        value_name = "CHIP",
+        required_unless_present = "list_chips",
+        value_parser = chip_name
+    )]
     chip: Option<String>,
     /// Metrics to split into single-pass groups, comma-separated, instead of the
     /// chip's default set, or a preset name (dcgm: the metrics behind the DCGM
@@ -124,7 +139,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let host = Host::discover()?;
+    let host = discover_host()?;
     if args.list_chips {
         let chips: Vec<ChipOut> = host
             .supported_chips()?
@@ -316,6 +331,39 @@ fn plan_with_cupti(args: &Args, lib: &std::path::Path) -> Result<PlanOut> {
 fn unknown_chip(fns: &cupti_sys::CuptiFns, chip: &str) -> Option<String> {
     let chips = cupti::profiler::supported_chips(fns).ok()?;
     (!chips.iter().any(|c| c == chip)).then(|| chips.join(", "))
+}
+
+/// NVIDIA's `libnvperf_host.so` as the library finds CUPTI (`Host::discover`: the
+/// variable, then beside each CUPTI candidate, then the loader path), else the newest
+/// one the repository's `scripts/nvidia-wheels.py` fetched (the manifest beside this
+/// binary's `target/` folder), so `gpuprof metrics` works in a checkout without a GPU.
+/// The error lists every place tried.
+fn discover_host() -> Result<Host, cupti::metrics::MetricError> {
+    let mut tried = match Host::discover() {
+        Err(cupti::metrics::MetricError::NotFound { tried }) => tried,
+        found => return found,
+    };
+    let manifest = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join("../nvidia/manifest.json")));
+    let fetched = manifest.as_ref().and_then(|m| {
+        let releases: Vec<serde_json::Value> =
+            serde_json::from_slice(&std::fs::read(m).ok()?).ok()?;
+        releases
+            .iter()
+            .rev()
+            .filter_map(|r| r["libnvperf_host"].as_str().map(std::path::PathBuf::from))
+            .find(|p| p.is_file())
+    });
+    match fetched {
+        Some(path) => Host::open(&path),
+        None => {
+            if let Some(m) = manifest {
+                tried.push(m);
+            }
+            Err(cupti::metrics::MetricError::NotFound { tried })
+        }
+    }
 }
 
 /// Runs this command again with `--in-child` and reads its plan: a library that
