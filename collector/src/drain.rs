@@ -39,12 +39,18 @@ struct Ring {
     pid: u32,
     /// When `/proc/<pid>/maps` last showed the ring mapped by its producer.
     verified: Option<Instant>,
+    /// Since when a running producer has been seen without the ring mapped.
+    unmapped_since: Option<Instant>,
     /// When a frame was last read (or the ring opened).
     last_data: Instant,
 }
 
 /// How often a live producer is checked to still map its ring.
 const VERIFY_EVERY: Duration = Duration::from_secs(1);
+/// How long a running producer may be seen without its ring mapped before the ring
+/// is taken as not its own: a process that is exiting has unmapped everything some
+/// time before it becomes a zombie, which `process_alive` tells.
+const UNMAPPED_GRACE: Duration = Duration::from_secs(1);
 
 /// What one producer's stream delivered, to compare with its header's tally.
 #[derive(Debug, Default, Clone, Copy)]
@@ -193,6 +199,7 @@ impl Drainer {
                             reader,
                             pid,
                             verified: None,
+                            unmapped_since: None,
                             last_data: Instant::now(),
                         },
                     );
@@ -273,17 +280,21 @@ impl Drainer {
 
     /// Whether the ring's producer still maps it, checked against `/proc` at most once
     /// per [`VERIFY_EVERY`] (true in between, and when `/proc` cannot tell). A process
-    /// that has exited is left to the liveness check.
+    /// that has exited is left to the liveness check; one that runs without the ring
+    /// mapped is not its producer once that has lasted [`UNMAPPED_GRACE`].
     fn producer_maps(&self, ring: &mut Ring) -> bool {
         if ring.verified.is_some_and(|t| t.elapsed() < VERIFY_EVERY) {
             return true;
         }
         match ring.reader.mapped_by(ring.pid) {
             Some(false) if process_alive(ring.pid) => {
-                // The producer may have just exited (its maps are empty then).
-                !process_alive(ring.pid)
+                // It may be exiting (its maps empty, not yet a zombie): only one that
+                // keeps running without the ring is not its producer.
+                let since = *ring.unmapped_since.get_or_insert_with(Instant::now);
+                since.elapsed() < UNMAPPED_GRACE
             }
             _ => {
+                ring.unmapped_since = None;
                 ring.verified = Some(Instant::now());
                 true
             }

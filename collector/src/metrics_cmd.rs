@@ -38,7 +38,9 @@ pub enum ReplayArg {
 fn chip_name(s: &str) -> Result<String, String> {
     let name = s.trim().to_ascii_uppercase();
     if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        return Err(format!("{s:?} is not a chip name (GH100, GA100, AD102, GB100, ...)"));
+        return Err(format!(
+            "{s:?} is not a chip name (GH100, GA100, AD102, GB100, ...)"
+        ));
     }
     Ok(name)
 }

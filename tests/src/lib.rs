@@ -21,6 +21,7 @@ mod prometheus;
 mod report;
 mod sim_command;
 mod sim_env;
+mod skip;
 mod timed;
 
 pub use artifacts::{artifact, compile_c, stub_libcuda, target_profile_dir};
@@ -48,6 +49,7 @@ pub use sim_command::SimCommand;
 pub use sim_env::{
     nvidia_extra, nvtx_library, sim_cupti, sim_lib_dir, venv_python, venv_python_of,
 };
+pub use skip::skip;
 pub use timed::{Finished, TimedChild};
 
 use std::path::{Path, PathBuf};

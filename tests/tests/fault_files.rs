@@ -43,7 +43,10 @@ fn can_be_nobody(test: &str) -> bool {
     if euid() == 0 {
         return true;
     }
-    println!("{test}: skipped: it needs root to act as (or give a directory to) uid {NOBODY}");
+    gpuprof_tests::skip(
+        test,
+        &format!("it needs root to act as (or give a directory to) uid {NOBODY}"),
+    );
     false
 }
 

@@ -200,7 +200,7 @@ fn an_exit_timeout_of_zero_counts_what_it_loses() {
 /// With 128 KiB not even the smallest ring fits: profiling is off with one warning.
 #[test]
 fn a_small_dev_shm_gives_a_smaller_ring_never_a_fault() {
-    if !can_mount_privately() {
+    if !can_mount_privately("a_small_dev_shm_gives_a_smaller_ring_never_a_fault") {
         return;
     }
     let scratch = Scratch::new("small-shm");
@@ -429,15 +429,18 @@ fn in_private_mount(script: &str, inner: &Command) -> Command {
 
 /// Whether this test process may mount a private tmpfs (root, unshare(1)); says why
 /// not.
-fn can_mount_privately() -> bool {
+fn can_mount_privately(test: &str) -> bool {
     let probe = Command::new("unshare")
         .args(["-m", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /dev/shm"])
         .output();
     let ok = probe.as_ref().is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!(
-            "skipped: cannot mount a private tmpfs (needs root and unshare(1)): {:?}",
-            probe.map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        gpuprof_tests::skip(
+            test,
+            &format!(
+                "cannot mount a private tmpfs (needs root and unshare(1)): {:?}",
+                probe.map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+            ),
         );
     }
     ok
@@ -450,7 +453,7 @@ fn can_mount_privately() -> bool {
 /// exits 3.
 #[test]
 fn a_full_disk_for_the_session_is_counted_in_the_session() {
-    if !can_mount_privately() {
+    if !can_mount_privately("a_full_disk_for_the_session_is_counted_in_the_session") {
         return;
     }
     let scratch = Scratch::new("disk-full");

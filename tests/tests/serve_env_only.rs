@@ -31,7 +31,10 @@ fn env_only(scratch: &Scratch, serve: &str, args: &[&str]) -> Command {
 #[test]
 fn the_collector_of_env_only_mode_serves_what_gpuprof_serve_names() {
     let Some(binary) = prometheus_binary() else {
-        println!("skipped: prometheus is not installed (scripts/debian-tools.sh prometheus)");
+        gpuprof_tests::skip(
+            "the_collector_of_env_only_mode_serves_what_gpuprof_serve_names",
+            "prometheus is not installed (scripts/debian-tools.sh prometheus)",
+        );
         return;
     };
     let scratch = Scratch::new("serve-env-only");

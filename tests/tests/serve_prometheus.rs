@@ -52,7 +52,10 @@ fn scraped_by_prometheus(name: &str, env: &[(&str, &str)], top: usize) -> Option
 /// [`scraped_by_prometheus`] with the workload's arguments `args`.
 fn scraped_with_args(name: &str, env: &[(&str, &str)], top: usize, args: &[&str]) -> Option<Value> {
     let Some(binary) = prometheus_binary() else {
-        println!("skipped: prometheus is not installed (scripts/debian-tools.sh prometheus)");
+        gpuprof_tests::skip(
+            "serve_prometheus",
+            "prometheus is not installed (scripts/debian-tools.sh prometheus)",
+        );
         return None;
     };
     let scratch = Scratch::new(name);
@@ -171,7 +174,10 @@ const IDLE_RUN: [&str; 4] = ["--decode-steps", "150", "--step-gap-ms", "100"];
 #[test]
 fn dcgm_fields_averaged_over_a_run_with_idle_gaps_equal_the_report() {
     let Some(binary) = prometheus_binary() else {
-        println!("skipped: prometheus is not installed (scripts/debian-tools.sh prometheus)");
+        gpuprof_tests::skip(
+            "serve_prometheus",
+            "prometheus is not installed (scripts/debian-tools.sh prometheus)",
+        );
         return;
     };
     let scratch = Scratch::new("serve-prometheus-idle");
