@@ -11,6 +11,7 @@
 //! is gone and every ring is done.
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, ExitStatus};
@@ -384,10 +385,11 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
     match analyse(&out_dir, |_, _| {}) {
         Ok(loaded) => {
             warn_damage(&loaded, "report");
-            print!(
-                "{}",
-                render_report(&loaded.aggregate, &loaded.integrity, Format::Table, None)
-            );
+            let text = render_report(&loaded.aggregate, &loaded.integrity, Format::Table, None);
+            // A closed stdout (`gpuprof record ... | head -1`) is not an error: the
+            // program's status is what record returns.
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
             // The program's exit status stays ours; the damage is stated.
             let _ = finish(&loaded, "report");
         }

@@ -26,6 +26,10 @@ fn record(out: &Path, cmd: &[&str]) -> Child {
         .env("LD_LIBRARY_PATH", sim_lib_dir())
         .env("GPUPROF_CUPTI_LIB", sim_cupti(13))
         .env("SIMCUPTI_VERSION", "13.4")
+        .env(
+            "SIMCUPTI_HOST_LIBRARY",
+            gpuprof_tests::sim_host_library("13.4"),
+        )
         .env("RUST_BACKTRACE", "0")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -191,6 +195,27 @@ fn failing_command_exit_code_is_passed_through() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// `gpuprof record ... | head -1`: a stdout closed before record prints its report
+/// is not an error (it panicked with exit 101): record returns the program's status.
+#[test]
+fn a_closed_stdout_keeps_the_programs_status() {
+    let scratch = Scratch::new("record-closed-stdout");
+    let out_dir = scratch.join("out");
+    let client = artifact("cudarc-llm");
+    let script = format!("'{}' >/dev/null; exit 5", client.display());
+    let mut child = record(&out_dir, &["sh", "-c", &script]);
+    // The reading end of record's stdout, closed at once.
+    drop(child.stdout.take());
+    let out = finish(child);
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stderr).contains("panicked"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(kernel_calls(&report_json(&out_dir)), cudarc_llm_calls());
 }
 
 #[test]
