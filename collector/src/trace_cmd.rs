@@ -210,15 +210,16 @@ impl Files for DirFiles {
     }
 }
 
-/// Removes the files of an earlier Kineto trace in `dir` that this one (`files`:
-/// temporary and final names) does not replace, then renames this one's into place.
+/// Removes the files of an earlier Kineto trace gpuprof wrote in `dir` that this one
+/// (`files`: temporary and final names) does not replace, then renames this one's
+/// into place. A file gpuprof did not write is never removed.
 fn commit(dir: &Path, files: &[(PathBuf, PathBuf)]) -> std::io::Result<()> {
     if files.is_empty() {
         return Ok(());
     }
     let new: Vec<&PathBuf> = files.iter().map(|(_, path)| path).collect();
     for old in kineto_files(dir)? {
-        if !new.contains(&&old) {
+        if !new.contains(&&old) && written_by_gpuprof(&old) {
             std::fs::remove_file(&old)?;
         }
     }
@@ -226,6 +227,35 @@ fn commit(dir: &Path, files: &[(PathBuf, PathBuf)]) -> std::io::Result<()> {
         std::fs::rename(tmp, path)?;
     }
     Ok(())
+}
+
+/// What a Kineto file gpuprof writes holds near its start: its top-level `gpuprof`
+/// object (`kineto.rs`, the header), which the PyTorch profiler's files lack.
+const GPUPROF_HEADER_KEY: &[u8] = b"\n  \"gpuprof\": {";
+/// How much of a file's start is searched for it (the header precedes the events).
+const HEADER_BYTES: u64 = 1 << 16;
+
+/// Whether `path` is a regular file (not followed if a link) that gpuprof's Kineto
+/// writer wrote ([`GPUPROF_HEADER_KEY`] in its first [`HEADER_BYTES`]).
+fn written_by_gpuprof(path: &Path) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return false;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut head = Vec::new();
+    if file.take(HEADER_BYTES).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    head.windows(GPUPROF_HEADER_KEY.len())
+        .any(|w| w == GPUPROF_HEADER_KEY)
 }
 
 /// The `*.pt.trace.json` files in `dir`.
@@ -260,8 +290,14 @@ fn check_kineto_dir(dir: &Path) -> Result<()> {
     for e in entries {
         let e = e.with_context(|| format!("cannot list {}", dir.display()))?;
         let name = e.file_name().to_string_lossy().into_owned();
-        let ours = name.ends_with(".pt.trace.json") && e.file_type().is_ok_and(|t| t.is_file());
-        if !ours {
+        let kineto = name.ends_with(".pt.trace.json") && e.file_type().is_ok_and(|t| t.is_file());
+        if kineto && !written_by_gpuprof(&e.path()) {
+            bail!(
+                "{} holds {name:?}, a Kineto trace gpuprof did not write (the PyTorch profiler's?): HTA reads every JSON file of the directory it is given, and gpuprof neither mixes its trace with it nor removes it (name a new or empty directory with -o)",
+                dir.display()
+            );
+        }
+        if !kineto {
             bail!(
                 "{} holds {name:?}, which is not a Kineto trace file (*.pt.trace.json): HTA reads every JSON file of the directory it is given, so gpuprof writes the trace only into a new or empty directory, or over an earlier Kineto trace (name one with -o)",
                 dir.display()

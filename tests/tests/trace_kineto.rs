@@ -601,6 +601,30 @@ fn nothing_to_trace_and_directories_not_ours_are_errors() {
         text(&o.stderr)
     );
     assert_eq!(files_in(&out), vec![out.join("notes.json")]);
+    // A Kineto trace gpuprof did not write (the PyTorch profiler's) is neither mixed
+    // with nor removed; an earlier gpuprof trace there is replaced.
+    let own = dir.join("own");
+    std::fs::create_dir_all(&own).unwrap();
+    let theirs = own.join("worker0.123.pt.trace.json");
+    let pytorch = b"{\n  \"schemaVersion\": 1,\n  \"traceEvents\": []\n}\n";
+    std::fs::write(&theirs, pytorch).unwrap();
+    let o = kineto_to(&session, &own, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr)
+            .contains("holds \"worker0.123.pt.trace.json\", a Kineto trace gpuprof did not write"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(std::fs::read(&theirs).unwrap(), pytorch);
+    std::fs::remove_file(&theirs).unwrap();
+    let o = kineto_to(&session, &own, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let first = files_in(&own);
+    assert_eq!(first.len(), 1);
+    let o = kineto_to(&session, &own, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(files_in(&own), first);
     // A file is not a directory.
     let file = out.join("notes.json");
     let o = kineto_to(&session, &file, &[]);
