@@ -45,8 +45,8 @@ pub struct Args {
     /// Where to write the trace. Default: trace.perfetto-trace (perfetto),
     /// trace.json (chrome) or the directory kineto/ (kineto) in the session
     /// directory. For kineto, a directory: made if missing; one that exists must hold
-    /// nothing but `*.pt.trace.json` files (a Kineto trace written before, which the
-    /// new one replaces): HTA reads every JSON file in it.
+    /// nothing but a Kineto trace gpuprof wrote before, which the new one replaces
+    /// (HTA reads every JSON file in it; another tool's trace there is left alone).
     #[arg(short, long, value_name = "FILE|DIR")]
     output: Option<PathBuf>,
     /// The trace format.
