@@ -2,7 +2,10 @@
 //! as Nsight Systems expands its output names: `%p` the program's pid, `%h` the
 //! host name, `%q{VAR}` the value of environment variable VAR, `%%` a `%`. Anything
 //! else after a `%` is an error, and so is a `%q{VAR}` whose VAR is not set: a name
-//! that silently lost a part would put two runs in one place.
+//! that silently lost a part would put two runs in one place. A host name or
+//! variable's value stays within one path component: each `/` becomes `_`, and a
+//! value that is `.` or `..` becomes `_` or `__` (`VAR=../escape` must not write
+//! outside the parent the name gives).
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -54,7 +57,7 @@ pub fn expand(name: &OsStr, v: &Values) -> Result<PathBuf> {
                 Some(pid) => out.extend_from_slice(pid.to_string().as_bytes()),
                 None => out.extend_from_slice(format!("pending-{}", std::process::id()).as_bytes()),
             },
-            Some(b'h') => out.extend_from_slice(v.host.as_bytes()),
+            Some(b'h') => out.extend_from_slice(&component(v.host.as_bytes())),
             Some(b'q') => {
                 let rest = &b[i + 2..];
                 let close = rest.iter().position(|&c| c == b'}');
@@ -66,7 +69,7 @@ pub fn expand(name: &OsStr, v: &Values) -> Result<PathBuf> {
                     bail!("output name {shown:?}: %q{{}} names no variable");
                 }
                 match (v.env)(&var) {
-                    Some(value) => out.extend_from_slice(value.as_bytes()),
+                    Some(value) => out.extend_from_slice(&component(value.as_bytes())),
                     None => bail!(
                         "output name {shown:?}: %q{{{var}}} names the environment variable {var}, which is not set"
                     ),
@@ -85,6 +88,17 @@ pub fn expand(name: &OsStr, v: &Values) -> Result<PathBuf> {
     Ok(PathBuf::from(OsString::from_vec(out)))
 }
 
+/// `value` as part of one path component (see the module documentation).
+fn component(value: &[u8]) -> Vec<u8> {
+    if value == b"." || value == b".." {
+        return vec![b'_'; value.len()];
+    }
+    value
+        .iter()
+        .map(|&c| if c == b'/' { b'_' } else { c })
+        .collect()
+}
+
 /// The host name, as `%h` expands it.
 pub fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -95,6 +109,29 @@ pub fn host_name() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn substitutions_stay_in_one_path_component() {
+        let env = |var: &str| -> Option<OsString> {
+            match var {
+                "UP" => Some("..".into()),
+                "ESC" => Some("../escape".into()),
+                "DOT" => Some(".".into()),
+                _ => None,
+            }
+        };
+        let v = Values {
+            pid: Some(7),
+            host: "a/b",
+            env: &env,
+        };
+        let got = |name: &str| expand(OsStr::new(name), &v).unwrap();
+        assert_eq!(got("runs/%q{UP}/out"), PathBuf::from("runs/__/out"));
+        assert_eq!(got("runs/%q{ESC}"), PathBuf::from("runs/.._escape"));
+        assert_eq!(got("runs/%q{DOT}-%p"), PathBuf::from("runs/_-7"));
+        assert_eq!(got("runs/%q{DOT}/x"), PathBuf::from("runs/_/x"));
+        assert_eq!(got("%h-%p"), PathBuf::from("a_b-7"));
+    }
 
     fn env(var: &str) -> Option<OsString> {
         (var == "RANK").then(|| OsString::from("3"))
