@@ -28,6 +28,7 @@ use crate::serve::{ServeArgs, Serving};
 use crate::session_dirs;
 use crate::signals;
 use gpuprof_collector::nvml::{Sampler, SamplingThread};
+use gpuprof_collector::store::writer::MAX_PART_ROWS;
 use gpuprof_collector::store::PartLimits;
 
 /// How often `record` reads NVML by default: once a second, as `nvidia-smi dmon`
@@ -54,7 +55,7 @@ pub struct RecordArgs {
     /// Seal a part of the session once it holds this many records (all tables). A
     /// part is what a killed collector can lose, and what it holds in memory.
     #[arg(long, value_name = "N", default_value_t = PartLimits::default().rows as u64,
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = clap::value_parser!(u64).range(1..=MAX_PART_ROWS as u64))]
     part_rows: u64,
     /// Seal a part of the session at the latest this many seconds after its first
     /// record.

@@ -23,6 +23,7 @@ use super::layout::{
 };
 use super::manifest::{FileEntry, Manifest, MAX_BYTES, VERSION};
 use super::tables::{is_record_table, read_row, TableId, TABLE_IDS};
+use super::writer::MAX_PART_ROWS;
 use crate::nvml::DeviceSample;
 
 /// The largest part file read (a part holds at most a few hundred thousand rows).
@@ -243,7 +244,7 @@ impl Store {
                 // `Store::read_device_samples`.
                 continue;
             }
-            match decode(id, bytes) {
+            match decode(id, bytes, entry.rows) {
                 Ok(records) if records.len() as u64 == entry.rows => each(records),
                 Ok(records) => part.damaged.push(damaged(format!(
                     "{} rows, the manifest says {}",
@@ -270,7 +271,7 @@ impl Store {
         let Some(entry) = manifest.files.iter().find(|f| f.table == name) else {
             return Ok(Vec::new());
         };
-        let samples = decode_samples(verified(path, entry)?)?;
+        let samples = decode_samples(verified(path, entry)?, entry.rows)?;
         if samples.len() as u64 != entry.rows {
             return Err(format!(
                 "{name}: {} rows, the manifest says {}",
@@ -361,19 +362,41 @@ fn read_file(path: &Path, max: u64) -> Result<Vec<u8>, String> {
 }
 
 /// Decodes a table's Parquet bytes, handing each row to `row`.
+/// The rows of a table file the manifest says holds `expected` rows: refused before
+/// decoding when the manifest or the file's own metadata claims more than a part can
+/// hold ([`MAX_PART_ROWS`]) or the two disagree, so a crafted file is never
+/// allocated whole.
 fn decode_rows<T>(
     id: TableId,
     bytes: Vec<u8>,
+    expected: u64,
     mut row: impl FnMut(&mut RowReader, usize) -> Result<T, String>,
 ) -> Result<Vec<T>, String> {
     let table = id.table();
     let (names, kinds) = (table.names(), table.kinds());
-    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
-        .and_then(|b| b.with_batch_size(BATCH_ROWS).build())
+    if expected > MAX_PART_ROWS as u64 {
+        return Err(format!(
+            "the manifest says {expected} rows, more than a part holds ({MAX_PART_ROWS})"
+        ));
+    }
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
         .map_err(|e| format!("not a readable Parquet file: {e}"))?;
-    let mut out = Vec::new();
+    let claimed = builder.metadata().file_metadata().num_rows();
+    if u64::try_from(claimed).ok() != Some(expected) {
+        return Err(format!(
+            "the file says {claimed} rows, the manifest says {expected}"
+        ));
+    }
+    let reader = builder
+        .with_batch_size(BATCH_ROWS)
+        .build()
+        .map_err(|e| format!("not a readable Parquet file: {e}"))?;
+    let mut out = Vec::with_capacity(expected as usize);
     for batch in reader {
         let batch = batch.map_err(|e| format!("does not decode: {e}"))?;
+        if (out.len() + batch.num_rows()) as u64 > expected {
+            return Err(format!("more rows than the {expected} it says"));
+        }
         let mut rows = RowReader::new(&batch, &names, &kinds, id.required_columns())
             .map_err(|e| format!("table {}: {e}", table.name))?;
         for i in 0..batch.num_rows() {
@@ -383,12 +406,14 @@ fn decode_rows<T>(
     Ok(out)
 }
 
-fn decode(id: TableId, bytes: Vec<u8>) -> Result<Vec<(u32, Record)>, String> {
-    decode_rows(id, bytes, |r, i| read_row(id, r, i))
+fn decode(id: TableId, bytes: Vec<u8>, expected: u64) -> Result<Vec<(u32, Record)>, String> {
+    decode_rows(id, bytes, expected, |r, i| read_row(id, r, i))
 }
 
-fn decode_samples(bytes: Vec<u8>) -> Result<Vec<DeviceSample>, String> {
-    decode_rows(TableId::DeviceSamples, bytes, |r, i| Ok(read_sample(r, i)))
+fn decode_samples(bytes: Vec<u8>, expected: u64) -> Result<Vec<DeviceSample>, String> {
+    decode_rows(TableId::DeviceSamples, bytes, expected, |r, i| {
+        Ok(read_sample(r, i))
+    })
 }
 
 /// Bytes of the regular files directly in `dir`.

@@ -353,6 +353,47 @@ fn a_manifest_naming_another_file_is_not_followed() {
     );
 }
 
+/// A manifest (checksum and all) claiming more rows than a part holds, or rows the
+/// table file does not hold: the file is refused before it is decoded, named, and
+/// counted with the rows its manifest gives; the other tables of the part are read.
+#[test]
+fn row_counts_beyond_a_part_or_the_file_are_refused_before_decoding() {
+    for (rows, reason) in [
+        (
+            "100000000",
+            "the manifest says 100000000 rows, more than a part holds (4194304)",
+        ),
+        ("3", "the file says 2 rows, the manifest says 3"),
+    ] {
+        let t = Tmp::new("rows");
+        write(
+            &t.0,
+            &[(3, vec![k(1, 1, 1, 2), k(1, 2, 3, 4), string(1, "k")])],
+        );
+        let path = t.0.join("parts/00000001/manifest.json");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let json = text.lines().next().unwrap().to_string();
+        let entry = "\"table\":\"kernels\",\"file\":\"kernels.parquet\",\"rows\":2";
+        assert!(json.contains(entry), "{json}");
+        let total: u64 = rows.parse::<u64>().unwrap() + 1;
+        assert!(json.contains("\"records\":3"), "{json}");
+        let json = json
+            .replace(
+                entry,
+                &format!("\"table\":\"kernels\",\"file\":\"kernels.parquet\",\"rows\":{rows}"),
+            )
+            .replace("\"records\":3", &format!("\"records\":{total}"));
+        let forged = format!("{json}\ncrc32c {:08x}\n", crc32c::crc32c(json.as_bytes()));
+        std::fs::write(&path, forged).unwrap();
+        let (back, damaged) = read_all(&t.0);
+        assert_eq!(back.len(), 1, "the string record is read: {back:?}");
+        assert_eq!(damaged.len(), 1);
+        assert_eq!(damaged[0].file, "parts/00000001/kernels.parquet");
+        assert_eq!(damaged[0].records.to_string(), rows);
+        assert_eq!(damaged[0].reason, reason);
+    }
+}
+
 #[test]
 fn an_unsealed_part_and_strangers_are_listed() {
     let t = Tmp::new("unsealed");

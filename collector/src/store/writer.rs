@@ -42,6 +42,11 @@ use crate::output_file;
 /// filled.
 pub const RESERVE_BYTES: usize = 64 << 10;
 
+/// The most rows a part may hold (`record --part-rows` at most this): what a reader
+/// believes of a part file, so that a crafted file claiming 10^8 rows is refused
+/// before it is decoded rather than allocated.
+pub const MAX_PART_ROWS: usize = 1 << 22;
+
 /// When a part is sealed.
 #[derive(Debug, Clone, Copy)]
 pub struct PartLimits {
