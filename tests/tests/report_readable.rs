@@ -28,6 +28,19 @@ fn report(dir: &Path, args: &[&str]) -> String {
     text(&out.stdout)
 }
 
+/// The demo workload recorded on the simulated H100 into `scratch`/out.
+fn recorded_demo(scratch: &Scratch) -> std::path::PathBuf {
+    let session = scratch.join("out");
+    let mut cmd = record_on_sim("13.4");
+    cmd.arg("-o")
+        .arg(&session)
+        .arg("--")
+        .arg(artifact("cudarc-llm"));
+    let rec = TimedChild::spawn(cmd, Duration::from_secs(180)).wait();
+    assert_eq!(rec.status.code(), Some(0), "{}", rec.stderr);
+    session
+}
+
 /// `gpuprof report SESSION --format csv -o OUT`.
 fn csv_to(session: &Path, out: &Path) -> std::process::Output {
     gpuprof_command()
@@ -59,14 +72,7 @@ fn csv_sections(csv: &str) -> BTreeMap<String, (Vec<String>, usize)> {
 #[test]
 fn the_demo_report_fits_120_columns_and_pandas_reads_every_csv_table() {
     let scratch = Scratch::new("readable");
-    let session = scratch.join("out");
-    let mut cmd = record_on_sim("13.4");
-    cmd.arg("-o")
-        .arg(&session)
-        .arg("--")
-        .arg(artifact("cudarc-llm"));
-    let rec = TimedChild::spawn(cmd, Duration::from_secs(180)).wait();
-    assert_eq!(rec.status.code(), Some(0), "{}", rec.stderr);
+    let session = recorded_demo(&scratch);
 
     let json: Value = serde_json::from_str(&report(&session, &["--format", "json"])).unwrap();
     let kernels = json["kernels"].as_array().unwrap();
@@ -183,14 +189,7 @@ fn the_demo_report_fits_120_columns_and_pandas_reads_every_csv_table() {
 #[test]
 fn csv_files_and_the_csv_stream_agree_with_a_peaks_file() {
     let scratch = Scratch::new("readable-peaks");
-    let session = scratch.join("out");
-    let mut cmd = record_on_sim("13.4");
-    cmd.arg("-o")
-        .arg(&session)
-        .arg("--")
-        .arg(artifact("cudarc-llm"));
-    let rec = TimedChild::spawn(cmd, Duration::from_secs(180)).wait();
-    assert_eq!(rec.status.code(), Some(0), "{}", rec.stderr);
+    let session = recorded_demo(&scratch);
     let peaks = scratch.join("peaks.toml");
     std::fs::write(
         &peaks,

@@ -144,14 +144,15 @@ pub struct GemmShape {
 }
 
 impl Launch {
-    /// The values of [`VARIABLES`], `duration_ns` left 0.
+    /// The values of [`VARIABLES`], the chip's constants and `duration_ns` left 0.
     fn variables(&self) -> [f64; VARIABLES.len()] {
         let [gx, gy, gz] = self.grid.map(f64::from);
         let [bx, by, bz] = self.block.map(f64::from);
         let blocks = self.grid.iter().map(|&d| u64::from(d)).product::<u64>() as f64;
         let threads = self.block.iter().map(|&d| u64::from(d)).product::<u64>() as f64;
         let g = self.gemm.unwrap_or_default();
-        [
+        let mut values = [0.0; VARIABLES.len()];
+        values[..CHIP_INDEX].copy_from_slice(&[
             gx,
             gy,
             gz,
@@ -167,19 +168,8 @@ impl Launch {
             g.k as f64,
             g.batch as f64,
             f64::from(g.elem_bytes),
-            0.0,
-            0.0,
-            0.0,
-            0.0,
-            0.0,
-            0.0,
-            0.0,
-            0.0,
-            0.0,
-            0.0,
-            0.0,
-            0.0,
-        ]
+        ]);
+        values
     }
 }
 
