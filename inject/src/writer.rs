@@ -176,12 +176,12 @@ impl Writer {
     fn abandon(&mut self) {
         if self.ring.reader_gone() {
             warn!(
-                "the collector stopped reading {} (it found it damaged); profiling is off, the program runs unprofiled",
+                "the collector stopped reading {} (its own output says why: a damaged ring, or it was stopped); profiling is off, the program runs unprofiled",
                 self.ring.path().display()
             );
         } else {
             warn!(
-                "the collector ({}) is gone; profiling is off, the program runs unprofiled",
+                "the collector ({}) is gone, or its session directory was removed; profiling is off, the program runs unprofiled",
                 self.dir.join("collector.pid").display()
             );
         }

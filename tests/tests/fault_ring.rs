@@ -590,7 +590,7 @@ fn a_ring_corrupted_while_live_is_given_up_on_both_sides() {
     );
     assert!(
         o.stderr.contains(&format!(
-            "gpuprof: the collector stopped reading {} (it found it damaged); profiling is off, the program runs unprofiled\n",
+            "gpuprof: the collector stopped reading {} (its own output says why: a damaged ring, or it was stopped); profiling is off, the program runs unprofiled\n",
             ring.display()
         )),
         "{}",

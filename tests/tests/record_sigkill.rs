@@ -273,7 +273,7 @@ fn record_killed_mid_run_leaves_sealed_parts_that_read_whole() {
     // At most one warning: the collector is gone (the program may end before its
     // writer looks).
     let gone = format!(
-        "gpuprof: the collector ({}) is gone; profiling is off, the program runs unprofiled\n",
+        "gpuprof: the collector ({}) is gone, or its session directory was removed; profiling is off, the program runs unprofiled\n",
         ring_dirs[0].join("collector.pid").display()
     );
     let err = stderr();
