@@ -145,6 +145,14 @@ pub fn enable_domain(c: &Cupti, s: &Subscriber, domain: u32) -> Result<()> {
     CuptiError::check(unsafe { f(1, s.handle, domain) })
 }
 
+/// Whether the driver call of `d`, at its API-exit callback, returned
+/// `CUDA_SUCCESS` (`d` as CUPTI passed it to the callback).
+pub fn returned_success(d: &cupti_sys::CUpti_CallbackData) -> bool {
+    // SAFETY: at API exit CUPTI points `functionReturnValue` at the call's CUresult,
+    // valid during the callback (checked for null).
+    !d.functionReturnValue.is_null() && unsafe { *(d.functionReturnValue as *const u32) } == 0
+}
+
 /// `cuptiGetTimestamp`, 0 if CUPTI cannot answer.
 pub fn timestamp(c: &Cupti) -> u64 {
     let Some(f) = c.fns().cuptiGetTimestamp else {

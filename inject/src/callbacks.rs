@@ -149,11 +149,7 @@ fn on_api(cbid: u32, d: &CUpti_CallbackData) {
         gemm::on_launch_exit();
         counters::graphs::note_launch(std::ptr::null());
         if tally::single_kernel(cbid) {
-            // SAFETY: at API exit CUPTI points `functionReturnValue` at the call's
-            // CUresult (checked for null).
-            let ok = !d.functionReturnValue.is_null()
-                && unsafe { *(d.functionReturnValue as *const u32) } == 0;
-            tally::launch_exit(ok);
+            tally::launch_exit(callback::returned_success(d));
         }
         let start = if slot.is_null() {
             now

@@ -113,7 +113,7 @@ pub fn on_api(id: u32, d: &CUpti_CallbackData, launch: bool) -> bool {
     } else {
         if d.callbackSite == CUPTI_API_EXIT
             && id == cbid::CUPTI_DRIVER_TRACE_CBID_cuProfilerStart
-            && succeeded(d)
+            && cupti::callback::returned_success(d)
             && !PROFILER_STARTED.swap(true, Ordering::AcqRel)
             && w.range == Some(CaptureRange::ProfilerApi)
             && w.time_open(boottime_ns())
@@ -176,13 +176,6 @@ fn range_opened() {
     if WINDOW.get().is_some_and(|w| w.time_open(boottime_ns())) {
         WINDOWS.fetch_add(1, Ordering::Relaxed);
     }
-}
-
-/// The call returned `CUDA_SUCCESS` (at its exit callback).
-fn succeeded(d: &CUpti_CallbackData) -> bool {
-    // SAFETY: at API exit CUPTI points `functionReturnValue` at the call's CUresult
-    // (checked for null).
-    !d.functionReturnValue.is_null() && unsafe { *(d.functionReturnValue as *const u32) } == 0
 }
 
 /// `CLOCK_BOOTTIME` now, ns (the clock `/proc/<pid>/stat` start times count in).

@@ -63,18 +63,11 @@ pub fn on_api(call: u32, d: &CUpti_CallbackData) -> bool {
         if !waiting.contains(&d.contextUid) {
             waiting.push(d.contextUid);
         }
-    } else if !wait && d.callbackSite == CUPTI_API_EXIT && succeeded(d) {
+    } else if !wait && d.callbackSite == CUPTI_API_EXIT && cupti::callback::returned_success(d) {
         waiting.retain(|&c| c != d.contextUid);
     }
     ANY.store(!waiting.is_empty(), Ordering::Release);
     true
-}
-
-/// Whether the call returned `CUDA_SUCCESS` (at API exit).
-fn succeeded(d: &CUpti_CallbackData) -> bool {
-    // SAFETY: at API exit CUPTI points `functionReturnValue` at the call's CUresult
-    // (checked for null).
-    !d.functionReturnValue.is_null() && unsafe { *(d.functionReturnValue as *const u32) } == 0
 }
 
 /// Whether a kernel launched in context `uid` may wait for work issued after it.
