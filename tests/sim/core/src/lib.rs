@@ -450,7 +450,8 @@ impl CostModel {
             chips,
             chip: [0.0; CHIP_VARIABLES.len()],
         };
-        model.chip = model.constants_for(machine::chip_for_cc(device.cc_major, device.cc_minor));
+        let chip = machine::chip_for_cc(device.cc_major, device.cc_minor);
+        model.chip = model.constants_for(chip.and_then(|c| c.to_str().ok()));
         Ok(model)
     }
 

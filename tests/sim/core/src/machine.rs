@@ -143,16 +143,16 @@ pub const CHIPS: [ChipPreset; 4] = [
 const DEFAULT_CHIP: ChipPreset = CHIPS[2];
 
 /// The chip of compute capability `major.minor` (as `cuptiDeviceGetChipName` names
-/// it), for the capabilities the sim knows.
-pub fn chip_for_cc(major: i32, minor: i32) -> Option<&'static str> {
+/// it: a C string), for the capabilities the sim knows.
+pub fn chip_for_cc(major: i32, minor: i32) -> Option<&'static std::ffi::CStr> {
     Some(match (major, minor) {
-        (7, 0) => "GV100",
-        (7, 5) => "TU102",
-        (8, 0) => "GA100",
-        (8, 6) => "GA102",
-        (8, 9) => "AD102",
-        (9, 0) => "GH100",
-        (10, 0) => "GB100",
+        (7, 0) => c"GV100",
+        (7, 5) => c"TU102",
+        (8, 0) => c"GA100",
+        (8, 6) => c"GA102",
+        (8, 9) => c"AD102",
+        (9, 0) => c"GH100",
+        (10, 0) => c"GB100",
         _ => return None,
     })
 }

@@ -11,7 +11,8 @@ use cupti_sys::*;
 
 use crate::driver::Driver;
 use crate::ffi::guard;
-use crate::profiling::{chip_for_cc, with_params, PROFILER_INITIALIZED};
+use crate::profiling::{with_params, PROFILER_INITIALIZED};
+use sim_core::machine::chip_for_cc;
 
 /// Every export's body: [`with_params`] and `f`, no panic out. `p` is the export's
 /// params pointer, under the export's own safety contract.

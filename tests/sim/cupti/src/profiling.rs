@@ -161,26 +161,6 @@ pub unsafe fn metric_names(names: *const *const std::ffi::c_char, n: usize) -> O
     unsafe { read_names(names, n) }
 }
 
-/// Chips the sim's profiler host accepts (`cuptiProfilerHostGetSupportedChips`).
-pub const CHIPS: [&CStr; 7] = [
-    c"GV100", c"TU102", c"GA100", c"GA102", c"AD102", c"GH100", c"GB100",
-];
-
-/// The chip of a device of compute capability `major.minor`
-/// (`cuptiDeviceGetChipName`); `None` for one the sim does not name.
-pub fn chip_for_cc(major: i32, minor: i32) -> Option<&'static CStr> {
-    Some(match (major, minor) {
-        (7, 0) => c"GV100",
-        (7, 5) => c"TU102",
-        (8, 0) => c"GA100",
-        (8, 6) => c"GA102",
-        (8, 9) => c"AD102",
-        (9, 0) => c"GH100",
-        (10, 0) => c"GB100",
-        _ => return None,
-    })
-}
-
 /// How values of one metric combine over several kernels or parts of kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Combine {
