@@ -28,20 +28,10 @@ while [ $# -gt 0 ]; do
     esac
 done
 cargo build --release --quiet --workspace
-python3 scripts/nvidia-wheels.py fetch-extras libnvtx3interop cupti_host >/dev/null
-nvtx=$(python3 -c 'import json; print(json.load(open("target/nvidia/extras.json"))["libnvtx3interop"])')
-# The simulated CUPTI's Profiler Host API answers from NVIDIA's CUPTI 13.1.
-SIMCUPTI_HOST_LIBRARY=$(python3 -c 'import json; print(json.load(open("target/nvidia/extras.json"))["cupti_host"])')
-export SIMCUPTI_HOST_LIBRARY
 rel=$PWD/target/release
 sim=$rel/bench-sim
-rm -rf "$sim" && mkdir -p "$sim"
-# The names programs look the simulated libraries up by (as `gpuprof demo` does).
-for n in libcuda.so.1 libcuda.so libcupti.so.13 libcublas.so.12 libcublas.so \
-         libcublasLt.so.12 libcublasLt.so; do
-    ln -s "$rel/${n%%.so*}.so" "$sim/$n"
-done
-ln -s "$nvtx" "$sim/libnvToolsExt.so"
+. scripts/sim-stack.sh
+sim_stack "$sim" "$rel"
 cc -O2 -o "$rel/launch_flood" tests/c/launch_flood.c -ldl
 
 "$rel/gpuprof-bench" pipeline

@@ -155,28 +155,11 @@ torch_inject() {
     return "$rc"
 }
 
-# sim_stack: the simulated CUDA stack of target/release as the driver, CUPTI, cuBLAS.
-sim_stack() {
-    local sim=$out/sim rel
-    rel=$(cd target/release && pwd)
-    rm -rf "$sim" && mkdir -p "$sim"
-    for n in libcuda.so.1 libcuda.so libcupti.so.13 libcublas.so.12 libcublas.so \
-             libcublasLt.so.12 libcublasLt.so libnvidia-ml.so.1; do
-        local built=${n%%.so*}.so
-        [ "$built" = libnvidia-ml.so ] && built=libnvidia_ml.so
-        ln -s "$rel/$built" "$sim/$n"
-    done
-    python3 scripts/nvidia-wheels.py fetch-extras libnvtx3interop cupti_host >/dev/null
-    local extras
-    extras=$(python3 scripts/nvidia-wheels.py path)/extras.json
-    ln -s "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["libnvtx3interop"])' "$extras")" \
-        "$sim/libnvToolsExt.so"
-    SIMCUPTI_HOST_LIBRARY=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cupti_host"])' "$extras")
-    export SIMCUPTI_HOST_LIBRARY LD_LIBRARY_PATH=$sim GPUPROF_CUPTI_LIB=$sim/libcupti.so.13
-}
-
 if [ "$sim" = yes ]; then
-    sim_stack
+    # The simulated stack of target/release as the driver, CUPTI and cuBLAS.
+    . scripts/sim-stack.sh
+    sim_stack "$out/sim" "$(cd target/release && pwd)"
+    export LD_LIBRARY_PATH=$out/sim GPUPROF_CUPTI_LIB=$out/sim/libcupti.so.13
 else
     find_libs
 fi

@@ -148,23 +148,10 @@ nvtx_lib() {
 
 if [ "$use_sim" = yes ]; then
     echo "== --sim: the simulated CUDA stack (tests/sim, a simulated H100) instead of a GPU" >&2
-    nvtx=$(nvtx_lib)
     sim=$work/sim
-    rm -rf "$sim" && mkdir -p "$sim"
-    ln -s "$out/libcuda.so" "$sim/libcuda.so.1"
-    ln -s "$out/libcuda.so" "$sim/libcuda.so"
-    ln -s "$out/libcupti.so" "$sim/libcupti.so.13"
-    for l in libcublas libcublasLt; do
-        ln -s "$out/$l.so" "$sim/$l.so"
-        ln -s "$out/$l.so" "$sim/$l.so.12"
-    done
-    ln -s "$nvtx" "$sim/libnvToolsExt.so"
+    . scripts/sim-stack.sh
+    sim_stack "$sim" "$out"
     export LD_LIBRARY_PATH=$sim GPUPROF_CUPTI_LIB=$sim/libcupti.so.13
-    # The simulated CUPTI's Profiler Host API answers from NVIDIA's CUPTI 13.1.
-    python3 scripts/nvidia-wheels.py fetch-extras cupti_host >/dev/null
-    SIMCUPTI_HOST_LIBRARY=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cupti_host"])' \
-        "$(python3 scripts/nvidia-wheels.py path)/extras.json")
-    export SIMCUPTI_HOST_LIBRARY
 fi
 
 echo "== gpuprof doctor" >&2
