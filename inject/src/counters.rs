@@ -482,7 +482,7 @@ fn make_plan(c: &'static Cupti, device_id: u32) -> Result<Plan, String> {
     handoff::send(Record::CounterPlan(CounterPlan {
         device_id,
         chip,
-        mode: "kernel".to_string(),
+        mode: wire::CounterMode::Kernel.name().to_string(),
         groups: groups.iter().chain(&graph).map(|g| g.ids.clone()).collect(),
         policy,
     }));

@@ -247,12 +247,46 @@ pub struct CounterPlan {
     pub device_id: u32,
     /// NVIDIA's chip name ("GH100").
     pub chip: String,
-    /// "kernel" (range profiler per launch) or "sampling" (PM sampling).
+    /// [`CounterMode::name`]: "kernel" (range profiler per launch) or "sampling" (PM
+    /// sampling). A word, not the enum, so that a mode added later reads back.
     pub mode: String,
     /// The pass groups: [`InternedString`] ids of metric names, group by group.
     pub groups: Vec<Vec<u32>>,
     /// The sampling policy in words, for the report ("first 64 launches of each kernel").
     pub policy: String,
+}
+
+impl CounterPlan {
+    /// Its [`CounterPlan::mode`], `None` for a word this release does not know.
+    pub fn counter_mode(&self) -> Option<CounterMode> {
+        CounterMode::from_name(&self.mode)
+    }
+}
+
+/// How a [`CounterPlan`] measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CounterMode {
+    /// The range profiler, per kernel launch.
+    Kernel,
+    /// PM sampling, GPU-wide windows.
+    Sampling,
+}
+
+impl CounterMode {
+    pub const ALL: [CounterMode; 2] = [CounterMode::Kernel, CounterMode::Sampling];
+
+    /// The word a plan's `mode` holds.
+    pub fn name(self) -> &'static str {
+        match self {
+            CounterMode::Kernel => "kernel",
+            CounterMode::Sampling => "sampling",
+        }
+    }
+
+    /// The mode [`CounterMode::name`] names.
+    pub fn from_name(name: &str) -> Option<CounterMode> {
+        CounterMode::ALL.into_iter().find(|m| m.name() == name)
+    }
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -340,6 +374,40 @@ pub enum DropSource {
     Unsaved,
 }
 
+impl DropSource {
+    /// Every source, in declaration order: the order of the report's rows.
+    pub const ALL: [DropSource; 6] = [
+        DropSource::Cupti,
+        DropSource::Channel,
+        DropSource::Ring,
+        DropSource::Undelivered,
+        DropSource::Unwritten,
+        DropSource::Unsaved,
+    ];
+
+    /// The word a source is stored (the session's `dropped.source`) and reported under.
+    pub fn name(self) -> &'static str {
+        match self {
+            DropSource::Cupti => "cupti",
+            DropSource::Channel => "channel",
+            DropSource::Ring => "ring",
+            DropSource::Undelivered => "undelivered",
+            DropSource::Unwritten => "unwritten",
+            DropSource::Unsaved => "unsaved",
+        }
+    }
+
+    /// The source [`DropSource::name`] names.
+    pub fn from_name(name: &str) -> Option<DropSource> {
+        DropSource::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Its place in [`DropSource::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dropped {
     pub source: DropSource,
@@ -370,4 +438,24 @@ pub struct Capture {
     pub launches: u64,
     /// Of those, the ones made inside a window.
     pub captured_launches: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_drop_source_and_counter_mode_has_one_name_that_reads_back() {
+        for (i, s) in DropSource::ALL.into_iter().enumerate() {
+            assert_eq!(s.index(), i);
+            assert_eq!(DropSource::from_name(s.name()), Some(s));
+        }
+        let names: std::collections::BTreeSet<_> = DropSource::ALL.map(DropSource::name).into();
+        assert_eq!(names.len(), DropSource::ALL.len());
+        for m in CounterMode::ALL {
+            assert_eq!(CounterMode::from_name(m.name()), Some(m));
+        }
+        assert_eq!(DropSource::from_name("disk"), None);
+        assert_eq!(CounterMode::from_name("Kernel"), None);
+    }
 }

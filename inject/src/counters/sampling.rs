@@ -228,7 +228,7 @@ fn add_device(c: &'static Cupti, st: &mut State, device_id: u32) -> Result<(), S
     handoff::send(Record::CounterPlan(CounterPlan {
         device_id,
         chip,
-        mode: "sampling".to_string(),
+        mode: wire::CounterMode::Sampling.name().to_string(),
         groups: vec![ids.clone()],
         policy: format!(
             "every {} µs ({} trigger), GPU-wide{}",
