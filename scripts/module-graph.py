@@ -3,6 +3,8 @@
 
     scripts/module-graph.py inject/src/lib.rs            # fails if there is a cycle
     scripts/module-graph.py --edges inject/src/lib.rs    # prints "a -> b" lines too
+    scripts/module-graph.py --layers cli,collect,output,analysis,store collector/src/lib.rs
+                                                         # also fails on an upward import
 
 A module is a file (`foo.rs`, `foo/mod.rs`, or an inline `mod foo { .. }` counts as
 part of its file). Module A depends on module B when A's code names a path into B:
@@ -11,8 +13,13 @@ part of its file). Module A depends on module B when A's code names a path into 
 (`#[cfg(test)] mod tests;` files and `*_tests.rs`) are left out: they may use
 anything.
 
-Exit status: 0 without cycles, 1 with (each strongly connected component printed),
-2 on bad input.
+With `--layers A,B,C` (highest first), the top-level modules named are layers: a
+module inside layer B may import from B and the layers after it (C), never from one
+before it (A); each such import is printed. Top-level modules not named, and the
+crate root, are outside the layers (a root declaring its layers is not an import).
+
+Exit status: 0 without cycles (and upward imports), 1 with (each strongly connected
+component, each upward import printed), 2 on bad input.
 """
 
 import re
@@ -191,12 +198,63 @@ def cycles(graph):
     return comps
 
 
+def upward(graph, layers):
+    """(from, to) edges whose target's layer is above its source's."""
+    rank = {layer: i for i, layer in enumerate(layers)}
+    out = []
+    for a in sorted(graph):
+        for b in sorted(graph[a]):
+            if a and b and a[0] in rank and b[0] in rank and rank[b[0]] < rank[a[0]]:
+                out.append((a, b))
+    return out
+
+
 def name(path):
     return "/".join(path) if path else "(crate root)"
 
 
+def self_test():
+    """The checks fail where they must: a cycle, an upward import; and pass without."""
+    import tempfile
+
+    def run(files, layers):
+        with tempfile.TemporaryDirectory() as d:
+            for name, text in files.items():
+                (Path(d) / name).parent.mkdir(parents=True, exist_ok=True)
+                (Path(d) / name).write_text(text)
+            graph = edges(discover(Path(d) / "lib.rs"))
+            return bool(cycles(graph)), upward(graph, layers)
+
+    lib = "pub mod high;\npub mod low;\n"
+    down = {"lib.rs": lib, "high/mod.rs": "use crate::low::f;\n", "low/mod.rs": "pub fn f() {}\n"}
+    up = dict(down, **{"low/mod.rs": "// crate::high in a comment does not count\nuse crate::high::g;\n"})
+    cycle = dict(up, **{"high/mod.rs": "use crate::low::f;\npub fn g() {}\n"})
+    checks = [
+        (run(down, ["high", "low"]), (False, [])),
+        (run(down, ["low", "high"]), (False, [(("high",), ("low",))])),
+        (run(up, ["high", "low"]), (True, [(("low",), ("high",))])),
+        (run(cycle, []), (True, [])),
+    ]
+    for n, (got, want) in enumerate(checks):
+        if got != want:
+            print(f"module-graph: self-test {n}: got {got}, want {want}", file=sys.stderr)
+            return 1
+    print(f"module-graph: self-test: {len(checks)} checks pass", file=sys.stderr)
+    return 0
+
+
 def main(argv):
+    if argv == ["--self-test"]:
+        return self_test()
     show = "--edges" in argv
+    layers = []
+    if "--layers" in argv:
+        i = argv.index("--layers")
+        if i + 1 >= len(argv):
+            print("module-graph: --layers needs a list: --layers cli,collect,...", file=sys.stderr)
+            return 2
+        layers = [s for s in argv[i + 1].split(",") if s]
+        argv = argv[:i] + argv[i + 2 :]
     roots = [a for a in argv if not a.startswith("--")]
     if not roots:
         print(__doc__, file=sys.stderr)
@@ -218,8 +276,17 @@ def main(argv):
             failed = True
             members = ", ".join(sorted(name(m) for m in comp))
             print(f"module-graph: {root}: import cycle between {members}", file=sys.stderr)
-        if not found:
-            print(f"module-graph: {root}: {len(modules)} modules, no import cycle", file=sys.stderr)
+        missing = [layer for layer in layers if (layer,) not in modules]
+        if missing:
+            print(f"module-graph: {root}: no top-level module for layer(s) {', '.join(missing)}", file=sys.stderr)
+            return 2
+        wrong = upward(graph, layers)
+        for a, b in wrong:
+            failed = True
+            print(f"module-graph: {root}: {name(a)} (layer {a[0]}) imports {name(b)} (layer {b[0]}, above it)", file=sys.stderr)
+        if not found and not wrong:
+            what = f", layers {' > '.join(layers)} import downward only" if layers else ""
+            print(f"module-graph: {root}: {len(modules)} modules, no import cycle{what}", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -41,8 +41,10 @@ fi
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "no import cycles between the modules of inject, collector, wire and cupti"
-python3 scripts/module-graph.py inject/src/lib.rs collector/src/lib.rs collector/src/main.rs wire/src/lib.rs cupti/src/lib.rs
+step "no import cycles between the modules of inject, collector, wire and cupti; the collector's layers import downward only"
+python3 scripts/module-graph.py --self-test
+python3 scripts/module-graph.py inject/src/lib.rs collector/src/main.rs wire/src/lib.rs cupti/src/lib.rs
+python3 scripts/module-graph.py --layers cli,collect,output,analysis,store collector/src/lib.rs
 
 # The build is CPU-bound and the installs below wait on the network: together.
 step "build (in the background while the test tools install; output in target/build-output.txt)"
@@ -56,7 +58,7 @@ scripts/python-env.sh
 step "pandas, which reads the report's CSV tables (target/venv-pandas)"
 scripts/python-env.sh pandas
 
-step "Go, whose pprof reads gpuprof pprof's profiles (tests/tests/pprof_go.rs)"
+step "Go, whose pprof reads gpuprof pprof's profiles (tests/tests/it/collector/output/pprof_go.rs)"
 scripts/debian-tools.sh golang-go
 
 step "Python environment for Holistic Trace Analysis (target/venv-hta)"
@@ -65,7 +67,7 @@ scripts/python-env.sh hta
 step "NVIDIA's NVML bindings, a client of the simulated NVML (target/venv-nvml)"
 scripts/python-env.sh nvml
 
-step "Prometheus server (scrapes gpuprof record --serve in tests/tests/serve_prometheus.rs)"
+step "Prometheus server (scrapes gpuprof record --serve in tests/tests/it/collector/collect/serve/prometheus.rs)"
 scripts/debian-tools.sh prometheus
 
 step "AIPerf, whose collectors read gpuprof record --serve (target/venv-aiperf)"

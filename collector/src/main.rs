@@ -2,27 +2,15 @@
 //! profiled process lives here; the injected library is `libgpuprof.so`. The analysis
 //! is the `gpuprof_collector` library (`lib.rs`); this binary reads, drains, prints.
 
+#![warn(clippy::too_many_lines)]
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod child;
-mod demo;
-mod doctor;
-mod doctor_counters;
-mod drain;
-mod metrics_cmd;
-mod metrics_http;
-mod output_name;
-mod pprof_cmd;
-mod record;
-mod report;
-mod roofline_cmd;
-mod serve;
-mod session_dirs;
-mod signals;
-mod trace_cmd;
-mod version;
+use gpuprof_collector::cli::{
+    demo, doctor, metrics, pprof, record, report, roofline, trace, version,
+};
 
 /// A per-kernel GPU profiler for NVIDIA GPUs: timing, counters, GEMM shapes,
 /// roofline, MFU and MBU, for unmodified CUDA programs.
@@ -78,7 +66,7 @@ enum Command {
     /// `report`).
     ///
     /// Example: gpuprof trace run1 --from 2 --to 2.5
-    Trace(trace_cmd::Args),
+    Trace(trace::Args),
     /// Profile the built-in LLM-shaped workload: report, roofline and trace
     ///
     /// Runs `gpuprof record` on cudarc-llm (built beside this binary: prefill GEMMs,
@@ -107,7 +95,7 @@ enum Command {
     /// writing it when the session is damaged (as `report`).
     ///
     /// Example: gpuprof pprof run1 && go tool pprof -top -sample_index=gpu_time run1/gpu.pb.gz
-    Pprof(pprof_cmd::Args),
+    Pprof(pprof::Args),
     /// Draw the roofline of a recorded session (SVG) and write its points (CSV, JSON)
     ///
     /// One point per kernel name: x its arithmetic intensity (model FLOPs from GEMM
@@ -118,8 +106,8 @@ enum Command {
     /// them when the session is damaged (as `report`).
     ///
     /// Example: gpuprof roofline run1 -o run1/roofline.svg
-    #[command(after_long_help = gpuprof_collector::analysis::peaks::PEAKS_FILE_HELP)]
-    Roofline(roofline_cmd::Args),
+    #[command(after_long_help = gpuprof_collector::analysis::roofline::peaks::PEAKS_FILE_HELP)]
+    Roofline(roofline::Args),
     /// Show which CUDA driver and CUPTI library the profiler would use, and why other
     /// candidates were rejected. Exits 1 when no usable CUPTI is found.
     Doctor(doctor::Args),
@@ -131,7 +119,7 @@ enum Command {
     /// unknown chip or metric.
     ///
     /// Example: gpuprof metrics --chip GH100 --metrics dram__bytes_read.sum,sm__cycles_active.avg
-    Metrics(metrics_cmd::Args),
+    Metrics(metrics::Args),
     /// The collector of env-var-only mode, started by libgpuprof.so itself (not meant
     /// to be run by hand).
     ///
@@ -149,14 +137,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Doctor(args) => doctor::run(&args),
-        Command::Metrics(args) => metrics_cmd::run(&args),
+        Command::Metrics(args) => metrics::run(&args),
         Command::Record(args) => record::record(&args),
         Command::Collect(args) => record::collect(&args),
         Command::Report(args) => report::report(&args),
-        Command::Trace(args) => trace_cmd::run(&args),
+        Command::Trace(args) => trace::run(&args),
         Command::Demo(args) => demo::run(&args),
-        Command::Roofline(args) => roofline_cmd::run(&args),
-        Command::Pprof(args) => pprof_cmd::run(&args),
+        Command::Roofline(args) => roofline::run(&args),
+        Command::Pprof(args) => pprof::run(&args),
     };
     match result {
         Ok(code) => code,

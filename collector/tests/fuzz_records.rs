@@ -14,12 +14,14 @@ use proptest::test_runner::{Config, FileFailurePersistence};
 use wire::*;
 
 use gpuprof_collector::analysis::aggregate::aggregate;
-use gpuprof_collector::analysis::peaks::Overrides;
-use gpuprof_collector::analysis::trace::{write_trace, TraceFormat};
-use gpuprof_collector::analysis::{chrome_trace, efficiency, screen, summarize, Integrity};
-use gpuprof_collector::render::{self, Format};
-use gpuprof_collector::roofline_points::{charts, points, points_csv, points_json};
-use gpuprof_collector::roofline_svg::{layout, render_svg};
+use gpuprof_collector::analysis::findings::findings;
+use gpuprof_collector::analysis::roofline::peaks::Overrides;
+use gpuprof_collector::analysis::{efficiency, screen, summarize, Integrity};
+use gpuprof_collector::output::report::{self, Format};
+use gpuprof_collector::output::roofline::points::{charts, points, points_csv, points_json};
+use gpuprof_collector::output::roofline::svg::{layout, render_svg};
+use gpuprof_collector::output::trace::chrome_trace;
+use gpuprof_collector::output::trace::{write_trace, TraceFormat};
 
 fn config() -> Config {
     let cases = std::env::var("GPUPROF_FUZZ_CASES")
@@ -301,7 +303,7 @@ fn run_commands(records: &[(u32, Record)], integrity: &Integrity) -> Result<(), 
     let peaks = Overrides::default();
     let a = aggregate(records);
     for format in [Format::Table, Format::Csv, Format::Json] {
-        let text = render::report(&a, integrity, format, None, &peaks);
+        let text = report::report(&findings(&a, integrity, &peaks), format, None);
         if format == Format::Json {
             prop_assert!(serde_json::from_str::<serde_json::Value>(&text).is_ok());
         } else {
@@ -363,7 +365,7 @@ proptest! {
         let peaks = Overrides::default();
         let a = aggregate(&records);
         for format in [Format::Table, Format::Csv, Format::Json] {
-            let _ = render::report(&a, &Integrity::default(), format, None, &peaks);
+            let _ = report::report(&findings(&a, &Integrity::default(), &peaks), format, None);
         }
         let _ = chrome_trace(&records);
         let _ = write_trace(&records, TraceFormat::Perfetto, None, Vec::new());

@@ -6,7 +6,7 @@
 //! NVIDIA's 12.9 library answers `cuptiProfilerHostInitialize` with
 //! `CUPTI_ERROR_NOT_INITIALIZED`; with `libnvperf_host.so` from its own directory
 //! already loaded (`RTLD_GLOBAL`, the soname is `libnvperf_host.so`) it succeeds
-//! (`tests/tests/profiler_host_real.rs`). So gpuprof loads them from the chosen
+//! (`tests/tests/it/cupti/profiler_host_real.rs`). So gpuprof loads them from the chosen
 //! libcupti's directory first, and a user never has to set `LD_LIBRARY_PATH` for
 //! counters.
 

@@ -14,7 +14,7 @@
 //! succeeds with 48. So each struct is passed with the size of the oldest release
 //! that has the call, ending at the last field gpuprof sets; every later release
 //! accepts that. [`PROFILER_PARAMS`] lists every such size, and
-//! `tests/tests/params_sizes.rs` checks each one against every pinned release's
+//! `tests/tests/it/cupti/params_sizes.rs` checks each one against every pinned release's
 //! headers.
 
 /// The header's `*_STRUCT_SIZE` of struct `$t` ending at field `$last`: the field's

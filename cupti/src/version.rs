@@ -40,8 +40,8 @@ fn parse_name(name: &str) -> Option<(u32, u32)> {
 
 /// CUDA 12 API numbers that share another number's headers: `cupti_version.h`
 /// gives 27 to CUDA 12.9 and 28 to 12.9 Update 1, whose headers are identical
-/// (the 12.9.19 and 12.9.79 wheels; `tests/tests/nvidia_libraries.rs` compares them
-/// and asks the real 12.9.19 library).
+/// (the 12.9.19 and 12.9.79 wheels; `tests/tests/it/cupti/nvidia_libraries.rs`
+/// compares them and asks the real 12.9.19 library).
 const SAME_HEADERS: &[(u32, u32)] = &[(27, 28)];
 
 fn canonical(api: u32) -> u32 {

@@ -1,5 +1,5 @@
 """Reads `gpuprof record --serve`'s /metrics with AIPerf's own collectors and prints
-what they got, as JSON, for tests/tests/serve_aiperf.rs.
+what they got, as JSON, for tests/tests/it/collector/collect/serve/aiperf.rs.
 
     read_metrics.py URL CUSTOM_CSV
 

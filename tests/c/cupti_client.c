@@ -1,4 +1,5 @@
-/* A CUPTI client for the simulated CUPTI's end-to-end tests (tests/tests/sim_cupti.rs).
+/* A CUPTI client for the simulated CUPTI's end-to-end tests
+ * (tests/tests/it/sim/cupti.rs).
  *
  * Compiled once per CUPTI release against that release's own headers (cupti.h,
  * cuda.h), so every record is decoded with NVIDIA's struct definitions. It dlopens

@@ -3,7 +3,7 @@
  * nvmlDeviceGetHandleByIndex and nvmlDeviceGetPciInfo to their versioned entry points,
  * and every struct is read with the header's own layout. Prints one line per value of
  * device 0, then the codes of calls that must be refused. Used by
- * tests/tests/nvml_telemetry.rs. */
+ * tests/tests/it/collector/collect/nvml_telemetry.rs. */
 #include <stdio.h>
 #include <string.h>
 #include <nvml.h>

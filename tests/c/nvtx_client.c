@@ -1,4 +1,4 @@
-/* An NVTX program observed through CUPTI activity, for tests/tests/sim_cupti_nvtx.rs.
+/* An NVTX program observed through CUPTI activity, for tests/tests/it/sim/cupti_nvtx.rs.
  *
  * Uses NVIDIA's NVTX 3 headers (header-only: the program embeds NVIDIA's own injection
  * loader, which reads NVTX_INJECTION64_PATH, dlopens it and calls its

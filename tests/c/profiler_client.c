@@ -1,5 +1,5 @@
 /* A client of CUPTI's profiling APIs (profiler host, range profiler, PM sampling) for
- * the simulated CUPTI's tests (tests/tests/sim_cupti_profiler.rs).
+ * the simulated CUPTI's tests (tests/tests/it/sim/cupti_profiler.rs).
  *
  * Compiled once per CUPTI release against that release's own headers (as C, or as
  * C++ where the release's cupti_profiler_host.h needs it: 12.x and 13.0 include

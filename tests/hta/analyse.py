@@ -1,6 +1,7 @@
 """Loads a `gpuprof trace --format kineto` directory with Holistic Trace Analysis
 (HTA, Meta's analyser of PyTorch-profiler traces) and prints, as one JSON object,
-what HTA made of it (tests/tests/trace_kineto.rs compares it with the report):
+what HTA made of it (tests/tests/it/collector/output/trace/kineto.rs compares it with
+the report):
 
 - "ranks": the ranks HTA loaded, and per rank its "distributedInfo" as HTA read it;
 - "kernels": per kernel name, "count" (HTA's GPU kernel events of that name) and

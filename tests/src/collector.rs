@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::artifacts::{artifact, target_profile_dir};
 
@@ -75,11 +76,15 @@ pub fn shm_dirs_of(pid: u32) -> Vec<PathBuf> {
 pub struct Scratch(PathBuf);
 
 impl Scratch {
-    /// `name` must be unique among the tests of one test binary.
+    /// `name` says whose it is; a number counted in the process makes it unique there:
+    /// every test of the suite runs in one test binary, and two of them (or two calls
+    /// of one) may pass the same name.
     pub fn new(name: &str) -> Scratch {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = target_profile_dir()
             .join("scratch")
-            .join(format!("{name}-{}", std::process::id()));
+            .join(format!("{name}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create scratch dir");
         Scratch(dir)

@@ -210,7 +210,7 @@ pub fn kernels_in_order(records: &[Record]) -> Vec<&Kernel> {
 
 /// The GEMM shape (m, n, k, batch) of each cuBLAS call of the cudarc client, in order
 /// (tests/workloads/cudarc-llm/src/main.rs with its default shape; as in
-/// inject_tracing.rs), `None` for its own kernels.
+/// tests/tests/it/inject/tracing.rs), `None` for its own kernels.
 pub fn cudarc_gemms() -> Vec<Option<(u64, u64, u64, u64)>> {
     let (layers, h, ffn, heads, vocab, prompt, decode) =
         (2u64, 1024u64, 2816u64, 8u64, 32000u64, 128u64, 4);

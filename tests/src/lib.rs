@@ -1,7 +1,7 @@
 //! Shared helpers for gpuprof's integration tests.
 //!
-//! The tests in `tests/nvidia_libraries.rs` run against NVIDIA's real CUPTI and
-//! nvperf libraries and headers, taken from the pinned NVIDIA wheels that
+//! The tests in `tests/tests/it/cupti/nvidia_libraries.rs` run against NVIDIA's real
+//! CUPTI and nvperf libraries and headers, taken from the pinned NVIDIA wheels that
 //! `python3 scripts/nvidia-wheels.py fetch` downloads into `target/nvidia/` and
 //! describes in `target/nvidia/manifest.json`. No GPU and no driver are needed.
 //!
@@ -15,6 +15,7 @@ mod duckdb;
 mod http;
 mod injected;
 mod live_metrics;
+mod own_process;
 mod perfetto;
 pub mod pricing;
 mod prometheus;
@@ -39,6 +40,7 @@ pub use injected::{
 pub use live_metrics::{
     check_against_report, record_serving, record_serving_with, wait_for_final, Sample,
 };
+pub use own_process::{harness_name, in_own_process, running_binary};
 pub use perfetto::{read_perfetto_trace, slices_per_track, track_names};
 pub use prometheus::{prometheus_binary, Prometheus};
 pub use report::{

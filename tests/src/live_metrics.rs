@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use gpuprof_collector::live::short_name::short_name;
+use gpuprof_collector::analysis::live::short_name::short_name;
 use serde_json::Value;
 
 use crate::{artifact, http_get, record_on_sim};

@@ -1,4 +1,5 @@
-//! The pricing oracle of the roofline tests (tests/tests/collector_roofline.rs): what
+//! The pricing oracle of the roofline tests
+//! (tests/tests/it/collector/analysis/roofline.rs): what
 //! `gpuprof report --format json` must say of a session on the simulated H100, computed
 //! from the simulated GPU's cost model (`sim_core`, the same model that timed and
 //! counted each kernel), the GEMM shapes the programs are known to call, and the H100

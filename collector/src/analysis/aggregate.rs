@@ -9,7 +9,7 @@
 //! attribution of the sampling windows around them ([`super::sampled`]).
 //! [`Aggregator::finish`] gives the [`Aggregate`] that
 //! [`summarize`](super::summary::summarize_aggregate) and
-//! [`efficiency`](super::efficiency::efficiency_of) read.
+//! [`efficiency`](crate::analysis::roofline::efficiency::efficiency_of) read.
 //!
 //! What is held between parts: the session's interned strings, devices, graphs, one
 //! entry per class and per range name, and the records of the join window. None of it
@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ahash::AHashMap;
 
 use serde::Serialize;
-use wire::{Capture, CounterPlan, CounterSample, DeviceInfo, DropSource, Record};
+use wire::{Capture, CounterMode, CounterPlan, CounterSample, DeviceInfo, DropSource, Record};
 
 use super::classes::{ClassKey, Classes};
 use super::deconvolve::{ClassSpan, Deconvolver, Fitted};
@@ -31,7 +31,7 @@ use super::range_cover::RangeCover;
 use super::sampled::{Attribution, Attributor, KernelSpan, Window};
 use super::stacks::Stacks;
 use super::telemetry::{DeviceTelemetry, TelemetryAggregator};
-use crate::nvml::DeviceSample;
+use crate::store::device_samples::DeviceSample;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProcessSummary {
@@ -137,7 +137,7 @@ pub struct Aggregate {
     /// (is a set, copy kind) -> (count, bytes, ns).
     pub transfers: BTreeMap<(bool, u8), (u64, u64, u64)>,
     /// Records lost, per [`DropSource`] in declaration order.
-    pub dropped: [u64; 6],
+    pub dropped: [u64; DropSource::ALL.len()],
     pub plans: Vec<PlanSummary>,
     pub counter_statuses: Vec<StatusSummary>,
     /// The FLOP counters each process's kernel-mode plans collect.
@@ -423,7 +423,7 @@ impl Aggregator {
     /// FLOP counters they plan, sampling windows and unjoined counts are not).
     pub fn so_far(&mut self) -> &Aggregate {
         for (pid, plan) in &self.plans {
-            if plan.mode != "kernel" {
+            if plan.counter_mode() != Some(CounterMode::Kernel) {
                 continue;
             }
             for id in plan.groups.iter().flatten() {
@@ -493,7 +493,7 @@ impl Aggregator {
                 .iter()
                 .map(|g| g.iter().map(|&m| out.metric_name(pid, m)).collect())
                 .collect();
-            if plan.mode == "kernel" {
+            if plan.counter_mode() == Some(CounterMode::Kernel) {
                 for id in plan.groups.iter().flatten() {
                     if let Some(name) = out.string(pid, *id).filter(|n| flop_metric(n).is_some()) {
                         let name = name.to_string();
@@ -609,20 +609,13 @@ impl Aggregator {
                 self.out.ranges.marker(pid, &m, &name, &domain, self.part);
             }
             Record::Dropped(d) => {
-                let i = match d.source {
-                    DropSource::Cupti => 0,
-                    DropSource::Channel => 1,
-                    DropSource::Ring => 2,
-                    DropSource::Undelivered => 3,
-                    DropSource::Unwritten => 4,
-                    DropSource::Unsaved => 5,
-                };
+                let i = d.source.index();
                 self.out.dropped[i] = self.out.dropped[i].saturating_add(d.records);
             }
             Record::End(_) => p.finished = true,
             Record::Capture(c) => p.capture = Some(c),
             Record::CounterPlan(plan) => {
-                if plan.mode == "sampling" {
+                if plan.counter_mode() == Some(CounterMode::Sampling) {
                     self.sampling = true;
                 }
                 self.plans.push((pid, plan));

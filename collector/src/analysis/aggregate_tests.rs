@@ -5,10 +5,10 @@
 use wire::testing::{counters, device, gemm, k, launch, marker, on, process, string};
 use wire::{marker_flags, CounterPlan, Record};
 
-use super::super::efficiency::efficiency_of;
-use super::super::peaks::Overrides;
 use super::super::summary::summarize_aggregate;
 use super::*;
+use crate::analysis::roofline::efficiency::efficiency_of;
+use crate::analysis::roofline::peaks::Overrides;
 use crate::store::tables::table_of;
 
 const S: u32 = marker_flags::START;

@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::aggregate::Aggregate;
-use super::peaks::{peaks_for, Overrides};
+use crate::analysis::roofline::peaks::{peaks_for, Overrides};
 
 /// A kernel's merged metric means per measured launch, by metric name.
 pub type Means<'a> = BTreeMap<&'a str, f64>;

@@ -281,7 +281,7 @@ fn no_counter_records_no_counter_section() {
 
 #[test]
 fn values_print_with_at_most_three_decimals() {
-    use crate::render::value;
+    use crate::output::report::value;
     assert_eq!(value(1024.0), "1024");
     assert_eq!(value(55.5), "55.5");
     assert_eq!(value(1.0 / 3.0), "0.333");

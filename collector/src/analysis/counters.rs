@@ -23,8 +23,8 @@ use super::counter_pct::{counter_pct, KernelPct, Means};
 use super::deconvolve::LeftOut;
 use super::fitted::{fitted_classes, fitted_pct, FittedClass};
 use super::names::demangle;
-use super::peaks::Overrides;
 use super::sampled::{SampleIdle, SampledKernel};
+use crate::analysis::roofline::peaks::Overrides;
 
 /// Everything the report's counter section shows.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]

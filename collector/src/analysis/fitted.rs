@@ -13,7 +13,7 @@ use super::classes::Class;
 use super::counter_pct::{counter_pct, KernelPct};
 use super::deconvolve::{ClassFit, MetricFit, MetricKind};
 use super::names::demangle;
-use super::peaks::Overrides;
+use crate::analysis::roofline::peaks::Overrides;
 
 /// One metric of one class, fitted.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -14,7 +14,7 @@
 //! Kernel time of a class with no value of the metric is not counted as 0: it is
 //! left out and its share is given (`valued_ns` of `kernel_ns`), so a reader sees the
 //! figure is a lower bound. `record --serve` publishes the same sums bin by bin
-//! (`crate::live::dcgm`), so its series averaged over the run equal these values.
+//! (`crate::analysis::live::dcgm`), so its series averaged over the run equal these values.
 
 use std::collections::BTreeMap;
 

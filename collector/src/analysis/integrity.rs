@@ -1,5 +1,5 @@
 //! What a report leaves out and says so: damaged files and unsealed parts of the
-//! session (filled in by whoever read it, `crate::session::analyse`) and records whose values cannot
+//! session (filled in by whoever read it, `crate::analysis::session::analyse`) and records whose values cannot
 //! be true ([`screen`]).
 //!
 //! A record is impossible when an interval ends before it starts or lasts longer than

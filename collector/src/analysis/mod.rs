@@ -37,48 +37,47 @@ pub mod counter_pct;
 pub mod counters;
 pub mod deconvolve;
 pub mod durations;
-pub mod efficiency;
 pub mod family;
+pub mod findings;
 pub mod fitted;
 pub mod flop_metrics;
 pub mod gemm;
 pub mod gpu_activity;
 pub mod integrity;
 pub mod join;
-mod names;
+pub mod live;
+pub mod names;
 pub mod nvtx;
-mod peak_table;
-pub mod peaks;
-pub mod pprof;
 pub mod precision;
 pub mod range_cover;
 pub mod rollup;
 pub mod roofline;
 pub mod sampled;
+pub mod session;
 pub mod short_name;
 pub mod stacks;
 pub mod summary;
 pub mod telemetry;
-pub mod trace;
 
 pub use counters::{
     counters, ConfigCounterStats, Counters, KernelCounterStats, MetricStats, PlanSummary,
     SampleStats, StatusSummary,
 };
-pub use efficiency::{efficiency, Efficiency, GpuPeaks, KernelRow, Missing, Rollup, ShapeRow};
 pub use family::Family;
 pub use integrity::{screen, DamagedFile, ImpossibleRecords, Integrity, Unsealed};
 pub use names::{copy_kind_name, demangle, dims, launch_api_name, lookup, percent, strings};
 pub use nvtx::{pair_ranges, Range, RangeKind, RangeStats, RangeTotals, Ranges};
-pub use peaks::{parse_overrides, Overrides, Peaks, PEAKS_FILE_HELP};
 pub use precision::{Math, Pipe, Precision};
+pub use roofline::efficiency::{
+    efficiency, Efficiency, GpuPeaks, KernelRow, Missing, Rollup, ShapeRow,
+};
+pub use roofline::peaks::{parse_overrides, Overrides, Peaks, PEAKS_FILE_HELP};
 pub use roofline::{Bound, Point};
 pub use sampled::{Attribution, SampleIdle, SampledKernel, SampledMetric};
 pub use summary::{
-    drop_source_name, range_stats, summarize, ConfigStats, DeviceSummary, DroppedStats,
-    KernelStats, ProcessSummary, Summary, TransferStats,
+    range_stats, summarize, ConfigStats, DeviceSummary, DroppedStats, KernelStats, ProcessSummary,
+    Summary, TransferStats,
 };
-pub use trace::chrome_trace;
 
 #[cfg(test)]
 mod counter_tests;

@@ -3,13 +3,16 @@
 
 use std::collections::BTreeMap;
 
+use crate::output::trace::chrome_trace;
 use wire::testing::{k, kernel, launch, marker, memcpy, memset, on, process, string, Lcg};
 use wire::{marker_flags, DropSource, Dropped, End, Kernel, Record};
 
 use super::*;
 
-#[test]
-fn summary_of_a_small_session() {
+/// Two processes: the first with two kernels (one in two configurations), copies, a
+/// set, drops and its end; the second with the same kernel name under another string
+/// id, and no end.
+fn small_session() -> Vec<(u32, Record)> {
     let mut records = on(
         10,
         vec![
@@ -37,8 +40,13 @@ fn summary_of_a_small_session() {
             Record::End(End { records: 20 }),
         ],
     );
-    // A second process with the same kernel name under another string id, and no End.
     records.extend(on(11, vec![string(5, "softmax"), k(5, 1, 100, 1100)]));
+    records
+}
+
+#[test]
+fn summary_of_a_small_session() {
+    let records = small_session();
     let s = summarize(&records);
 
     assert_eq!(s.kernel_count, 5);
@@ -244,7 +252,7 @@ fn totals_saturate_instead_of_wrapping() {
     );
     assert_eq!(s.dropped[2].records, u64::MAX);
     assert_eq!((s.ranges[0].kernels, s.ranges[0].gpu_ns), (n, u64::MAX));
-    let e = super::efficiency::efficiency(&records, &Default::default());
+    let e = crate::analysis::roofline::efficiency::efficiency(&records, &Default::default());
     assert_eq!((e.kernels[0].calls, e.kernels[0].gpu_ns), (n, u64::MAX));
     assert_eq!(e.run.gpu_ns, u64::MAX);
 }

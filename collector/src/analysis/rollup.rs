@@ -123,7 +123,7 @@ pub struct ClassValues {
     pub flops: Option<f64>,
     pub source: Option<FlopSource>,
     /// The DRAM bytes a launch that did not measure them is given: the mean of its
-    /// group (see [`super::efficiency`]); `None` when no launch of the group measured
+    /// group (see [`crate::analysis::roofline::efficiency`]); `None` when no launch of the group measured
     /// them (then no launch of the class did either). For a class without measured
     /// bytes, the bytes fitted to the sampling windows, when determined.
     pub bytes_mean: Option<f64>,

@@ -131,29 +131,6 @@ pub struct DroppedStats {
     pub records: u64,
 }
 
-/// Every drop source, in the order of the report's rows and of
-/// [`super::aggregate::Aggregate::dropped`].
-pub const DROP_SOURCES: [DropSource; 6] = [
-    DropSource::Cupti,
-    DropSource::Channel,
-    DropSource::Ring,
-    DropSource::Undelivered,
-    DropSource::Unwritten,
-    DropSource::Unsaved,
-];
-
-/// The name a drop source is reported under.
-pub fn drop_source_name(source: DropSource) -> &'static str {
-    match source {
-        DropSource::Cupti => "cupti",
-        DropSource::Channel => "channel",
-        DropSource::Ring => "ring",
-        DropSource::Undelivered => "undelivered",
-        DropSource::Unwritten => "unwritten",
-        DropSource::Unsaved => "unsaved",
-    }
-}
-
 /// Builds the whole summary of `records`, read as one part.
 pub fn summarize(records: &[(u32, Record)]) -> Summary {
     summarize_aggregate(&aggregate(records))
@@ -291,12 +268,11 @@ pub fn summarize_aggregate(a: &Aggregate) -> Summary {
         })
         .collect();
 
-    let dropped = DROP_SOURCES
+    let dropped = DropSource::ALL
         .into_iter()
-        .enumerate()
-        .map(|(i, source)| DroppedStats {
-            source: drop_source_name(source).to_string(),
-            records: a.dropped[i],
+        .map(|source| DroppedStats {
+            source: source.name().to_string(),
+            records: a.dropped[source.index()],
         })
         .collect();
 

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::nvml::DeviceSample;
+use crate::store::device_samples::DeviceSample;
 
 /// One device over the run (one session's samples of one NVML device).
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -1,47 +1,44 @@
-//! The `device_samples` table: [`DeviceSample`]s to rows and back.
+//! The `device_samples` table: [`DeviceSample`]s (NVML readings) to rows and back.
 
-use crate::nvml::DeviceSample;
-
+use super::cells::Cells;
 use super::columns::{RowReader, RowWriter};
 
-/// Appends `s` as one row of the `device_samples` writer `w`.
+/// One NVML reading of one device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceSample {
+    /// `CLOCK_REALTIME` ns when read.
+    pub time_ns: u64,
+    /// NVML index.
+    pub index: u32,
+    /// "GPU-xxxxxxxx-xxxx-..."
+    pub uuid: String,
+    /// "NVIDIA H100 80GB HBM3"
+    pub name: String,
+    /// "00000000:01:00.0"
+    pub pci_bus_id: String,
+    pub gpu_util_pct: u32,
+    pub mem_util_pct: u32,
+    pub power_w: f64,
+    /// Total energy since the driver was loaded, millijoules.
+    pub energy_mj: u64,
+    pub fb_used_mib: u64,
+    pub sm_clock_mhz: u32,
+    pub mem_clock_mhz: u32,
+    pub max_sm_clock_mhz: u32,
+    pub temperature_c: u32,
+    /// `nvmlClocksEventReasons` bitmask.
+    pub throttle_reasons: u64,
+}
+
+/// Appends `s` as one row of the `device_samples` writer `w` (its columns:
+/// [`super::tables::TABLES`]).
 pub fn write_sample(w: &mut RowWriter, s: &DeviceSample) {
-    w.u64(s.time_ns);
-    w.u32(s.index);
-    w.str(&s.uuid);
-    w.str(&s.name);
-    w.str(&s.pci_bus_id);
-    w.u32(s.gpu_util_pct);
-    w.u32(s.mem_util_pct);
-    w.f64(s.power_w);
-    w.u64(s.energy_mj);
-    w.u64(s.fb_used_mib);
-    w.u32(s.sm_clock_mhz);
-    w.u32(s.mem_clock_mhz);
-    w.u32(s.max_sm_clock_mhz);
-    w.u32(s.temperature_c);
-    w.u64(s.throttle_reasons);
+    s.write(w);
     w.end_row();
 }
 
 /// Reads row `row` of a `device_samples` batch.
-pub fn read_sample(r: &mut RowReader, row: usize) -> DeviceSample {
+pub fn read_sample(r: &mut RowReader, row: usize) -> Result<DeviceSample, String> {
     r.seek(row);
-    DeviceSample {
-        time_ns: r.u64(),
-        index: r.u32(),
-        uuid: r.str(),
-        name: r.str(),
-        pci_bus_id: r.str(),
-        gpu_util_pct: r.u32(),
-        mem_util_pct: r.u32(),
-        power_w: r.f64(),
-        energy_mj: r.u64(),
-        fb_used_mib: r.u64(),
-        sm_clock_mhz: r.u32(),
-        mem_clock_mhz: r.u32(),
-        max_sm_clock_mhz: r.u32(),
-        temperature_c: r.u32(),
-        throttle_reasons: r.u64(),
-    }
+    DeviceSample::read(r)
 }

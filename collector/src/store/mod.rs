@@ -21,10 +21,12 @@
 //! Any engine that reads Parquet reads a session: `parts/*/kernels.parquet` is the
 //! kernel table of the whole run.
 
+pub mod cells;
 pub mod columns;
 pub mod device_samples;
 pub mod layout;
 pub mod manifest;
+pub mod output_file;
 pub mod reader;
 pub mod tables;
 pub mod writer;

@@ -24,7 +24,7 @@ use super::layout::{
 use super::manifest::{FileEntry, Manifest, MAX_BYTES, VERSION};
 use super::tables::{is_record_table, read_row, TableId, TABLE_IDS};
 use super::writer::MAX_PART_ROWS;
-use crate::nvml::DeviceSample;
+use crate::store::device_samples::DeviceSample;
 
 /// The largest part file read (a part holds at most a few hundred thousand rows).
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
@@ -411,9 +411,7 @@ fn decode(id: TableId, bytes: Vec<u8>, expected: u64) -> Result<Vec<(u32, Record
 }
 
 fn decode_samples(bytes: Vec<u8>, expected: u64) -> Result<Vec<DeviceSample>, String> {
-    decode_rows(TableId::DeviceSamples, bytes, expected, |r, i| {
-        Ok(read_sample(r, i))
-    })
+    decode_rows(TableId::DeviceSamples, bytes, expected, read_sample)
 }
 
 /// Bytes of the regular files directly in `dir`.

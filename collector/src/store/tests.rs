@@ -4,7 +4,8 @@ use std::time::Duration;
 use wire::testing::*;
 use wire::*;
 
-use super::tables::table_of;
+use super::columns::Kind;
+use super::tables::{table_of, TABLES};
 use super::*;
 
 struct Tmp(PathBuf);
@@ -188,7 +189,7 @@ fn every_record_kind_comes_back_as_written() {
         .collect();
     assert_eq!(kinds, record_tables, "every record table, in table order");
     // And the one table that holds no records: an NVML reading.
-    let sample = crate::nvml::DeviceSample {
+    let sample = crate::store::device_samples::DeviceSample {
         time_ns: 1_700_000_000_123_456_789,
         index: 1,
         uuid: "GPU-5a1c0da0-9000-4e11-8000-51c000000001".into(),
@@ -649,4 +650,98 @@ fn a_processes_file_from_before_the_environment_column_reads_without_one() {
             last + 1
         )
     );
+}
+
+/// docs/SESSION.md's table of tables: for each table, its columns in order, each
+/// with its kind as the doc writes it ("a, b (u32)": the type after a group of names
+/// applies to all of them).
+fn documented_tables() -> Vec<(String, Vec<(String, String)>)> {
+    let doc = include_str!("../../../docs/SESSION.md");
+    let section = doc
+        .split("\n## The session's tables")
+        .nth(1)
+        .expect("SESSION.md has the section")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let mut out = Vec::new();
+    for line in section.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.split(" | ").collect();
+        let names: Vec<String> = cells[0]
+            .trim_start_matches("| ")
+            .split(", ")
+            .map(|n| n.trim_matches('`').to_string())
+            .collect();
+        let mut columns = Vec::new();
+        let mut untyped = Vec::new();
+        for item in split_top_level(cells[1]) {
+            let (name, kind) = match item.split_once(" (") {
+                Some((name, rest)) => (name, Some(rest)),
+                None => (item.as_str(), None),
+            };
+            untyped.push(name.to_string());
+            if let Some(rest) = kind {
+                let kind = rest.split([',', ':', ')']).next().unwrap().trim();
+                columns.extend(untyped.drain(..).map(|n| (n, kind.to_string())));
+            }
+        }
+        assert!(
+            untyped.is_empty(),
+            "{line}: columns without a type: {untyped:?}"
+        );
+        for name in names {
+            out.push((name, columns.clone()));
+        }
+    }
+    out
+}
+
+/// `s` split at the commas outside parentheses.
+fn split_top_level(s: &str) -> Vec<String> {
+    let (mut out, mut depth, mut cur) = (Vec::new(), 0, String::new());
+    for c in s.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    out.push(cur.trim().to_string());
+    out
+}
+
+#[test]
+fn session_md_lists_every_table_with_the_columns_and_kinds_it_has() {
+    let word = |k: Kind| match k {
+        Kind::U8 => "u8",
+        Kind::U16 => "u16",
+        Kind::U32 => "u32",
+        Kind::U64 => "u64",
+        Kind::I32 => "i32",
+        Kind::F64 => "f64",
+        Kind::Bool => "bool",
+        Kind::Str => "string",
+        Kind::Uuid => "16 bytes",
+        Kind::StrList => "list of string",
+        Kind::U32List => "list of u32",
+        Kind::F64List => "list of f64",
+        Kind::U32ListList => "list of list of u32",
+    };
+    let declared: Vec<(String, Vec<(String, String)>)> = TABLES
+        .iter()
+        .map(|t| {
+            let columns = t
+                .columns
+                .iter()
+                .map(|(n, k)| (n.to_string(), word(*k).to_string()));
+            (t.name.to_string(), columns.collect())
+        })
+        .collect();
+    assert_eq!(documented_tables(), declared);
 }

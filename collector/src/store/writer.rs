@@ -35,8 +35,8 @@ use super::device_samples::write_sample;
 use super::layout::{part_dir_name, PARTS_DIR, RESERVE_FILE, UNSEALED_PREFIX};
 use super::manifest::{FileEntry, Manifest, FORMAT, VERSION};
 use super::tables::{table_of, write_row, TableId, TABLES, TABLE_IDS};
-use crate::nvml::DeviceSample;
-use crate::output_file;
+use crate::store::device_samples::DeviceSample;
+use crate::store::output_file;
 
 /// Bytes kept aside in the session directory for the last part after the file system
 /// filled.

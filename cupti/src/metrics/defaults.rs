@@ -6,9 +6,9 @@
 //! instruction counts; then SM activity, tensor-pipe activity, achieved occupancy, L2
 //! lookups, GPU time; last the metrics of DCGM's SM, occupancy, DRAM, graphics-engine
 //! and tensor-pipe activity fields, which fit into groups already there) with the
-//! 13.4 `libnvperf_host`, and checked by
-//! `tests/tests/metrics_host.rs`: every group is exactly one pass, and splitting the
-//! concatenated groups again gives the same groups.
+//! 13.4 `libnvperf_host`, and checked by `tests/tests/it/cupti/metrics_host.rs`:
+//! every group is exactly one pass, and splitting the concatenated groups again gives
+//! the same groups.
 //!
 //! Where the chip forces it, a metric is replaced by parts that each fit in one pass
 //! (sums of the parts are the metric):
@@ -73,7 +73,7 @@ pub struct DefaultSet {
 pub type SamplingSlot = &'static [&'static [&'static str]];
 
 /// The PM sampling set. What NVIDIA's Host API accepts for PM sampling depends on
-/// the release (`tests/tests/profiler_host_real.rs` asks each one): every
+/// the release (`tests/tests/it/cupti/profiler_host_real.rs` asks each one): every
 /// `sm__ops_path_tensor_*`, `lts__t_sectors_lookup_*` and `smsp__sass_*` metric is
 /// refused on GA100, AD102, GH100 and GB100 by 12.6-13.1; DRAM bytes are accepted
 /// from 12.9 on, while 12.6 and 12.8 accept only DRAM throughput. Tensor-pipe

@@ -9,7 +9,7 @@
 //! was checked with NVIDIA's `libnvperf_host.so` (12.9) on GA100, GH100 and GB100,
 //! where the whole set is one pass; AD102 has no NVLink counters (`nvlrx__bytes.sum`
 //! is an unknown metric there), so chips without NVLink get the set without them
-//! (`tests/tests/metrics_host.rs` checks both with the real library).
+//! (`tests/tests/it/cupti/metrics_host.rs` checks both with the real library).
 
 /// A DCGM profiling field and the CUPTI metric it is computed from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

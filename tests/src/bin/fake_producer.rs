@@ -1,6 +1,6 @@
-//! A stand-in profiled program for `tests/tests/collector_drain.rs`: it writes a ring
-//! in the session directory as libgpuprof.so would and plays the scenario named by
-//! `COLLECTOR_TEST_SCENARIO` (exit codes, signals, children, lost records).
+//! A stand-in profiled program for `tests/tests/it/collector/collect/drain.rs`: it
+//! writes a ring in the session directory as libgpuprof.so would and plays the scenario
+//! named by `COLLECTOR_TEST_SCENARIO` (exit codes, signals, children, lost records).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

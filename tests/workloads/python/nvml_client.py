@@ -1,6 +1,6 @@
 """A client of NVML through NVIDIA's own bindings (nvidia-ml-py, `import pynvml`),
-for tests/tests/nvml_telemetry.rs: prints, as one JSON object, what each device
-reports, then the return codes of calls NVML must refuse (made through ctypes on the
+for tests/tests/it/collector/collect/nvml_telemetry.rs: prints, as one JSON object,
+what each device reports, then the return codes of calls NVML must refuse (made through ctypes on the
 same library, since pynvml checks some arguments itself).
 
     python nvml_client.py     # libnvidia-ml.so.1 from the loader's path

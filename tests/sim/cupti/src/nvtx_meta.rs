@@ -4,7 +4,7 @@
 //! headers hold the same definitions in every release from 12.4 to 13.5; `cupti-sys`
 //! does not bind them, so they are written out here with the headers' names and
 //! layouts (checked below, and against the headers by the C client of
-//! `tests/nvtx_callbacks.rs`).
+//! `tests/it/nvtx_callbacks.rs`).
 //!
 //! The header has no struct for `nvtxDomainCreateW`, `nvtxDomainNameCategoryA` and
 //! `nvtxDomainNameCategoryW`: their callbacks carry the function's arguments in order

@@ -1,5 +1,5 @@
 /* CUDA graph resource callbacks and graph node ids seen by a CUPTI subscriber, for
- * tests/graph_callbacks.rs.
+ * tests/it/graph_callbacks.rs.
  *
  * Compiled against a CUPTI release's headers (CUPTI_RECORD_KERNEL and
  * CUPTI_RECORD_MEMSET name that release's record structs, -D). argv[1] is the CUPTI

@@ -1,4 +1,4 @@
-/* CUPTI_CB_DOMAIN_NVTX callbacks seen by a subscriber, for tests/nvtx_callbacks.rs.
+/* CUPTI_CB_DOMAIN_NVTX callbacks seen by a subscriber, for tests/it/nvtx_callbacks.rs.
  *
  * Calls NVTX through NVIDIA's own NVTX 3 loader (header-only, or NVIDIA's
  * libnvtx3interop.so.1 when built with NVTX_NO_IMPL), which injects the CUPTI named by

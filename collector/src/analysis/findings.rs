@@ -1,0 +1,32 @@
+//! What every form of the report shows, computed once and the same way for all of
+//! them (the table, CSV to stdout or to a directory, JSON, the report `record`
+//! prints): the summary, its counters as percentages of the peaks and the fitted
+//! per-class rates' percentages, and the roofline against the same peaks. The output
+//! layer renders a [`Findings`]; it computes nothing.
+
+use super::aggregate::Aggregate;
+use super::counters::pct_of;
+use super::fitted::fitted_pct;
+use super::integrity::Integrity;
+use super::roofline::efficiency::{efficiency_of, Efficiency};
+use super::roofline::peaks::Overrides;
+use super::summary::{summarize_aggregate, Summary};
+
+/// A session's numbers, as every report form shows them.
+pub struct Findings {
+    /// Processes, kernels, copies, ranges, drops, counters (with their percentages of
+    /// peak), telemetry, GPU activity, and the damage `integrity` stated.
+    pub summary: Summary,
+    /// Per kernel, GEMM shape, family, range and run: FLOPs, bytes, AI, MFU, MBU.
+    pub roofline: Efficiency,
+}
+
+/// The findings of `aggregate` (read as `integrity` says) against `peaks`.
+pub fn findings(aggregate: &Aggregate, integrity: &Integrity, peaks: &Overrides) -> Findings {
+    let mut summary = summarize_aggregate(aggregate);
+    summary.integrity = integrity.clone();
+    summary.counters.pct = pct_of(aggregate, &summary.counters.kernels, peaks);
+    summary.counters.fitted_pct = fitted_pct(aggregate, peaks);
+    let roofline = efficiency_of(aggregate, peaks);
+    Findings { summary, roofline }
+}

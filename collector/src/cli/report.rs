@@ -1,0 +1,148 @@
+//! `gpuprof report`: the report of one or more sessions, as a table, CSV (one stream
+//! or a file per table) or JSON. The report reads the sessions part by part
+//! (`crate::analysis::session::analyse`), in memory bounded whatever their length;
+//! damage is handled as [`crate::cli::sessions`] says.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::analysis::aggregate::Aggregate;
+use crate::analysis::findings::findings;
+use crate::analysis::roofline::peaks::Overrides;
+use crate::analysis::Integrity;
+use crate::cli::sessions::{
+    analyse_with_progress, expand_sessions, finish, load_peaks, warn_damage,
+};
+use crate::output::report as render;
+use crate::store::output_file;
+use anyhow::{Context, Result};
+
+pub use crate::output::report::{CounterView, Format};
+
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// Sessions: output directories of `gpuprof record` / `collect`. Several (the ranks
+    /// of a distributed run, runs on several hosts) are reported together: processes
+    /// are kept apart by (session, pid), so pids that repeat across hosts never mix;
+    /// kernel rows merge across them, and the roofline gains a row per session. A
+    /// quoted pattern ('runs/rank*') is expanded by gpuprof (*, ?, [...]).
+    #[arg(value_name = "SESSION", required = true, num_args = 1..)]
+    sessions: Vec<PathBuf>,
+    /// Output format. CSV and JSON carry the same tables, with times in integer ns.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// How many kernels to list, longest total time first (0: all). Default: 20 in
+    /// the table, all in CSV and JSON.
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
+    /// Peak FLOP/s and DRAM bandwidth per GPU model (TOML), overriding the built-in
+    /// table and the figures derived from the device; default $GPUPROF_PEAKS. See the
+    /// format below.
+    #[arg(long, value_name = "FILE")]
+    peaks: Option<PathBuf>,
+    /// Name kernels by their whole demangled names in the table (default: short
+    /// names: return type, namespaces, template arguments and parameters folded,
+    /// `gemv2N_kernel<…>`, cut with "…" to fit 120 columns). CSV and JSON always carry
+    /// both (`name`, `short_name`).
+    #[arg(long)]
+    full_names: bool,
+    /// Write the report to PATH instead of standard output. With --format csv, PATH
+    /// is a directory (made when missing) and each table is a file of its own,
+    /// `PATH/<table>.csv` (kernels.csv, kernel_configs.csv, roofline_kernels.csv, ...),
+    /// each one header row and its rows, as pandas.read_csv and DuckDB read them.
+    /// Files written before are replaced.
+    #[arg(short, long, value_name = "PATH")]
+    output: Option<PathBuf>,
+    /// How the table shows kernel counters: pct, one row per kernel with SM active,
+    /// tensor pipe, DRAM throughput, L2 hit rate and achieved occupancy as
+    /// percentages (formulas below); raw, each metric's mean per kernel, leaving out
+    /// metrics that are 0 for every kernel shown; off, no counter sections. CSV and
+    /// JSON always carry both the means and the percentages.
+    #[arg(long, value_enum, default_value_t = CounterView::Pct)]
+    counters: CounterView,
+}
+
+/// What `gpuprof report --help` prints after the options: the counter percentages'
+/// formulas and the peaks file's format.
+pub fn long_help() -> String {
+    format!(
+        "{}\n\n{}",
+        render::PCT_HELP,
+        crate::analysis::roofline::peaks::PEAKS_FILE_HELP
+    )
+}
+
+pub fn report(args: &ReportArgs) -> Result<ExitCode> {
+    // A bad peaks file fails before any output.
+    let peaks = load_peaks(args.peaks.as_deref())?;
+    let sessions = expand_sessions(&args.sessions)?;
+    let analysed = analyse_with_progress(&sessions)?;
+    warn_damage(&analysed, "report");
+    let view = render::View {
+        full_names: args.full_names,
+        counters: args.counters,
+    };
+    let found = findings(&analysed.aggregate, &analysed.integrity, &peaks);
+    match (&args.output, args.format) {
+        (Some(dir), Format::Csv) => {
+            let tables = render::report_csv_tables(&found, args.top);
+            write_csv_dir(dir, &tables)?;
+            eprintln!(
+                "gpuprof: {} CSV tables written to {}",
+                tables.tables.len(),
+                dir.display()
+            );
+        }
+        (output, format) => {
+            let text = render::report_with(&found, format, args.top, &view);
+            match output {
+                Some(path) => output_file::write_replacing(path, |w| w.write_all(text.as_bytes()))
+                    .with_context(|| format!("cannot write the report to {}", path.display()))?,
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(text.as_bytes())
+                        .and_then(|_| out.flush())
+                        .context("cannot write the report")?;
+                }
+            }
+        }
+    }
+    Ok(finish(&analysed, "report"))
+}
+
+/// Writes each table to `dir/<name>.csv`: `dir` is made when missing, and must
+/// otherwise be a directory of the user running gpuprof.
+fn write_csv_dir(dir: &Path, tables: &render::CsvTables) -> Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => output_file::make_dir(dir)
+            .with_context(|| format!("cannot make the directory {}", dir.display()))?,
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", dir.display())),
+        Ok(meta) if !meta.is_dir() => anyhow::bail!(
+            "{} is not a directory: with --format csv, -o names a directory, one file per table",
+            dir.display()
+        ),
+        Ok(meta) => output_file::check_own_dir(dir, &meta)?,
+    }
+    for (name, table) in &tables.tables {
+        let path = dir.join(format!("{name}.csv"));
+        output_file::write_replacing(&path, |w| w.write_all(table.as_bytes()))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The report of a session's aggregate in `format`, with the peaks of
+/// `$GPUPROF_PEAKS` (a bad file is a warning and the built-in peaks are used).
+pub fn render_report(
+    aggregate: &Aggregate,
+    integrity: &Integrity,
+    format: Format,
+    top: Option<usize>,
+) -> String {
+    let peaks = load_peaks(None).unwrap_or_else(|e| {
+        eprintln!("gpuprof: warning: {e:#}; using the built-in peaks");
+        Overrides::default()
+    });
+    render::report(&findings(aggregate, integrity, &peaks), format, top)
+}

@@ -1,0 +1,620 @@
+//! The roofline sections of the report (`analysis::efficiency`): the table's
+//! `Roofline ...`, `Peaks` and `Roofline values missing`, the JSON `roofline` object
+//! and the CSV `roofline_*` and `peaks` sections, with their number formats.
+
+use std::fmt::Write;
+
+use serde_json::{json, Value};
+
+use super::cells::{fit_last_column, grid, micros, pct, plural, value, wrapped, CsvTables, Names};
+use crate::analysis::precision::Math;
+use crate::analysis::rollup::{BytesSource, FlopSource};
+use crate::analysis::roofline::efficiency::{Efficiency, KernelRow, Rollup, ShapeRow};
+use crate::analysis::roofline::Point;
+use crate::analysis::short_name::fit_names;
+
+/// A large number with an SI prefix and two decimals ("137.44G"); below 1000 at most
+/// three decimals.
+pub fn si(v: f64) -> String {
+    const PREFIXES: [&str; 6] = ["k", "M", "G", "T", "P", "E"];
+    if !v.is_finite() || v.abs() < 1000.0 {
+        return value(v);
+    }
+    let mut x = v;
+    let mut i = 0;
+    while x.abs() >= 1000.0 && i < PREFIXES.len() {
+        x /= 1000.0;
+        i += 1;
+    }
+    format!("{x:.2}{}", PREFIXES[i - 1])
+}
+
+/// Arithmetic intensity, FLOP/byte: two decimals, four below 1.
+fn intensity(v: f64) -> String {
+    if v.abs() < 1.0 {
+        format!("{v:.4}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn or_dash(v: Option<String>) -> String {
+    v.unwrap_or_else(|| "-".to_string())
+}
+
+/// A fraction as a percentage with one decimal.
+fn pct_of(f: Option<f64>) -> String {
+    or_dash(f.map(|f| format!("{:.1}", f * 100.0)))
+}
+
+/// A fraction as a percentage rounded to two decimals, for CSV and JSON.
+fn pct_value(f: Option<f64>) -> Value {
+    json!(f.map(|f| (f * 10_000.0).round() / 100.0))
+}
+
+fn shown_rows<T>(rows: &[T], top: Option<usize>) -> &[T] {
+    match top {
+        Some(n) if n > 0 && n < rows.len() => &rows[..n],
+        _ => rows,
+    }
+}
+
+/// The most characters of a kernel's name in a line of prose ("... missing").
+const PROSE_NAME_WIDTH: usize = 60;
+
+/// The point's columns for tables: AI, FLOP/s, MFU %, MBU %, bound. (The roofline
+/// efficiency, the share of the attainable FLOP/s, is in CSV and JSON.) AI and MBU
+/// end in [`SAMPLED_MARK`] when the bytes are not all measured.
+fn point_cells(p: &Point, bytes: Option<BytesSource>) -> Vec<String> {
+    vec![
+        marked(or_dash(p.intensity.map(intensity)), bytes),
+        or_dash(p.achieved.map(si)),
+        pct_of(p.mfu),
+        marked(pct_of(p.mbu), bytes),
+        or_dash(p.bound.map(|b| b.name().to_string())),
+    ]
+}
+
+/// What ends a figure made from bytes fitted to PM sampling windows.
+const SAMPLED_MARK: &str = "~";
+
+/// The legend of [`SAMPLED_MARK`], under a section's title.
+const SAMPLED_LEGEND: &str =
+    "  (~: DRAM bytes fitted to PM sampling windows, not measured per kernel)\n";
+
+/// `cell` with [`SAMPLED_MARK`] when `source` is sampled or mixed and it is a number.
+fn marked(cell: String, source: Option<BytesSource>) -> String {
+    match source {
+        Some(BytesSource::Sampled | BytesSource::Mixed) if cell != "-" => cell + SAMPLED_MARK,
+        _ => cell,
+    }
+}
+
+/// Whether any of `sources` is sampled or mixed (the section then has a legend).
+fn any_sampled(mut sources: impl Iterator<Item = Option<BytesSource>>) -> bool {
+    sources.any(|s| matches!(s, Some(BytesSource::Sampled | BytesSource::Mixed)))
+}
+
+/// What kernel and GEMM-shape rows share: the math whose peak applies, DRAM bytes
+/// and the launches they came from, the GPU's peaks, and the roofline point.
+struct Measured<'a> {
+    math: Option<Math>,
+    bytes: (Option<f64>, u64, Option<BytesSource>),
+    /// FLOP/s for `math`, DRAM bytes/s.
+    peaks: (Option<f64>, Option<f64>),
+    point: &'a Point,
+}
+
+/// Rows as JSON objects: `fields` gives each one's own fields and what it measured.
+fn rows_json<'a, T>(items: &'a [T], fields: impl Fn(&'a T) -> (Value, Measured<'a>)) -> Vec<Value> {
+    items
+        .iter()
+        .map(|item| {
+            let (mut row, m) = fields(item);
+            row["precision"] = json!(m.math.map(|m| m.precision.name()));
+            row["pipe"] = json!(m.math.map(|m| m.pipe.name()));
+            row["bytes"] = json!(m.bytes.0);
+            row["bytes_launches"] = json!(m.bytes.1);
+            row["bytes_source"] = json!(m.bytes.2.map(BytesSource::name));
+            row["peak_flops_per_s"] = json!(m.peaks.0);
+            row["dram_bytes_per_s"] = json!(m.peaks.1);
+            point_json(m.point, &mut row);
+            row
+        })
+        .collect()
+}
+
+/// The columns of [`point_cells`]: (header, right-aligned).
+const POINT_COLUMNS: [(&str, bool); 5] = [
+    ("AI", true),
+    ("FLOP/s", true),
+    ("MFU %", true),
+    ("MBU %", true),
+    ("bound", false),
+];
+
+/// [`grid`] with each column given as (header, right-aligned).
+/// The last column (a name) is cut to fit [`super::cells::WIDTH`] unless `whole`.
+fn grid_columns(out: &mut String, columns: &[(&str, bool)], rows: &mut [Vec<String>], whole: bool) {
+    let (headers, right): (Vec<&str>, Vec<bool>) = columns.iter().copied().unzip();
+    if !whole {
+        fit_last_column(&headers, rows);
+    }
+    grid(out, &headers, &right, rows);
+}
+
+/// The point's fields for CSV and JSON.
+fn point_json(p: &Point, row: &mut Value) {
+    row["intensity"] = json!(p.intensity);
+    row["achieved_flops_per_s"] = json!(p.achieved);
+    row["mfu_pct"] = pct_value(p.mfu);
+    row["mbu_pct"] = pct_value(p.mbu);
+    row["ridge"] = json!(p.ridge);
+    row["bound"] = json!(p.bound.map(|b| b.name()));
+    row["attainable_flops_per_s"] = json!(p.attainable);
+    row["roofline_efficiency_pct"] = pct_value(p.efficiency);
+}
+
+/// `cell` followed by the share of `all_ns` that `part_ns` is, when it is not all of
+/// it ("1.20G (94%)"; rounded down, so a part is never shown as 100%); "-" when the
+/// part is empty.
+fn covered(cell: String, part_ns: u64, all_ns: u64) -> String {
+    if part_ns == 0 {
+        return "-".to_string();
+    }
+    if part_ns >= all_ns {
+        return cell;
+    }
+    let share = (u128::from(part_ns) * 100 / u128::from(all_ns.max(1))) as u64;
+    if share == 0 {
+        format!("{cell} (<1%)")
+    } else {
+        format!("{cell} ({share}%)")
+    }
+}
+
+fn rollup_cells(r: &Rollup, kernel_ns: u64) -> Vec<String> {
+    vec![
+        r.launches.to_string(),
+        micros(r.gpu_ns),
+        pct(r.gpu_ns, kernel_ns),
+        si(r.model_flops),
+        si(r.hw_flops),
+        covered(marked(si(r.bytes), r.bytes_source), r.bytes_ns, r.gpu_ns),
+        marked(or_dash(r.intensity.map(intensity)), r.bytes_source),
+        or_dash(r.achieved.map(si)),
+        covered(pct_of(r.mfu), r.mfu_ns, r.gpu_ns),
+        covered(marked(pct_of(r.mbu), r.bytes_source), r.mbu_ns, r.gpu_ns),
+        r.name.clone(),
+    ]
+}
+
+const ROLLUP_HEADERS: [&str; 10] = [
+    "launches",
+    "GPU µs",
+    "time %",
+    "model FLOPs",
+    "hw FLOPs",
+    "DRAM bytes",
+    "AI",
+    "FLOP/s",
+    "MFU %",
+    "MBU %",
+];
+
+fn rollup_grid(out: &mut String, title: &str, rows: &[Rollup], kernel_ns: u64) {
+    if any_sampled(rows.iter().map(|r| r.bytes_source)) {
+        out.push_str(SAMPLED_LEGEND);
+    }
+    let mut headers: Vec<&str> = ROLLUP_HEADERS.to_vec();
+    headers.push(title);
+    let right: Vec<bool> = (0..11).map(|i| i < 10).collect();
+    let mut cells: Vec<Vec<String>> = rows.iter().map(|r| rollup_cells(r, kernel_ns)).collect();
+    fit_last_column(&headers, &mut cells);
+    grid(out, &headers, &right, &cells);
+}
+
+/// The table's roofline sections: per kernel, per GEMM shape, per family, per NVTX
+/// range, the run, the peaks used and what is missing.
+pub(super) fn roofline_table(
+    out: &mut String,
+    e: &Efficiency,
+    kernel_ns: u64,
+    top: Option<usize>,
+    names: &Names,
+) {
+    let many_gpus = e.gpus.len() > 1;
+    let label = |name: &str, gpu: &str| {
+        if many_gpus {
+            format!("{name} [{gpu}]")
+        } else {
+            name.to_string()
+        }
+    };
+    out.push_str(
+        "\nRoofline by kernel (FLOPs from GEMM shapes, * from counters; AI in FLOP/byte)\n",
+    );
+    let kernels = shown_rows(&e.kernels, top);
+    if any_sampled(kernels.iter().map(|k| k.bytes_source)) {
+        out.push_str(SAMPLED_LEGEND);
+    }
+    let mut rows: Vec<Vec<String>> = kernels
+        .iter()
+        .map(|k: &KernelRow| {
+            let flops = match k.flops_source {
+                Some(FlopSource::Model) => or_dash(k.model_flops.map(si)),
+                Some(FlopSource::Hardware) => or_dash(k.hw_flops.map(|f| format!("{}*", si(f)))),
+                None => "-".to_string(),
+            };
+            let bytes = marked(or_dash(k.bytes.map(si)), k.bytes_source);
+            let mut row = vec![micros(k.gpu_ns), flops, bytes];
+            row.extend(point_cells(&k.point, k.bytes_source));
+            row.push(or_dash(k.math.map(|m| m.to_string())));
+            if many_gpus {
+                row.push(k.gpu.clone());
+            }
+            row.push(names.of(&k.mangled, &k.name));
+            row
+        })
+        .collect();
+    let gpu_column: &[(&str, bool)] = if many_gpus { &[("gpu", false)] } else { &[] };
+    let columns = [
+        &[("GPU µs", true), ("FLOPs", true), ("DRAM bytes", true)][..],
+        &POINT_COLUMNS,
+        &[("math", false)],
+        gpu_column,
+        &[("name", false)],
+    ];
+    grid_columns(out, &columns.concat(), &mut rows, names.full);
+    if kernels.len() < e.kernels.len() {
+        let _ = writeln!(
+            out,
+            "  ... {} more kernels (--top 0 shows all)",
+            e.kernels.len() - kernels.len()
+        );
+    }
+
+    if !e.shapes.is_empty() {
+        out.push_str("\nRoofline by GEMM shape (M x N x K x batch, A·B->D types, compute type)\n");
+        if any_sampled(e.shapes.iter().map(|s| s.bytes_source)) {
+            out.push_str(SAMPLED_LEGEND);
+        }
+        let mut rows: Vec<Vec<String>> = e
+            .shapes
+            .iter()
+            .map(|s: &ShapeRow| {
+                let mut row = vec![s.calls.to_string(), micros(s.gpu_ns), si(s.model_flops)];
+                row.extend(point_cells(&s.point, s.bytes_source));
+                row.push(label(&s.label, &s.gpu));
+                row
+            })
+            .collect();
+        let columns = [
+            &[("calls", true), ("GPU µs", true), ("model FLOPs", true)][..],
+            &POINT_COLUMNS,
+            &[("shape", false)],
+        ];
+        grid_columns(out, &columns.concat(), &mut rows, true);
+    }
+
+    out.push_str(
+        "\nRoofline by kernel family (MFU, MBU: time-weighted over the launches with FLOPs, \
+         bytes; (N%): GPU time covered)\n",
+    );
+    rollup_grid(out, "family", &e.families, kernel_ns);
+    if !e.ranges.is_empty() {
+        out.push_str("\nRoofline by NVTX range\n");
+        rollup_grid(out, "range", &e.ranges, kernel_ns);
+    }
+    out.push_str("\nRoofline of the run\n");
+    rollup_grid(out, "", std::slice::from_ref(&e.run), kernel_ns);
+    if !e.ranks.is_empty() {
+        out.push_str("\nRoofline by session\n");
+        rollup_grid(out, "session", &e.ranks, kernel_ns);
+    }
+
+    out.push_str("\nPeaks (dense)\n");
+    for g in &e.gpus {
+        let devices: Vec<String> = g
+            .devices
+            .iter()
+            .map(|(pid, d)| format!("pid {pid} device {d}"))
+            .collect();
+        let _ = writeln!(out, "  {} ({})", g.gpu, devices.join(", "));
+        match (&g.peaks, &g.error) {
+            (Some(p), _) => {
+                let ceilings: Vec<String> = p
+                    .ceilings()
+                    .iter()
+                    .map(|(m, v)| format!("{m} {}", value(v / 1e12)))
+                    .collect();
+                wrapped(out, 4, &format!("TFLOP/s: {}", ceilings.join(", ")));
+                let _ = writeln!(
+                    out,
+                    "    DRAM: {}",
+                    match p.bandwidth() {
+                        Some(bw) => format!("{} TB/s", value(bw / 1e12)),
+                        None => "unknown".to_string(),
+                    }
+                );
+                wrapped(out, 4, &format!("source: {}", p.source));
+            }
+            (None, Some(err)) => wrapped(out, 4, err),
+            (None, None) => {}
+        }
+    }
+
+    for (pid, message) in &e.gemm_statuses {
+        let _ = writeln!(out, "  pid {pid}: GEMM shapes unavailable: {message}");
+    }
+    if e.gemm_unjoined > 0 {
+        let _ = writeln!(
+            out,
+            "  {} not joined to a kernel",
+            plural(e.gemm_unjoined, "GEMM record", "GEMM records")
+        );
+    }
+
+    if !e.missing.is_empty() {
+        out.push_str("\nRoofline values missing\n");
+        for m in &e.missing {
+            let mut kernel = names.of_demangled(&m.kernel);
+            if !names.full {
+                kernel = fit_names(&[&kernel], PROSE_NAME_WIDTH).remove(0);
+            }
+            wrapped(out, 2, &format!("{}: {}", label(&kernel, &m.gpu), m.what));
+        }
+    }
+}
+
+fn rollup_json(r: &Rollup) -> Value {
+    json!({
+        "name": r.name,
+        "launches": r.launches,
+        "gpu_ns": r.gpu_ns,
+        "model_flops": r.model_flops,
+        "hw_flops": r.hw_flops,
+        "flops_ns": r.flops_ns,
+        "bytes": r.bytes,
+        "bytes_ns": r.bytes_ns,
+        "bytes_source": r.bytes_source.map(BytesSource::name),
+        "intensity": r.intensity,
+        "achieved_flops_per_s": r.achieved,
+        "mfu_pct": pct_value(r.mfu),
+        "mbu_pct": pct_value(r.mbu),
+        "mfu_ns": r.mfu_ns,
+        "mbu_ns": r.mbu_ns,
+        "mfu_coverage_pct": pct_value(r.mfu_coverage()),
+        "mbu_coverage_pct": pct_value(r.mbu_coverage()),
+    })
+}
+
+/// The `roofline` object: `kernels` (the shown ones), `shapes`, `families`, `ranges`,
+/// `run`, `peaks`, `missing`, `gemm_statuses`, `gemm_unjoined`. FLOPs, bytes and
+/// FLOP/s are plain numbers; `*_pct` are percentages rounded to two decimals; `null`
+/// where a value could not be computed (see `missing`).
+pub(super) fn roofline_json(e: &Efficiency, top: Option<usize>) -> Value {
+    let kernels = rows_json(shown_rows(&e.kernels, top), |k| {
+        let row = json!({
+            "name": k.name,
+            "mangled": k.mangled,
+            "gpu": k.gpu,
+            "family": k.family.name(),
+            "calls": k.calls,
+            "gpu_ns": k.gpu_ns,
+            "gemm_launches": k.gemm_launches,
+            "gemm_part_launches": k.gemm_part_launches,
+            "model_flops": k.model_flops,
+            "hw_flops": k.hw_flops,
+            "hw_flops_launches": k.hw_flops_launches,
+            "flops_source": k.flops_source.map(|f| f.name()),
+        });
+        let measured = Measured {
+            math: k.math,
+            bytes: (k.bytes, k.bytes_launches, k.bytes_source),
+            peaks: (k.peak_flops, k.bandwidth),
+            point: &k.point,
+        };
+        (row, measured)
+    });
+    let shapes = rows_json(&e.shapes, |s| {
+        use crate::analysis::precision::{compute_type_name, data_type_name};
+        let row = json!({
+            "shape": s.label,
+            "gpu": s.gpu,
+            "m": s.shape.m,
+            "n": s.shape.n,
+            "k": s.shape.k,
+            "batch": s.shape.batch,
+            "a_type": data_type_name(s.shape.a_type),
+            "b_type": data_type_name(s.shape.b_type),
+            "c_type": data_type_name(s.shape.c_type),
+            "d_type": data_type_name(s.shape.d_type),
+            "compute_type": compute_type_name(s.shape.compute_type),
+            "calls": s.calls,
+            "launches": s.launches,
+            "gpu_ns": s.gpu_ns,
+            "model_flops": s.model_flops,
+            "kernels": s.kernels,
+        });
+        let measured = Measured {
+            math: s.math,
+            bytes: (s.bytes, s.bytes_launches, s.bytes_source),
+            peaks: (s.peak_flops, s.bandwidth),
+            point: &s.point,
+        };
+        (row, measured)
+    });
+    let peaks: Vec<Value> = e
+        .gpus
+        .iter()
+        .map(|g| {
+            let mut row = json!({
+                "gpu": g.gpu,
+                "devices": g.devices.iter().map(|(pid, d)| json!({"pid": pid, "device_id": d})).collect::<Vec<_>>(),
+                "source": g.peaks.as_ref().map(|p| p.source.clone()),
+                "error": g.error,
+                "dram_bytes_per_s": g.peaks.as_ref().and_then(|p| p.bandwidth()),
+            });
+            for (m, v) in g.peaks.as_ref().map(|p| p.ceilings()).unwrap_or_default() {
+                let pipe = match m.pipe {
+                    crate::analysis::precision::Pipe::Tensor => "tensor",
+                    crate::analysis::precision::Pipe::Cuda => "cuda",
+                };
+                row[format!("{}_{pipe}_flops_per_s", m.precision.name().to_lowercase())] =
+                    json!(v);
+            }
+            row
+        })
+        .collect();
+    let mut out = json!({
+        "kernels": kernels,
+        "shapes": shapes,
+        "families": e.families.iter().map(rollup_json).collect::<Vec<_>>(),
+        "ranges": e.ranges.iter().map(rollup_json).collect::<Vec<_>>(),
+        "run": rollup_json(&e.run),
+        "peaks": peaks,
+        "missing": e.missing,
+        "gemm_statuses": e.gemm_statuses.iter().map(|(pid, m)| json!({"pid": pid, "message": m})).collect::<Vec<_>>(),
+        "gemm_unjoined": e.gemm_unjoined,
+    });
+    if !e.ranks.is_empty() {
+        out["sessions"] = json!(e.ranks.iter().map(rollup_json).collect::<Vec<_>>());
+    }
+    out
+}
+
+/// The CSV columns kernel and GEMM-shape rows share (see [`Measured`]).
+const MEASURED_COLUMNS: [&str; 12] = [
+    "bytes",
+    "bytes_launches",
+    "bytes_source",
+    "intensity",
+    "achieved_flops_per_s",
+    "mfu_pct",
+    "mbu_pct",
+    "ridge",
+    "bound",
+    "attainable_flops_per_s",
+    "roofline_efficiency_pct",
+    "peak_flops_per_s",
+];
+
+fn kernel_columns() -> Vec<&'static str> {
+    let own = [
+        "name",
+        "mangled",
+        "gpu",
+        "family",
+        "precision",
+        "pipe",
+        "calls",
+        "gpu_ns",
+        "gemm_launches",
+        "gemm_part_launches",
+        "model_flops",
+        "hw_flops",
+        "hw_flops_launches",
+        "flops_source",
+    ];
+    [&own[..], &MEASURED_COLUMNS, &["dram_bytes_per_s"]].concat()
+}
+
+fn shape_columns() -> Vec<&'static str> {
+    let own = [
+        "shape",
+        "gpu",
+        "m",
+        "n",
+        "k",
+        "batch",
+        "a_type",
+        "b_type",
+        "c_type",
+        "d_type",
+        "compute_type",
+        "precision",
+        "pipe",
+        "calls",
+        "launches",
+        "gpu_ns",
+        "model_flops",
+    ];
+    [&own[..], &MEASURED_COLUMNS].concat()
+}
+
+const ROLLUP_COLUMNS: [&str; 17] = [
+    "name",
+    "launches",
+    "gpu_ns",
+    "model_flops",
+    "hw_flops",
+    "flops_ns",
+    "bytes",
+    "bytes_ns",
+    "bytes_source",
+    "intensity",
+    "achieved_flops_per_s",
+    "mfu_pct",
+    "mbu_pct",
+    "mfu_ns",
+    "mbu_ns",
+    "mfu_coverage_pct",
+    "mbu_coverage_pct",
+];
+const PEAK_COLUMNS: [&str; 14] = [
+    "gpu",
+    "devices",
+    "bf16_tensor_flops_per_s",
+    "fp16_tensor_flops_per_s",
+    "tf32_tensor_flops_per_s",
+    "fp8_tensor_flops_per_s",
+    "int8_tensor_flops_per_s",
+    "fp4_tensor_flops_per_s",
+    "fp64_tensor_flops_per_s",
+    "fp32_cuda_flops_per_s",
+    "fp64_cuda_flops_per_s",
+    "dram_bytes_per_s",
+    "source",
+    "error",
+];
+
+/// The CSV roofline sections from the JSON `roofline` object.
+pub(super) fn roofline_csv(out: &mut CsvTables, r: &Value) {
+    let rows = |key: &str| r[key].as_array().cloned().unwrap_or_default();
+    let peaks: Vec<Value> = rows("peaks")
+        .into_iter()
+        .map(|mut p| {
+            let devices: Vec<String> = p["devices"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|d| format!("{}:{}", d["pid"], d["device_id"]))
+                .collect();
+            p["devices"] = json!(devices.join(" "));
+            p
+        })
+        .collect();
+    let (kernel_columns, shape_columns) = (kernel_columns(), shape_columns());
+    let sections: [(&str, &[&str], Vec<Value>); 8] = [
+        ("roofline_kernels", &kernel_columns, rows("kernels")),
+        ("roofline_shapes", &shape_columns, rows("shapes")),
+        ("roofline_families", &ROLLUP_COLUMNS, rows("families")),
+        ("roofline_ranges", &ROLLUP_COLUMNS, rows("ranges")),
+        ("roofline_run", &ROLLUP_COLUMNS, vec![r["run"].clone()]),
+        ("roofline_sessions", &ROLLUP_COLUMNS, rows("sessions")),
+        ("peaks", &PEAK_COLUMNS, peaks),
+        (
+            "roofline_missing",
+            &["kernel", "gpu", "what"],
+            rows("missing"),
+        ),
+    ];
+    for (name, columns, rows) in sections {
+        // Only a report of several sessions has a run per session.
+        if name == "roofline_sessions" && rows.is_empty() {
+            continue;
+        }
+        out.table(name, columns, rows);
+    }
+}

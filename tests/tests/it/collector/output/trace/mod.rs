@@ -1,0 +1,4 @@
+//! `gpuprof trace`'s formats (`collector/src/output/trace`).
+
+mod kineto;
+mod perfetto;

@@ -1,0 +1,5 @@
+//! The session's files on disk (`collector/src/store`): read with SQL, and damaged.
+
+mod duckdb_sql;
+mod fuzz_corpus;
+mod session_flips;

@@ -1,0 +1,603 @@
+//! The fault matrix, for the ring and the processes around it, on the simulated stack:
+//! each test breaks one thing a real machine breaks (a full /dev/shm, a ring truncated
+//! under both sides, a program killed or aborted, a collector that cannot start, a
+//! termination request, a forged ring) and asserts that the profiled program's exit
+//! status and output are unchanged, that nothing is left behind, and the exact count
+//! of records lost (docs/ARCHITECTURE.md, "What gpuprof promises").
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use gpuprof_tests::{
+    artifact, gpuprof_command, record_on_sim, report_json, shm_dirs_of, Finished, Scratch,
+    SimCommand, TimedChild,
+};
+
+const LIMIT: Duration = Duration::from_secs(180);
+
+/// The cudarc client's summary line with its default shape.
+const SUMMARY: &str =
+    "cudarc-llm: ok: 2 layers, prompt 128, 4 decode steps: 60 kernel launches, 47 GEMMs\n";
+
+/// The same with `--decode-steps 40`.
+const SUMMARY_40: &str =
+    "cudarc-llm: ok: 2 layers, prompt 128, 40 decode steps: 492 kernel launches, 371 GEMMs\n";
+
+/// `gpuprof record -o OUT -- cudarc-llm ARGS` on the simulated stack.
+fn record(out: &Path, args: &[&str]) -> Command {
+    let mut c = record_on_sim("13.4");
+    c.arg("-o")
+        .arg(out)
+        .arg("--")
+        .arg(artifact("cudarc-llm"))
+        .args(args);
+    c
+}
+
+fn dropped(v: &serde_json::Value, source: &str) -> u64 {
+    v["dropped"]
+        .as_array()
+        .expect("dropped")
+        .iter()
+        .find(|d| d["source"] == source)
+        .and_then(|d| d["records"].as_u64())
+        .unwrap_or_else(|| panic!("no {source} in {v}"))
+}
+
+fn code(o: &Finished) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    o.status
+        .code()
+        .or_else(|| o.status.signal().map(|s| 128 + s))
+}
+
+/// Whether `pid` runs (a zombie does not: the detached collector is reaped by
+/// whoever adopted it, not by us).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+/// The ring file of the program `gpuprof record` (pid `gpuprof`) runs, once it is there.
+fn live_ring(gpuprof: u32) -> PathBuf {
+    let mut ring = None;
+    wait_for("the program's ring", || {
+        ring = shm_dirs_of(gpuprof).iter().find_map(|d| {
+            std::fs::read_dir(d)
+                .ok()?
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|x| x == "ring"))
+        });
+        ring.is_some()
+    });
+    ring.expect("found")
+}
+
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + LIMIT;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Kernels of the default shape, from a run that ends normally.
+fn kernels_of_a_normal_run(scratch: &Scratch) -> u64 {
+    let out = scratch.join("normal");
+    let o = TimedChild::spawn(record(&out, &[]), LIMIT).wait();
+    assert_eq!(code(&o), Some(0), "{}", o.stderr);
+    assert!(o.stdout.starts_with(SUMMARY), "{}", o.stdout);
+    let r = report_json(&out);
+    for source in [
+        "cupti",
+        "channel",
+        "ring",
+        "undelivered",
+        "unwritten",
+        "unsaved",
+    ] {
+        assert_eq!(dropped(&r, source), 0, "{source}");
+    }
+    r["kernel_count"].as_u64().expect("kernel_count")
+}
+
+/// A program that ends without running exit handlers (abort(), _exit(), SIGKILL):
+/// the kernels still in CUPTI's buffers are counted as undelivered, exactly, and
+/// records out of CUPTI but not yet in the ring as unwritten: kernels reported +
+/// undelivered = the kernels of a normal run when nothing was in flight. (How many are still
+/// in CUPTI depends on when its last periodic flush was; collector/collect/drain.rs's
+/// `records_in_flight_when_a_producer_is_killed_are_counted` pins the arithmetic.)
+#[test]
+fn a_program_that_ends_abruptly_loses_no_kernel_silently() {
+    let scratch = Scratch::new("abrupt");
+    let normal = kernels_of_a_normal_run(&scratch);
+    assert_eq!(normal, 107);
+    // The three runs at once: they are independent sessions.
+    let runs: Vec<_> = [("abort", 134), ("kill", 137), ("exit", 3)]
+        .into_iter()
+        .map(|(how, status)| {
+            let out = scratch.join(how);
+            let run = TimedChild::spawn(
+                record(&out, &["--end-by", how, "--linger-ms", "300"]),
+                LIMIT,
+            );
+            (how, status, out, run)
+        })
+        .collect();
+    for (how, status, out, run) in runs {
+        let o = run.wait();
+        // The program's own status, or 3 for a program that exited 0 when the
+        // session is incomplete.
+        assert_eq!(code(&o), Some(status), "{how}: {}", o.stderr);
+        assert!(o.stdout.starts_with(SUMMARY), "{how}: {}", o.stdout);
+        let r = report_json(&out);
+        let kernels = r["kernel_count"].as_u64().unwrap();
+        let undelivered = dropped(&r, "undelivered");
+        let unwritten = dropped(&r, "unwritten");
+        // Kernels still in CUPTI are counted exactly; records out of CUPTI but not
+        // yet in the ring may be kernels or not, so with some in flight the count is
+        // bounded from both sides.
+        if unwritten == 0 {
+            assert_eq!(kernels + undelivered, normal, "{how}: {r}");
+        } else {
+            assert!(kernels + undelivered <= normal, "{how}: {r}");
+            assert!(kernels + undelivered + unwritten >= normal, "{how}: {r}");
+        }
+        let pid = r["unfinished"][0].as_u64().expect("an unfinished process");
+        assert!(
+            undelivered + unwritten == 0
+                || o.stderr.contains(&format!(
+                "gpuprof: process {pid} ended before its records were delivered: {undelivered} kernels never left CUPTI, {unwritten} records were not written to the ring\n"
+            )),
+            "{how}: {}",
+            o.stderr
+        );
+        if status == 3 {
+            assert!(o
+                .stderr
+                .ends_with("gpuprof: the session is incomplete (see above); exit status 3\n"));
+        }
+    }
+}
+
+/// GPUPROF_EXIT_TIMEOUT_MS=0: the exit handler does not wait for the writer; what it
+/// had not written is counted.
+#[test]
+fn an_exit_timeout_of_zero_counts_what_it_loses() {
+    let scratch = Scratch::new("timeout0");
+    let normal = kernels_of_a_normal_run(&scratch);
+    let out = scratch.join("out");
+    let mut cmd = record(&out, &[]);
+    cmd.env("GPUPROF_EXIT_TIMEOUT_MS", "0");
+    let o = TimedChild::spawn(cmd, LIMIT).wait();
+    assert!(o.stdout.starts_with(SUMMARY), "{}", o.stdout);
+    let r = report_json(&out);
+    let kernels = r["kernel_count"].as_u64().unwrap();
+    let lost = dropped(&r, "undelivered") + dropped(&r, "unwritten");
+    if r["unfinished"].as_array().unwrap().is_empty() {
+        // The writer won the race: a complete stream.
+        assert_eq!(
+            (kernels, lost, code(&o)),
+            (normal, 0, Some(0)),
+            "{}",
+            o.stderr
+        );
+    } else {
+        assert_eq!(code(&o), Some(3), "{}", o.stderr);
+        // Undelivered kernels are exact; unwritten records may be kernels or not.
+        assert!(kernels + dropped(&r, "undelivered") <= normal, "{r}");
+        assert!(kernels + lost >= normal, "{r}");
+    }
+}
+
+/// /dev/shm of 8 MiB (a private mount namespace; needs root): the 64 MiB ring does
+/// not fit, a 4 MiB one is taken and said so; the program and its profile are whole.
+/// With 128 KiB not even the smallest ring fits: profiling is off with one warning.
+#[test]
+fn a_small_dev_shm_gives_a_smaller_ring_never_a_fault() {
+    if !can_mount_privately("a_small_dev_shm_gives_a_smaller_ring_never_a_fault") {
+        return;
+    }
+    let scratch = Scratch::new("small-shm");
+    for (size, fits) in [("8m", true), ("128k", false)] {
+        let out = scratch.join(size);
+        let cmd = in_private_mount(
+            &format!("mount -t tmpfs -o size={size} tmpfs /dev/shm && exec \"$@\""),
+            &record(&out, &[]),
+        );
+        let o = TimedChild::spawn(cmd, LIMIT).wait();
+        assert_eq!(code(&o), Some(0), "{size}: {}", o.stderr);
+        assert!(o.stdout.starts_with(SUMMARY), "{size}: {}", o.stdout);
+        let warnings: Vec<&str> = o
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("gpuprof:") && !l.starts_with("gpuprof: session written"))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{size}: {}", o.stderr);
+        let r = report_json(&out);
+        if fits {
+            assert!(
+                warnings[0].starts_with("gpuprof: /dev/shm/gpuprof-")
+                    && warnings[0].ends_with(
+                        " has no room for a ring of 64M; using 4M (more records are dropped if the collector falls behind)"
+                    ),
+                "{}",
+                warnings[0]
+            );
+            assert_eq!(r["kernel_count"], 107);
+            for source in [
+                "cupti",
+                "channel",
+                "ring",
+                "undelivered",
+                "unwritten",
+                "unsaved",
+            ] {
+                assert_eq!(dropped(&r, source), 0, "{source}");
+            }
+        } else {
+            assert!(
+                warnings[0].contains("cannot create the ring")
+                    && warnings[0].contains("No space left on device")
+                    && warnings[0].ends_with("profiling is off, the program runs unprofiled"),
+                "{}",
+                warnings[0]
+            );
+            assert_eq!(r["kernel_count"], 0);
+        }
+    }
+}
+
+/// A ring truncated to 0 bytes while both sides have it mapped: neither the program
+/// nor the collector faults; the program says how many of its records were lost and
+/// runs on unprofiled; the collector stops reading the ring and says the session is
+/// incomplete.
+#[test]
+fn a_ring_truncated_while_live_faults_neither_side() {
+    let scratch = Scratch::new("truncated");
+    let out = scratch.join("out");
+    let flag = scratch.join("truncated");
+    // The program waits for the test to truncate its ring before its decode steps.
+    let mut cmd = record(&out, &["--decode-steps", "40"]);
+    cmd.env("CUDARC_LLM_WAIT_FOR", &flag);
+    let run = TimedChild::spawn(cmd, LIMIT);
+    let gpuprof = run.id();
+    let ring = live_ring(gpuprof);
+    // Some frames first, so both sides have used the mapping.
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&ring)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    std::fs::write(&flag, "").unwrap();
+    let o = run.wait();
+    assert_eq!(code(&o), Some(3), "{}", o.stderr);
+    assert!(o.stdout.starts_with(SUMMARY_40), "{}", o.stdout);
+    assert!(
+        o.stderr.contains(&format!(
+            "gpuprof: {} was truncated by another process; profiling is off, the program runs unprofiled\n",
+            ring.display()
+        )),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr
+            .contains("truncated while it was read; its records are lost"),
+        "{}",
+        o.stderr
+    );
+    assert!(o
+        .stderr
+        .contains(" records of this process were lost with its truncated ring "));
+    assert!(
+        shm_dirs_of(gpuprof).is_empty(),
+        "ring directory left behind"
+    );
+}
+
+/// The first SIGTERM to `gpuprof record` goes to the program, which shuts down its
+/// own way; record waits for it and exits with its status. Nothing is left running.
+#[test]
+fn sigterm_to_record_is_passed_to_the_program() {
+    let scratch = Scratch::new("sigterm");
+    let out = scratch.join("out");
+    let ready = scratch.join("ready");
+    let script = format!(
+        "trap 'echo terminated; exit 7' TERM; echo $$ > {r}.tmp; mv {r}.tmp {r}; while :; do sleep 0.05; done",
+        r = ready.display()
+    );
+    let mut cmd = gpuprof_command();
+    cmd.arg("record")
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "sh", "-c", &script]);
+    let run = TimedChild::spawn(cmd, LIMIT);
+    wait_for("the program to start", || ready.exists());
+    let program: i32 = std::fs::read_to_string(&ready)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(run.id() as i32, libc::SIGTERM) };
+    let o = run.wait();
+    assert_eq!(code(&o), Some(7), "{}", o.stderr);
+    assert_eq!(o.stdout.lines().next(), Some("terminated"), "{}", o.stdout);
+    assert!(!alive(program as u32), "the program {program} still runs");
+}
+
+/// A ring file that names a live process that is not its producer (pid 1) is read
+/// until it is found out, then left: the session ends when the program does.
+#[test]
+fn a_forged_ring_does_not_hold_the_session_open() {
+    let scratch = Scratch::new("forged");
+    let forged = scratch.join("ring-1.ring");
+    {
+        let mut w = wire::ring::RingWriter::create(&forged, 4096, 1).unwrap();
+        w.try_write(&wire::encode_batch(&[]).unwrap()).unwrap();
+        std::mem::forget(w);
+    }
+    let out = scratch.join("out");
+    let mut cmd = gpuprof_command();
+    cmd.arg("record").arg("-o").arg(&out).args([
+        "--",
+        "sh",
+        "-c",
+        &format!(
+            "cp {} \"$GPUPROF_SESSION_DIR\"/; echo planted",
+            forged.display()
+        ),
+    ]);
+    let o = TimedChild::spawn(cmd, LIMIT).wait();
+    assert_eq!(o.stdout.lines().next(), Some("planted"));
+    assert_eq!(code(&o), Some(3), "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("gpuprof: process 1 runs but does not map ")
+            && o.stderr.contains(
+                "ring-1.ring: not its producer (a stale or forged ring); stopped reading it\n"
+            ),
+        "{}",
+        o.stderr
+    );
+}
+
+/// Env-var-only mode with a collector that exits at once: one warning, nothing left
+/// in /dev/shm, the program's output and status unchanged.
+#[test]
+fn a_collector_that_cannot_start_leaves_nothing_behind() {
+    let scratch = Scratch::new("no-collector");
+    for (collector, out) in [
+        ("/bin/true", scratch.join("out-true")),
+        // An output directory that cannot be made: the real collector fails.
+        (
+            artifact("gpuprof").to_str().unwrap(),
+            PathBuf::from("/dev/null/out"),
+        ),
+    ] {
+        let mut cmd = SimCommand::new(Command::new(artifact("cudarc-llm")))
+            .cupti("13.4")
+            .injected(gpuprof_tests::Injection::Driver)
+            .command();
+        cmd.env("GPUPROF_COLLECTOR", collector)
+            .env("GPUPROF_OUT", &out);
+        let run = TimedChild::spawn(cmd, LIMIT);
+        let pid = run.id();
+        let o = run.wait();
+        assert_eq!(code(&o), Some(0), "{collector}: {}", o.stderr);
+        assert_eq!(o.stdout, SUMMARY);
+        let ours: Vec<&str> = o
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("gpuprof: ") && !l.starts_with("gpuprof: error: "))
+            .collect();
+        assert_eq!(
+            ours,
+            [format!(
+                "gpuprof: cannot start the collector {collector}: it exited during start-up (its error is on stderr, unless that is a pipe); profiling is off, the program runs unprofiled"
+            )],
+            "{}",
+            o.stderr
+        );
+        assert!(shm_dirs_of(pid).is_empty(), "{collector}: left in /dev/shm");
+    }
+}
+
+/// `unshare -m sh -c SCRIPT sh INNER...`: `script` runs in a private mount namespace
+/// with `inner`'s program and arguments as `"$@"`, and `inner`'s environment only.
+fn in_private_mount(script: &str, inner: &Command) -> Command {
+    let mut cmd = Command::new("unshare");
+    cmd.args(["-m", "sh", "-c", script, "sh"])
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    cmd.env_clear();
+    for (k, v) in inner.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    cmd
+}
+
+/// Whether this test process may mount a private tmpfs (root, unshare(1)); says why
+/// not.
+fn can_mount_privately(test: &str) -> bool {
+    let probe = Command::new("unshare")
+        .args(["-m", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /dev/shm"])
+        .output();
+    let ok = probe.as_ref().is_ok_and(|o| o.status.success());
+    if !ok {
+        gpuprof_tests::skip(
+            test,
+            &format!(
+                "cannot mount a private tmpfs (needs root and unshare(1)): {:?}",
+                probe.map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+            ),
+        );
+    }
+    ok
+}
+
+/// The output file system fills (a 96 KiB tmpfs: the 64 KiB reserve file, and less
+/// than a part of the run's 15 tables needs, a page per file): the part that does
+/// not fit is removed, its records counted in a last part written in the reserve's
+/// room; the session reads without damage, the program's output is unchanged, record
+/// exits 3.
+#[test]
+fn a_full_disk_for_the_session_is_counted_in_the_session() {
+    if !can_mount_privately("a_full_disk_for_the_session_is_counted_in_the_session") {
+        return;
+    }
+    let scratch = Scratch::new("disk-full");
+    let disk = scratch.join("disk");
+    std::fs::create_dir(&disk).unwrap();
+    let report = scratch.join("report.json");
+    let cmd = in_private_mount(
+        &format!(
+            "mount -t tmpfs -o size=96k tmpfs {d} || exit 99; \"$@\"; rc=$?; \
+             {gpuprof} report --format json {d}/out > {r}; echo report=$? >&2; exit $rc",
+            d = disk.display(),
+            gpuprof = artifact("gpuprof").display(),
+            r = report.display()
+        ),
+        &record(&disk.join("out"), &[]),
+    );
+    let o = TimedChild::spawn(cmd, LIMIT).wait();
+    assert_eq!(code(&o), Some(3), "{}", o.stderr);
+    assert!(o.stdout.starts_with(SUMMARY), "{}", o.stdout);
+    assert!(o.stderr.contains(" is full ("), "{}", o.stderr);
+    let unsaved: u64 = o
+        .stderr
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("gpuprof: ")?
+                .strip_suffix(" records could not be written to the session")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no count of unsaved records: {}", o.stderr));
+    assert!(unsaved > 0);
+    assert!(o.stderr.contains("report=0\n"), "{}", o.stderr);
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).unwrap()).expect("report JSON");
+    assert_eq!(dropped(&r, "unsaved"), unsaved, "{r}");
+    assert!(r.get("session_damage").is_none_or(|d| d.is_null()), "{r}");
+    assert!(r["kernel_count"].as_u64().unwrap() < 107);
+}
+
+/// Env-var-only mode with the collector stopped (SIGSTOP) mid-run: the program never
+/// waits for it beyond its exit timeout, its output and status are unchanged; once the
+/// collector runs again it writes the session, every loss counted, and leaves nothing
+/// in /dev/shm.
+#[test]
+fn a_stopped_collector_never_holds_up_the_program() {
+    let scratch = Scratch::new("stopped-collector");
+    let out = scratch.join("out");
+    let mut cmd = SimCommand::new(Command::new(artifact("cudarc-llm")))
+        .cupti("13.4")
+        .injected(gpuprof_tests::Injection::Driver)
+        .command();
+    let flag = scratch.join("stopped");
+    cmd.env("GPUPROF_OUT", &out)
+        .env("GPUPROF_COLLECTOR", artifact("gpuprof"))
+        .env("GPUPROF_RING_SIZE", "16K")
+        .env("GPUPROF_EXIT_TIMEOUT_MS", "1000")
+        .env("CUDARC_LLM_WAIT_FOR", &flag)
+        .args(["--decode-steps", "40"]);
+    let run = TimedChild::spawn(cmd, LIMIT);
+    let program = run.id();
+    let mut collector = None;
+    wait_for("the collector's pid", || {
+        collector = shm_dirs_of(program).iter().find_map(|d| {
+            std::fs::read_to_string(d.join("collector.pid"))
+                .ok()?
+                .trim()
+                .parse::<i32>()
+                .ok()
+        });
+        collector.is_some()
+    });
+    let collector = collector.unwrap();
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(collector, libc::SIGSTOP) };
+    std::fs::write(&flag, "").unwrap();
+    let started = Instant::now();
+    let o = run.wait();
+    let took = started.elapsed();
+    // SAFETY: as above.
+    unsafe { libc::kill(collector, libc::SIGCONT) };
+    assert_eq!(code(&o), Some(0), "{}", o.stderr);
+    assert_eq!(o.stdout, SUMMARY_40);
+    assert!(took < Duration::from_secs(60), "the program took {took:?}");
+    wait_for("the collector to finish", || !alive(collector as u32));
+    assert!(shm_dirs_of(program).is_empty(), "left in /dev/shm");
+    let r = report_json(&out);
+    let lost: u64 = [
+        "cupti",
+        "channel",
+        "ring",
+        "undelivered",
+        "unwritten",
+        "unsaved",
+    ]
+    .iter()
+    .map(|s| dropped(&r, s))
+    .sum();
+    let kernels = r["kernel_count"].as_u64().unwrap();
+    assert!(lost > 0, "a 16K ring with nobody draining it fills: {r}");
+    assert!(kernels + lost >= 863, "{r}");
+}
+
+/// A live ring whose header is overwritten with garbage (its write position far
+/// ahead): the collector stops reading it and tells the producer so through the
+/// header; the program stops profiling with one warning instead of filling the ring
+/// and waiting for space at exit, and its output and status are unchanged.
+#[test]
+fn a_ring_corrupted_while_live_is_given_up_on_both_sides() {
+    use std::os::unix::fs::FileExt;
+    let scratch = Scratch::new("corrupted");
+    let out = scratch.join("out");
+    let flag = scratch.join("corrupted");
+    let mut cmd = record(&out, &["--decode-steps", "40"]);
+    cmd.env("CUDARC_LLM_WAIT_FOR", &flag)
+        .env("GPUPROF_RING_SIZE", "256K");
+    let run = TimedChild::spawn(cmd, LIMIT);
+    let gpuprof = run.id();
+    let ring = live_ring(gpuprof);
+    let file = std::fs::OpenOptions::new().write(true).open(&ring).unwrap();
+    // The write position (header offset 128), a terabyte ahead; again and again for
+    // a while, as the producer writes its own value back with its next frame.
+    for _ in 0..60 {
+        let _ = file.write_at(&(1u64 << 40).to_le_bytes(), 128);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::fs::write(&flag, "").unwrap();
+    let o = run.wait();
+    assert_eq!(code(&o), Some(3), "{}", o.stderr);
+    assert!(o.stdout.starts_with(SUMMARY_40), "{}", o.stdout);
+    assert!(
+        o.stderr.contains("is not within one capacity"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains(&format!(
+            "gpuprof: the collector stopped reading {} (its own output says why: a damaged ring, or it was stopped); profiling is off, the program runs unprofiled\n",
+            ring.display()
+        )),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        shm_dirs_of(gpuprof).is_empty(),
+        "ring directory left behind"
+    );
+}

@@ -1,0 +1,3 @@
+//! The checkers of `scripts/`.
+
+mod smoke_check;
