@@ -156,6 +156,8 @@ pub struct Instance {
     pub end_ns: Option<u64>,
     /// The part its end was read in.
     closed_in: usize,
+    /// The ranges of its thread open when it started, innermost first.
+    enclosing: Vec<u64>,
     /// Per (device, stream): the first start and last end of its kernels there.
     pub extents: BTreeMap<(u32, u32), (u64, u64)>,
 }
@@ -164,9 +166,26 @@ pub struct Instance {
 #[derive(Debug, Default)]
 pub struct GpuRanges {
     instances: HashMap<u64, Instance>,
-    /// Instance ids per (pid, thread), in the order they started.
-    by_thread: HashMap<(u32, u64), Vec<u64>>,
+    by_thread: HashMap<(u32, u64), ThreadRanges>,
     next: u64,
+}
+
+/// The instances of one thread.
+#[derive(Debug, Default)]
+struct ThreadRanges {
+    /// (start, id) of each instance held, sorted: the innermost range open at a time
+    /// is found by binary search, then through [`Instance::enclosing`], not by a scan.
+    by_start: Vec<(u64, u64)>,
+    /// The ids of the ranges started and not yet ended, outermost first: push/pop
+    /// ranges of one thread nest, so this is a stack.
+    open: Vec<u64>,
+}
+
+impl ThreadRanges {
+    fn remove(&mut self, ids: &HashSet<u64>) {
+        self.by_start.retain(|(_, id)| !ids.contains(id));
+        self.open.retain(|id| !ids.contains(id));
+    }
 }
 
 impl GpuRanges {
@@ -181,6 +200,11 @@ impl GpuRanges {
     ) -> u64 {
         self.next += 1;
         let id = self.next;
+        let list = self.by_thread.entry((pid, thread)).or_default();
+        let enclosing = list.open.iter().rev().copied().collect();
+        let at = list.by_start.partition_point(|&k| k <= (start_ns, id));
+        list.by_start.insert(at, (start_ns, id));
+        list.open.push(id);
         self.instances.insert(
             id,
             Instance {
@@ -191,14 +215,14 @@ impl GpuRanges {
                 start_ns,
                 end_ns: None,
                 closed_in: 0,
+                enclosing,
                 extents: BTreeMap::new(),
             },
         );
-        let list = self.by_thread.entry((pid, thread)).or_default();
-        list.push(id);
         // A thread that starts ranges and never ends them: the oldest goes.
-        if list.len() > MAX_OPEN {
-            let oldest = list.remove(0);
+        if list.by_start.len() > MAX_OPEN {
+            let (_, oldest) = list.by_start[0];
+            list.remove(&HashSet::from([oldest]));
             self.instances.remove(&oldest);
         }
         id
@@ -209,23 +233,45 @@ impl GpuRanges {
         if let Some(i) = self.instances.get_mut(&id) {
             i.end_ns = Some(end_ns);
             i.closed_in = part;
+            if let Some(list) = self.by_thread.get_mut(&(i.pid, i.thread)) {
+                if let Some(at) = list.open.iter().rposition(|x| *x == id) {
+                    list.open.remove(at);
+                }
+            }
         }
     }
 
     /// Range `id` will never be written (it ended before its start, or never ended).
     pub fn discard(&mut self, id: u64) {
         if let Some(i) = self.instances.remove(&id) {
-            self.unlist(&i, id);
+            self.unlist(i.pid, i.thread, &HashSet::from([id]));
         }
     }
 
-    fn unlist(&mut self, i: &Instance, id: u64) {
-        if let Some(list) = self.by_thread.get_mut(&(i.pid, i.thread)) {
-            list.retain(|x| *x != id);
-            if list.is_empty() {
-                self.by_thread.remove(&(i.pid, i.thread));
+    fn unlist(&mut self, pid: u32, thread: u64, ids: &HashSet<u64>) {
+        if let Some(list) = self.by_thread.get_mut(&(pid, thread)) {
+            list.remove(ids);
+            if list.by_start.is_empty() && list.open.is_empty() {
+                self.by_thread.remove(&(pid, thread));
             }
         }
+    }
+
+    /// The innermost range of `pid`'s thread `thread` open at `t` (started at or
+    /// before it, not ended before it): the last one started by then, or the nearest
+    /// of the ranges enclosing it that is.
+    fn innermost_at(&self, pid: u32, thread: u64, t: u64) -> Option<u64> {
+        let list = self.by_thread.get(&(pid, thread))?;
+        let started = list.by_start.partition_point(|&(start, _)| start <= t);
+        let (_, last) = *list.by_start.get(started.checked_sub(1)?)?;
+        let enclosing = &self.instances.get(&last)?.enclosing;
+        std::iter::once(last)
+            .chain(enclosing.iter().copied())
+            .find(|id| {
+                self.instances
+                    .get(id)
+                    .is_some_and(|i| i.start_ns <= t && i.end_ns.is_none_or(|e| e >= t))
+            })
     }
 
     /// A kernel of `pid` on (`device`, `stream`) from `start_ns` to `end_ns`, launched
@@ -238,16 +284,7 @@ impl GpuRanges {
         (device, stream): (u32, u32),
         (start_ns, end_ns): (u64, u64),
     ) -> bool {
-        let Some(list) = self.by_thread.get(&(pid, launch.thread_id)) else {
-            return false;
-        };
-        let t = launch.start_ns;
-        let innermost = list
-            .iter()
-            .filter_map(|id| self.instances.get(id).map(|i| (*id, i)))
-            .filter(|(_, i)| i.start_ns <= t && i.end_ns.is_none_or(|e| e >= t))
-            .max_by_key(|(id, i)| (i.start_ns, *id))
-            .map(|(id, _)| id);
+        let innermost = self.innermost_at(pid, launch.thread_id, launch.start_ns);
         let Some(i) = innermost.and_then(|id| self.instances.get_mut(&id)) else {
             return false;
         };
@@ -271,11 +308,15 @@ impl GpuRanges {
             .collect();
         ids.sort_unstable();
         let mut out = Vec::with_capacity(ids.len());
+        let mut by_thread: HashMap<(u32, u64), HashSet<u64>> = HashMap::new();
         for id in ids {
             if let Some(i) = self.instances.remove(&id) {
-                self.unlist(&i, id);
+                by_thread.entry((i.pid, i.thread)).or_default().insert(id);
                 out.push(i);
             }
+        }
+        for ((pid, thread), ids) in by_thread {
+            self.unlist(pid, thread, &ids);
         }
         out
     }
@@ -320,12 +361,38 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_arriving_after_later_ranges_started_finds_its_own() {
+        // A decode loop: one range per token inside "decode"; the kernels' records
+        // arrive after the later tokens' ranges were read.
+        let mut r = GpuRanges::default();
+        let decode = r.start(1, 7, "decode".into(), String::new(), 0);
+        let tokens: Vec<u64> = (0..3)
+            .map(|n| {
+                let id = r.start(1, 7, format!("token {n}"), String::new(), 10 + 20 * n);
+                r.close(id, 20 + 20 * n, 0);
+                id
+            })
+            .collect();
+        let owner = |r: &GpuRanges, t| r.innermost_at(1, 7, t);
+        assert_eq!(owner(&r, 35), Some(tokens[1]));
+        assert_eq!(owner(&r, 10), Some(tokens[0]));
+        assert_eq!(owner(&r, 20), Some(tokens[0]));
+        // Between tokens, and after the last: the enclosing range.
+        assert_eq!(owner(&r, 45), Some(decode));
+        assert_eq!(owner(&r, 1000), Some(decode));
+        r.close(decode, 100, 0);
+        assert_eq!(owner(&r, 1000), None);
+        assert_eq!(r.by_thread[&(1, 7)].open, Vec::<u64>::new());
+    }
+
+    #[test]
     fn a_thread_keeps_at_most_max_open_ranges() {
         let mut r = GpuRanges::default();
         for i in 0..(MAX_OPEN as u64 + 10) {
             r.start(1, 7, format!("r{i}"), String::new(), i);
         }
         assert_eq!(r.instances.len(), MAX_OPEN);
-        assert_eq!(r.by_thread[&(1, 7)].len(), MAX_OPEN);
+        assert_eq!(r.by_thread[&(1, 7)].by_start.len(), MAX_OPEN);
+        assert_eq!(r.by_thread[&(1, 7)].open.len(), MAX_OPEN);
     }
 }
