@@ -36,6 +36,17 @@ pub struct DamagedFile {
     pub reason: String,
 }
 
+impl From<crate::store::Damage> for DamagedFile {
+    fn from(d: crate::store::Damage) -> DamagedFile {
+        DamagedFile {
+            file: d.file,
+            bytes: d.bytes,
+            records: d.records,
+            reason: d.reason,
+        }
+    }
+}
+
 /// A part the collector was writing when it stopped (killed): never sealed, so its
 /// records are lost.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

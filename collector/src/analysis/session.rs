@@ -12,7 +12,6 @@ use anyhow::Result;
 
 use crate::analysis::aggregate::{Aggregate, Aggregator};
 use crate::analysis::integrity::{DamagedFile, Integrity, Unsealed};
-use crate::store::reader::Damage;
 use crate::store::Store;
 
 /// A session analysed part by part, and what could not be read.
@@ -88,14 +87,32 @@ fn analyse_into(
             }
             integrity
                 .damaged
-                .extend(part.damaged.into_iter().map(damaged_file).map(|mut d| {
-                    d.file = name(d.file);
-                    d
-                }));
+                .extend(
+                    part.damaged
+                        .into_iter()
+                        .map(DamagedFile::from)
+                        .map(|mut d| {
+                            d.file = name(d.file);
+                            d
+                        }),
+                );
             aggregator.end_part();
             done += 1;
             progress(done, all);
         }
+        integrity
+            .damaged
+            .extend(
+                store
+                    .damaged
+                    .iter()
+                    .cloned()
+                    .map(DamagedFile::from)
+                    .map(|mut d| {
+                        d.file = name(d.file);
+                        d
+                    }),
+            );
         integrity
             .unsealed
             .extend(unsealed(store).into_iter().map(|mut u| {
@@ -114,15 +131,6 @@ fn analyse_into(
         parts: all,
         integrity,
     })
-}
-
-fn damaged_file(d: Damage) -> DamagedFile {
-    DamagedFile {
-        file: d.file,
-        bytes: d.bytes,
-        records: d.records,
-        reason: d.reason,
-    }
 }
 
 fn unsealed(store: &Store) -> Vec<Unsealed> {

@@ -118,12 +118,7 @@ fn read(store: &Store, i: usize, integrity: Option<&mut Integrity>) -> Result<Ve
     if let Some(integrity) = integrity {
         integrity
             .damaged
-            .extend(part.damaged.into_iter().map(|d| DamagedFile {
-                file: d.file,
-                bytes: d.bytes,
-                records: d.records,
-                reason: d.reason,
-            }));
+            .extend(part.damaged.into_iter().map(DamagedFile::from));
     }
     Ok(screen(part.records).0)
 }
@@ -477,6 +472,9 @@ fn finish(
     headers: &[ProcessHeader],
     files: usize,
 ) -> ExitCode {
+    integrity
+        .damaged
+        .extend(store.damaged.iter().cloned().map(DamagedFile::from));
     integrity.unsealed = store
         .unsealed
         .iter()

@@ -678,10 +678,13 @@ impl Drainer {
             self.close_full();
         }
         match &mut self.writer {
-            Some(w) => {
-                w.release_reserve();
-                Ok(())
-            }
+            Some(w) => w.finish().map_err(|e| {
+                anyhow::anyhow!(
+                    "the session in {} cannot be marked finished ({e}): readers will call it \
+                     unfinished",
+                    self.out_dir.display()
+                )
+            }),
             None => anyhow::bail!(
                 "the session in {} is incomplete (see above)",
                 self.out_dir.display()

@@ -8,6 +8,9 @@ pub const PARTS_DIR: &str = "parts";
 pub const MANIFEST_FILE: &str = "manifest.json";
 /// What a part being written is called in the session directory, before its number.
 pub const UNSEALED_PREFIX: &str = ".unsealed-";
+/// The session's index ([`super::index`]) in a session directory.
+pub const INDEX_FILE: &str = "index.json";
+
 /// The reserve file in a session directory.
 pub const RESERVE_FILE: &str = ".reserve";
 /// The single session file of format 2 and earlier, recognised to say so.

@@ -24,6 +24,7 @@
 pub mod cells;
 pub mod columns;
 pub mod device_samples;
+pub mod index;
 pub mod layout;
 pub mod manifest;
 pub mod output_file;

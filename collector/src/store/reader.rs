@@ -18,10 +18,14 @@ use wire::Record;
 
 use super::columns::RowReader;
 use super::device_samples::read_sample;
+use super::index::{Index, MAX_BYTES as INDEX_MAX_BYTES};
 use super::layout::{
-    parse_part_dir_name, MANIFEST_FILE, OLD_SESSION_FILE, PARTS_DIR, UNSEALED_PREFIX,
+    parse_part_dir_name, part_dir_name, INDEX_FILE, MANIFEST_FILE, OLD_SESSION_FILE, PARTS_DIR,
+    UNSEALED_PREFIX,
 };
-use super::manifest::{FileEntry, Manifest, MAX_BYTES, VERSION};
+use super::manifest::{
+    FileEntry, Manifest, FIRST_DIRECTORY_VERSION, INDEXED_VERSION, MAX_BYTES, VERSION,
+};
 use super::tables::{is_record_table, read_row, TableId, TABLE_IDS};
 use super::writer::MAX_PART_ROWS;
 use crate::store::device_samples::DeviceSample;
@@ -42,6 +46,12 @@ pub struct Store {
     pub unsealed: Vec<(String, u64)>,
     /// Entries of `parts/` that are not parts (not ours, or not directories).
     pub strangers: Vec<String>,
+    /// The session's index, when it has one that verifies.
+    pub index: Option<Index>,
+    /// What the session as a whole lacks: parts its index lists and `parts/` does not
+    /// hold, parts it holds that are not the session's, an index that is damaged or
+    /// missing, a session never finished.
+    pub damaged: Vec<Damage>,
 }
 
 /// A file or part skipped because it does not verify or decode.
@@ -74,8 +84,8 @@ fn is_old_session_file(path: &Path) -> Option<String> {
     let format = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes"));
     Some(format!(
         "{} is a session of format {format} (a single session.gpuprof file, gpuprof before \
-         the columnar session); this gpuprof reads format {VERSION} only (a directory of \
-         Parquet parts): record the run again",
+         the columnar session); this gpuprof reads format {FIRST_DIRECTORY_VERSION} and later \
+         (a directory of Parquet parts): record the run again",
         path.display()
     ))
 }
@@ -139,11 +149,96 @@ impl Store {
             }
         }
         unsealed.sort();
-        Ok(Store {
+        let mut store = Store {
             dir,
             parts,
             unsealed,
             strangers,
+            index: None,
+            damaged: Vec::new(),
+        };
+        store.check_index();
+        Ok(store)
+    }
+
+    /// Checks the parts found against the session's index ([`super::index`]): parts
+    /// it lists and `parts/` lacks are missing, parts `parts/` holds and it does not
+    /// list are left out, and a session it does not call finished is said to be so.
+    /// A session of a layout before the index has none, and is read as found.
+    fn check_index(&mut self) {
+        let whole = |reason: String, records| Damage {
+            file: INDEX_FILE.to_string(),
+            bytes: 0,
+            records,
+            reason,
+        };
+        let index = match read_file(&self.dir.join(INDEX_FILE), INDEX_MAX_BYTES) {
+            Ok(bytes) => match Index::parse(&bytes) {
+                Ok(index) => index,
+                Err(reason) => {
+                    self.damaged.push(whole(
+                        format!("{reason}; whole parts may be missing unnoticed"),
+                        0,
+                    ));
+                    return;
+                }
+            },
+            Err(_) if !self.indexed_layout() => return,
+            Err(reason) => {
+                self.damaged.push(whole(
+                    format!("{reason} (a session of layout {INDEXED_VERSION} and later keeps an index); whole parts may be missing unnoticed"),
+                    0,
+                ));
+                return;
+            }
+        };
+        let (listed, not_listed): (Vec<_>, Vec<_>) = std::mem::take(&mut self.parts)
+            .into_iter()
+            .partition(|(n, _)| index.part(*n).is_some());
+        for (n, path) in not_listed {
+            self.damaged.push(Damage {
+                file: format!("{PARTS_DIR}/{}", part_dir_name(n)),
+                bytes: dir_bytes(&path),
+                records: 0,
+                reason: "not a part of this session (its index does not list it: a copy, or \
+                         another session's); skipped"
+                    .into(),
+            });
+        }
+        for p in &index.parts {
+            // Killed between writing the index and renaming the part into `parts/`:
+            // the part is reported as never sealed.
+            let unsealed = format!("{UNSEALED_PREFIX}{}", part_dir_name(p.part));
+            let sealing = self.unsealed.iter().any(|(name, _)| *name == unsealed);
+            if !sealing && !listed.iter().any(|(n, _)| *n == p.part) {
+                self.damaged.push(Damage {
+                    file: format!("{PARTS_DIR}/{}", part_dir_name(p.part)),
+                    bytes: 0,
+                    records: p.records,
+                    reason: "missing: the session's index lists it".into(),
+                });
+            }
+        }
+        if !index.finished && self.unsealed.is_empty() {
+            let last = index.parts.iter().map(|p| p.part).max().unwrap_or(0);
+            self.damaged.push(whole(
+                format!(
+                    "the session was not finished: its collector stopped before the run's end \
+                     (killed?), and what it held after part {last} is lost"
+                ),
+                0,
+            ));
+        }
+        self.parts = listed;
+        self.index = Some(index);
+    }
+
+    /// Whether the session's first part is of a layout that keeps an index.
+    fn indexed_layout(&self) -> bool {
+        self.parts.first().is_some_and(|(_, path)| {
+            read_file(&path.join(MANIFEST_FILE), MAX_BYTES)
+                .and_then(|b| Manifest::parse(&b))
+                .is_ok_and(|m| m.version >= INDEXED_VERSION)
         })
     }
 
@@ -191,15 +286,13 @@ impl Store {
             number: *number,
             ..Part::default()
         };
-        let manifest = match read_file(&path.join(MANIFEST_FILE), MAX_BYTES)
-            .and_then(|b| Manifest::parse(&b))
-        {
+        let manifest = match self.manifest_of(*number, path) {
             Ok(m) => m,
             Err(reason) => {
                 part.damaged.push(Damage {
                     file: rel(MANIFEST_FILE),
                     bytes: dir_bytes(path),
-                    records: 0,
+                    records: self.indexed_records(*number),
                     reason: format!("{reason}; the whole part is skipped"),
                 });
                 return Ok(part);
@@ -259,13 +352,41 @@ impl Store {
 }
 
 impl Store {
+    /// Part `number`'s manifest from `path`, verified: its checksum, its part number,
+    /// and that it is the manifest the session's index lists.
+    fn manifest_of(&self, number: u64, path: &Path) -> Result<Manifest, String> {
+        let bytes = read_file(&path.join(MANIFEST_FILE), MAX_BYTES)?;
+        let manifest = Manifest::parse(&bytes)?;
+        if manifest.version > VERSION {
+            // Not read at all: the caller says which gpuprof would.
+            return Ok(manifest);
+        }
+        if manifest.part != number {
+            return Err(format!("it is the manifest of part {}", manifest.part));
+        }
+        match self.index.as_ref().and_then(|i| i.part(number)) {
+            Some(p) if p.manifest_crc32c != crc32c::crc32c(&bytes) => Err(
+                "it is not the manifest the session's index lists (a part of another session)"
+                    .into(),
+            ),
+            _ => Ok(manifest),
+        }
+    }
+
+    /// The records the session's index says part `number` holds; 0 without one.
+    fn indexed_records(&self, number: u64) -> u64 {
+        self.index
+            .as_ref()
+            .and_then(|i| i.part(number))
+            .map_or(0, |p| p.records)
+    }
+
     /// The NVML readings of part `index` (its `device_samples` table), in the order
     /// taken. A part or file that does not verify or decode gives none; its damage is
     /// what [`Store::read_part_tables`] reports for the part (`Err` here names it).
     pub fn read_device_samples(&self, index: usize) -> Result<Vec<DeviceSample>, String> {
-        let (_, path) = &self.parts[index];
-        let manifest =
-            read_file(&path.join(MANIFEST_FILE), MAX_BYTES).and_then(|b| Manifest::parse(&b))?;
+        let (number, path) = &self.parts[index];
+        let manifest = self.manifest_of(*number, path)?;
         check_files(&manifest)?;
         let name = TableId::DeviceSamples.table().name;
         let Some(entry) = manifest.files.iter().find(|f| f.table == name) else {

@@ -224,7 +224,7 @@ fn every_record_kind_comes_back_as_written() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, [".reserve", "parts"]);
+    assert_eq!(names, [".reserve", "index.json", "parts"]);
     let part = t.0.join("parts/00000001");
     let mut files: Vec<String> = std::fs::read_dir(&part)
         .unwrap()
@@ -310,6 +310,27 @@ fn a_damaged_file_is_skipped_with_its_record_count_and_the_rest_is_read() {
     );
 }
 
+/// Writes `bytes` as the manifest at `path` and lists it in the session's index, as
+/// someone forging a part would: the checks below the index are then what stands.
+fn forge_manifest(path: &Path, bytes: &[u8]) {
+    std::fs::write(path, bytes).unwrap();
+    let session = path.ancestors().nth(3).unwrap();
+    let part: u64 = path
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let index_path = session.join(layout::INDEX_FILE);
+    let mut index = index::Index::parse(&std::fs::read(&index_path).unwrap()).unwrap();
+    let entry = index.parts.iter_mut().find(|p| p.part == part).unwrap();
+    entry.manifest_crc32c = crc32c::crc32c(bytes);
+    std::fs::write(&index_path, index.to_bytes()).unwrap();
+}
+
 #[test]
 fn a_damaged_manifest_skips_its_part_and_only_it() {
     let t = Tmp::new("manifest");
@@ -325,7 +346,8 @@ fn a_damaged_manifest_skips_its_part_and_only_it() {
     assert_eq!(back.len(), 2);
     assert_eq!(damaged.len(), 1);
     assert_eq!(damaged[0].file, "parts/00000001/manifest.json");
-    assert_eq!(damaged[0].records, 0);
+    // Its record count from the session's index.
+    assert_eq!(damaged[0].records, 1);
     assert!(
         damaged[0].reason.starts_with("checksum mismatch (stored ")
             && damaged[0].reason.ends_with("; the whole part is skipped"),
@@ -345,7 +367,7 @@ fn a_manifest_naming_another_file_is_not_followed() {
         "\"file\":\"../../../etc/passwd\"",
     );
     let forged = format!("{json}\ncrc32c {:08x}\n", crc32c::crc32c(json.as_bytes()));
-    std::fs::write(&path, forged).unwrap();
+    forge_manifest(&path, forged.as_bytes());
     let (back, damaged) = read_all(&t.0);
     assert!(back.is_empty());
     assert_eq!(
@@ -385,7 +407,7 @@ fn row_counts_beyond_a_part_or_the_file_are_refused_before_decoding() {
             )
             .replace("\"records\":3", &format!("\"records\":{total}"));
         let forged = format!("{json}\ncrc32c {:08x}\n", crc32c::crc32c(json.as_bytes()));
-        std::fs::write(&path, forged).unwrap();
+        forge_manifest(&path, forged.as_bytes());
         let (back, damaged) = read_all(&t.0);
         assert_eq!(back.len(), 1, "the string record is read: {back:?}");
         assert_eq!(damaged.len(), 1);
@@ -419,7 +441,7 @@ fn an_old_session_file_is_refused_naming_its_format() {
     std::fs::write(t.0.join("session.gpuprof"), &old).unwrap();
     let want = format!(
         "{} is a session of format 2 (a single session.gpuprof file, gpuprof before the \
-         columnar session); this gpuprof reads format 3 only (a directory of Parquet parts): \
+         columnar session); this gpuprof reads format 3 and later (a directory of Parquet parts): \
          record the run again",
         t.0.join("session.gpuprof").display()
     );
@@ -447,17 +469,16 @@ fn a_newer_part_version_is_an_error_naming_it() {
         .lines()
         .next()
         .unwrap()
-        .replace("\"version\":3", "\"version\":4");
-    std::fs::write(
+        .replace("\"version\":4", "\"version\":5");
+    forge_manifest(
         &path,
-        format!("{json}\ncrc32c {:08x}\n", crc32c::crc32c(json.as_bytes())),
-    )
-    .unwrap();
+        format!("{json}\ncrc32c {:08x}\n", crc32c::crc32c(json.as_bytes())).as_bytes(),
+    );
     let s = Store::open(&t.0).unwrap();
     assert_eq!(
         s.read_part(0).unwrap_err().to_string(),
         format!(
-            "{}: session version 4, newer than this gpuprof reads (3); use a newer gpuprof",
+            "{}: session version 5, newer than this gpuprof reads (4); use a newer gpuprof",
             path.display()
         )
     );
@@ -613,7 +634,7 @@ fn a_processes_file_from_before_the_environment_column_reads_without_one() {
     let entry = m.files.iter_mut().find(|f| f.table == "processes").unwrap();
     entry.bytes = out.len() as u64;
     entry.crc32c = crc32c::crc32c(&out);
-    std::fs::write(&manifest_path, m.to_bytes()).unwrap();
+    forge_manifest(&manifest_path, &m.to_bytes());
 
     let (back, damaged) = read_all(&t.0);
     assert_eq!(damaged, Vec::new());
@@ -637,7 +658,7 @@ fn a_processes_file_from_before_the_environment_column_reads_without_one() {
     let entry = m.files.iter_mut().find(|f| f.table == "processes").unwrap();
     entry.bytes = out.len() as u64;
     entry.crc32c = crc32c::crc32c(&out);
-    std::fs::write(&manifest_path, m.to_bytes()).unwrap();
+    forge_manifest(&manifest_path, &m.to_bytes());
     let (back, damaged) = read_all(&t.0);
     assert_eq!(back.len(), 1);
     assert_eq!(damaged.len(), 1);
@@ -744,4 +765,167 @@ fn session_md_lists_every_table_with_the_columns_and_kinds_it_has() {
         })
         .collect();
     assert_eq!(documented_tables(), declared);
+}
+
+/// A finished session of three parts holding 1, 2 and 3 kernels.
+fn three_parts(dir: &Path) {
+    let kernels = |n: u32| (1..=n).map(|c| k(1, c, 1, 2)).collect::<Vec<_>>();
+    write_parts(dir, &[(3, kernels(1)), (3, kernels(2)), (3, kernels(3))]).unwrap();
+}
+
+/// What a reader finds of the session in `dir`: the kernels read, and every damage
+/// (the session's, then the parts') as (file, records, reason).
+fn read_with_damage(dir: &Path) -> (usize, Vec<(String, u64, String)>) {
+    let store = Store::open(dir).unwrap();
+    let mut damage: Vec<Damage> = store.damaged.clone();
+    let mut kernels = 0;
+    for i in 0..store.parts.len() {
+        let p = store.read_part(i).unwrap();
+        kernels += p.records.len();
+        damage.extend(p.damaged);
+    }
+    let damage = damage.into_iter().map(|d| (d.file, d.records, d.reason));
+    (kernels, damage.collect())
+}
+
+fn d(file: &str, records: u64, reason: &str) -> (String, u64, String) {
+    (file.to_string(), records, reason.to_string())
+}
+
+const MISSING: &str = "missing: the session's index lists it";
+const NOT_OURS: &str =
+    "not a part of this session (its index does not list it: a copy, or another session's); skipped";
+
+#[test]
+fn the_index_names_every_part_missing_added_replaced_or_renumbered() {
+    let t = Tmp::new("index");
+    let parts = t.0.join("parts");
+    let fresh = || {
+        let _ = std::fs::remove_dir_all(&t.0);
+        std::fs::create_dir_all(&t.0).unwrap();
+        three_parts(&t.0);
+    };
+    fresh();
+    assert_eq!(read_with_damage(&t.0), (6, vec![]));
+
+    // Deleted.
+    std::fs::remove_dir_all(parts.join("00000002")).unwrap();
+    assert_eq!(
+        read_with_damage(&t.0),
+        (4, vec![d("parts/00000002", 2, MISSING)])
+    );
+
+    // Duplicated: a copy of part 1 as part 4 is read once.
+    fresh();
+    std::fs::create_dir(parts.join("00000004")).unwrap();
+    for f in ["kernels.parquet", "manifest.json"] {
+        std::fs::copy(
+            parts.join("00000001").join(f),
+            parts.join("00000004").join(f),
+        )
+        .unwrap();
+    }
+    assert_eq!(
+        read_with_damage(&t.0),
+        (6, vec![d("parts/00000004", 0, NOT_OURS)])
+    );
+
+    // Renumbered: part 3 moved to 5.
+    fresh();
+    std::fs::rename(parts.join("00000003"), parts.join("00000005")).unwrap();
+    assert_eq!(
+        read_with_damage(&t.0),
+        (
+            3,
+            vec![
+                d("parts/00000005", 0, NOT_OURS),
+                d("parts/00000003", 3, MISSING)
+            ]
+        )
+    );
+
+    // Another session's part 2 in place of ours.
+    let other = Tmp::new("index-other");
+    write_parts(
+        &other.0,
+        &[(9, vec![k(1, 1, 1, 2)]), (9, vec![k(1, 2, 1, 2)])],
+    )
+    .unwrap();
+    fresh();
+    std::fs::remove_dir_all(parts.join("00000002")).unwrap();
+    std::fs::rename(other.0.join("parts/00000002"), parts.join("00000002")).unwrap();
+    let foreign = "it is not the manifest the session's index lists (a part of another \
+                   session); the whole part is skipped";
+    assert_eq!(
+        read_with_damage(&t.0),
+        (4, vec![d("parts/00000002/manifest.json", 2, foreign)])
+    );
+
+    // A part directory replaced by a symbolic link to it: not followed, so missing.
+    fresh();
+    std::fs::rename(parts.join("00000002"), t.0.join("moved")).unwrap();
+    std::os::unix::fs::symlink(t.0.join("moved"), parts.join("00000002")).unwrap();
+    assert_eq!(
+        read_with_damage(&t.0),
+        (4, vec![d("parts/00000002", 2, MISSING)])
+    );
+
+    // Every part gone.
+    fresh();
+    for n in 1..=3 {
+        std::fs::remove_dir_all(parts.join(format!("0000000{n}"))).unwrap();
+    }
+    let all_missing = (1..=3).map(|n| d(&format!("parts/0000000{n}"), n, MISSING));
+    assert_eq!(read_with_damage(&t.0), (0, all_missing.collect()));
+
+    // A deleted manifest counts the records the index gives.
+    fresh();
+    std::fs::remove_file(parts.join("00000003/manifest.json")).unwrap();
+    let (kernels, damage) = read_with_damage(&t.0);
+    assert_eq!((kernels, damage.len()), (3, 1));
+    assert_eq!(
+        (damage[0].0.as_str(), damage[0].1),
+        ("parts/00000003/manifest.json", 3)
+    );
+}
+
+#[test]
+fn a_session_without_its_index_or_never_finished_says_so() {
+    let t = Tmp::new("unfinished");
+    // A collector killed between seals: two parts, never finished.
+    let w = write(&t.0, &[(3, vec![k(1, 1, 1, 2)]), (3, vec![k(1, 2, 1, 2)])]);
+    drop(w);
+    let unfinished = "the session was not finished: its collector stopped before the run's \
+                      end (killed?), and what it held after part 2 is lost";
+    assert_eq!(
+        read_with_damage(&t.0),
+        (2, vec![d("index.json", 0, unfinished)])
+    );
+
+    let t = Tmp::new("no-index");
+    three_parts(&t.0);
+    std::fs::remove_file(t.0.join("index.json")).unwrap();
+    let (kernels, damage) = read_with_damage(&t.0);
+    assert_eq!((kernels, damage.len()), (6, 1));
+    assert!(
+        damage[0].2.starts_with("cannot open: ")
+            && damage[0].2.ends_with(
+                " (a session of layout 4 and later keeps an index); whole parts may be \
+                 missing unnoticed"
+            ),
+        "{:?}",
+        damage[0]
+    );
+
+    // A flipped bit: the index is not believed, the parts are read as found.
+    let t = Tmp::new("bad-index");
+    three_parts(&t.0);
+    flip(&t.0.join("index.json"), 30);
+    let (kernels, damage) = read_with_damage(&t.0);
+    assert_eq!((kernels, damage.len()), (6, 1));
+    assert!(
+        damage[0].2.starts_with("checksum mismatch"),
+        "{:?}",
+        damage[0]
+    );
 }

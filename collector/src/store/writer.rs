@@ -32,7 +32,8 @@ use wire::Record;
 
 use super::columns::{Kind, RowWriter};
 use super::device_samples::write_sample;
-use super::layout::{part_dir_name, PARTS_DIR, RESERVE_FILE, UNSEALED_PREFIX};
+use super::index::{Index, IndexedPart};
+use super::layout::{part_dir_name, INDEX_FILE, PARTS_DIR, RESERVE_FILE, UNSEALED_PREFIX};
 use super::manifest::{FileEntry, Manifest, FORMAT, VERSION};
 use super::tables::{table_of, write_row, TableId, TABLES, TABLE_IDS};
 use crate::store::device_samples::DeviceSample;
@@ -93,6 +94,8 @@ pub struct StoreWriter {
     first_row: Option<Instant>,
     pending: BTreeMap<u32, Pending>,
     next_part: u64,
+    /// The session's index as last written.
+    index: Index,
     props: WriterProperties,
     bytes_written: u64,
 }
@@ -160,6 +163,8 @@ impl StoreWriter {
         let mut reserve = output_file::create_new(&dir.join(RESERVE_FILE))?;
         reserve.write_all(&vec![0u8; RESERVE_BYTES])?;
         reserve.sync_all()?;
+        let index = Index::default();
+        index.write(dir)?;
         Ok(StoreWriter {
             dir: dir.to_path_buf(),
             limits,
@@ -168,6 +173,7 @@ impl StoreWriter {
             first_row: None,
             pending: BTreeMap::new(),
             next_part: 1,
+            index,
             props: properties(),
             bytes_written: 0,
         })
@@ -219,6 +225,7 @@ impl StoreWriter {
     pub fn remove_unused(self) {
         if self.parts() == 0 {
             let _ = std::fs::remove_file(self.dir.join(RESERVE_FILE));
+            let _ = std::fs::remove_file(self.dir.join(INDEX_FILE));
             let _ = std::fs::remove_dir(self.dir.join(PARTS_DIR));
         }
     }
@@ -232,6 +239,14 @@ impl StoreWriter {
     /// Deletes the reserve file, making room for a last part.
     pub fn release_reserve(&mut self) {
         let _ = std::fs::remove_file(self.dir.join(RESERVE_FILE));
+    }
+
+    /// The session is done (its last part sealed): the reserve file goes and the
+    /// index says the session was finished.
+    pub fn finish(&mut self) -> std::io::Result<()> {
+        self.release_reserve();
+        self.index.finished = true;
+        self.index.write(&self.dir)
     }
 
     /// Seals what is buffered as the next part (nothing when nothing is).
@@ -274,7 +289,8 @@ impl StoreWriter {
         self.first_row = None;
         let pending = std::mem::take(&mut self.pending);
         match self.write_part(&manifest, &encoded) {
-            Ok(bytes) => {
+            Ok((bytes, index)) => {
+                self.index = index;
                 self.next_part += 1;
                 self.bytes_written += bytes;
                 Ok(())
@@ -299,9 +315,14 @@ impl StoreWriter {
         out
     }
 
-    /// Writes the part's files under `.unsealed-<n>` and renames it into `parts/`.
-    /// Returns the bytes written. On error, what was made is removed.
-    fn write_part(&self, manifest: &Manifest, encoded: &[Vec<u8>]) -> std::io::Result<u64> {
+    /// Writes the part's files under `.unsealed-<n>`, the index listing it, and
+    /// renames it into `parts/`. Returns the bytes written and the index. On error,
+    /// what was made is removed and the index is rewritten as it was.
+    fn write_part(
+        &self,
+        manifest: &Manifest,
+        encoded: &[Vec<u8>],
+    ) -> std::io::Result<(u64, Index)> {
         let name = part_dir_name(manifest.part);
         let tmp = self.dir.join(format!("{UNSEALED_PREFIX}{name}"));
         output_file::make_dir_new(&tmp)?;
@@ -322,15 +343,23 @@ impl StoreWriter {
             write(tmp.join(super::layout::MANIFEST_FILE), &m, &mut made)?;
             total += m.len() as u64;
             File::open(&tmp)?.sync_all()?;
+            let mut index = self.index.clone();
+            index.parts.push(IndexedPart {
+                part: manifest.part,
+                records: manifest.records,
+                manifest_crc32c: crc32c::crc32c(&m),
+            });
+            index.write(&self.dir)?;
             std::fs::rename(&tmp, self.dir.join(PARTS_DIR).join(&name))?;
             File::open(self.dir.join(PARTS_DIR))?.sync_all()?;
-            Ok(total)
+            Ok((total, index))
         })();
         if result.is_err() {
             for p in &made {
                 let _ = std::fs::remove_file(p);
             }
             let _ = std::fs::remove_dir(&tmp);
+            let _ = self.index.write(&self.dir);
         }
         result
     }
@@ -346,6 +375,5 @@ pub fn write_parts(dir: &Path, frames: &[(u32, Vec<Record>)]) -> std::io::Result
         }
         w.seal().map_err(|f| f.error)?;
     }
-    w.release_reserve();
-    Ok(())
+    w.finish()
 }

@@ -125,9 +125,10 @@ fn record_writes_a_private_session_in_a_private_directory() {
         "{}",
         ended.stdout
     );
-    assert_eq!(names(&out), vec!["parts"]);
+    assert_eq!(names(&out), vec!["index.json", "parts"]);
     assert_eq!(mode(&out), 0o700);
     assert_eq!(mode(&out.join("parts")), 0o700);
+    assert_eq!(mode(&out.join("index.json")), 0o600);
     let part = out.join("parts/00000001");
     assert_eq!(mode(&part), 0o700);
     let files = names(&part);
@@ -244,6 +245,7 @@ fn trace_and_roofline_replace_planted_links_not_their_targets() {
     assert_eq!(
         names(&out),
         vec![
+            "index.json",
             "parts",
             "roofline.csv",
             "roofline.json",
@@ -463,7 +465,7 @@ fn collect_deletes_nothing_it_did_not_make() {
         b"unrelated\n"
     );
     assert_eq!(std::fs::read(dir.join("sub/data")).unwrap(), b"more\n");
-    assert_eq!(names(&out), vec!["parts"]);
+    assert_eq!(names(&out), vec!["index.json", "parts"]);
 
     // A ring directory gpuprof made, with a file of someone else's in it: a ring
     // being built and the pid file go, the rest stays.

@@ -66,6 +66,7 @@ fn demo_on_the_simulated_gpu_writes_report_roofline_and_trace() {
     assert_eq!(
         files,
         [
+            "index.json",
             "parts",
             "roofline.csv",
             "roofline.json",

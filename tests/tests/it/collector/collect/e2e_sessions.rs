@@ -377,12 +377,13 @@ fn env_var_only_mode_starts_its_own_collector() {
         "ring directory left"
     );
     // Nothing else in the output directory, nothing in the working directory.
-    let names: Vec<String> = std::fs::read_dir(&out)
+    let mut names: Vec<String> = std::fs::read_dir(&out)
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["parts"]);
+    names.sort();
+    assert_eq!(names, ["index.json", "parts"]);
     assert_eq!(std::fs::read_dir(scratch.join("cwd")).unwrap().count(), 0);
 
     let v = report_json(&out);

@@ -483,9 +483,10 @@ fn a_damaged_part_is_skipped_the_rest_reported_and_the_damage_stated() {
     );
     let file = "parts/00000002/manifest.json";
     let p = dir.path().display();
+    // The part's records, as the session's index gives them.
     let stderr = format!(
-        "gpuprof: warning: {p}: {file} is damaged ({reason}); its 0 records are left out of the report\n\
-         gpuprof: error: {p}: 1 damaged file (0 records, {lost} bytes) skipped; the report covers the rest of the 4 parts\n"
+        "gpuprof: warning: {p}: {file} is damaged ({reason}); its 12 records are left out of the report\n\
+         gpuprof: error: {p}: 1 damaged file (12 records, {lost} bytes) skipped; the report covers the rest of the 4 parts\n"
     );
 
     let out = run(&["report", dir.path().to_str().unwrap()]);
@@ -495,8 +496,10 @@ fn a_damaged_part_is_skipped_the_rest_reported_and_the_damage_stated() {
     assert_eq!(
         text(&out.stdout),
         format!(
-            "{}  {file}        0  {lost:>width$}  {reason}\n",
-            TABLE_WITHOUT_FRAME_1.replace("BYTES", &lost.to_string())
+            "{}  {file}       12  {lost:>width$}  {reason}\n",
+            TABLE_WITHOUT_FRAME_1
+                .replace("BYTES", &lost.to_string())
+                .replace("(0 records,", "(12 records,")
         )
     );
 
@@ -512,9 +515,9 @@ fn a_damaged_part_is_skipped_the_rest_reported_and_the_damage_stated() {
         v["session_damage"],
         serde_json::json!({
             "damaged_files": 1,
-            "damaged_records": 0,
+            "damaged_records": 12,
             "damaged_bytes": lost,
-            "damaged": [{"file": file, "bytes": lost, "records": 0, "reason": reason}],
+            "damaged": [{"file": file, "bytes": lost, "records": 12, "reason": reason}],
             "unsealed": [],
         })
     );
@@ -525,7 +528,7 @@ fn a_damaged_part_is_skipped_the_rest_reported_and_the_damage_stated() {
     assert!(
         text(&out.stdout).ends_with(&format!(
             "\n# unfinished\npid\n4243\n\n# session_damage\nkind,file,records,bytes,reason\n\
-             damaged,{file},0,{lost},\"{reason}\"\n"
+             damaged,{file},12,{lost},\"{reason}\"\n"
         )),
         "{}",
         text(&out.stdout)
@@ -596,14 +599,14 @@ fn a_damaged_table_file_costs_its_records_only() {
 #[test]
 fn an_old_session_or_a_newer_part_is_an_error_and_no_output() {
     let (dir, _) = session("report-versions");
-    // A part a newer gpuprof wrote, intact: version 4.
+    // A part a newer gpuprof wrote, intact: version 5.
     let manifest = dir.join("parts/00000003/manifest.json");
     let text0 = std::fs::read_to_string(&manifest).unwrap();
     let json = text0
         .lines()
         .next()
         .unwrap()
-        .replace("\"version\":3", "\"version\":4");
+        .replace("\"version\":4", "\"version\":5");
     std::fs::write(
         &manifest,
         format!("{json}\ncrc32c {:08x}\n", crc32c(json.as_bytes())),
@@ -615,7 +618,7 @@ fn an_old_session_or_a_newer_part_is_an_error_and_no_output() {
     assert_eq!(
         text(&out.stderr),
         format!(
-            "gpuprof: error: {}: session version 4, newer than this gpuprof reads (3); use a newer gpuprof\n",
+            "gpuprof: error: {}: session version 5, newer than this gpuprof reads (4); use a newer gpuprof\n",
             manifest.display()
         )
     );
@@ -633,7 +636,7 @@ fn an_old_session_or_a_newer_part_is_an_error_and_no_output() {
         text(&out.stderr),
         format!(
             "gpuprof: error: {} is a session of format 2 (a single session.gpuprof file, gpuprof \
-             before the columnar session); this gpuprof reads format 3 only (a directory of Parquet \
+             before the columnar session); this gpuprof reads format 3 and later (a directory of Parquet \
              parts): record the run again\n",
             old.join("session.gpuprof").display()
         )

@@ -17,7 +17,7 @@ use gpuprof_collector::analysis::session::analyse;
 use gpuprof_collector::output::report::{self, Format};
 use gpuprof_collector::output::roofline::points::{charts, points, points_csv};
 use gpuprof_collector::output::roofline::svg::render_svg;
-use gpuprof_collector::store::write_parts;
+use gpuprof_collector::store::{manifest, write_parts};
 use gpuprof_tests::gpuprof_command;
 use wire::ring::{RingError, RingReader, RingWriter, HEADER_SIZE, WRAP};
 use wire::testing::{counters, gemm, k, launch, marker, on, process, string};
@@ -108,6 +108,10 @@ fn session_files(frames: &[(u32, Vec<Record>)]) -> Files {
             );
         }
     }
+    files.insert(
+        "index.json".to_string(),
+        std::fs::read(dir.join("index.json")).unwrap(),
+    );
     std::fs::remove_dir_all(&dir).unwrap();
     files
 }
@@ -229,7 +233,11 @@ fn sessions() -> Vec<(&'static str, Files)> {
                 let m = f[&manifest(4)].clone();
                 f.insert(
                     manifest(4),
-                    forge_manifest(&m, |j| j.replace("\"version\":3", "\"version\":4")),
+                    forge_manifest(&m, |j| {
+                        let newer = manifest::VERSION + 1;
+                        let at = format!("\"version\":{}", manifest::VERSION);
+                        j.replace(&at, &format!("\"version\":{newer}"))
+                    }),
                 );
             }),
         ),

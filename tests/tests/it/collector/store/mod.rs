@@ -2,4 +2,5 @@
 
 mod duckdb_sql;
 mod fuzz_corpus;
+mod index;
 mod session_flips;

@@ -758,7 +758,7 @@ fn bad_window_arguments_are_errors_and_write_nothing() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     files.sort();
-    assert_eq!(files, ["parts"]);
+    assert_eq!(files, ["index.json", "parts"]);
 }
 
 #[test]
