@@ -435,11 +435,18 @@ impl RingReader {
             path: path.to_path_buf(),
             source,
         };
+        // Not through a symbolic link, and without waiting on a FIFO planted in its
+        // place: a ring is a regular file of this user, checked before it is mapped
+        // (the reader writes its cursor into the header).
         let file = OpenOptions::new()
             .read(true)
             .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(path)
-            .map_err(io)?;
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) => io(std::io::Error::other("a symbolic link, not followed")),
+                _ => io(e),
+            })?;
         let meta = file.metadata().map_err(io)?;
         let len = meta.len();
         let corrupt = |offset: u64, reason: String| RingError::Corrupt {
@@ -447,6 +454,14 @@ impl RingReader {
             offset,
             reason,
         };
+        if !meta.file_type().is_file() {
+            return Err(io(std::io::Error::other("not a regular file")));
+        }
+        if let Some(uid) = crate::session_dir::foreign_owner(&meta) {
+            let me = crate::session_dir::euid();
+            let why = format!("owned by uid {uid}, not by this user (uid {me})");
+            return Err(io(std::io::Error::other(why)));
+        }
         if len < HEADER_SIZE as u64 {
             return Err(corrupt(
                 len,

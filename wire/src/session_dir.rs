@@ -233,6 +233,20 @@ pub fn foreign_owner(meta: &std::fs::Metadata) -> Option<u32> {
     (meta.uid() != euid()).then_some(meta.uid())
 }
 
+/// Removes `path` when it is a regular file of this user (not followed when it is a
+/// symbolic link); anything else is left, with an error saying why. What gpuprof
+/// deletes in a directory others may write to.
+pub fn remove_own_file(path: &Path) -> std::io::Result<()> {
+    let meta = std::fs::symlink_metadata(path)?;
+    if !meta.file_type().is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    if let Some(uid) = foreign_owner(&meta) {
+        return Err(std::io::Error::other(format!("owned by uid {uid}")));
+    }
+    std::fs::remove_file(path)
+}
+
 /// Removes a ring directory and the gpuprof files in it, and nothing else:
 /// - a path that is not a directory (a symbolic link included) or a directory of
 ///   another user is not touched;
@@ -274,18 +288,17 @@ pub fn remove_ring_dir(dir: &Path) -> Result<(), Kept> {
     let mut foreign = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let is_file = entry.file_type().is_ok_and(|t| !t.is_dir());
         if name == MARKER {
             continue;
         }
-        if is_file && is_gpuprof_file(&name) {
-            if let Err(e) = std::fs::remove_file(entry.path()) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    foreign.push(format!("{} ({e})", name.to_string_lossy()));
-                }
-            }
-        } else {
+        if !is_gpuprof_file(&name) {
             foreign.push(name.to_string_lossy().into_owned());
+            continue;
+        }
+        if let Err(e) = remove_own_file(&entry.path()) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                foreign.push(format!("{} ({e})", name.to_string_lossy()));
+            }
         }
     }
     if !foreign.is_empty() {

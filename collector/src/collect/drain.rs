@@ -210,10 +210,14 @@ impl Drainer {
                         .entry(path.clone())
                         .or_insert_with(Instant::now);
                     if first.elapsed() >= OPEN_GRACE {
+                        // Deleted only when it is a file of this user's.
+                        let kept = match wire::session_dir::remove_own_file(&path) {
+                            Ok(()) => String::new(),
+                            Err(why) => format!(" (left in place: {why})"),
+                        };
                         self.notes
-                            .push(format!("skipped a ring that cannot be read: {e}"));
+                            .push(format!("skipped a ring that cannot be read: {e}{kept}"));
                         self.unopened.remove(&path);
-                        let _ = std::fs::remove_file(&path);
                         self.done.insert(path);
                     }
                 }
@@ -553,7 +557,7 @@ impl Drainer {
             ));
         }
         drop(ring);
-        if let Err(e) = std::fs::remove_file(&path) {
+        if let Err(e) = wire::session_dir::remove_own_file(&path) {
             if e.kind() != std::io::ErrorKind::NotFound {
                 self.notes
                     .push(format!("cannot remove {}: {e}", path.display()));

@@ -490,6 +490,71 @@ fn collect_deletes_nothing_it_did_not_make() {
     );
 }
 
+/// Row: `collect --session-dir` on a ring directory where someone planted entries
+/// named as rings (a FIFO, a symbolic link to a file, a file of another user) opened
+/// the link's target read-write and deleted all three. Now none is opened as a ring
+/// or deleted, the target is unchanged, and a warning names each.
+#[test]
+fn collect_neither_opens_nor_deletes_planted_rings() {
+    let scratch = Scratch::new("fault-collect-planted");
+    let target = scratch.join("target.txt");
+    std::fs::write(&target, b"not a ring\n").unwrap();
+    let made = wire::session_dir::make_ring_dir(std::process::id()).unwrap();
+    let fifo = std::ffi::CString::new(made.join("ring-11.ring").as_os_str().as_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    std::os::unix::fs::symlink(&target, made.join("ring-12.ring")).unwrap();
+    let others = can_be_nobody("collect_neither_opens_nor_deletes_planted_rings");
+    if others {
+        std::fs::write(made.join("ring-13.ring"), vec![0u8; 8192]).unwrap();
+        std::os::unix::fs::chown(made.join("ring-13.ring"), Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    let out = scratch.join("out");
+    let mut cmd = gpuprof_command();
+    cmd.arg("collect")
+        .arg("--session-dir")
+        .arg(&made)
+        .arg("--out")
+        .arg(&out)
+        .arg("--owner-pid")
+        .arg(dead_pid().to_string());
+    let ended = run(cmd);
+    let kept = names(&made);
+    let _ = std::fs::remove_dir_all(&made);
+    assert_eq!(std::fs::read(&target).unwrap(), b"not a ring\n");
+    let mut want = vec![wire::session_dir::MARKER, "ring-11.ring", "ring-12.ring"];
+    if others {
+        want.push("ring-13.ring");
+    }
+    assert_eq!(kept, want);
+    assert_eq!(ended.status.code(), Some(0), "{}", ended.stderr);
+    let (m, o) = (made.display(), out.display());
+    let skipped = |n: u32, why: &str, kept: &str| {
+        format!("gpuprof: skipped a ring that cannot be read: {m}/ring-{n}.ring: {why} (left in place: {kept})")
+    };
+    let mut want = vec![
+        skipped(11, "not a regular file", "not a regular file"),
+        skipped(12, "a symbolic link, not followed", "not a regular file"),
+        format!(
+            "gpuprof: warning: left {m} in place: it holds files gpuprof did not make: \
+             ring-11.ring (not a regular file), ring-12.ring (not a regular file){}",
+            if others { ", ring-13.ring (owned by uid 65534)" } else { "" }
+        ),
+        format!(
+            "gpuprof: session written to {o} (0 processes, 0 kernels, 0 dropped); gpuprof report {o}"
+        ),
+    ];
+    if others {
+        let uid = wire::session_dir::euid();
+        let why = format!("owned by uid 65534, not by this user (uid {uid})");
+        want.push(skipped(13, &why, "owned by uid 65534"));
+    }
+    want.sort();
+    let mut got: Vec<String> = ended.stderr.lines().map(str::to_string).collect();
+    got.sort();
+    assert_eq!(got, want);
+}
+
 /// Row: a directory of another user is never touched: `collect` refuses it before
 /// reading, writing or deleting anything in it.
 #[test]
