@@ -21,6 +21,20 @@ pub struct Session {
     pub ring: RingWriter,
 }
 
+/// Tells the collector of `GPUPROF_SESSION_DIR` (when set: a `gpuprof record` or a
+/// child of a profiled process) that this process runs unprofiled, and why, so that
+/// the session can say so (`wire::session_dir::write_unprofiled`). Best effort: a
+/// directory that cannot take the note is left alone.
+pub fn say_unprofiled(why: &str) {
+    let Some(dir) = std::env::var_os(wire::env::SESSION_DIR).filter(|d| !d.is_empty()) else {
+        return;
+    };
+    let (dir, pid) = (PathBuf::from(dir), std::process::id());
+    if let Err(e) = session_dir::write_unprofiled(&dir, pid, why) {
+        debug!("cannot tell the collector in {}: {e}", dir.display());
+    }
+}
+
 /// Creates this process's ring in `GPUPROF_SESSION_DIR`, or, when it is unset, makes
 /// a ring directory, starts the collector on it and exports the variable so the
 /// processes this one starts join the same session.

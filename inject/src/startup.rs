@@ -26,12 +26,38 @@ pub fn start(trigger: Trigger) -> State {
     }
     let next = match start_up(trigger) {
         Ok(()) => State::Running,
-        Err(msg) => {
+        Err(Off::Asked(msg)) => {
             warn!("{msg}; profiling is off, the program runs unprofiled");
+            State::Disabled
+        }
+        Err(Off::Failed(msg)) => {
+            warn!("{msg}; profiling is off, the program runs unprofiled");
+            session::say_unprofiled(&msg);
             State::Disabled
         }
     };
     state::end_start(next)
+}
+
+/// Why start-up did not profile this process.
+enum Off {
+    /// The user or the system asked for it not to be (GPUPROF_DISABLE, a privileged
+    /// process): nothing else is said, or read from the environment.
+    Asked(String),
+    /// Profiling was wanted and failed: the collector is told as well.
+    Failed(String),
+}
+
+impl From<String> for Off {
+    fn from(why: String) -> Off {
+        Off::Failed(why)
+    }
+}
+
+impl From<&str> for Off {
+    fn from(why: &str) -> Off {
+        Off::Failed(why.to_string())
+    }
 }
 
 /// The loaded CUPTI, kept for the life of the process.
@@ -51,21 +77,21 @@ fn privileged() -> bool {
     unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
 }
 
-fn start_up(trigger: Trigger) -> Result<(), String> {
+fn start_up(trigger: Trigger) -> Result<(), Off> {
     // Before the environment is read at all: in such a process, starting
     // GPUPROF_COLLECTOR, writing to GPUPROF_OUT / GPUPROF_SESSION_DIR or loading
     // GPUPROF_CUPTI_LIB would do it with privileges the user who set them lacks.
     if privileged() {
-        return Err(PRIVILEGED.into());
+        return Err(Off::Asked(PRIVILEGED.into()));
     }
     let opts = Options::load();
     debug!("start-up ({trigger:?}), pid {}", std::process::id());
     if opts.disabled {
-        return Err("GPUPROF_DISABLE=1".into());
+        return Err(Off::Asked("GPUPROF_DISABLE=1".into()));
     }
     let driver = cupti::driver_version(false).ok().map(|(v, _)| v);
-    let (candidate, lib) =
-        cupti::discover(&cupti::Inputs::from_process(), driver).map_err(|e| e.to_string())?;
+    let (candidate, lib) = cupti::discover(&cupti::Inputs::from_process(), driver)
+        .map_err(|e| Off::Failed(e.to_string()))?;
     info!(
         "CUPTI {} from {} ({}); record layouts of CUPTI {}{}",
         lib.api_version(),
@@ -79,7 +105,7 @@ fn start_up(trigger: Trigger) -> Result<(), String> {
     );
     let _ = CUPTI.set(lib);
     let cupti = CUPTI.get().ok_or("CUPTI was loaded twice")?;
-    trace(cupti, &opts)
+    Ok(trace(cupti, &opts)?)
 }
 
 /// Everything after CUPTI is loaded: NVTX, tracing, the session, the writer, the exit

@@ -104,3 +104,35 @@ impl Drop for Scratch {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// The pids `gpuprof record` names in `stderr` as having run unprofiled
+/// (`gpuprof: process <pid> ran unprofiled: ...`).
+pub fn unprofiled_pids(stderr: &str) -> Vec<u32> {
+    stderr
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("gpuprof: process ")?
+                .split_once(" ran unprofiled: ")
+        })
+        .filter_map(|(pid, _)| pid.parse().ok())
+        .collect()
+}
+
+/// What `gpuprof record` says last when the processes `pids` ran unprofiled, each
+/// after the warning `warning` (`gpuprof: <why>; profiling is off, the program runs
+/// unprofiled`): a line naming each with why, then, when the program exited 0 and
+/// nothing was profiled, that the session holds none of its GPU work (exit status 4).
+pub fn unprofiled_lines(pids: &[u32], warning: &str, program_ok: bool) -> String {
+    let why = warning
+        .strip_prefix("gpuprof: ")
+        .and_then(|w| w.strip_suffix("; profiling is off, the program runs unprofiled"))
+        .unwrap_or_else(|| panic!("not a profiling-off warning: {warning}"));
+    let mut out: String = pids
+        .iter()
+        .map(|pid| format!("gpuprof: process {pid} ran unprofiled: {why}\n"))
+        .collect();
+    if program_ok {
+        out.push_str("gpuprof: the session holds none of the program's GPU work; exit status 4\n");
+    }
+    out
+}

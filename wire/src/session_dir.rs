@@ -34,6 +34,81 @@ pub const MARKER: &str = ".gpuprof-ring-dir";
 /// How many `gpuprof-<pid>-<n>` names [`make_ring_dir`] tries.
 const MAX_DIRS: u32 = 1000;
 
+/// What a process that turned profiling off writes in the ring directory:
+/// `unprofiled-<pid>`, holding why (one line), so that the collector can tell a
+/// program that ran unprofiled from one that ran no GPU work.
+pub fn unprofiled_file_name(pid: u32) -> String {
+    format!("unprofiled-{pid}")
+}
+
+/// The longest reason kept in an `unprofiled-<pid>` file.
+pub const MAX_UNPROFILED_BYTES: usize = 1024;
+
+/// Says in `dir` that process `pid` runs unprofiled and why (cut to
+/// [`MAX_UNPROFILED_BYTES`]): a new regular file, mode 0600, not through a link, and
+/// only in a directory gpuprof made (it has the [`MARKER`]): a collector removes it.
+pub fn write_unprofiled(dir: &Path, pid: u32, why: &str) -> std::io::Result<()> {
+    if !std::fs::symlink_metadata(dir.join(MARKER)).is_ok_and(|m| m.is_file()) {
+        return Err(std::io::Error::other("not a ring directory gpuprof made"));
+    }
+    let mut end = why.len().min(MAX_UNPROFILED_BYTES);
+    while !why.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(dir.join(unprofiled_file_name(pid)))?;
+    f.write_all(&why.as_bytes()[..end])
+}
+
+/// The processes that said in `dir` that they run unprofiled, by pid, with why: only
+/// regular files of this user, each read up to [`MAX_UNPROFILED_BYTES`].
+pub fn read_unprofiled(dir: &Path) -> Vec<(u32, String)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = parse_unprofiled_file_name(&name) else {
+            continue;
+        };
+        let ours = entry
+            .metadata()
+            .is_ok_and(|m| m.file_type().is_file() && foreign_owner(&m).is_none());
+        let Ok(file) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(entry.path())
+        else {
+            continue;
+        };
+        let mut why = Vec::new();
+        use std::io::Read;
+        if ours
+            && file
+                .take(MAX_UNPROFILED_BYTES as u64)
+                .read_to_end(&mut why)
+                .is_ok()
+        {
+            out.push((pid, String::from_utf8_lossy(&why).trim().to_string()));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn parse_unprofiled_file_name(name: &std::ffi::OsStr) -> Option<u32> {
+    let digits = name.as_bytes().strip_prefix(b"unprofiled-")?;
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
 /// The name of `pid`'s ring file: `ring-<pid>.ring`.
 pub fn ring_file_name(pid: u32) -> String {
     format!("ring-{pid}.ring")
@@ -55,13 +130,17 @@ pub fn parse_ring_file_name(name: &std::ffi::OsStr) -> Option<u32> {
 /// Whether `name` is one of the files gpuprof puts in a ring directory: a ring
 /// (`ring-<pid>.ring`), a ring being built (`.ring-<pid>.ring.<pid>.new`, see
 /// [`crate::ring::RingWriter::create`]), `collector.pid` or the temporary name it is
-/// written under (`.collector.pid.<pid>`), or the marker.
+/// written under (`.collector.pid.<pid>`), an `unprofiled-<pid>` note, or the marker.
 pub fn is_gpuprof_file(name: &std::ffi::OsStr) -> bool {
     fn digits(b: &[u8]) -> bool {
         !b.is_empty() && b.iter().all(u8::is_ascii_digit)
     }
     let b = name.as_bytes();
-    if parse_ring_file_name(name).is_some() || name == COLLECTOR_PID || name == MARKER {
+    if parse_ring_file_name(name).is_some()
+        || parse_unprofiled_file_name(name).is_some()
+        || name == COLLECTOR_PID
+        || name == MARKER
+    {
         return true;
     }
     if let Some(pid) = b
@@ -385,7 +464,10 @@ pub fn remove_if_orphaned(dir: &Path, ring: &Path) -> Result<bool, Kept> {
         .map(|entries| {
             entries.flatten().any(|e| {
                 let n = e.file_name();
-                is_gpuprof_file(&n) && n != COLLECTOR_PID && n != MARKER
+                is_gpuprof_file(&n)
+                    && n != COLLECTOR_PID
+                    && n != MARKER
+                    && parse_unprofiled_file_name(&n).is_none()
             })
         })
         .unwrap_or(false);

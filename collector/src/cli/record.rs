@@ -29,7 +29,8 @@ use crate::collect::serve::{ServeSettings, Serving, DEFAULT_ADDR, SERVE_ENV};
 use crate::collect::session_dirs::{self, rename_new};
 use crate::collect::signals;
 use crate::collect::supervise::{
-    exit_code, follow_owner, follow_program, spawn_program, wind_up, with_completeness, RingDir,
+    exit_code, follow_owner, follow_program, spawn_program, wind_up, with_completeness,
+    with_unprofiled, RingDir,
 };
 use crate::store::writer::MAX_PART_ROWS;
 use crate::store::PartLimits;
@@ -241,6 +242,7 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         None => Vec::new(),
     };
     let code = status.map_or_else(signals::stop_code, exit_code);
+    let unprofiled = session_dir::read_unprofiled(&ring_dir.0);
     let (counts, written) = wind_up(&mut drainer, ring_dir, interrupted);
     if let Some(s) = &mut serving {
         s.finish(&mut drainer, &last_readings);
@@ -264,6 +266,7 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
     if let Some(s) = serving {
         s.linger();
     }
+    let code = with_unprofiled(code, &unprofiled, counts.processes);
     Ok(ExitCode::from(with_completeness(code, &drainer)))
 }
 
@@ -398,6 +401,7 @@ pub fn collect(args: &CollectArgs) -> Result<ExitCode> {
     let ring_dir = RingDir(args.session_dir.clone());
 
     let interrupted = follow_owner(&mut drainer, args.owner_pid, serving.as_mut());
+    let unprofiled = session_dir::read_unprofiled(&ring_dir.0);
     let (counts, written) = wind_up(&mut drainer, ring_dir, interrupted);
     if let Some(s) = &mut serving {
         s.finish(&mut drainer, &[]);
@@ -415,7 +419,8 @@ pub fn collect(args: &CollectArgs) -> Result<ExitCode> {
     if let Some(s) = serving {
         s.linger();
     }
-    Ok(ExitCode::from(with_completeness(0, &drainer)))
+    let code = with_unprofiled(0, &unprofiled, counts.processes);
+    Ok(ExitCode::from(with_completeness(code, &drainer)))
 }
 
 #[derive(clap::Args, Clone, Default)]

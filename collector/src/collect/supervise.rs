@@ -109,6 +109,49 @@ pub fn spawn_program(
         })
 }
 
+/// Exit status in place of the program's success when it ran GPU work and no process
+/// of it was profiled (each turned profiling off: no CUPTI, no room for its ring);
+/// README's "Exit status" lists every code.
+pub const UNPROFILED: u8 = 4;
+
+/// How many processes that ran unprofiled are named one by one on stderr.
+const NAMED_UNPROFILED: usize = 10;
+
+/// Says which processes ran unprofiled and why (`unprofiled`, from their notes in the
+/// ring directory), and gives the exit status: the program's `code`, or in place of a
+/// success [`UNPROFILED`] when no process was profiled (`profiled` is 0) and
+/// [`INCOMPLETE`] when some were.
+pub fn with_unprofiled(code: u8, unprofiled: &[(u32, String)], profiled: usize) -> u8 {
+    if unprofiled.is_empty() {
+        return code;
+    }
+    for (pid, why) in unprofiled.iter().take(NAMED_UNPROFILED) {
+        eprintln!("gpuprof: process {pid} ran unprofiled: {why}");
+    }
+    if unprofiled.len() > NAMED_UNPROFILED {
+        eprintln!(
+            "gpuprof: {} more processes ran unprofiled",
+            unprofiled.len() - NAMED_UNPROFILED
+        );
+    }
+    let (status, what) = if profiled == 0 {
+        (
+            UNPROFILED,
+            "the session holds none of the program's GPU work",
+        )
+    } else {
+        (
+            INCOMPLETE,
+            "the session holds only the profiled processes' GPU work",
+        )
+    };
+    if code != 0 {
+        return code;
+    }
+    eprintln!("gpuprof: {what}; exit status {status}");
+    status
+}
+
 /// The exit code a shell would show for `status`.
 pub fn exit_code(status: ExitStatus) -> u8 {
     match (status.code(), status.signal()) {

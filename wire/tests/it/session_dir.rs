@@ -400,3 +400,34 @@ fn ring_dir_names_parse() {
         );
     }
 }
+
+#[test]
+fn an_unprofiled_note_is_written_only_in_a_ring_directory_and_read_back_bounded() {
+    let plain = scratch("unprofiled-plain");
+    assert!(session_dir::write_unprofiled(&plain, 7, "no CUPTI").is_err());
+    assert_eq!(std::fs::read_dir(&plain).unwrap().count(), 0);
+
+    let dir = session_dir::make_ring_dir(std::process::id()).unwrap();
+    session_dir::write_unprofiled(&dir, 7, "no usable CUPTI library found").unwrap();
+    let long = "é".repeat(session_dir::MAX_UNPROFILED_BYTES);
+    session_dir::write_unprofiled(&dir, 9, &long).unwrap();
+    // A second note of one process is refused, the first kept.
+    assert!(session_dir::write_unprofiled(&dir, 7, "again").is_err());
+    // Not a note: a link under a note's name is not read.
+    std::os::unix::fs::symlink("/etc/hostname", dir.join("unprofiled-11")).unwrap();
+    let notes = session_dir::read_unprofiled(&dir);
+    let cut = "é".repeat(session_dir::MAX_UNPROFILED_BYTES / 2);
+    assert_eq!(
+        notes,
+        vec![(7, "no usable CUPTI library found".to_string()), (9, cut)]
+    );
+    // The notes are gpuprof's files: removed with the directory; the link is not.
+    let kept = session_dir::remove_ring_dir(&dir).unwrap_err();
+    assert!(
+        kept.to_string()
+            .contains("unprofiled-11 (not a regular file)"),
+        "{kept}"
+    );
+    std::fs::remove_file(dir.join("unprofiled-11")).unwrap();
+    session_dir::remove_ring_dir(&dir).unwrap();
+}

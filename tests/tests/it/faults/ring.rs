@@ -10,8 +10,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use gpuprof_tests::{
-    artifact, gpuprof_command, record_on_sim, report_json, shm_dirs_of, Finished, Scratch,
-    SimCommand, TimedChild,
+    artifact, gpuprof_command, record_on_sim, report_json, shm_dirs_of, unprofiled_lines,
+    unprofiled_pids, Finished, Scratch, SimCommand, TimedChild,
 };
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -211,12 +211,20 @@ fn a_small_dev_shm_gives_a_smaller_ring_never_a_fault() {
             &record(&out, &[]),
         );
         let o = TimedChild::spawn(cmd, LIMIT).wait();
-        assert_eq!(code(&o), Some(0), "{size}: {}", o.stderr);
+        // Without a ring nothing is profiled: exit status 4, the process named.
+        assert_eq!(
+            code(&o),
+            Some(if fits { 0 } else { 4 }),
+            "{size}: {}",
+            o.stderr
+        );
         assert!(o.stdout.starts_with(SUMMARY), "{size}: {}", o.stdout);
+        let pids = unprofiled_pids(&o.stderr);
         let warnings: Vec<&str> = o
             .stderr
             .lines()
             .filter(|l| l.starts_with("gpuprof:") && !l.starts_with("gpuprof: session written"))
+            .filter(|l| unprofiled_pids(l).is_empty() && !l.starts_with("gpuprof: the session"))
             .collect();
         assert_eq!(warnings.len(), 1, "{size}: {}", o.stderr);
         let r = report_json(&out);
@@ -248,6 +256,10 @@ fn a_small_dev_shm_gives_a_smaller_ring_never_a_fault() {
                 "{}",
                 warnings[0]
             );
+            assert_eq!(pids.len(), 1, "{}", o.stderr);
+            assert!(o
+                .stderr
+                .ends_with(&unprofiled_lines(&pids, warnings[0], true)));
             assert_eq!(r["kernel_count"], 0);
         }
     }

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use gpuprof_tests::{
     artifact, compile_c, cudarc_llm_calls, cupti_major, gpuprof_command, kernel_calls,
     manifest_release, record_session_on_sim as record, report_json, shm_dirs_of, sim_cupti,
-    sim_lib_dir, venv_python, Injection, Scratch, SimCommand, TimedChild,
+    sim_lib_dir, unprofiled_lines, unprofiled_pids, venv_python, Injection, Scratch, SimCommand,
+    TimedChild,
 };
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -227,7 +228,12 @@ fn dropped_total(v: &serde_json::Value) -> u64 {
 fn gpuprof_warnings(stderr: &str) -> Vec<&str> {
     stderr
         .lines()
-        .filter(|l| l.starts_with("gpuprof:") && !l.starts_with("gpuprof: session written to "))
+        .filter(|l| {
+            l.starts_with("gpuprof:")
+                && !l.starts_with("gpuprof: session written to ")
+                && unprofiled_pids(l).is_empty()
+                && !l.starts_with("gpuprof: the session holds")
+        })
         .collect()
 }
 
@@ -721,16 +727,18 @@ fn no_cupti_found() {
         let run = Run::spawn(cmd, scratch.path(), &format!("record-{code}"));
         let pid = run.pid();
         let ended = run.wait();
-        assert_eq!(ended.status.code(), Some(code), "{}", ended.stderr);
+        // The program ran GPU work and none was profiled: exit status 4 in place of
+        // its success.
+        let want = if code == 0 { 4 } else { code };
+        assert_eq!(ended.status.code(), Some(want), "{}", ended.stderr);
         assert!(ended.stdout.starts_with(CUDARC_SUMMARY), "{}", ended.stdout);
         let warnings = gpuprof_warnings(&ended.stderr);
         assert_eq!(warnings.len(), 1, "{}", ended.stderr);
         assert!(warnings[0].contains("CUPTI"), "{}", ended.stderr);
-        assert!(
-            ended.stderr.ends_with(&session_line(&out, 0, 0, 0)),
-            "{}",
-            ended.stderr
-        );
+        let pids = unprofiled_pids(&ended.stderr);
+        assert_eq!(pids.len(), 1, "{}", ended.stderr);
+        let tail = session_line(&out, 0, 0, 0) + &unprofiled_lines(&pids, warnings[0], code == 0);
+        assert!(ended.stderr.ends_with(&tail), "{}", ended.stderr);
         assert!(out.join("parts").is_dir());
         assert_eq!(shm_dirs_of(pid), Vec::<PathBuf>::new());
         let v = report_json(&out);
@@ -835,7 +843,14 @@ fn second_cupti_subscriber() {
         let run = Run::spawn(cmd, scratch.path(), "record");
         let pid = run.pid();
         let ended = run.wait();
-        assert_eq!(ended.status.code(), Some(0), "{release}: {}", ended.stderr);
+        // Under 12.9 nothing was profiled: exit status 4.
+        let want = if kernels == 0 { 4 } else { 0 };
+        assert_eq!(
+            ended.status.code(),
+            Some(want),
+            "{release}: {}",
+            ended.stderr
+        );
         assert!(
             ended.stdout.starts_with(&format!(
                 "second_subscriber: subscribed ({api})\nsecond_subscriber: 10 launches, 10 launch callbacks\n"
@@ -855,6 +870,15 @@ fn second_cupti_subscriber() {
                 "CUPTI {release}: {}",
                 ended.stderr
             );
+            let pids = unprofiled_pids(&ended.stderr);
+            assert_eq!(pids.len(), 1, "{}", ended.stderr);
+            assert!(
+                ended
+                    .stderr
+                    .ends_with(&unprofiled_lines(&pids, warnings[0], true)),
+                "{}",
+                ended.stderr
+            );
             assert_eq!(v["kernel_count"], 0, "CUPTI {release}");
         } else {
             assert_eq!(
@@ -870,12 +894,15 @@ fn second_cupti_subscriber() {
             );
             assert_eq!(v["processes"][0]["finished"], true);
         }
+        let session = session_line(&out, usize::from(kernels > 0), kernels, 0);
         assert!(
-            ended
-                .stderr
-                .ends_with(&session_line(&out, usize::from(kernels > 0), kernels, 0)),
+            ended.stderr.contains(&session),
             "CUPTI {release}: {}",
             ended.stderr
         );
+        let after = &ended.stderr[ended.stderr.find(&session).unwrap() + session.len()..];
+        if kernels > 0 {
+            assert_eq!(after, "", "CUPTI {release}");
+        }
     }
 }
