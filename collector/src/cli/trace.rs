@@ -395,10 +395,11 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             drop(files);
             commit(&output, &temps.borrow())
         });
-        if committed.is_err() {
-            for (tmp, _) in temps.borrow().iter() {
+        for (tmp, _) in temps.borrow().iter() {
+            if committed.is_err() {
                 let _ = std::fs::remove_file(tmp);
             }
+            crate::store::temp_files::forget(tmp);
         }
         if let Some(ReadError(e)) = failed {
             return Err(e);

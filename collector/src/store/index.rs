@@ -95,6 +95,7 @@ impl Index {
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
+        super::temp_files::forget(&tmp);
         written
     }
 }

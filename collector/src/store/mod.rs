@@ -30,6 +30,7 @@ pub mod manifest;
 pub mod output_file;
 pub mod reader;
 pub mod tables;
+pub mod temp_files;
 pub mod writer;
 
 pub use layout::*;

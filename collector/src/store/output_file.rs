@@ -28,6 +28,8 @@ use std::path::{Path, PathBuf};
 
 use wire::session_dir::{euid, foreign_owner};
 
+use super::temp_files;
+
 /// The mode of every file gpuprof writes.
 pub const FILE_MODE: u32 = 0o600;
 /// The mode of an output directory gpuprof creates.
@@ -75,16 +77,21 @@ pub fn write_replacing(
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
+    temp_files::forget(&tmp);
     written
 }
 
 /// A new file beside `path` under the first free temporary name.
 pub fn temp_beside(path: &Path, name: &str) -> io::Result<(PathBuf, File)> {
     let pid = std::process::id();
+    temp_files::install();
     for n in 0..TEMP_NAMES {
         let tmp = path.with_file_name(format!(".{name}.{pid}.{n}.tmp"));
         match create_new(&tmp) {
-            Ok(f) => return Ok((tmp, f)),
+            Ok(f) => {
+                temp_files::remember(&tmp);
+                return Ok((tmp, f));
+            }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }

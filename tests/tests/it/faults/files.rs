@@ -794,3 +794,72 @@ fn a_truncated_cupti_is_refused_before_it_is_loaded() {
     );
     assert_eq!(names(&dir), Vec::<String>::new());
 }
+
+/// Row: an interrupted `trace` left its hidden temporary file behind (253 MB after a
+/// SIGTERM; a Kineto temporary grows to the trace's size). Now SIGTERM (Kineto into a
+/// directory) and SIGINT (Perfetto beside the session) remove it, and the command
+/// still ends by the signal.
+#[test]
+fn an_interrupted_trace_leaves_no_temporary_file() {
+    use wire::testing::{k, launch, process, string};
+    let scratch = Scratch::new("fault-trace-signal");
+    let session = scratch.join("session");
+    std::fs::create_dir(&session).unwrap();
+    // Enough kernels that the trace is still being written when the signal comes.
+    let frames: Vec<(u32, Vec<Record>)> = (0..4u32)
+        .map(|part| {
+            let mut records = vec![process(3, "./app"), string(1, "gemm")];
+            for i in 0..50_000u32 {
+                let corr = part * 50_000 + i + 1;
+                let t = u64::from(corr) * 1_000;
+                records.push(launch(corr, 1, t, t + 100));
+                records.push(k(1, corr, t + 200, t + 700));
+            }
+            (3, records)
+        })
+        .collect();
+    gpuprof_collector::store::write_parts(&session, &frames).unwrap();
+    let hidden = |dir: &Path| -> Vec<String> {
+        names(dir)
+            .into_iter()
+            .filter(|n| n.ends_with(".tmp"))
+            .collect()
+    };
+    for (signal, args, dir) in [
+        (
+            libc::SIGTERM,
+            vec!["--format", "kineto", "-o"],
+            scratch.join("kineto"),
+        ),
+        (libc::SIGINT, vec![], session.clone()),
+    ] {
+        let mut cmd = gpuprof_command();
+        cmd.arg("trace").args(&args);
+        if dir != session {
+            cmd.arg(&dir);
+        }
+        let mut child = cmd
+            .arg(&session)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        // Until the temporary file holds bytes: it is being written.
+        let writing = |dir: &Path| {
+            hidden(dir)
+                .iter()
+                .any(|n| std::fs::metadata(dir.join(n)).is_ok_and(|m| m.len() > 0))
+        };
+        while (!dir.is_dir() || !writing(&dir)) && started.elapsed() < RUN_LIMIT {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(hidden(&dir).len(), 1, "{signal}: no temporary file seen");
+        // SAFETY: kill has no memory-safety preconditions; the child is not reaped.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(signal), "{status:?}");
+        assert_eq!(hidden(&dir), Vec::<String>::new(), "{signal}");
+    }
+}
