@@ -47,7 +47,6 @@ use wire::session_dir::{parse_size, show_size};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
-const GIB: u64 = 1 << 30;
 
 /// The profiler's settings for this process.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -297,15 +296,19 @@ impl Options {
             "GPUPROF_CUPTI_BUFFER_SIZE",
             d.cupti_buffer_size as u64,
             64 * KIB,
-            GIB,
+            wire::ring::MAX_CUPTI_BUFFER_BYTES,
         ) as usize;
-        let cupti_buffers =
-            r.count("GPUPROF_CUPTI_BUFFERS", d.cupti_buffers as u64, 1, 1024) as usize;
+        let cupti_buffers = r.count(
+            "GPUPROF_CUPTI_BUFFERS",
+            d.cupti_buffers as u64,
+            1,
+            wire::ring::MAX_CUPTI_BUFFERS,
+        ) as usize;
         let channel_records = r.count(
             "GPUPROF_CHANNEL_RECORDS",
             d.channel_records as u64,
             16,
-            1 << 24,
+            wire::ring::MAX_CHANNEL_RECORDS,
         ) as usize;
         let ring_size = r.size(
             env::RING_SIZE,

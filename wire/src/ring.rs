@@ -41,6 +41,20 @@ pub const MAX_CAPACITY: usize = 1 << 31;
 /// Length value meaning "continue at offset 0".
 pub const WRAP: u32 = u32::MAX;
 
+/// The most activity buffers a producer hands CUPTI (`GPUPROF_CUPTI_BUFFERS`).
+pub const MAX_CUPTI_BUFFERS: u64 = 1024;
+/// The largest activity buffer a producer hands CUPTI (`GPUPROF_CUPTI_BUFFER_SIZE`).
+pub const MAX_CUPTI_BUFFER_BYTES: u64 = 1 << 30;
+/// The largest channel from CUPTI's thread to the writer (`GPUPROF_CHANNEL_RECORDS`).
+pub const MAX_CHANNEL_RECORDS: u64 = 1 << 24;
+/// The most kernel records a process can hold in CUPTI's buffers when it ends (its
+/// buffers full of kernel records of 64 bytes, fewer than any CUPTI's): a ring
+/// header's [`Tally`] claiming more launches without a kernel is not believed.
+pub const MAX_IN_CUPTI: u64 = MAX_CUPTI_BUFFERS * MAX_CUPTI_BUFFER_BYTES / 64;
+/// The most records a process can have made and not written to its ring when it ends
+/// (its channel full, and the writer's batch): a header claiming more is not believed.
+pub const MAX_UNWRITTEN: u64 = MAX_CHANNEL_RECORDS + (1 << 16);
+
 /// Producer flag: the producer has started and not finished.
 pub const FLAG_ALIVE: u32 = 1;
 /// Producer flag: the last frame has been written.

@@ -27,7 +27,7 @@ use crate::analysis::live::{GpuFields, Live};
 use crate::store::device_samples::DeviceSample;
 use crate::store::{PartLimits, SealFailure, StoreWriter};
 use anyhow::Result;
-use wire::ring::{process_alive, RingReader};
+use wire::ring::{process_alive, RingReader, MAX_IN_CUPTI, MAX_UNWRITTEN};
 use wire::{DropSource, Dropped, Record};
 
 /// How long a ring file may stay unreadable (its producer is still writing the header)
@@ -43,6 +43,9 @@ struct Ring {
     unmapped_since: Option<Instant>,
     /// When a frame was last read (or the ring opened).
     last_data: Instant,
+    /// Not its producer's (a stale or forged ring): its header's counts are not
+    /// believed.
+    forged: bool,
 }
 
 /// How often a live producer is checked to still map its ring.
@@ -201,6 +204,7 @@ impl Drainer {
                             verified: None,
                             unmapped_since: None,
                             last_data: Instant::now(),
+                            forged: false,
                         },
                     );
                 }
@@ -264,10 +268,11 @@ impl Drainer {
                     continue;
                 }
                 self.notes.push(format!(
-                    "process {} runs but does not map {}: not its producer (a stale or forged ring); stopped reading it",
+                    "process {} runs but does not map {}: not its producer (a stale or forged ring); stopped reading it, its header's counts not believed",
                     ring.pid,
                     path.display()
                 ));
+                ring.forged = true;
                 self.retire(path, ring, None);
             } else if !process_alive(ring.pid) {
                 // The producer may have finished just before it exited.
@@ -517,8 +522,12 @@ impl Drainer {
             self.produced
                 .insert(ring.pid, ring.reader.header().produced);
         }
-        let missing = self.unreported_drops(&ring);
-        let (undelivered, unwritten) = if ring.reader.is_lost() {
+        let missing = if ring.forged {
+            0
+        } else {
+            self.unreported_drops(&ring)
+        };
+        let (undelivered, unwritten) = if ring.reader.is_lost() || ring.forged {
             (0, 0)
         } else {
             self.undelivered(&ring, missing)
@@ -603,7 +612,7 @@ impl Drainer {
     /// dropped: kernels launched whose records never left CUPTI (less the records
     /// CUPTI said it dropped), and records produced but not yet written to the ring
     /// when the process ended. `missing` is the header's unreported drop count.
-    fn undelivered(&self, ring: &Ring, missing: u64) -> (u64, u64) {
+    fn undelivered(&mut self, ring: &Ring, missing: u64) -> (u64, u64) {
         let h = ring.reader.header();
         let got = self.received.get(&ring.pid).copied().unwrap_or_default();
         let dropped = self
@@ -619,6 +628,17 @@ impl Drainer {
         let unwritten = h
             .produced
             .saturating_sub(got.records.saturating_add(dropped));
+        if in_cupti > MAX_IN_CUPTI || unwritten > MAX_UNWRITTEN {
+            // More than a process can hold: a damaged or forged header.
+            self.incomplete = true;
+            self.notes.push(format!(
+                "process {}: its ring's header claims {in_cupti} kernels still in CUPTI and \
+                 {unwritten} records not written to the ring, more than a process can hold \
+                 ({MAX_IN_CUPTI} and {MAX_UNWRITTEN}): not counted",
+                ring.pid
+            ));
+            return (0, 0);
+        }
         (in_cupti, unwritten)
     }
 

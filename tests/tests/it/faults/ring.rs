@@ -347,14 +347,28 @@ fn sigterm_to_record_is_passed_to_the_program() {
 }
 
 /// A ring file that names a live process that is not its producer (pid 1) is read
-/// until it is found out, then left: the session ends when the program does.
+/// until it is found out, then left: the session ends when the program does. Its
+/// header's counts (1000 kernels still in CUPTI) are not believed; nor is a header of
+/// a process that has exited claiming 10^18 records never written.
 #[test]
 fn a_forged_ring_does_not_hold_the_session_open() {
+    use std::sync::atomic::Ordering::Relaxed;
     let scratch = Scratch::new("forged");
     let forged = scratch.join("ring-1.ring");
+    let dead: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .unwrap()
+        .trim()
+        .parse::<u32>()
+        .unwrap()
+        + 1;
+    let claims = scratch.join(format!("ring-{dead}.ring"));
+    for (path, pid, launches, produced) in
+        [(&forged, 1, 1000, 0), (&claims, dead, 0, 10u64.pow(18))]
     {
-        let mut w = wire::ring::RingWriter::create(&forged, 4096, 1).unwrap();
+        let mut w = wire::ring::RingWriter::create(path, 4096, pid).unwrap();
         w.try_write(&wire::encode_batch(&[]).unwrap()).unwrap();
+        w.tally().launches.store(launches, Relaxed);
+        w.tally().produced.store(produced, Relaxed);
         std::mem::forget(w);
     }
     let out = scratch.join("out");
@@ -364,8 +378,9 @@ fn a_forged_ring_does_not_hold_the_session_open() {
         "sh",
         "-c",
         &format!(
-            "cp {} \"$GPUPROF_SESSION_DIR\"/; echo planted",
-            forged.display()
+            "cp {} {} \"$GPUPROF_SESSION_DIR\"/; echo planted",
+            forged.display(),
+            claims.display()
         ),
     ]);
     let o = TimedChild::spawn(cmd, LIMIT).wait();
@@ -375,11 +390,24 @@ fn a_forged_ring_does_not_hold_the_session_open() {
         o.stderr
             .contains("gpuprof: process 1 runs but does not map ")
             && o.stderr.contains(
-                "ring-1.ring: not its producer (a stale or forged ring); stopped reading it\n"
+                "ring-1.ring: not its producer (a stale or forged ring); stopped reading it, its \
+                 header's counts not believed\n"
             ),
         "{}",
         o.stderr
     );
+    let claim = format!(
+        "gpuprof: process {dead}: its ring's header claims 0 kernels still in CUPTI and \
+         1000000000000000000 records not written to the ring, more than a process can hold \
+         ({} and {}): not counted\n",
+        wire::ring::MAX_IN_CUPTI,
+        wire::ring::MAX_UNWRITTEN
+    );
+    assert!(o.stderr.contains(&claim), "{}", o.stderr);
+    let r = report_json(&out);
+    for source in ["ring", "undelivered", "unwritten"] {
+        assert_eq!(dropped(&r, source), 0, "{source}");
+    }
 }
 
 /// Env-var-only mode with a collector that exits at once: one warning, nothing left
