@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use crate::analysis::live::snapshot::{Collection, Snapshot};
 use crate::analysis::live::{GpuFields, Live};
 use crate::store::device_samples::DeviceSample;
+use crate::store::writer::Lost;
 use crate::store::{PartLimits, SealFailure, StoreWriter};
 use anyhow::Result;
 use wire::ring::{process_alive, RingReader, MAX_IN_CUPTI, MAX_UNWRITTEN};
@@ -69,6 +70,8 @@ struct Received {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counts {
     pub processes: usize,
+    /// Kernels in the session: read from the rings and written (those that could not
+    /// be written are counted in `dropped`).
     pub kernels: u64,
     pub dropped: u64,
     /// Records read from the rings.
@@ -98,6 +101,8 @@ pub struct Drainer {
     received: BTreeMap<u32, Received>,
     /// Records read from rings that could not be written to the session.
     unsaved: u64,
+    /// Of those, kernels.
+    unsaved_kernels: u64,
     /// The session's file system is full: records are counted, not written, and per
     /// pid what is owed goes into a last part in the room of the reserve file.
     full: bool,
@@ -142,6 +147,7 @@ impl Drainer {
             dropped_reported: BTreeMap::new(),
             received: BTreeMap::new(),
             unsaved: 0,
+            unsaved_kernels: 0,
             full: false,
             unsaved_by_pid: BTreeMap::new(),
             owed: BTreeMap::new(),
@@ -468,24 +474,27 @@ impl Drainer {
     }
 
     fn not_saved(&mut self, pid: u32, records: Vec<Record>) {
-        let n = records
-            .iter()
-            .filter(|r| !matches!(r, Record::Dropped(_) | Record::End(_)))
-            .count() as u64;
-        self.count_unsaved(
-            pid,
-            n,
-            records
-                .into_iter()
-                .filter(|r| matches!(r, Record::Dropped(_))),
-        );
+        let mut lost = Lost::default();
+        for r in records {
+            match r {
+                Record::Dropped(_) | Record::End(_) => lost.owed.push(r),
+                Record::Kernel(_) => {
+                    lost.records += 1;
+                    lost.kernels += 1;
+                }
+                _ => lost.records += 1,
+            }
+        }
+        self.count_unsaved(pid, lost);
     }
 
-    /// `n` records of `pid` not written; its drop counts `dropped` are owed.
-    fn count_unsaved(&mut self, pid: u32, n: u64, dropped: impl IntoIterator<Item = Record>) {
-        self.unsaved += n;
-        *self.unsaved_by_pid.entry(pid).or_default() += n;
-        self.owed.entry(pid).or_default().extend(dropped);
+    /// What of `pid` was not written: its records are counted, its drop counts and
+    /// the end of its stream are owed to the session's last part.
+    fn count_unsaved(&mut self, pid: u32, lost: Lost) {
+        self.unsaved += lost.records;
+        self.unsaved_kernels += lost.kernels;
+        *self.unsaved_by_pid.entry(pid).or_default() += lost.records;
+        self.owed.entry(pid).or_default().extend(lost.owed);
     }
 
     /// Seals the part being filled; a part that cannot be written is counted as not
@@ -496,9 +505,9 @@ impl Drainer {
             return;
         };
         self.incomplete = true;
-        let records: u64 = lost.values().map(|(n, _)| n).sum();
-        for (pid, (n, dropped)) in lost {
-            self.count_unsaved(pid, n, dropped);
+        let records: u64 = lost.values().map(|l| l.records).sum();
+        for (pid, l) in lost {
+            self.count_unsaved(pid, l);
         }
         if full {
             self.notes.push(format!(
@@ -601,7 +610,7 @@ impl Drainer {
         let live: u64 = self.rings.values().map(|r| self.unreported_drops(r)).sum();
         Counts {
             processes: self.pids.len(),
-            kernels: self.kernels,
+            kernels: self.kernels.saturating_sub(self.unsaved_kernels),
             dropped: self.dropped_in_records + self.dropped_in_headers_done + live + self.unsaved,
             records: self.received.values().map(|r| r.records).sum(),
             ring_fill_pct: self.fill_pct,
@@ -719,8 +728,8 @@ impl Drainer {
 
 impl Drainer {
     /// After the file system filled: the reserve file makes room for one last part
-    /// with what each process owes (its drop counts that were not written) and
-    /// `Dropped { Unsaved }` for its records that were not.
+    /// with what each process owes (its drop counts and the end of its stream that
+    /// were not written) and `Dropped { Unsaved }` for its records that were not.
     fn close_full(&mut self) {
         let Some(w) = &mut self.writer else { return };
         w.release_reserve();

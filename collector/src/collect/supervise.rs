@@ -45,8 +45,9 @@ pub fn wind_up(
     if interrupted {
         drainer.abandon();
     }
-    let counts = drainer.counts();
+    // After the last part is sealed: the counts say what the session holds.
     let written = drainer.finish();
+    let counts = drainer.counts();
     drop(ring_dir);
     for note in drainer.notes() {
         eprintln!("gpuprof: {note}");

@@ -72,8 +72,21 @@ impl Default for PartLimits {
 struct Pending {
     /// Records other than `Dropped` and `End`.
     records: u64,
-    /// Its `Dropped` records, still owed to the session if the part is lost.
-    dropped: Vec<Record>,
+    /// Of those, kernels.
+    kernels: u64,
+    /// Its `Dropped` and `End` records, still owed to the session if the part is lost.
+    owed: Vec<Record>,
+}
+
+/// What one process lost with a part that could not be written.
+#[derive(Debug, Default)]
+pub struct Lost {
+    /// Records other than `Dropped` and `End`.
+    pub records: u64,
+    /// Of those, kernels.
+    pub kernels: u64,
+    /// Its `Dropped` and `End` records, owed to the session.
+    pub owed: Vec<Record>,
 }
 
 /// A part that could not be written.
@@ -82,8 +95,8 @@ pub struct SealFailure {
     pub error: std::io::Error,
     /// Whether the file system is full (no space, or over quota).
     pub full: bool,
-    /// Per pid: records (but `Dropped` / `End`) of the lost part, and its drop counts.
-    pub lost: BTreeMap<u32, (u64, Vec<Record>)>,
+    /// Per pid: what of it the lost part held.
+    pub lost: BTreeMap<u32, Lost>,
 }
 
 pub struct StoreWriter {
@@ -188,8 +201,11 @@ impl StoreWriter {
         self.first_row.get_or_insert_with(Instant::now);
         let p = self.pending.entry(pid).or_default();
         match record {
-            Record::Dropped(_) => p.dropped.push(record.clone()),
-            Record::End(_) => {}
+            Record::Dropped(_) | Record::End(_) => p.owed.push(record.clone()),
+            Record::Kernel(_) => {
+                p.records += 1;
+                p.kernels += 1;
+            }
             _ => p.records += 1,
         }
     }
@@ -300,7 +316,14 @@ impl StoreWriter {
                 error,
                 lost: pending
                     .into_iter()
-                    .map(|(pid, p)| (pid, (p.records, p.dropped)))
+                    .map(|(pid, p)| {
+                        let lost = Lost {
+                            records: p.records,
+                            kernels: p.kernels,
+                            owed: p.owed,
+                        };
+                        (pid, lost)
+                    })
                     .collect(),
             }),
         }

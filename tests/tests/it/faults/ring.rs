@@ -530,7 +530,23 @@ fn a_full_disk_for_the_session_is_counted_in_the_session() {
         serde_json::from_slice(&std::fs::read(&report).unwrap()).expect("report JSON");
     assert_eq!(dropped(&r, "unsaved"), unsaved, "{r}");
     assert!(r.get("session_damage").is_none_or(|d| d.is_null()), "{r}");
-    assert!(r["kernel_count"].as_u64().unwrap() < 107);
+    let kernels = r["kernel_count"].as_u64().unwrap();
+    assert!(kernels < 107);
+    // The summary line says what the session holds, and the end of each process's
+    // stream is in it (owed to the last part with the drop counts).
+    let summary = o
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("gpuprof: session written to "))
+        .unwrap_or_else(|| panic!("no summary line: {}", o.stderr));
+    assert!(
+        summary.contains(&format!(" process, {kernels} kernels, ")),
+        "{summary} / {kernels}"
+    );
+    let processes = r["processes"].as_array().unwrap();
+    assert!(!processes.is_empty());
+    assert!(processes.iter().all(|p| p["finished"] == true), "{r}");
+    assert_eq!(r["unfinished"], serde_json::json!([]), "{r}");
 }
 
 /// Env-var-only mode with the collector stopped (SIGSTOP) mid-run: the program never
