@@ -18,8 +18,9 @@ use gpuprof_collector::analysis::findings::findings;
 use gpuprof_collector::analysis::roofline::peaks::Overrides;
 use gpuprof_collector::analysis::{efficiency, screen, summarize, Integrity};
 use gpuprof_collector::output::report::{self, Format};
+use gpuprof_collector::output::roofline::layout::layout;
 use gpuprof_collector::output::roofline::points::{charts, points, points_csv, points_json};
-use gpuprof_collector::output::roofline::svg::{layout, render_svg};
+use gpuprof_collector::output::roofline::svg::render_svg;
 use gpuprof_collector::output::trace::chrome_trace;
 use gpuprof_collector::output::trace::{write_trace, TraceFormat};
 

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::analysis::roofline::efficiency::efficiency_of;
+use crate::output::roofline::layout::layout;
 use crate::output::roofline::points::{charts, points, points_csv, points_json};
-use crate::output::roofline::svg::{layout, render_svg};
+use crate::output::roofline::svg::render_svg;
 use anyhow::{Context, Result};
 
 use crate::cli::sessions;

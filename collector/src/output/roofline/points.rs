@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::analysis::roofline::efficiency::{Efficiency, KernelRow};
 use crate::analysis::roofline::Input;
-use crate::output::roofline::svg::{Ceiling, Chart, ChartPoint};
+use crate::output::roofline::layout::{Ceiling, Chart, ChartPoint};
 
 /// One value of a point, written to CSV and JSON from the same place.
 #[derive(Debug, Clone, PartialEq)]

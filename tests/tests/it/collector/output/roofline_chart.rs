@@ -4,9 +4,10 @@
 //! circle is where the CSV puts it, in its family's colour.
 
 use gpuprof_collector::analysis::roofline::peaks;
-use gpuprof_collector::output::roofline::svg::{
-    family_rgb, layout, render_svg, Ceiling, Chart, ChartPoint, POINT_OPACITY,
+use gpuprof_collector::output::roofline::layout::{
+    family_rgb, layout, Ceiling, Chart, ChartPoint, POINT_OPACITY,
 };
+use gpuprof_collector::output::roofline::svg::render_svg;
 use gpuprof_tests::{artifact, gpuprof_command, record_on_sim, Scratch};
 
 const GPU: &str = "NVIDIA H100 80GB HBM3";
