@@ -42,8 +42,8 @@ pub mod testing;
 
 pub use record::*;
 
-/// Version of the record schema and ring layout.
-pub const PROTOCOL_VERSION: u32 = 7;
+/// Version of the record schema and ring layout. 8: a batch ends with its CRC-32C.
+pub const PROTOCOL_VERSION: u32 = 8;
 
 /// Encodes a batch of records as one frame payload (see the module documentation).
 pub fn encode_batch(records: &[Record]) -> Result<Vec<u8>, rmp_serde::encode::Error> {
@@ -60,14 +60,32 @@ pub fn encode_batch_into(
     records: &[Record],
 ) -> Result<(), rmp_serde::encode::Error> {
     out.clear();
-    serde::Serialize::serialize(&Batch(records), &mut rmp_serde::Serializer::new(out))
+    serde::Serialize::serialize(&Batch(records), &mut rmp_serde::Serializer::new(&mut *out))?;
+    let crc = crc32c::crc32c(out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    Ok(())
 }
 
-/// Decodes one frame payload. Bytes after the batch are an error: a frame is exactly
-/// one batch, and anything else means its length is wrong.
+/// Decodes one frame payload: the batch, then the CRC-32C of its bytes (little
+/// endian), so that a bit flipped in shared memory is a frame that does not decode,
+/// never a record with another value. Bytes after the batch are an error: a frame is
+/// exactly one batch, and anything else means its length is wrong.
 pub fn decode_batch(bytes: &[u8]) -> Result<Vec<Record>, rmp_serde::decode::Error> {
+    let syntax = |what: String| rmp_serde::decode::Error::Syntax(what);
+    let Some((body, sum)) = bytes.split_last_chunk::<4>() else {
+        return Err(syntax(format!(
+            "{} bytes: a batch ends with its 4-byte checksum",
+            bytes.len()
+        )));
+    };
+    let (stored, computed) = (u32::from_le_bytes(*sum), crc32c::crc32c(body));
+    if stored != computed {
+        return Err(syntax(format!(
+            "checksum mismatch (stored {stored:08x}, computed {computed:08x}): the frame was damaged"
+        )));
+    }
     // Reading from a `&[u8]` advances it: what is left is what the batch did not use.
-    let mut de = rmp_serde::Deserializer::new(bytes);
+    let mut de = rmp_serde::Deserializer::new(body);
     let records = <Vec<Record> as serde::Deserialize>::deserialize(&mut de)?;
     let rest = de.get_ref().len();
     if rest != 0 {

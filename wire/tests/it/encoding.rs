@@ -4,6 +4,16 @@
 use std::fmt;
 
 use crate::common::all_records;
+
+/// `body` (a batch's bytes) with the CRC-32C a batch ends with.
+fn framed(body: &[u8]) -> Vec<u8> {
+    [body, &crc32c::crc32c(body).to_le_bytes()].concat()
+}
+
+/// A batch's bytes without its checksum.
+fn body(batch: &[u8]) -> &[u8] {
+    &batch[..batch.len() - 4]
+}
 use gpuprof_wire::*;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -127,10 +137,10 @@ fn every_variant_round_trips() {
     assert_eq!(decode_batch(&encode_batch(&all).unwrap()).unwrap(), all);
     assert_eq!(
         encode_batch(&[]).unwrap(),
-        [0x90],
-        "an empty batch is an empty array"
+        framed(&[0x90]),
+        "an empty batch is an empty array, and its checksum"
     );
-    assert_eq!(decode_batch(&[0x90]).unwrap(), vec![]);
+    assert_eq!(decode_batch(&framed(&[0x90])).unwrap(), vec![]);
 }
 
 #[test]
@@ -227,8 +237,9 @@ fn int(v: i128) -> Value {
 #[test]
 fn the_encoding_is_positional_messagepack() {
     let all = every_variant();
-    let bytes = encode_batch(&all).unwrap();
-    let Value::Array(items) = rmp_serde::from_slice::<Value>(&bytes).unwrap() else {
+    let batch = encode_batch(&all).unwrap();
+    let bytes = body(&batch);
+    let Value::Array(items) = rmp_serde::from_slice::<Value>(bytes).unwrap() else {
         panic!("not an array")
     };
     assert_eq!(items.len(), all.len());
@@ -280,7 +291,7 @@ fn the_bytes_of_small_records_are_exact() {
     // [ {19: [5]} ]
     assert_eq!(
         encode_batch(&[Record::End(End { records: 5 })]).unwrap(),
-        [0x91, 0x81, 0x13, 0x91, 0x05]
+        framed(&[0x91, 0x81, 0x13, 0x91, 0x05])
     );
     // [ {15: [2^40 as uint64, 300 as uint16]}, {2: [1, 0]} ]
     assert_eq!(
@@ -295,10 +306,10 @@ fn the_bytes_of_small_records_are_exact() {
             }),
         ])
         .unwrap(),
-        [
+        framed(&[
             0x92, 0x81, 0x0f, 0x92, 0xcf, 0, 0, 1, 0, 0, 0, 0, 0, 0xcd, 0x01, 0x2c, 0x81, 0x02,
             0x92, 0x01, 0x00
-        ]
+        ])
     );
 }
 
@@ -307,8 +318,9 @@ fn a_kernel_record_takes_a_quarter_of_its_named_size() {
     let kernel = &all_records()[4..5];
     let positional = encode_batch(kernel).unwrap().len();
     let named = rmp_serde::to_vec_named(kernel).unwrap().len();
-    // Batches of one record: 1 byte of array header each.
-    assert_eq!((positional, named), (58, 229));
+    // Batches of one record: 1 byte of array header each, and the positional one
+    // its 4-byte checksum.
+    assert_eq!((positional, named), (62, 229));
 }
 
 /// A record as protocol 4 wrote it: field names, the variant by name.
@@ -316,7 +328,7 @@ fn a_kernel_record_takes_a_quarter_of_its_named_size() {
 fn records_written_with_names_still_decode() {
     let all = every_variant();
     let named = rmp_serde::to_vec_named(&all).unwrap();
-    assert_eq!(decode_batch(&named).unwrap(), all);
+    assert_eq!(decode_batch(&framed(&named)).unwrap(), all);
 }
 
 /// A newer writer's Kernel: every field of this one plus one it added at the end.
@@ -362,7 +374,7 @@ fn a_field_this_reader_does_not_know_is_an_error_not_a_misread() {
         cluster: [2, 1, 1],
     };
     let bytes = rmp_serde::to_vec(&vec![std::collections::BTreeMap::from([(4u8, newer)])]).unwrap();
-    let err = decode_batch(&bytes).unwrap_err();
+    let err = decode_batch(&framed(&bytes)).unwrap_err();
     assert!(
         matches!(err, rmp_serde::decode::Error::LengthMismatch(14)),
         "{err:?}"
@@ -393,24 +405,30 @@ fn a_newer_reader_defaults_fields_this_writer_lacks() {
 #[test]
 fn a_missing_field_or_an_unknown_variant_is_an_error() {
     // End without its one value.
-    assert!(decode_batch(&[0x91, 0x81, 0x13, 0x90]).is_err());
+    assert!(decode_batch(&framed(&[0x91, 0x81, 0x13, 0x90])).is_err());
     // Variant index 21: past the last variant.
-    let err = decode_batch(&[0x91, 0x81, 0x15, 0x91, 0x05]).unwrap_err();
+    let err = decode_batch(&framed(&[0x91, 0x81, 0x15, 0x91, 0x05])).unwrap_err();
     assert!(
         err.to_string().contains("variant index 0 <= i < 21"),
         "{err}"
     );
     // A negative index, a name no variant has, a map of two variants.
-    assert!(decode_batch(&[0x91, 0x81, 0xff, 0x91, 0x05]).is_err());
-    assert!(decode_batch(b"\x91\x81\xa3Endx\x91\x05").is_err());
-    assert!(decode_batch(&[0x91, 0x82, 0x13, 0x91, 0x05, 0x13, 0x91, 0x05]).is_err());
+    assert!(decode_batch(&framed(&[0x91, 0x81, 0xff, 0x91, 0x05])).is_err());
+    assert!(decode_batch(&framed(b"\x91\x81\xa3Endx\x91\x05")).is_err());
+    assert!(decode_batch(&framed(&[0x91, 0x82, 0x13, 0x91, 0x05, 0x13, 0x91, 0x05])).is_err());
     #[derive(Serialize)]
     enum Old {
         End {},
         Gemm { m: u32 },
     }
-    assert!(decode_batch(&rmp_serde::to_vec_named(&vec![Old::End {}]).unwrap()).is_err());
-    assert!(decode_batch(&rmp_serde::to_vec_named(&vec![Old::Gemm { m: 1 }]).unwrap()).is_err());
+    assert!(decode_batch(&framed(
+        &rmp_serde::to_vec_named(&vec![Old::End {}]).unwrap()
+    ))
+    .is_err());
+    assert!(decode_batch(&framed(
+        &rmp_serde::to_vec_named(&vec![Old::Gemm { m: 1 }]).unwrap()
+    ))
+    .is_err());
 }
 
 /// Regression: bytes after the batch were ignored, so a frame whose length was too
@@ -419,11 +437,35 @@ fn a_missing_field_or_an_unknown_variant_is_an_error() {
 fn bytes_after_the_batch_are_an_error() {
     let one = encode_batch(&all_records()[..1]).unwrap();
     let two = encode_batch(&all_records()[1..2]).unwrap();
-    let run_together = [one.clone(), two].concat();
+    // Two batches run together fail their checksum; with one checksum over both, the
+    // bytes after the first batch are the error.
+    let run_together = [one.clone(), two.clone()].concat();
     let err = decode_batch(&run_together).unwrap_err();
+    assert!(err.to_string().contains("checksum mismatch"), "{err}");
+    let err = decode_batch(&framed(&[body(&one), body(&two)].concat())).unwrap_err();
     assert!(err.to_string().contains("bytes after the batch"), "{err}");
-    assert!(decode_batch(&[one.as_slice(), &[0]].concat()).is_err());
+    assert!(decode_batch(&framed(&[body(&one), &[0]].concat())).is_err());
     assert_eq!(decode_batch(&one).unwrap(), all_records()[..1]);
+}
+
+/// A bit flipped anywhere in a batch (its records or its checksum) is an error
+/// naming the checksum, never a record with another value.
+#[test]
+fn a_flipped_bit_is_a_checksum_error_not_another_value() {
+    let batch = encode_batch(&all_records()).unwrap();
+    for bit in 0..batch.len() * 8 {
+        let mut b = batch.clone();
+        b[bit / 8] ^= 1 << (bit % 8);
+        let err = decode_batch(&b).unwrap_err();
+        assert!(
+            err.to_string().starts_with("checksum mismatch (stored "),
+            "bit {bit}: {err}"
+        );
+    }
+    assert!(decode_batch(&batch[..3])
+        .unwrap_err()
+        .to_string()
+        .ends_with("a batch ends with its 4-byte checksum"));
 }
 
 #[test]

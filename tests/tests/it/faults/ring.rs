@@ -657,3 +657,61 @@ fn a_ring_corrupted_while_live_is_given_up_on_both_sides() {
         "ring directory left behind"
     );
 }
+
+/// Row: one flipped bit in a ring's frame made a 2 µs kernel last 9.8 hours (GPU
+/// time and MFU changed, exit 0). A batch ends with its CRC-32C: the frame is skipped
+/// and named, the other frames are read, and the session is incomplete (exit 3).
+#[test]
+fn a_flipped_bit_in_a_ring_frame_is_skipped_and_named() {
+    use wire::testing::{k, process, string};
+    let pid: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .unwrap()
+        .trim()
+        .parse::<u32>()
+        .unwrap()
+        + 1;
+    let dir = wire::session_dir::make_ring_dir(std::process::id()).unwrap();
+    let ring = dir.join(wire::session_dir::ring_file_name(pid));
+    let first = wire::encode_batch(&[
+        process(pid, "./app"),
+        string(1, "gemm"),
+        k(1, 1, 1_000, 3_000),
+    ])
+    .unwrap();
+    let second = wire::encode_batch(&[k(1, 2, 4_000, 6_000)]).unwrap();
+    {
+        let mut w = wire::ring::RingWriter::create(&ring, 4096, pid).unwrap();
+        w.try_write(&first).unwrap();
+        w.try_write(&second).unwrap();
+        w.finish();
+        std::mem::forget(w);
+    }
+    // A bit of the second kernel's end time: the frame's second 4-byte length, its
+    // payload's last record.
+    let at = wire::ring::HEADER_SIZE + 4 + first.len() + 4 + second.len() - 6;
+    let mut bytes = std::fs::read(&ring).unwrap();
+    bytes[at] ^= 0x10;
+    std::fs::write(&ring, &bytes).unwrap();
+    let scratch = Scratch::new("flipped-frame");
+    let out = scratch.join("out");
+    let mut cmd = gpuprof_command();
+    cmd.arg("collect")
+        .arg("--session-dir")
+        .arg(&dir)
+        .arg("--out")
+        .arg(&out)
+        .arg("--owner-pid")
+        .arg(pid.to_string());
+    let o = TimedChild::spawn(cmd, LIMIT).wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(code(&o), Some(3), "{}", o.stderr);
+    let skipped = format!(
+        "gpuprof: process {pid}: skipped a frame of {} bytes that does not decode: checksum \
+         mismatch (stored ",
+        second.len()
+    );
+    assert!(o.stderr.contains(&skipped), "{}", o.stderr);
+    let r = report_json(&out);
+    assert_eq!(r["kernel_count"], 1, "{r}");
+    assert_eq!(r["kernel_ns"], 2_000, "{r}");
+}
