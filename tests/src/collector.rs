@@ -136,3 +136,13 @@ pub fn unprofiled_lines(pids: &[u32], warning: &str, program_ok: bool) -> String
     }
     out
 }
+
+/// A pid no process can have: one past the kernel's largest.
+pub fn dead_pid() -> u32 {
+    let max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .expect("/proc/sys/kernel/pid_max")
+        .trim()
+        .parse()
+        .expect("a number in /proc/sys/kernel/pid_max");
+    max + 1
+}

@@ -27,7 +27,7 @@ mod timed;
 
 pub use artifacts::{artifact, compile_c, stub_libcuda, target_profile_dir};
 pub use collector::{
-    clean_env, gpuprof_command, record_on_sim, record_session_on_sim, shm_dirs_of,
+    clean_env, dead_pid, gpuprof_command, record_on_sim, record_session_on_sim, shm_dirs_of,
     unprofiled_lines, unprofiled_pids, Scratch,
 };
 pub use driver_workload::{DRIVER_WORKLOAD_MODEL, DRIVER_WORKLOAD_STDOUT};

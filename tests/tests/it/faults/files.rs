@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use gpuprof_tests::{
-    artifact, compile_c, gpuprof_command, read_perfetto_trace, record_on_sim, ring_files,
+    artifact, compile_c, dead_pid, gpuprof_command, read_perfetto_trace, record_on_sim, ring_files,
     sim_cupti, sim_lib_dir, Finished, Injection, Scratch, SimCommand, TimedChild,
     CUDARC_LLM_STDOUT, RUN_LIMIT,
 };
@@ -65,16 +65,6 @@ fn names(dir: &Path) -> Vec<String> {
 
 fn run(cmd: Command) -> Finished {
     TimedChild::spawn(cmd, RUN_LIMIT).wait()
-}
-
-/// A pid no process has: one above the kernel's pid_max.
-fn dead_pid() -> u32 {
-    let max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    max + 1
 }
 
 /// [`MODEL`] written into `scratch`.

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use gpuprof_tests::{
-    artifact, gpuprof_command, record_on_sim, report_json, shm_dirs_of, unprofiled_lines,
+    artifact, dead_pid, gpuprof_command, record_on_sim, report_json, shm_dirs_of, unprofiled_lines,
     unprofiled_pids, Finished, Scratch, SimCommand, TimedChild,
 };
 
@@ -355,12 +355,7 @@ fn a_forged_ring_does_not_hold_the_session_open() {
     use std::sync::atomic::Ordering::Relaxed;
     let scratch = Scratch::new("forged");
     let forged = scratch.join("ring-1.ring");
-    let dead: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
-        .unwrap()
-        .trim()
-        .parse::<u32>()
-        .unwrap()
-        + 1;
+    let dead = dead_pid();
     let claims = scratch.join(format!("ring-{dead}.ring"));
     for (path, pid, launches, produced) in
         [(&forged, 1, 1000, 0), (&claims, dead, 0, 10u64.pow(18))]
@@ -664,12 +659,7 @@ fn a_ring_corrupted_while_live_is_given_up_on_both_sides() {
 #[test]
 fn a_flipped_bit_in_a_ring_frame_is_skipped_and_named() {
     use wire::testing::{k, process, string};
-    let pid: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
-        .unwrap()
-        .trim()
-        .parse::<u32>()
-        .unwrap()
-        + 1;
+    let pid = dead_pid();
     let dir = wire::session_dir::make_ring_dir(std::process::id()).unwrap();
     let ring = dir.join(wire::session_dir::ring_file_name(pid));
     let first = wire::encode_batch(&[
