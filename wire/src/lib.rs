@@ -39,6 +39,7 @@ pub mod session_dir;
 pub mod sigbus;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod user;
 
 pub use record::*;
 

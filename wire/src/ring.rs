@@ -471,8 +471,8 @@ impl RingReader {
         if !meta.file_type().is_file() {
             return Err(io(std::io::Error::other("not a regular file")));
         }
-        if let Some(uid) = crate::session_dir::foreign_owner(&meta) {
-            let me = crate::session_dir::euid();
+        if let Some(uid) = crate::user::foreign_owner(&meta) {
+            let me = crate::user::euid();
             let why = format!("owned by uid {uid}, not by this user (uid {me})");
             return Err(io(std::io::Error::other(why)));
         }

@@ -299,18 +299,7 @@ fn stale(dir: &Path, creator: u32) -> bool {
         .all(|pid| !process_alive(pid))
 }
 
-/// This process's effective uid, the owner every file it creates gets.
-pub fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
-/// `Some(uid)` when `meta` (of a directory gpuprof is asked to use) belongs to another
-/// user than this process's effective one.
-pub fn foreign_owner(meta: &std::fs::Metadata) -> Option<u32> {
-    use std::os::unix::fs::MetadataExt;
-    (meta.uid() != euid()).then_some(meta.uid())
-}
+pub use crate::user::{euid, foreign_owner};
 
 /// Removes `path` when it is a regular file of this user (not followed when it is a
 /// symbolic link); anything else is left, with an error saying why. What gpuprof
