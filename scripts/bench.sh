@@ -6,9 +6,10 @@
 #     tool with libgpuprof.so's subscriptions (scripts/bench/baseline-tool), and
 #     under `gpuprof record`;
 #  3. scale: generated LLM-serving sessions of 10^5, 10^6 and 10^7 kernels (--kernels
-#     for others, e.g. 100000,1000000): bytes per kernel, and `gpuprof report` and
-#     `gpuprof trace` on each: wall time, kernels/s, peak RSS (about a minute for
-#     10^7 on a 2-core machine, 1 GB of disk under $TMPDIR);
+#     for others, e.g. 100000,1000000): bytes per kernel, and `gpuprof report`,
+#     `gpuprof trace` (Perfetto) and the Kineto export on each: wall time,
+#     kernels/s, peak RSS (about 2.5 minutes for 10^7 on a 2-core machine, 1 GB of
+#     disk under $TMPDIR);
 #  4. recorded: `gpuprof record` of the LLM workload on the simulated stack (about
 #     10^5 kernels): bytes per kernel per table, record's peak RSS, report and trace.
 #   scripts/bench.sh [--launches N] [--runs N] [--kernels N,N,..] [--decode-steps N]

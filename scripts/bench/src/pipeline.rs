@@ -91,7 +91,7 @@ fn measure(dir: &std::path::Path, records: usize) -> Result<()> {
     }
     let t = Instant::now();
     session.seal().map_err(|f| f.error)?;
-    session.release_reserve();
+    session.finish()?;
     file_s += t.elapsed().as_secs_f64();
 
     let file_bytes = session.bytes_written();

@@ -137,7 +137,8 @@ fn mib(kib: u64) -> String {
 fn read_commands(gpuprof: &Path, dir: &Path, kernels: u64, limit: u64) -> Result<String> {
     let mut cells = String::new();
     let trace = dir.join("trace.json");
-    let commands: [(&str, Vec<&std::ffi::OsStr>); 2] = [
+    let kineto = dir.join("kineto");
+    let commands: [(&str, Vec<&std::ffi::OsStr>); 3] = [
         (
             "report",
             vec![
@@ -156,11 +157,23 @@ fn read_commands(gpuprof: &Path, dir: &Path, kernels: u64, limit: u64) -> Result
                 trace.as_os_str(),
             ],
         ),
+        (
+            "kineto",
+            vec![
+                "trace".as_ref(),
+                dir.as_os_str(),
+                "--format".as_ref(),
+                "kineto".as_ref(),
+                "-o".as_ref(),
+                kineto.as_os_str(),
+            ],
+        ),
     ];
     for (name, args) in commands {
         let log = dir.join(format!("{name}.log"));
         let run = measured(Command::new(gpuprof).args(args), limit, &log)?;
         let _ = std::fs::remove_file(&trace);
+        let _ = std::fs::remove_dir_all(&kineto);
         cells += &match run.failed {
             None => format!(
                 " {:>8.1} {:>10.0} {:>9}",
@@ -182,8 +195,16 @@ fn read_commands(gpuprof: &Path, dir: &Path, kernels: u64, limit: u64) -> Result
 /// The header of [`read_commands`]' columns.
 fn header() -> String {
     format!(
-        " {:>8} {:>10} {:>9} {:>8} {:>10} {:>9}",
-        "report s", "kernels/s", "peak RSS", "trace s", "kernels/s", "peak RSS"
+        " {:>8} {:>10} {:>9} {:>8} {:>10} {:>9} {:>8} {:>10} {:>9}",
+        "report s",
+        "kernels/s",
+        "peak RSS",
+        "trace s",
+        "kernels/s",
+        "peak RSS",
+        "kineto s",
+        "kernels/s",
+        "peak RSS"
     )
 }
 

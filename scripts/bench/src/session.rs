@@ -597,7 +597,7 @@ pub fn generate(dir: &Path, kernels: u64, counter_every: u64, seed: u64) -> Resu
         .seal()
         .map_err(|f| f.error)
         .context("sealing the last part")?;
-    store.release_reserve();
+    store.finish().context("finishing the session")?;
     Ok(Generated {
         kernels: done,
         records: w.records,
