@@ -265,6 +265,15 @@ impl Drainer {
                 self.retire(path, ring, None);
             } else if finished {
                 self.retire(path, ring, Some(true));
+            } else if let Some(len) = truncated(&path, &ring.reader) {
+                // Its producer stops writing a ring cut under it; not a forged ring.
+                self.notes.push(format!(
+                    "process {}: another process truncated {} to {len} bytes; what the \
+                     process made after that is lost",
+                    ring.pid,
+                    path.display()
+                ));
+                self.retire(path, ring, None);
             } else if !self.producer_maps(&mut ring) {
                 if ring.reader.is_finished() {
                     // It finished and unmapped since the flag was read above.
@@ -754,6 +763,14 @@ impl Drainer {
             ));
         }
     }
+}
+
+/// The length of the ring file at `path` when it is shorter than `reader` maps it
+/// (another process truncated it).
+fn truncated(path: &Path, reader: &RingReader) -> Option<u64> {
+    let want = wire::ring::HEADER_SIZE as u64 + reader.header().capacity;
+    let len = std::fs::symlink_metadata(path).ok()?.len();
+    (len < want).then_some(len)
 }
 
 /// Why a ring file in our directory is not a producer's: owned by another user, or

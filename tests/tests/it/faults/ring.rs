@@ -268,9 +268,50 @@ fn a_small_dev_shm_gives_a_smaller_ring_never_a_fault() {
 /// A ring truncated to 0 bytes while both sides have it mapped: neither the program
 /// nor the collector faults; the program says how many of its records were lost and
 /// runs on unprofiled; the collector stops reading the ring and says the session is
-/// incomplete.
+/// incomplete. Truncated to its header alone, the collector says so too (it called it
+/// "a stale or forged ring").
 #[test]
 fn a_ring_truncated_while_live_faults_neither_side() {
+    for size in [0, wire::ring::HEADER_SIZE as u64] {
+        let o = truncated_run(size);
+        assert_eq!(code(&o.run), Some(3), "{size}: {}", o.run.stderr);
+        assert!(o.run.stdout.starts_with(SUMMARY_40), "{}", o.run.stdout);
+        let stderr = &o.run.stderr;
+        assert!(
+            stderr.contains(&format!(
+                "gpuprof: {} was truncated by another process; profiling is off, the program runs unprofiled\n",
+                o.ring.display()
+            )),
+            "{size}: {stderr}"
+        );
+        assert!(!stderr.contains("stale or forged"), "{size}: {stderr}");
+        let collector_says = if size == 0 {
+            "truncated while it was read; its records are lost".to_string()
+        } else {
+            format!(
+                "another process truncated {} to {size} bytes; what the process made after \
+                 that is lost",
+                o.ring.display()
+            )
+        };
+        assert!(stderr.contains(&collector_says), "{size}: {stderr}");
+        assert!(stderr.contains(" records of this process were lost with its truncated ring "));
+        assert!(
+            shm_dirs_of(o.gpuprof).is_empty(),
+            "ring directory left behind"
+        );
+    }
+}
+
+/// `record` of the LLM workload whose ring the test truncates to `size` bytes while
+/// both sides have it mapped, between its prefill and its decode steps.
+struct Truncated {
+    run: Finished,
+    ring: PathBuf,
+    gpuprof: u32,
+}
+
+fn truncated_run(size: u64) -> Truncated {
     let scratch = Scratch::new("truncated");
     let out = scratch.join("out");
     let flag = scratch.join("truncated");
@@ -286,33 +327,14 @@ fn a_ring_truncated_while_live_faults_neither_side() {
         .write(true)
         .open(&ring)
         .unwrap()
-        .set_len(0)
+        .set_len(size)
         .unwrap();
     std::fs::write(&flag, "").unwrap();
-    let o = run.wait();
-    assert_eq!(code(&o), Some(3), "{}", o.stderr);
-    assert!(o.stdout.starts_with(SUMMARY_40), "{}", o.stdout);
-    assert!(
-        o.stderr.contains(&format!(
-            "gpuprof: {} was truncated by another process; profiling is off, the program runs unprofiled\n",
-            ring.display()
-        )),
-        "{}",
-        o.stderr
-    );
-    assert!(
-        o.stderr
-            .contains("truncated while it was read; its records are lost"),
-        "{}",
-        o.stderr
-    );
-    assert!(o
-        .stderr
-        .contains(" records of this process were lost with its truncated ring "));
-    assert!(
-        shm_dirs_of(gpuprof).is_empty(),
-        "ring directory left behind"
-    );
+    Truncated {
+        run: run.wait(),
+        ring,
+        gpuprof,
+    }
 }
 
 /// The first SIGTERM to `gpuprof record` goes to the program, which shuts down its
