@@ -436,9 +436,8 @@ pub struct RingReader {
     shared: Shared,
     path: PathBuf,
     read_pos: u64,
-    /// The ring file's device and inode, and its owner.
+    /// The ring file's device and inode.
     id: (u64, u64),
-    owner: u32,
     _file: File,
 }
 
@@ -549,7 +548,6 @@ impl RingReader {
             path: path.to_path_buf(),
             read_pos,
             id: (meta.dev(), meta.ino()),
-            owner: meta.uid(),
             _file: file,
         })
     }
@@ -557,11 +555,6 @@ impl RingReader {
     /// The ring file.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// The user that owns the ring file.
-    pub fn owner(&self) -> u32 {
-        self.owner
     }
 
     /// Whether process `pid` maps this ring file, per `/proc/<pid>/maps`: a live

@@ -76,9 +76,7 @@ pub fn read_unprofiled(dir: &Path) -> Vec<(u32, String)> {
         let Some(pid) = parse_unprofiled_file_name(&name) else {
             continue;
         };
-        let ours = entry
-            .metadata()
-            .is_ok_and(|m| m.file_type().is_file() && foreign_owner(&m).is_none());
+        // The file opened is the file checked: not a link, not a FIFO, ours.
         let Ok(file) = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
@@ -86,6 +84,9 @@ pub fn read_unprofiled(dir: &Path) -> Vec<(u32, String)> {
         else {
             continue;
         };
+        let ours = file
+            .metadata()
+            .is_ok_and(|m| m.file_type().is_file() && foreign_owner(&m).is_none());
         let mut why = Vec::new();
         use std::io::Read;
         if ours
@@ -102,7 +103,12 @@ pub fn read_unprofiled(dir: &Path) -> Vec<(u32, String)> {
 }
 
 fn parse_unprofiled_file_name(name: &std::ffi::OsStr) -> Option<u32> {
-    let digits = name.as_bytes().strip_prefix(b"unprofiled-")?;
+    pid_in(name, b"unprofiled-", b"")
+}
+
+/// The decimal pid between `prefix` and `suffix` that make up `name`.
+fn pid_in(name: &std::ffi::OsStr, prefix: &[u8], suffix: &[u8]) -> Option<u32> {
+    let digits = name.as_bytes().strip_prefix(prefix)?.strip_suffix(suffix)?;
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
@@ -117,14 +123,7 @@ pub fn ring_file_name(pid: u32) -> String {
 /// The pid a ring file name was made for, or `None` when `name` is not one
 /// (`ring-<decimal pid>.ring`, the inverse of [`ring_file_name`]).
 pub fn parse_ring_file_name(name: &std::ffi::OsStr) -> Option<u32> {
-    let digits = name
-        .as_bytes()
-        .strip_prefix(b"ring-")?
-        .strip_suffix(b".ring")?;
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(digits).ok()?.parse().ok()
+    pid_in(name, b"ring-", b".ring")
 }
 
 /// Whether `name` is one of the files gpuprof puts in a ring directory: a ring

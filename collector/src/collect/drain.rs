@@ -193,7 +193,7 @@ impl Drainer {
                 Ok(reader) => {
                     self.unopened.remove(&path);
                     let pid = reader.header().producer_pid;
-                    if let Some(why) = foreign(&reader, &entry.file_name(), pid) {
+                    if let Some(why) = foreign(&entry.file_name(), pid) {
                         // Not deleted: gpuprof did not make it.
                         self.notes
                             .push(format!("skipped {}: {why}", path.display()));
@@ -227,6 +227,8 @@ impl Drainer {
                         };
                         self.notes
                             .push(format!("skipped a ring that cannot be read: {e}{kept}"));
+                        // As a ring read only in part: its records are not in the session.
+                        self.incomplete = true;
                         self.unopened.remove(&path);
                         self.done.insert(path);
                     }
@@ -773,17 +775,9 @@ fn truncated(path: &Path, reader: &RingReader) -> Option<u64> {
     (len < want).then_some(len)
 }
 
-/// Why a ring file in our directory is not a producer's: owned by another user, or
-/// its header's pid is not the one in its name.
-fn foreign(reader: &RingReader, name: &std::ffi::OsStr, pid: u32) -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    if reader.owner() != me {
-        return Some(format!(
-            "owned by uid {}, not by this user (uid {me})",
-            reader.owner()
-        ));
-    }
+/// Why a ring file in our directory is not a producer's: its header's pid is not the
+/// one in its name (a file of another user is refused by `RingReader::open`).
+fn foreign(name: &std::ffi::OsStr, pid: u32) -> Option<String> {
     let named = wire::session_dir::parse_ring_file_name(name);
     if named != Some(pid) {
         return Some(format!(

@@ -517,7 +517,8 @@ fn collect_neither_opens_nor_deletes_planted_rings() {
         want.push("ring-13.ring");
     }
     assert_eq!(kept, want);
-    assert_eq!(ended.status.code(), Some(0), "{}", ended.stderr);
+    // Rings that cannot be read: the session is incomplete.
+    assert_eq!(ended.status.code(), Some(3), "{}", ended.stderr);
     let (m, o) = (made.display(), out.display());
     let skipped = |n: u32, why: &str, kept: &str| {
         format!("gpuprof: skipped a ring that cannot be read: {m}/ring-{n}.ring: {why} (left in place: {kept})")
@@ -533,6 +534,7 @@ fn collect_neither_opens_nor_deletes_planted_rings() {
         format!(
             "gpuprof: session written to {o} (0 processes, 0 kernels, 0 dropped); gpuprof report {o}"
         ),
+        "gpuprof: the session is incomplete (see above); exit status 3".to_string(),
     ];
     if others {
         let uid = wire::session_dir::euid();
