@@ -73,12 +73,20 @@ impl Index {
         if index.format != FORMAT {
             return Err(format!("format is {:?}, not {FORMAT:?}", index.format));
         }
+        // As the collector writes them: in increasing order, each once.
+        if let Some(w) = index.parts.windows(2).find(|w| w[0].part >= w[1].part) {
+            return Err(format!(
+                "part {} listed after part {}: not in increasing order",
+                w[1].part, w[0].part
+            ));
+        }
         Ok(index)
     }
 
-    /// The entry of part `n`.
+    /// The entry of part `n` (by binary search: the parts are in order).
     pub fn part(&self, n: u64) -> Option<&IndexedPart> {
-        self.parts.iter().find(|p| p.part == n)
+        let at = self.parts.binary_search_by_key(&n, |p| p.part).ok()?;
+        self.parts.get(at)
     }
 
     /// Writes the index into the session directory `dir`, replacing the one there

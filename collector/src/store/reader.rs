@@ -8,6 +8,7 @@
 //! records). A part whose manifest does not verify is skipped whole; the rest of the
 //! session is read.
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -205,12 +206,13 @@ impl Store {
                     .into(),
             });
         }
+        let found: BTreeSet<u64> = listed.iter().map(|(n, _)| *n).collect();
         for p in &index.parts {
             // Killed between writing the index and renaming the part into `parts/`:
             // the part is reported as never sealed.
             let unsealed = format!("{UNSEALED_PREFIX}{}", part_dir_name(p.part));
             let sealing = self.unsealed.iter().any(|(name, _)| *name == unsealed);
-            if !sealing && !listed.iter().any(|(n, _)| *n == p.part) {
+            if !sealing && !found.contains(&p.part) {
                 self.damaged.push(Damage {
                     file: format!("{PARTS_DIR}/{}", part_dir_name(p.part)),
                     bytes: 0,

@@ -917,6 +917,20 @@ fn a_session_without_its_index_or_never_finished_says_so() {
         damage[0]
     );
 
+    // Parts listed out of order (not as a collector writes them): not believed.
+    let t = Tmp::new("unordered-index");
+    three_parts(&t.0);
+    let path = t.0.join("index.json");
+    let mut index = index::Index::parse(&std::fs::read(&path).unwrap()).unwrap();
+    index.parts.swap(0, 1);
+    std::fs::write(&path, index.to_bytes()).unwrap();
+    let (kernels, damage) = read_with_damage(&t.0);
+    assert_eq!((kernels, damage.len()), (6, 1));
+    assert_eq!(
+        damage[0].2,
+        "part 1 listed after part 2: not in increasing order; whole parts may be missing unnoticed"
+    );
+
     // A flipped bit: the index is not believed, the parts are read as found.
     let t = Tmp::new("bad-index");
     three_parts(&t.0);
