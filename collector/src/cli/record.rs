@@ -24,13 +24,12 @@ use crate::cli::sessions::{analyse, finish, load_peaks, warn_damage};
 use crate::collect::drain::Drainer;
 use crate::collect::nvml::{Sampler, SamplingThread};
 use crate::collect::output_name;
-use crate::collect::progress::describe;
 use crate::collect::serve::{ServeSettings, Serving, DEFAULT_ADDR, SERVE_ENV};
 use crate::collect::session_dirs::{self, rename_new};
 use crate::collect::signals;
 use crate::collect::supervise::{
-    exit_code, follow_owner, follow_program, spawn_program, wind_up, with_completeness,
-    with_unprofiled, RingDir,
+    conclude, exit_code, follow_owner, follow_program, spawn_program, wind_up, with_completeness,
+    Ended, RingDir,
 };
 use crate::store::writer::MAX_PART_ROWS;
 use crate::store::PartLimits;
@@ -257,17 +256,12 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(with_completeness(code, &drainer)));
     }
     print_report(&out_dir);
-    eprintln!(
-        "gpuprof: session written to {} ({}); gpuprof report {}",
-        out_dir.display(),
-        describe(&counts),
-        out_dir.display()
-    );
-    if let Some(s) = serving {
-        s.linger();
-    }
-    let code = with_unprofiled(code, &unprofiled, counts.processes);
-    Ok(ExitCode::from(with_completeness(code, &drainer)))
+    let end = Ended {
+        code,
+        counts: &counts,
+        unprofiled: &unprofiled,
+    };
+    Ok(conclude(&out_dir, end, serving, &drainer))
 }
 
 /// The variables the program gets beside the injection's: `--ring-size`, the capture
@@ -410,17 +404,12 @@ pub fn collect(args: &CollectArgs) -> Result<ExitCode> {
         with_completeness(0, &drainer);
         return Err(e);
     }
-    eprintln!(
-        "gpuprof: session written to {} ({}); gpuprof report {}",
-        out_dir.display(),
-        describe(&counts),
-        out_dir.display()
-    );
-    if let Some(s) = serving {
-        s.linger();
-    }
-    let code = with_unprofiled(0, &unprofiled, counts.processes);
-    Ok(ExitCode::from(with_completeness(code, &drainer)))
+    let end = Ended {
+        code: 0,
+        counts: &counts,
+        unprofiled: &unprofiled,
+    };
+    Ok(conclude(&out_dir, end, serving, &drainer))
 }
 
 #[derive(clap::Args, Clone, Default)]

@@ -6,7 +6,7 @@
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, Command, ExitCode, ExitStatus};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -15,7 +15,7 @@ use wire::session_dir;
 
 use crate::collect::drain::{Counts, Drainer, POLL};
 use crate::collect::nvml::SamplingThread;
-use crate::collect::progress::Progress;
+use crate::collect::progress::{describe, Progress};
 use crate::collect::serve::Serving;
 use crate::collect::signals;
 
@@ -108,6 +108,37 @@ pub fn spawn_program(
                 126
             }
         })
+}
+
+/// How a session ended: the program's exit `code`, what the session holds, and the
+/// processes that ran unprofiled.
+pub struct Ended<'a> {
+    pub code: u8,
+    pub counts: &'a Counts,
+    pub unprofiled: &'a [(u32, String)],
+}
+
+/// The end of `record` and `collect` once the session in `out_dir` is written: where
+/// it is and what it holds, the final values served for their linger time, and the
+/// exit status: the program's, or 4 or 3 in its place ([`with_unprofiled`],
+/// [`with_completeness`]).
+pub fn conclude(
+    out_dir: &Path,
+    end: Ended,
+    serving: Option<Serving>,
+    drainer: &Drainer,
+) -> ExitCode {
+    eprintln!(
+        "gpuprof: session written to {} ({}); gpuprof report {}",
+        out_dir.display(),
+        describe(end.counts),
+        out_dir.display()
+    );
+    if let Some(s) = serving {
+        s.linger();
+    }
+    let code = with_unprofiled(end.code, end.unprofiled, end.counts.processes);
+    ExitCode::from(with_completeness(code, drainer))
 }
 
 /// Exit status in place of the program's success when it ran GPU work and no process
