@@ -32,7 +32,8 @@
 //! overflow in the hardware buffer"), `..._KEEP_LATEST` drops the oldest silently.
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Once;
 
 use cupti_sys::CUptiResult::{self, *};
 
@@ -242,7 +243,10 @@ impl Sampler {
         Ok(())
     }
 
+    /// Stops sampling; crashes after PM sampling was torn down at exit
+    /// ([`register_exit_teardown`]).
     pub fn stop(&mut self, now: u64) -> Result<(), R> {
+        crash_if_torn_down("cuptiPmSamplingStop");
         match &mut self.session {
             Some(s) if s.stop.is_none() => {
                 s.stop = Some(now.max(s.start));
@@ -261,6 +265,7 @@ impl Sampler {
     /// the sim aborts with a message saying so.
     pub fn decode(&mut self, buf: &mut [u8], now: u64) -> Result<(u32, bool), R> {
         use cupti_sys::CUpti_PmSampling_DecodeStopReason::*;
+        crash_if_torn_down("cuptiPmSamplingDecodeData");
         if self.orphaned {
             eprintln!(
                 "sim-cupti: cuptiPmSamplingDecodeData on GPU {} after its last context was \
@@ -333,6 +338,7 @@ pub fn with<T>(
 /// A new object on `device`; `CUPTI_ERROR_INVALID_OPERATION` "if PM sampling is
 /// already enabled on the device".
 pub fn enable(device: u32, chip: String) -> Result<usize, R> {
+    register_exit_teardown();
     SAMPLERS.add(
         |p| p.device == device,
         |handle| Sampler {
@@ -345,6 +351,41 @@ pub fn enable(device: u32, chip: String) -> Result<usize, R> {
             orphaned: false,
         },
     )
+}
+
+/// Set by the exit handler the first enable registers ([`register_exit_teardown`]).
+static TORN_DOWN_AT_EXIT: AtomicBool = AtomicBool::new(false);
+static EXIT_HANDLER: Once = Once::new();
+
+/// At the first `cuptiPmSamplingEnable` of the process, registers an exit handler
+/// that tears PM sampling down: a Stop or DecodeData after it ran crashes the process.
+/// Modelled on an H200 with CUPTI 13.0.1, where a process exiting with its context
+/// and sampler alive crashed in `cuptiPmSamplingStop` called from an exit handler
+/// registered before the enable, and did not with one registered after it (which of
+/// the driver, CUPTI or `libnvperf_host.so` registers the teardown, and when,
+/// exactly: unchecked; the enable is the latest moment consistent with what was
+/// seen: docs/ARCHITECTURE.md, "Seen on a GPU").
+fn register_exit_teardown() {
+    extern "C" fn teardown() {
+        TORN_DOWN_AT_EXIT.store(true, Ordering::Release);
+    }
+    EXIT_HANDLER.call_once(|| {
+        // SAFETY: registers a plain `extern "C"` function of this library, which
+        // programs do not unload.
+        unsafe { libc::atexit(teardown) };
+    });
+}
+
+/// Aborts the process if PM sampling was torn down at exit: what `call` did there on
+/// a real GPU.
+fn crash_if_torn_down(call: &str) {
+    if TORN_DOWN_AT_EXIT.load(Ordering::Acquire) {
+        eprintln!(
+            "sim-cupti: {call} after the exit handler registered at cuptiPmSamplingEnable \
+             ran: the process crashes, as on a real GPU"
+        );
+        std::process::abort();
+    }
 }
 
 /// Whether a PM sampling object is enabled on `device`.

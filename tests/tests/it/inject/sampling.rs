@@ -6,7 +6,8 @@
 //! the kernels.
 
 use gpuprof_tests::{
-    cudarc_gemms, kernels_in_order, plans, run_cudarc_injected, statuses, strings, Finished,
+    artifact, cudarc_gemms, kernels_in_order, plans, run_cudarc_injected, run_injected_with_args,
+    statuses, strings, Finished, Injection,
 };
 use sim_core::{CostModel, GemmShape, Launch as SimLaunch};
 use wire::{CounterSample, Record};
@@ -240,6 +241,72 @@ fn the_default_sampling_set_sums_exactly_on_every_chip() {
             assert_eq!(sampled, *total, "{chip}: {}", [READ, WRITE][i]);
         }
     }
+}
+
+/// A program that exits with its CUDA context and PM sampler alive, as PyTorch does:
+/// the profiler's exit handler must stop the sampler before the teardown that the
+/// enable registered for exit (the simulated CUPTI crashes on a Stop after it, as an
+/// H200 did). Both ways sampling starts: from the first context
+/// (`GPUPROF_COUNTERS=sampling`) and by the hand-over at the first graph launch
+/// (default settings). The ring ends finished with nothing dropped (checked by
+/// `run_injected_with_args`); from the first context, the samples still add up to
+/// the cost model's total over the kernels, the last one taken at exit.
+#[test]
+fn sampling_ends_cleanly_when_the_program_exits_with_its_context_alive() {
+    let metrics = [READ, WRITE].join(",");
+    let records = exit_with_context(
+        "from-start",
+        &["--end-by", "exit-with-context"],
+        &[
+            ("GPUPROF_COUNTERS", "sampling"),
+            ("GPUPROF_METRICS", &metrics),
+        ],
+    );
+    let modes: Vec<&str> = plans(&records).iter().map(|p| p.mode.as_str()).collect();
+    assert_eq!(modes, ["sampling"]);
+    let names = strings(&records);
+    let mut sums = [0.0f64; 2];
+    for s in samples(&records) {
+        let got: Vec<&str> = s.metrics.iter().map(|m| names[&m.name].as_str()).collect();
+        assert_eq!(got, [READ, WRITE]);
+        for (sum, m) in sums.iter_mut().zip(&s.metrics) {
+            *sum += m.value;
+        }
+    }
+    assert_eq!(sums.to_vec(), model_totals(&records, &[READ, WRITE]));
+
+    let records = exit_with_context(
+        "hand-over",
+        &["--graph-decode", "--end-by", "exit-with-context"],
+        &[],
+    );
+    let modes: Vec<&str> = plans(&records).iter().map(|p| p.mode.as_str()).collect();
+    assert_eq!(modes, ["kernel", "sampling"]);
+}
+
+/// The cudarc workload with `args` and `env`, injected: nothing on stderr, samples
+/// whose last window ends after the last kernel; the ring's records.
+fn exit_with_context(name: &str, args: &[&str], env: &[(&str, &str)]) -> Vec<Record> {
+    let mut env = env.to_vec();
+    env.push(("GPUPROF_RING_SIZE", "512M"));
+    let (out, records) = run_injected_with_args(
+        &artifact("cudarc-llm"),
+        args,
+        Injection::Driver,
+        &format!("sampling-exit-{name}"),
+        "13.4",
+        &env,
+    );
+    assert_eq!(out.stderr, "", "{name}");
+    let ss = samples(&records);
+    assert!(ss.len() > 1, "{name}: {} samples", ss.len());
+    let last_kernel = kernels_in_order(&records)
+        .iter()
+        .map(|k| k.end_ns)
+        .max()
+        .expect("kernels");
+    assert!(ss.last().expect("samples").end_ns >= last_kernel, "{name}");
+    records
 }
 
 fn run_sampling(name: &str, release: &str, env: &[(&str, &str)]) -> (Finished, Vec<Record>) {

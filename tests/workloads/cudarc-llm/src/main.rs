@@ -55,8 +55,9 @@ struct Shape {
     /// graph replayed for every step.
     #[arg(long)]
     graph_decode: bool,
-    /// How the program ends after printing its summary line: returning from main,
-    /// or the ways a profiler cannot see coming (abort(), _exit(0) without exit
+    /// How the program ends after printing its summary line: returning from main
+    /// (the CUDA context released first), exit(0) with the context alive (as PyTorch
+    /// ends), or the ways a profiler cannot see coming (abort(), _exit(0) without exit
     /// handlers, SIGKILL to itself).
     #[arg(long, value_enum, default_value_t = EndBy::Return)]
     end_by: EndBy,
@@ -72,6 +73,7 @@ struct Shape {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum EndBy {
     Return,
+    ExitWithContext,
     Abort,
     Exit,
     Kill,
@@ -485,6 +487,8 @@ fn main() -> Result<()> {
     std::io::stdout().flush()?;
     match shape.end_by {
         EndBy::Return => Ok(()),
+        // Exit handlers run; the context, owned by main's caller, is never released.
+        EndBy::ExitWithContext => std::process::exit(0),
         EndBy::Abort => std::process::abort(),
         // SAFETY: ends the process at once; nothing after this runs.
         EndBy::Exit => unsafe { libc::_exit(0) },
