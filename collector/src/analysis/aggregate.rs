@@ -28,7 +28,7 @@ use super::flop_metrics::{flop_metric, DRAM_READ, DRAM_WRITE};
 use super::integrity::{impossible, ImpossibleRecords};
 use super::join::{Joined, Joiner, LaunchInfo};
 use super::range_cover::RangeCover;
-use super::sampled::{Attribution, Attributor, KernelSpan, Window};
+use super::sampled::{consistent, Attribution, Attributor, KernelSpan, Window};
 use super::stacks::Stacks;
 use super::telemetry::{DeviceTelemetry, TelemetryAggregator};
 use crate::store::device_samples::DeviceSample;
@@ -787,6 +787,14 @@ impl Aggregator {
             self.windows = keep;
             ready
         };
+        let before = ready.len();
+        let ready: Vec<Window> = ready.into_iter().filter(consistent).collect();
+        let inconsistent = (before - ready.len()) as u64;
+        if inconsistent > 0 {
+            self.deconvolver
+                .get_or_insert_with(Deconvolver::default)
+                .leave_out_inconsistent(inconsistent);
+        }
         if !ready.is_empty() {
             let classes = &self.out.classes.list;
             let spans: Vec<KernelSpan> = self

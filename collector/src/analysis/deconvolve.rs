@@ -39,6 +39,13 @@
 //! cyclic coordinate descent on the sparse `G`, to a relative change of
 //! [`TOLERANCE`] or a bounded amount of work. Both are deterministic.
 //!
+//! **Precision.** With the dense solve, each class also gets a standard error: the
+//! windows' misfit `s² = ‖Ox − y‖² / (windows − classes with a positive rate)` times
+//! the class's diagonal entry of `G⁻¹` over the classes solved for (ordinary least
+//! squares' variance; it takes the misfit as independent noise, which a real GPU's
+//! caches and write-backs are not, so it is a floor on the error, not a bound).
+//! Coordinate descent gives none.
+//!
 //! **When a class is not determined** it gets no estimate (never 0), and a reason:
 //! - it ran in fewer than [`MIN_WINDOWS`] windows ([`Undetermined::Support`]);
 //! - its column is collinear with another class's, `G_ij / √(G_ii G_jj) > 1 − 10⁻⁶`
@@ -46,7 +53,12 @@
 //!   combination of other columns (the pivoted factorisation's remaining diagonal
 //!   under `2·10⁻⁶` of `G_jj`, the same bound for a pair): [`Undetermined::Collinear`],
 //!   naming the other class. The fit keeps one class of such a group, so the windows'
-//!   amounts are still explained and the other classes' estimates are not biased.
+//!   amounts are still explained and the other classes' estimates are not biased;
+//! - its 95% interval (± 2 standard errors) is wider than half of its estimate, the
+//!   estimate taken as at least a tenth of the fit's mean rate (`Σ y / Σ kernel time
+//!   in windows`) so that a class that moves next to nothing can be determined as
+//!   that: [`Undetermined::Imprecise`]. On an H200, decode GEMVs that run in the same
+//!   order every step got 0 ± 5 MB per launch from 150 windows: not a value.
 //!
 //! The fit's residual is `√(‖Ox − y‖² / Σy²)` (RMS of the misfit relative to the RMS of
 //! the amounts), from `G`, `b` and `Σy²`.
@@ -60,6 +72,11 @@ use super::sampled::Window;
 
 /// A class needs this many windows for an estimate.
 pub const MIN_WINDOWS: u64 = 2;
+/// A class's standard error may be at most this share of its estimate (floored at
+/// [`MEAN_FLOOR`] of the mean rate): 2 standard errors within half the estimate.
+pub const MAX_RELATIVE_ERROR: f64 = 0.25;
+/// The share of the fit's mean rate under which an estimate counts as that share.
+pub const MEAN_FLOOR: f64 = 0.1;
 /// Two columns with a cosine above `1 − COLLINEAR` cannot be told apart.
 pub const COLLINEAR: f64 = 1e-6;
 /// Metrics fitted per (process, device); more are left out.
@@ -88,8 +105,13 @@ pub enum MetricKind {
 }
 
 impl MetricKind {
-    /// The kind of `metric`; `None` for `.max` and `.min`, which cannot be fitted.
+    /// The kind of `metric`; `None` for `.max` and `.min`, which cannot be fitted,
+    /// and for the GPU time, which is a window's own length, not kernel work (every
+    /// window on an H200 read its length, idle ones too).
     pub fn of(metric: &str) -> Option<MetricKind> {
+        if metric.starts_with("gpu__time_duration.") {
+            return None;
+        }
         let rollup = metric.split_once('.').map_or("", |(_, r)| r);
         if rollup.contains("pct_of_peak_sustained_active") {
             Some(MetricKind::RatioActive)
@@ -137,6 +159,8 @@ pub enum Undetermined {
     Collinear { with: usize },
     /// The solver gave no finite value (a fit too ill-conditioned for f64).
     Unsolved,
+    /// Its standard error is over [`MAX_RELATIVE_ERROR`] of its estimate (module doc).
+    Imprecise,
 }
 
 impl Undetermined {
@@ -152,6 +176,10 @@ impl Undetermined {
                 name_of(with)
             ),
             Undetermined::Unsolved => "the fit gave no finite value".to_string(),
+            Undetermined::Imprecise => "the windows do not pin it down: its 95% interval \
+                (2 standard errors) is wider than half its estimate (a longer run, or \
+                GPUPROF_COUNTERS=kernel in an eager run, measures it)"
+                .to_string(),
         }
     }
 }
@@ -166,6 +194,9 @@ pub struct ClassFit {
     /// Per ns of kernel time for an amount, the class's value for a ratio; `None` when
     /// undetermined.
     pub estimate: Option<f64>,
+    /// The estimate's standard error (module doc), in its units; `None` from
+    /// coordinate descent, or when not determined for another reason.
+    pub std_error: Option<f64>,
     pub undetermined: Option<Undetermined>,
     /// What the overlap split ([`super::sampled`]) gives the class, for comparison:
     /// for an amount, its shares of the windows added up; for a ratio, the windows'
@@ -200,6 +231,10 @@ pub struct LeftOut {
     pub crowded: u64,
     /// Window values of metrics beyond [`MAX_METRICS`] per device.
     pub metrics: u64,
+    /// Windows whose GPU time (`gpu__time_duration.sum`) exceeds their length: the
+    /// first sample after a PM sampling start on an H200 claimed to start seconds
+    /// before it, with its GPU time counted from 0. Left out of the split too.
+    pub inconsistent: u64,
 }
 
 /// Every fit of a session.
@@ -239,6 +274,9 @@ struct Problem {
     windows: u64,
     /// Σ y².
     yy: f64,
+    /// Σ y and Σ kernel time over the windows (the mean rate's terms).
+    sum_y: f64,
+    sum_busy: f64,
     /// Oᵀy by class.
     b: AHashMap<usize, f64>,
     /// OᵀO by (class, class), the smaller first.
@@ -254,6 +292,8 @@ impl Problem {
             kind,
             windows: 0,
             yy: 0.0,
+            sum_y: 0.0,
+            sum_busy: 0.0,
             b: AHashMap::new(),
             gram: AHashMap::new(),
             support: AHashMap::new(),
@@ -272,6 +312,8 @@ impl Problem {
         }
         self.windows += 1;
         self.yy += y * y;
+        self.sum_y += y;
+        self.sum_busy += busy as f64;
         for &(c, o) in overlaps {
             *self.b.entry(c).or_default() += o as f64 * y;
             let s = self.support.entry(c).or_default();
@@ -335,6 +377,11 @@ impl Deconvolver {
                 self.add_window(key, w, &overlaps);
             }
         }
+    }
+
+    /// Counts `n` windows left out as inconsistent ([`LeftOut::inconsistent`]).
+    pub fn leave_out_inconsistent(&mut self, n: u64) {
+        self.left_out.inconsistent += n;
     }
 
     /// One window's values into the fits of its device.
@@ -480,6 +527,11 @@ impl System {
         if yy <= 0.0 {
             return None;
         }
+        Some((self.misfit(x, yy) / yy).sqrt())
+    }
+
+    /// ‖Ox − y‖², from G, b and Σy².
+    fn misfit(&self, x: &[f64], yy: f64) -> f64 {
         let mut xgx: f64 = self.diag.iter().zip(x).map(|(d, v)| d * v * v).sum();
         xgx += 2.0
             * self
@@ -488,7 +540,7 @@ impl System {
                 .map(|&(i, j, g)| g * x[i] * x[j])
                 .sum::<f64>();
         let bx: f64 = self.b.iter().zip(x).map(|(b, v)| b * v).sum();
-        Some(((xgx - 2.0 * bx + yy).max(0.0) / yy).sqrt())
+        (xgx - 2.0 * bx + yy).max(0.0)
     }
 }
 
@@ -505,12 +557,20 @@ fn solve(p: &Problem) -> (Vec<ClassFit>, Option<f64>, &'static str) {
         .collect();
     let mut fixed = vec![false; s.n()];
     collinear_pairs(&s, &mut why, &mut fixed);
-    let (x, method) = if s.n() <= MAX_DENSE {
+    let (x, errors, method) = if s.n() <= MAX_DENSE {
         let g = s.dense();
         dependent_columns(&g, &s, &mut why, &mut fixed);
-        (lawson_hanson(&g, &s.b, &fixed), "lawson-hanson")
+        let x = lawson_hanson(&g, &s.b, &fixed);
+        let errors = std_errors(&g, &s, &x, &fixed, p);
+        (x, errors, "lawson-hanson")
     } else {
-        (coordinate_descent(&s, &fixed), "coordinate descent")
+        let x = coordinate_descent(&s, &fixed);
+        (x, vec![None; s.n()], "coordinate descent")
+    };
+    let mean = if p.sum_busy > 0.0 {
+        p.sum_y / p.sum_busy
+    } else {
+        0.0
     };
     let residual = s.residual(&x, p.yy);
     let classes = s
@@ -526,12 +586,17 @@ fn solve(p: &Problem) -> (Vec<ClassFit>, Option<f64>, &'static str) {
                     },
                     other => other,
                 })
-                .or((!x[i].is_finite()).then_some(Undetermined::Unsolved));
+                .or((!x[i].is_finite()).then_some(Undetermined::Unsolved))
+                .or(errors[i]
+                    .is_some_and(|se| se > MAX_RELATIVE_ERROR * x[i].max(MEAN_FLOOR * mean))
+                    .then_some(Undetermined::Imprecise));
+            let kept = !matches!(why, Some(u) if u != Undetermined::Imprecise);
             ClassFit {
                 class,
                 windows,
                 overlap_ns,
                 estimate: if why.is_none() { Some(x[i]) } else { None },
+                std_error: errors[i].filter(|_| kept),
                 undetermined: why,
                 split: match p.kind {
                     MetricKind::Amount => split,
@@ -684,9 +749,39 @@ fn inner_loop(g: &[f64], b: &[f64], x: &mut [f64], set: &mut Vec<usize>) -> bool
     true
 }
 
-/// Solves `G_SS z = b_S` by Cholesky; `None` when `G_SS` is not positive definite.
-fn cholesky_solve(g: &[f64], b: &[f64], set: &[usize]) -> Option<Vec<f64>> {
-    let (n, m) = (b.len(), set.len());
+/// Each solved (not `fixed`) class's standard error, `√(s² (G_SS⁻¹)_kk)` with
+/// `s² = ‖Ox − y‖² / (windows − positive rates)` (module doc); `None` for the fixed
+/// classes, and for all when `G_SS` is not positive definite.
+fn std_errors(g: &[f64], s: &System, x: &[f64], fixed: &[bool], p: &Problem) -> Vec<Option<f64>> {
+    let n = s.n();
+    let mut out = vec![None; n];
+    let set: Vec<usize> = (0..n).filter(|&i| !fixed[i]).collect();
+    let Some(l) = cholesky(g, n, &set) else {
+        return out;
+    };
+    let positive = x.iter().filter(|v| **v > 0.0).count() as u64;
+    let dof = p.windows.saturating_sub(positive).max(1) as f64;
+    let s2 = s.misfit(x, p.yy) / dof;
+    let m = set.len();
+    let mut z = vec![0.0; m];
+    for (k, &i) in set.iter().enumerate() {
+        // (G_SS⁻¹)_kk = ‖L⁻¹ e_k‖²: forward substitution from row k.
+        let mut sum = 0.0;
+        for r in k..m {
+            let rhs = if r == k { 1.0 } else { 0.0 };
+            let dot: f64 = (k..r).map(|c| l[r * m + c] * z[c]).sum();
+            z[r] = (rhs - dot) / l[r * m + r];
+            sum += z[r] * z[r];
+        }
+        out[i] = Some((s2 * sum).sqrt()).filter(|v| v.is_finite());
+    }
+    out
+}
+
+/// The Cholesky factor `L` (m×m, row-major) of `G_SS`, `g` dense n×n; `None` when
+/// `G_SS` is not positive definite.
+fn cholesky(g: &[f64], n: usize, set: &[usize]) -> Option<Vec<f64>> {
+    let m = set.len();
     let mut l = vec![0.0; m * m];
     for r in 0..m {
         for c in 0..=r {
@@ -702,6 +797,13 @@ fn cholesky_solve(g: &[f64], b: &[f64], set: &[usize]) -> Option<Vec<f64>> {
             }
         }
     }
+    Some(l)
+}
+
+/// Solves `G_SS z = b_S` by Cholesky; `None` when `G_SS` is not positive definite.
+fn cholesky_solve(g: &[f64], b: &[f64], set: &[usize]) -> Option<Vec<f64>> {
+    let (n, m) = (b.len(), set.len());
+    let l = cholesky(g, n, set)?;
     let mut z: Vec<f64> = set.iter().map(|&i| b[i]).collect();
     for r in 0..m {
         let dot: f64 = (0..r).map(|k| l[r * m + k] * z[k]).sum();

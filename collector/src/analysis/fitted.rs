@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::aggregate::Aggregate;
 use super::classes::Class;
-use super::counter_pct::{counter_pct, KernelPct};
+use super::counter_pct::{counter_pct, KernelPct, GPU_TIME};
 use super::deconvolve::{ClassFit, MetricFit, MetricKind};
 use super::names::demangle;
 use crate::analysis::roofline::peaks::Overrides;
@@ -26,6 +26,9 @@ pub struct FittedValue {
     /// Per launch for an amount (rate × mean duration), the class's value for a ratio;
     /// `None` when not determined.
     pub value: Option<f64>,
+    /// The value's standard error, the same way (`None` when not computed: fits of
+    /// over 256 classes, or no value).
+    pub std_error: Option<f64>,
     /// What the overlap split gives, the same way (per launch, or the value).
     pub split: f64,
     /// The fit's RMS misfit relative to the RMS amount (of the whole metric).
@@ -120,6 +123,7 @@ fn fitted_value(a: &Aggregate, f: &MetricFit, c: &ClassFit, class: &Class) -> Fi
         windows: c.windows,
         overlap_ns: c.overlap_ns,
         value: c.estimate.map(per_launch),
+        std_error: c.estimate.and(c.std_error).map(per_launch),
         split,
         residual: f.residual,
         undetermined: c.undetermined.map(|u| u.describe(other)),
@@ -157,7 +161,9 @@ pub fn fitted_pct(a: &Aggregate, overrides: &Overrides) -> Vec<KernelPct> {
     counter_pct(a, &means, overrides)
 }
 
-/// The metrics every one of `classes` has determined, as means per launch over them.
+/// The metrics every one of `classes` has determined, as means per launch over them,
+/// with the GPU time per launch from the kernels' own durations (a window's GPU time
+/// is its length, so it is not fitted).
 fn name_means<'c>(classes: &[&'c FittedClass]) -> BTreeMap<&'c str, f64> {
     let mut sums: BTreeMap<&str, (u64, u64, f64)> = BTreeMap::new();
     for c in classes {
@@ -171,8 +177,14 @@ fn name_means<'c>(classes: &[&'c FittedClass]) -> BTreeMap<&'c str, f64> {
         }
     }
     let calls: u64 = classes.iter().map(|c| c.calls).sum();
-    sums.into_iter()
+    let mut means: BTreeMap<&str, f64> = sums
+        .into_iter()
         .filter(|(_, (n, with, _))| *n == classes.len() as u64 && *with == calls && calls > 0)
         .map(|(m, (_, with, sum))| (m, sum / with as f64))
-        .collect()
+        .collect();
+    if calls > 0 && !means.is_empty() {
+        let ns: u64 = classes.iter().map(|c| c.gpu_ns).sum();
+        means.insert(GPU_TIME, ns as f64 / calls as f64);
+    }
+    means
 }

@@ -54,6 +54,21 @@ pub struct Window {
     pub metrics: Vec<(String, f64)>,
 }
 
+/// Whether a window's GPU time agrees with its length. A PM sample's
+/// `gpu__time_duration.sum` is its window's length (to the ns on an H200, idle windows
+/// too); the first sample after a start there claimed to begin seconds before it,
+/// with its GPU time counted from 0 (its end timestamp). A window whose GPU time
+/// exceeds its length by more than 1% and 1 µs is such a one: its values cannot be
+/// placed in time, so it is left out of the split and the fit (and counted). A window
+/// without the metric is taken as it is.
+pub fn consistent(w: &Window) -> bool {
+    let length = w.end_ns.saturating_sub(w.start_ns) as f64;
+    w.metrics
+        .iter()
+        .filter(|(m, _)| m == "gpu__time_duration.sum")
+        .all(|(_, gpu_ns)| *gpu_ns <= length * 1.01 + 1000.0)
+}
+
 /// One metric attributed to a kernel name (or to idle).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SampledMetric {

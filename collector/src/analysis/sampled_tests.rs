@@ -390,3 +390,19 @@ fn attribution_matches_a_simple_model_and_conserves_sums() {
         );
     }
 }
+
+/// A window whose GPU time exceeds its length (the first PM sample after a start on
+/// an H200: GPU time counted from 0) is inconsistent; one whose GPU time is its
+/// length, or that has none, is not.
+#[test]
+fn windows_whose_gpu_time_exceeds_their_length_are_inconsistent() {
+    let gpu = "gpu__time_duration.sum";
+    assert!(!consistent(&window(0, 100_000, &[(gpu, 1.8e18)])));
+    assert!(!consistent(&window(0, 100_000, &[(gpu, 102_001.0)])));
+    assert!(consistent(&window(0, 100_000, &[(gpu, 100_001.0)])));
+    assert!(consistent(&window(
+        0,
+        100_000,
+        &[("dram__bytes_read.sum", 1e9)]
+    )));
+}

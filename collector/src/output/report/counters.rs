@@ -320,13 +320,14 @@ fn sampled_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names:
 /// The fitted rates of the shown kernels' classes: per class its metrics per launch
 /// (ratios as they are), the overlap split's figure beside them, and why a metric is
 /// not determined.
+/// Values show `± 2 standard errors` where the fit computed them.
 fn fitted_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names: &Names) {
     if c.fitted.is_empty() {
         return;
     }
     out.push_str(
-        "\nCounter samples fitted by kernel class (per launch, ratios as they are; split: \
-         by overlap)\n",
+        "\nCounter samples fitted by kernel class (per launch, ratios as they are; ± 2 \
+         standard errors; split: by overlap)\n",
     );
     for k in kernels {
         for f in c.fitted.iter().filter(|f| f.mangled == k.mangled) {
@@ -347,6 +348,14 @@ fn fitted_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names: 
         }
     }
     let l = &c.fitted_left_out;
+    if l.inconsistent > 0 {
+        let _ = writeln!(
+            out,
+            "  {} left out of the split and the fit: GPU time over its length (the \
+             first sample after a PM sampling start)",
+            plural(l.inconsistent, "window", "windows")
+        );
+    }
     for (n, why) in [
         (l.not_finite, "not a finite number"),
         (l.crowded, "too many classes or pairs of classes"),
@@ -379,9 +388,14 @@ fn fitted_rows(f: &FittedClass) -> Vec<(String, String, String)> {
             let residual = m
                 .residual
                 .map_or(String::new(), |r| format!(", residual {:.2} %", r * 100.0));
+            let shown = match (m.value, m.std_error) {
+                (Some(v), Some(e)) => format!("{} ± {}", value(v), value(2.0 * e)),
+                (Some(v), None) => value(v),
+                (None, _) => "-".to_string(),
+            };
             (
                 m.metric.clone(),
-                m.value.map_or_else(|| "-".to_string(), value),
+                shown,
                 format!(
                     "({}, split {}{residual})",
                     plural(m.windows, "window", "windows"),
@@ -432,12 +446,13 @@ fn dims_of(v: &Value) -> String {
         .join("x")
 }
 
-const FITTED_METRIC_FIELDS: [&str; 8] = [
+const FITTED_METRIC_FIELDS: [&str; 9] = [
     "metric",
     "kind",
     "windows",
     "overlap_ns",
     "value",
+    "std_error",
     "split",
     "residual",
     "undetermined",

@@ -59,6 +59,7 @@ pub unsafe extern "C" fn cuptiProfilerInitialize(p: *mut CUpti_Profiler_Initiali
             return CUPTI_ERROR_HARDWARE_BUSY;
         }
         PROFILER_INITIALIZED.fetch_add(1, Ordering::AcqRel);
+        crate::pm_sampling::profiler_initialized_at(crate::driver::now_ns());
         CUPTI_SUCCESS
     })
 }

@@ -19,8 +19,16 @@
 //!   integers and a kernel's parts over consecutive windows add up to its value
 //!   exactly; summed over all samples, each counter equals the total of the kernels
 //!   inside the sampling period (parts of kernels outside `[Start, Stop)` are not
-//!   sampled). Time counters (`gpu__time_duration.sum`, `sm__cycles_active.avg`) are
-//!   counters too: a window gets its share of them.
+//!   sampled). `sm__cycles_active.avg` is a counter too: a window gets its share.
+//! - `gpu__time_duration.sum` is the window's own length, kernels or not (seen on an
+//!   H200 with CUPTI 13.0.1: every window read its length to the ns, idle ones too).
+//!
+//! **The first sample after Start** (seen on an H200 in five of five runs): its
+//! `startTimestamp` lies before the Start, 0.48-4.6 s before its end, and its
+//! `gpu__time_duration.sum` is its end timestamp, as if counted from 0. Which event
+//! its start marks is unchecked; the sim puts it at the first
+//! `cuptiProfilerInitialize` of the process (before every Start, as seen). Its other
+//! values are those of `[Start, end)`.
 //! - `.pct_of_peak_sustained_active`: average over the kernels weighted by their
 //!   overlap with the window (0 when none); other ratios: the same sum divided by the
 //!   window's length (idle time counts as 0); `.max` / `.min`: over overlapping kernels.
@@ -32,7 +40,7 @@
 //! overflow in the hardware buffer"), `..._KEEP_LATEST` drops the oldest silently.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Once;
 
 use cupti_sys::CUptiResult::{self, *};
@@ -137,15 +145,27 @@ impl Session {
         Some(i)
     }
 
+    /// Sample `i`'s reported start, end and values (the first sample's start and GPU
+    /// time as the module doc says).
     fn sample(&self, i: u64) -> (u64, u64, Vec<f64>) {
         let (a, b) = self.window(i);
+        let first = i == 0;
         let values = self
             .cfg
             .metrics
             .iter()
-            .map(|m| window_value(m, &self.kernels, a, b))
+            .map(|m| match m.as_str() {
+                GPU_TIME if first => b as f64,
+                GPU_TIME => (b - a) as f64,
+                _ => window_value(m, &self.kernels, a, b),
+            })
             .collect();
-        (a, b, values)
+        let start = if first {
+            a.min(PROFILER_INITIALIZED_AT.load(Ordering::Acquire))
+        } else {
+            a
+        };
+        (start, b, values)
     }
 }
 
@@ -351,6 +371,18 @@ pub fn enable(device: u32, chip: String) -> Result<usize, R> {
             orphaned: false,
         },
     )
+}
+
+/// A PM sample's GPU time: its window's length (module doc).
+const GPU_TIME: &str = "gpu__time_duration.sum";
+
+/// The driver's clock at the first `cuptiProfilerInitialize` of the process.
+static PROFILER_INITIALIZED_AT: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// From `cuptiProfilerInitialize`: the first call's time is where the first sample
+/// of every sampling session claims to start.
+pub fn profiler_initialized_at(now: u64) {
+    PROFILER_INITIALIZED_AT.fetch_min(now, Ordering::AcqRel);
 }
 
 /// Set by the exit handler the first enable registers ([`register_exit_teardown`]).

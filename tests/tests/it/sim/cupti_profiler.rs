@@ -310,11 +310,8 @@ fn check(release: &str) {
             (k.to_string(), v.parse().expect("number"))
         })
         .collect();
-    for m in [
-        "dram__bytes_read.sum",
-        "dram__bytes_write.sum",
-        "gpu__time_duration.sum",
-    ] {
+    // (A sample's gpu__time_duration.sum is its window's length, not kernel work.)
+    for m in ["dram__bytes_read.sum", "dram__bytes_write.sum"] {
         let total: f64 = (0..3).map(|i| 4.0 * kernel(i)[m]).sum();
         assert_eq!(sums[m], total, "{m}: {text}");
     }

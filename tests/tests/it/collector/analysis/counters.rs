@@ -156,7 +156,7 @@ Counter samples by kernel (by overlap time: .sum split, others time-weighted mea
     dram__bytes_read.sum  246153.846 (sum)
   idle: 0 windows without kernels; 3.500 of 10.000 µs sampled without kernels
 
-Counter samples fitted by kernel class (per launch, ratios as they are; split: by overlap)
+Counter samples fitted by kernel class (per launch, ratios as they are; ± 2 standard errors; split: by overlap)
   gemm grid 64x1x1 block 256x1x1: 3 launches
     dram__bytes_read.sum  - (1 window, split 984615.385, residual 0.00 %)
     dram__bytes_read.sum not determined: ran in 1 sampling window, 2 needed
@@ -199,7 +199,7 @@ Counter samples by kernel (by overlap time: .sum split, others time-weighted mea
     dram__bytes_read.sum  2953846.154 (sum)
   idle: 0 windows without kernels; 3.500 of 10.000 µs sampled without kernels
 
-Counter samples fitted by kernel class (per launch, ratios as they are; split: by overlap)
+Counter samples fitted by kernel class (per launch, ratios as they are; ± 2 standard errors; split: by overlap)
   gemm grid 64x1x1 block 256x1x1: 3 launches
     dram__bytes_read.sum  - (1 window, split 984615.385, residual 0.00 %)
     dram__bytes_read.sum not determined: ran in 1 sampling window, 2 needed
@@ -239,9 +239,9 @@ rmsnorm_kernel,rmsnorm_kernel,1,500,dram__bytes_read.sum,sum,246153.84615384616
 (idle),,0,3500,,,
 
 # fitted_counters
-pid,device_id,name,mangled,grid,block,shape,calls,gpu_ns,metric,kind,windows,overlap_ns,value,split,residual,undetermined
-4242,0,\"gemm(float*, float*, int)\",_Z4gemmPfS_i,64x1x1,256x1x1,,3,6000,dram__bytes_read.sum,amount,1,6000,,984615.3846153846,0.0,\"ran in 1 sampling window, 2 needed\"
-4242,0,rmsnorm_kernel,rmsnorm_kernel,64x1x1,256x1x1,,1,500,dram__bytes_read.sum,amount,1,500,,246153.84615384616,0.0,\"ran in 1 sampling window, 2 needed\"
+pid,device_id,name,mangled,grid,block,shape,calls,gpu_ns,metric,kind,windows,overlap_ns,value,std_error,split,residual,undetermined
+4242,0,\"gemm(float*, float*, int)\",_Z4gemmPfS_i,64x1x1,256x1x1,,3,6000,dram__bytes_read.sum,amount,1,6000,,,984615.3846153846,0.0,\"ran in 1 sampling window, 2 needed\"
+4242,0,rmsnorm_kernel,rmsnorm_kernel,64x1x1,256x1x1,,1,500,dram__bytes_read.sum,amount,1,500,,,246153.84615384616,0.0,\"ran in 1 sampling window, 2 needed\"
 ";
 
 /// `text` without `section`, which must be in it once.
@@ -374,7 +374,7 @@ fn json_counters_are_exact_and_the_rest_unchanged() {
                 "shape": null, "calls": 3, "gpu_ns": 6000,
                 "metrics": [{
                     "metric": "dram__bytes_read.sum", "kind": "amount", "windows": 1,
-                    "overlap_ns": 6000, "value": null, "split": 984615.3846153846,
+                    "overlap_ns": 6000, "value": null, "std_error": null, "split": 984615.3846153846,
                     "residual": 0.0, "undetermined": "ran in 1 sampling window, 2 needed",
                 }],
             },
@@ -384,12 +384,12 @@ fn json_counters_are_exact_and_the_rest_unchanged() {
                 "shape": null, "calls": 1, "gpu_ns": 500,
                 "metrics": [{
                     "metric": "dram__bytes_read.sum", "kind": "amount", "windows": 1,
-                    "overlap_ns": 500, "value": null, "split": 246153.84615384616,
+                    "overlap_ns": 500, "value": null, "std_error": null, "split": 246153.84615384616,
                     "residual": 0.0, "undetermined": "ran in 1 sampling window, 2 needed",
                 }],
             },
         ],
-        "fitted_left_out": {"not_finite": 0, "crowded": 0, "metrics": 0},
+        "fitted_left_out": {"not_finite": 0, "crowded": 0, "metrics": 0, "inconsistent": 0},
     });
     assert_eq!(with["counters"], expected);
     with.as_object_mut().unwrap().remove("counters");
@@ -475,10 +475,10 @@ Counter samples by kernel (by overlap time: .sum split, others time-weighted mea
     dram__bytes_read.sum                              2 (sum)
     sm__throughput.avg.pct_of_peak_sustained_elapsed  1 (mean)
 
-Counter samples fitted by kernel class (per launch, ratios as they are; split: by overlap)
+Counter samples fitted by kernel class (per launch, ratios as they are; ± 2 standard errors; split: by overlap)
   attn grid 64x1x1 block 256x1x1: 1 launch
-    dram__bytes_read.sum                              1500 (2 windows, split 1300, residual 0.17 %)
-    sm__throughput.avg.pct_of_peak_sustained_elapsed    50 (2 windows, split 60, residual 1.06 %)
+    dram__bytes_read.sum                              1500 ± 6 (2 windows, split 1300, residual 0.17 %)
+    sm__throughput.avg.pct_of_peak_sustained_elapsed    50 ± 2 (2 windows, split 60, residual 1.06 %)
   mlp grid 64x1x1 block 256x1x1: 1 launch
     dram__bytes_read.sum                              - (1 window, split 300, residual 0.17 %)
     sm__throughput.avg.pct_of_peak_sustained_elapsed  - (1 window, split 80, residual 1.06 %)
@@ -506,11 +506,11 @@ name,mangled,launches,launches_with_counters,sm_active_pct,tensor_pipe_pct,dram_
 attn,attn,1,0,,,,,
 
 # fitted_counters
-pid,device_id,name,mangled,grid,block,shape,calls,gpu_ns,metric,kind,windows,overlap_ns,value,split,residual,undetermined
-5000,0,attn,attn,64x1x1,256x1x1,,1,150,dram__bytes_read.sum,amount,2,150,1499.9999999999998,1300.0,0.001714983329392635,
-5000,0,attn,attn,64x1x1,256x1x1,,1,150,sm__throughput.avg.pct_of_peak_sustained_elapsed,ratio_elapsed,2,150,50.0,60.0,0.010599383345806991,
-5000,0,mlp,mlp,64x1x1,256x1x1,,1,50,dram__bytes_read.sum,amount,1,50,,300.0,0.001714983329392635,\"ran in 1 sampling window, 2 needed\"
-5000,0,mlp,mlp,64x1x1,256x1x1,,1,50,sm__throughput.avg.pct_of_peak_sustained_elapsed,ratio_elapsed,1,50,,80.0,0.010599383345806991,\"ran in 1 sampling window, 2 needed\"
+pid,device_id,name,mangled,grid,block,shape,calls,gpu_ns,metric,kind,windows,overlap_ns,value,std_error,split,residual,undetermined
+5000,0,attn,attn,64x1x1,256x1x1,,1,150,dram__bytes_read.sum,amount,2,150,1499.9999999999998,3.0,1300.0,0.001714983329392635,
+5000,0,attn,attn,64x1x1,256x1x1,,1,150,sm__throughput.avg.pct_of_peak_sustained_elapsed,ratio_elapsed,2,150,50.0,0.9999999999992549,60.0,0.010599383345806991,
+5000,0,mlp,mlp,64x1x1,256x1x1,,1,50,dram__bytes_read.sum,amount,1,50,,,300.0,0.001714983329392635,\"ran in 1 sampling window, 2 needed\"
+5000,0,mlp,mlp,64x1x1,256x1x1,,1,50,sm__throughput.avg.pct_of_peak_sustained_elapsed,ratio_elapsed,1,50,,,80.0,0.010599383345806991,\"ran in 1 sampling window, 2 needed\"
 ";
 
 #[test]

@@ -4,4 +4,5 @@
 mod counter_pct;
 mod counters;
 mod deconvolve;
+mod h200_sessions;
 mod roofline;
