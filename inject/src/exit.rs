@@ -18,7 +18,7 @@
 //! context inherited over fork).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -41,10 +41,6 @@ struct AtExit {
 
 static AT_EXIT: OnceLock<AtExit> = OnceLock::new();
 static RAN: AtomicBool = AtomicBool::new(false);
-/// How many times [`run_first`] registered the exit handler again.
-static REREGISTERED: AtomicUsize = AtomicUsize::new(0);
-/// More than one per GPU of a large node is never needed.
-const MAX_REREGISTERED: usize = 64;
 
 /// Registers the exit and fork handlers (once per process).
 pub fn install(
@@ -74,28 +70,8 @@ pub fn install(
     if rc_fork != 0 || rc_exit != 0 {
         return Err("cannot register the exit / fork handlers".into());
     }
+    crate::exit_order::set_handler(at_exit);
     Ok(())
-}
-
-/// Registers the exit handler once more, so that it runs before every exit handler
-/// registered until now (they run in reverse order of registration; the handler runs
-/// once, at the first of its registrations to be called). Called once PM sampling is
-/// enabled on a GPU: on an H200 with CUPTI 13.0, a process that exits with its
-/// context alive (PyTorch never destroys its primary context) crashed in
-/// `cuptiPmSamplingStop` when our handler ran after the handlers registered up to
-/// the enable (docs/ARCHITECTURE.md, "Seen on a GPU").
-pub fn run_first() {
-    if AT_EXIT.get().is_none()
-        || RAN.load(Ordering::Acquire)
-        || REREGISTERED.fetch_add(1, Ordering::AcqRel) >= MAX_REREGISTERED
-    {
-        return;
-    }
-    // SAFETY: registering a plain `extern "C"` function of this library, which is
-    // never unloaded; `on_exit` runs its work once however often it is called.
-    if unsafe { libc::atexit(at_exit) } != 0 {
-        debug!("cannot register the exit handler again");
-    }
 }
 
 extern "C" fn in_child() {

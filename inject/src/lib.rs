@@ -19,6 +19,7 @@ mod decode;
 mod device;
 mod entry;
 mod exit;
+mod exit_order;
 mod gemm;
 mod guard;
 mod handoff;

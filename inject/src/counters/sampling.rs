@@ -218,7 +218,7 @@ fn add_device(c: &'static Cupti, st: &mut State, device_id: u32) -> Result<(), S
     let trigger = Trigger::for_chip(&chip);
     let sampler = PmSampler::enable(fns, device_id).map_err(|e| e.to_string())?;
     // Our exit handler must stop the sampler before what the enable set up for exit.
-    crate::exit::run_first();
+    crate::exit_order::run_first();
     let image = match start(&sampler, &host, trigger, settings.interval_us) {
         Ok(image) => image,
         Err(e) => {
