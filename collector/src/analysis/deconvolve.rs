@@ -53,7 +53,9 @@
 //!   combination of other columns (the pivoted factorisation's remaining diagonal
 //!   under `2·10⁻⁶` of `G_jj`, the same bound for a pair): [`Undetermined::Collinear`],
 //!   naming the other class. The fit keeps one class of such a group, so the windows'
-//!   amounts are still explained and the other classes' estimates are not biased;
+//!   amounts are still explained; every class in the combination that makes a
+//!   dependent column is undetermined too, as its estimate takes a share of that
+//!   column's amounts (a weight over 10⁻⁶ of the heaviest's);
 //! - its 95% interval (± 2 standard errors) is wider than half of its estimate, the
 //!   estimate taken as at least a tenth of the fit's mean rate (`Σ y / Σ kernel time
 //!   in windows`) so that a class that moves next to nothing can be determined as
@@ -656,15 +658,27 @@ fn dependent_columns(g: &[f64], s: &System, why: &mut [Option<Undetermined>], fi
     }
     for j in open {
         fixed[j] = true;
-        let with = heaviest_pivot(&l, &pivots, j, &s.diag);
+        let combination = combination_of(&l, &pivots, j, &s.diag);
+        let with = combination.first().map_or(j, |&(k, _)| k);
         why[j].get_or_insert(Undetermined::Collinear { with });
-        why[with].get_or_insert(Undetermined::Collinear { with: j });
+        // Every pivot in the combination takes a share of column j's amounts while j
+        // is held at 0: none of them is determined.
+        let heaviest = combination.first().map_or(0.0, |&(_, w)| w);
+        for &(k, w) in &combination {
+            if w > COMBINATION_SHARE * heaviest {
+                why[k].get_or_insert(Undetermined::Collinear { with: j });
+            }
+        }
     }
 }
 
-/// The pivot with the largest weight in the combination that makes column `j`:
-/// `c = L_S⁻ᵀ l_j`, weighed by the pivots' column norms.
-fn heaviest_pivot(l: &[Vec<f64>], pivots: &[usize], j: usize, diag: &[f64]) -> usize {
+/// A pivot whose weight in a dependent column's combination is over this share of
+/// the heaviest's is undetermined with it.
+const COMBINATION_SHARE: f64 = 1e-6;
+
+/// The pivots of the combination that makes column `j`, `c = L_S⁻ᵀ l_j`, with their
+/// weights (|c_k| times the pivot's column norm), heaviest first.
+fn combination_of(l: &[Vec<f64>], pivots: &[usize], j: usize, diag: &[f64]) -> Vec<(usize, f64)> {
     let r = pivots.len().min(l[j].len());
     let mut c = vec![0.0; r];
     for k in (0..r).rev() {
@@ -674,11 +688,12 @@ fn heaviest_pivot(l: &[Vec<f64>], pivots: &[usize], j: usize, diag: &[f64]) -> u
         }
         c[k] = v / l[pivots[k]][k];
     }
-    (0..r)
-        .max_by(|&a, &b| {
-            (c[a].abs() * diag[pivots[a]].sqrt()).total_cmp(&(c[b].abs() * diag[pivots[b]].sqrt()))
-        })
-        .map_or(j, |k| pivots[k])
+    let mut out: Vec<(usize, f64)> = (0..r)
+        .map(|k| (pivots[k], c[k].abs() * diag[pivots[k]].sqrt()))
+        .filter(|(_, w)| *w > 0.0 && w.is_finite())
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    out
 }
 
 /// Lawson–Hanson's active-set NNLS on the normal equations (`g` dense n×n, `b`), the

@@ -381,3 +381,27 @@ fn gpu_time_is_not_fitted() {
     assert_eq!(MetricKind::of("gpu__time_duration.sum"), None);
     assert_eq!(MetricKind::of(READ), Some(MetricKind::Amount));
 }
+
+/// A class whose column is the sum of two others' (it runs beside each of them, on
+/// another stream) leaves neither of the two determined: held at 0, its amounts go
+/// to both, so each would be biased.
+#[test]
+fn every_class_of_a_dependent_combination_is_undetermined() {
+    let mut spans = steps(&[(0, 3000), (1, 1000), (3, 2000)], 40, 1500);
+    let beside: Vec<ClassSpan> = spans
+        .iter()
+        .filter(|s| s.class < 2)
+        .map(|s| span(2, s.start_ns, s.end_ns))
+        .collect();
+    spans.extend(beside);
+    let ws = windows(&spans, 7_000, &[5.0, 1.0, 3.0, 2.0], &[READ]);
+    let f = fit(&spans, &ws);
+    for c in 0..3 {
+        let (_, fc) = f.class(c, READ).expect("fitted");
+        assert!(
+            matches!(fc.undetermined, Some(Undetermined::Collinear { .. })),
+            "class {c}: {fc:?}"
+        );
+    }
+    assert_rel(f.estimate(3, READ), 2.0, 1e-9, "the class apart");
+}

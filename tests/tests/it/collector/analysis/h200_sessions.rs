@@ -33,6 +33,12 @@ fn read_bytes<'r>(report: &'r Value, name: &str, shape: &str) -> &'r Value {
 /// Fitted read bytes per launch within [weights, 1.1 × weights], with a standard
 /// error under a quarter of them.
 fn assert_reads_its_weights(report: &Value, name: &str, shape: &str, weights: f64) {
+    assert_reads_within(report, name, shape, weights, 1.0);
+}
+
+/// Fitted read bytes per launch within [`low` × weights, 1.1 × weights], with a
+/// standard error under a quarter of them.
+fn assert_reads_within(report: &Value, name: &str, shape: &str, weights: f64, low: f64) {
     let m = read_bytes(report, name, shape);
     let (v, se) = (
         m["value"]
@@ -41,7 +47,7 @@ fn assert_reads_its_weights(report: &Value, name: &str, shape: &str, weights: f6
         m["std_error"].as_f64().expect("a standard error"),
     );
     assert!(
-        (weights..=1.1 * weights).contains(&v),
+        (low * weights..=1.1 * weights).contains(&v),
         "{shape}: {v} of {weights}: {m}"
     );
     assert!(se < 0.25 * v, "{shape}: {m}");
@@ -58,6 +64,26 @@ fn torch_decode_gemvs_read_their_weights() {
     for (m, k) in [(22016.0, 4096.0), (12288.0, 4096.0)] {
         let shape = format!("{m}x8x{k}{bf16}");
         assert_reads_its_weights(&r, "nvjet", &shape, m * k * 2.0);
+    }
+}
+
+/// A second run of the PyTorch workload, with the final build: every decode GEMV's
+/// read bytes within 10% of its weights (gate-up +3.3%, QKV +0.9%, down -4.3%, output
+/// -2.5%). In the first run the down projection got 30% too few (its neighbours took
+/// them), so that run is not held to it.
+#[test]
+fn torch_decode_gemvs_read_their_weights_in_a_second_run() {
+    let r = report_json(&session("h200-torch-graph-decode-2"));
+    assert_eq!(r["counters"]["fitted_left_out"]["inconsistent"], 1);
+    let bf16 = " x1 bf16·bf16->bf16 (fp32)";
+    for (m, k) in [
+        (22016.0, 4096.0),
+        (12288.0, 4096.0),
+        (4096.0, 11008.0),
+        (4096.0, 4096.0),
+    ] {
+        let shape = format!("{m}x8x{k}{bf16}");
+        assert_reads_within(&r, "nvjet", &shape, m * k * 2.0, 0.9);
     }
 }
 
