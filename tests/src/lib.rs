@@ -46,7 +46,7 @@ pub use perfetto::{read_perfetto_trace, slices_per_track, track_names};
 pub use prometheus::{prometheus_binary, Prometheus};
 pub use report::{
     class_key, cudarc_llm_calls, decode_shapes, fitted_bytes_by_class, kernel_calls,
-    record_cudarc_llm, record_cudarc_llm_with, report_json, session_records,
+    record_cudarc_llm, record_cudarc_llm_with, report_json, report_text, session_records,
 };
 pub use sim_command::SimCommand;
 pub use sim_env::{

@@ -98,6 +98,15 @@ pub fn decode_shapes(report: &serde_json::Value) -> BTreeMap<String, &serde_json
         .collect()
 }
 
+/// `gpuprof report SESSION` (the table); panics unless it exits 0.
+pub fn report_text(session: &std::path::Path) -> String {
+    let mut cmd = crate::gpuprof_command();
+    cmd.arg("report").arg(session);
+    let o = crate::TimedChild::spawn(cmd, std::time::Duration::from_secs(180)).wait();
+    assert_eq!(o.status.code(), Some(0), "gpuprof report: {}", o.stderr);
+    o.stdout
+}
+
 /// `gpuprof report --format json SESSION`; panics unless it exits 0.
 pub fn report_json(session: &std::path::Path) -> serde_json::Value {
     let mut cmd = crate::gpuprof_command();

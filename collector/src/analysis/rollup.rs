@@ -64,6 +64,11 @@ pub enum BytesSource {
     Sampled,
     /// Some launches' bytes one way, some the other.
     Mixed,
+    /// Some or all launches' bytes are DRAM reads fitted to PM sampling windows whose
+    /// writes the windows did not determine (on a GPU, L2 write-backs land in later
+    /// windows than the kernels that dirtied the lines): the bytes, and MBU, are a
+    /// lower bound, AI an upper bound.
+    SampledReads,
 }
 
 impl BytesSource {
@@ -72,13 +77,17 @@ impl BytesSource {
             BytesSource::Measured => "measured",
             BytesSource::Sampled => "sampled",
             BytesSource::Mixed => "mixed",
+            BytesSource::SampledReads => "sampled_reads",
         }
     }
 
-    /// The source of two groups of launches together.
+    /// The source of two groups of launches together: a lower bound stays one.
     pub fn and(this: Option<BytesSource>, other: Option<BytesSource>) -> Option<BytesSource> {
         match (this, other) {
             (None, s) | (s, None) => s,
+            (Some(BytesSource::SampledReads), _) | (_, Some(BytesSource::SampledReads)) => {
+                Some(BytesSource::SampledReads)
+            }
             (Some(a), Some(b)) if a == b => Some(a),
             _ => Some(BytesSource::Mixed),
         }
@@ -127,8 +136,8 @@ pub struct ClassValues {
     /// them (then no launch of the class did either). For a class without measured
     /// bytes, the bytes fitted to the sampling windows, when determined.
     pub bytes_mean: Option<f64>,
-    /// Whether `bytes_mean` was fitted to sampling windows rather than measured.
-    pub bytes_sampled: bool,
+    /// Where `bytes_mean` comes from (measured, fitted, or fitted reads alone).
+    pub bytes_source: BytesSource,
     pub peak: Option<f64>,
     pub bandwidth: Option<f64>,
 }
@@ -136,11 +145,7 @@ pub struct ClassValues {
 impl ClassValues {
     /// Where the class's bytes come from (when it has any).
     pub fn source_of_bytes(&self) -> BytesSource {
-        if self.bytes_sampled {
-            BytesSource::Sampled
-        } else {
-            BytesSource::Measured
-        }
+        self.bytes_source
     }
 }
 
@@ -291,4 +296,21 @@ impl Rollup {
 
 fn coverage(part_ns: u64, all_ns: u64) -> Option<f64> {
     (all_ns > 0).then(|| part_ns as f64 / all_ns as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BytesSource::{self, *};
+
+    /// Sources combine to themselves, to mixed, and a lower bound stays one.
+    #[test]
+    fn sources_combine_and_a_lower_bound_stays_one() {
+        let and = BytesSource::and;
+        assert_eq!(and(None, Some(Sampled)), Some(Sampled));
+        assert_eq!(and(Some(Measured), Some(Measured)), Some(Measured));
+        assert_eq!(and(Some(Measured), Some(Sampled)), Some(Mixed));
+        assert_eq!(and(Some(Measured), Some(SampledReads)), Some(SampledReads));
+        assert_eq!(and(Some(SampledReads), Some(Mixed)), Some(SampledReads));
+        assert_eq!(SampledReads.name(), "sampled_reads");
+    }
 }

@@ -42,6 +42,8 @@ pub(super) struct ClassBytes {
     pub(super) mean: Vec<Option<f64>>,
     /// Per class: whether `mean` is the sampling windows' fit.
     pub(super) sampled: Vec<bool>,
+    /// Per class: whether that fit is of the reads alone (a lower bound).
+    pub(super) reads_only: Vec<bool>,
 }
 
 impl ClassBytes {
@@ -68,24 +70,32 @@ impl ClassBytes {
             })
             .collect();
         // Classes without measured bytes: the sampling windows' fitted rates.
-        let sampled: Vec<bool> = group_mean.iter().map(|m| m.is_none()).collect();
-        let mean: Vec<Option<f64>> = group_mean
+        let fits: Vec<Option<(f64, bool)>> = group_mean
             .iter()
             .enumerate()
-            .map(|(i, m)| m.or_else(|| sampled_bytes(a, i)))
+            .map(|(i, m)| match m {
+                Some(_) => None,
+                None => sampled_bytes(a, i),
+            })
             .collect();
-        let sampled: Vec<bool> = sampled
+        let mean: Vec<Option<f64>> = group_mean
             .iter()
-            .zip(&mean)
-            .map(|(s, m)| *s && m.is_some())
+            .zip(&fits)
+            .map(|(m, f)| m.or(f.map(|(bytes, _)| bytes)))
             .collect();
-        ClassBytes { mean, sampled }
+        ClassBytes {
+            mean,
+            sampled: fits.iter().map(Option::is_some).collect(),
+            reads_only: fits.iter().map(|f| f.is_some_and(|(_, r)| r)).collect(),
+        }
     }
 
     /// Where the bytes of class `i` come from; `None` without bytes.
     pub(super) fn source(&self, i: usize) -> Option<BytesSource> {
         self.mean[i].map(|_| {
-            if self.sampled[i] {
+            if self.reads_only[i] {
+                BytesSource::SampledReads
+            } else if self.sampled[i] {
                 BytesSource::Sampled
             } else {
                 BytesSource::Measured
@@ -139,30 +149,35 @@ impl RowBytes {
 }
 
 /// The DRAM bytes per launch of class `i` from the rates fitted to the sampling
-/// windows: `(read + write) × mean duration`; `None` unless each metric the sampling
-/// set has is determined for the class (one it lacks counts as 0, as for a launch
-/// whose counters lack it) and one of them is.
-fn sampled_bytes(a: &Aggregate, i: usize) -> Option<f64> {
+/// windows, `(read + write) × mean duration`, and whether they are the reads alone:
+/// `None` unless each metric the sampling set has is determined for the class (one
+/// it lacks counts as 0, as for a launch whose counters lack it) and one of them is;
+/// reads determined and writes not give the reads alone, a lower bound.
+fn sampled_bytes(a: &Aggregate, i: usize) -> Option<(f64, bool)> {
     let t = &a.classes.list.get(i)?.tally;
     if t.calls == 0 {
         return None;
     }
-    Some(sampled_bytes_per_ns(a, i)? * t.ns as f64 / t.calls as f64)
+    let (rate, reads_only) = sampled_bytes_per_ns(a, i, true)?;
+    Some((rate * t.ns as f64 / t.calls as f64, reads_only))
 }
 
 /// The DRAM bytes per ns of class `i`'s GPU time fitted to the sampling windows
-/// (read + write; see [`sampled_bytes`]).
-fn sampled_bytes_per_ns(a: &Aggregate, i: usize) -> Option<f64> {
+/// (read + write; see [`sampled_bytes`]), and whether they are the reads alone (only
+/// when `reads_alone` allows it).
+fn sampled_bytes_per_ns(a: &Aggregate, i: usize, reads_alone: bool) -> Option<(f64, bool)> {
     let fitted: &Fitted = a.fitted.as_ref()?;
+    // Outer `None`: in the set and not determined; inner: not in the set.
     let rate = |metric: &str| -> Option<Option<f64>> {
         match fitted.class(i, metric) {
             Some((_, c)) => c.estimate.map(Some),
             None => Some(None),
         }
     };
-    match (rate(DRAM_READ)?, rate(DRAM_WRITE)?) {
-        (None, None) => None,
-        (r, w) => Some(r.unwrap_or(0.0) + w.unwrap_or(0.0)),
+    match (rate(DRAM_READ)?, rate(DRAM_WRITE)) {
+        (Some(r), None) if reads_alone => Some((r, true)),
+        (_, None) | (None, Some(None)) => None,
+        (r, Some(w)) => Some((r.unwrap_or(0.0) + w.unwrap_or(0.0), false)),
     }
 }
 
@@ -192,7 +207,7 @@ pub fn fitted_bytes_per_ns(a: &Aggregate) -> HashMap<ClassKey, f64> {
         .iter()
         .enumerate()
         .filter(|(_, c)| !measured.contains(&group(c)))
-        .filter_map(|(i, c)| Some((c.key.clone(), sampled_bytes_per_ns(a, i)?)))
+        .filter_map(|(i, c)| Some((c.key.clone(), sampled_bytes_per_ns(a, i, false)?.0)))
         .collect()
 }
 

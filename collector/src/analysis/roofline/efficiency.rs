@@ -625,7 +625,7 @@ fn class_values(
                 flops,
                 source: r.flops_source,
                 bytes_mean: bytes.mean[i],
-                bytes_sampled: bytes.sampled[i],
+                bytes_source: bytes.source(i).unwrap_or(BytesSource::Measured),
                 peak,
                 bandwidth: r.bandwidth,
             }

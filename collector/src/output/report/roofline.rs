@@ -66,12 +66,18 @@ const PROSE_NAME_WIDTH: usize = 60;
 /// efficiency, the share of the attainable FLOP/s, is in CSV and JSON.) AI and MBU
 /// end in [`SAMPLED_MARK`] when the bytes are not all measured.
 fn point_cells(p: &Point, bytes: Option<BytesSource>) -> Vec<String> {
+    let reads_only = bytes == Some(BytesSource::SampledReads);
+    // An upper bound on AI says "memory" for sure, "compute" not at all.
+    let bound = p
+        .bound
+        .map(|b| b.name())
+        .filter(|b| !(reads_only && *b == "compute"));
     vec![
-        marked(or_dash(p.intensity.map(intensity)), bytes),
+        marked_ai(or_dash(p.intensity.map(intensity)), bytes),
         or_dash(p.achieved.map(si)),
         pct_of(p.mfu),
         marked(pct_of(p.mbu), bytes),
-        or_dash(p.bound.map(|b| b.name().to_string())),
+        or_dash(bound.map(str::to_string)),
     ]
 }
 
@@ -82,17 +88,51 @@ const SAMPLED_MARK: &str = "~";
 const SAMPLED_LEGEND: &str =
     "  (~: DRAM bytes fitted to PM sampling windows, not measured per kernel)\n";
 
+/// The legend of the bounds from fitted reads alone ([`BytesSource::SampledReads`]).
+const READS_ONLY_LEGEND: &str = "  (≥, ≤: the windows did not determine DRAM writes: bytes \
+    and MBU count reads alone, a lower bound; AI is an upper bound)\n";
+
+/// The legends the sources of a section's rows need.
+fn legend(sources: impl Iterator<Item = Option<BytesSource>> + Clone) -> String {
+    let mut out = String::new();
+    if any_sampled(sources.clone()) {
+        out.push_str(SAMPLED_LEGEND);
+    }
+    if sources
+        .into_iter()
+        .any(|s| s == Some(BytesSource::SampledReads))
+    {
+        out.push_str(READS_ONLY_LEGEND);
+    }
+    out
+}
+
 /// `cell` with [`SAMPLED_MARK`] when `source` is sampled or mixed and it is a number.
 fn marked(cell: String, source: Option<BytesSource>) -> String {
     match source {
         Some(BytesSource::Sampled | BytesSource::Mixed) if cell != "-" => cell + SAMPLED_MARK,
+        Some(BytesSource::SampledReads) if cell != "-" => format!("≥{cell}{SAMPLED_MARK}"),
         _ => cell,
     }
 }
 
-/// Whether any of `sources` is sampled or mixed (the section then has a legend).
+/// [`marked`] for AI, which fitted reads alone bound from above.
+fn marked_ai(cell: String, source: Option<BytesSource>) -> String {
+    match source {
+        Some(BytesSource::SampledReads) if cell != "-" => format!("≤{cell}{SAMPLED_MARK}"),
+        _ => marked(cell, source),
+    }
+}
+
+/// Whether any of `sources` is sampled, mixed or sampled reads (the section then has a
+/// legend).
 fn any_sampled(mut sources: impl Iterator<Item = Option<BytesSource>>) -> bool {
-    sources.any(|s| matches!(s, Some(BytesSource::Sampled | BytesSource::Mixed)))
+    sources.any(|s| {
+        matches!(
+            s,
+            Some(BytesSource::Sampled | BytesSource::Mixed | BytesSource::SampledReads)
+        )
+    })
 }
 
 /// What kernel and GEMM-shape rows share: the math whose peak applies, DRAM bytes
@@ -181,7 +221,7 @@ fn rollup_cells(r: &Rollup, kernel_ns: u64) -> Vec<String> {
         si(r.model_flops),
         si(r.hw_flops),
         covered(marked(si(r.bytes), r.bytes_source), r.bytes_ns, r.gpu_ns),
-        marked(or_dash(r.intensity.map(intensity)), r.bytes_source),
+        marked_ai(or_dash(r.intensity.map(intensity)), r.bytes_source),
         or_dash(r.achieved.map(si)),
         covered(pct_of(r.mfu), r.mfu_ns, r.gpu_ns),
         covered(marked(pct_of(r.mbu), r.bytes_source), r.mbu_ns, r.gpu_ns),
@@ -203,9 +243,7 @@ const ROLLUP_HEADERS: [&str; 10] = [
 ];
 
 fn rollup_grid(out: &mut String, title: &str, rows: &[Rollup], kernel_ns: u64) {
-    if any_sampled(rows.iter().map(|r| r.bytes_source)) {
-        out.push_str(SAMPLED_LEGEND);
-    }
+    out.push_str(&legend(rows.iter().map(|r| r.bytes_source)));
     let mut headers: Vec<&str> = ROLLUP_HEADERS.to_vec();
     headers.push(title);
     let right: Vec<bool> = (0..11).map(|i| i < 10).collect();
@@ -235,9 +273,7 @@ pub(super) fn roofline_table(
         "\nRoofline by kernel (FLOPs from GEMM shapes, * from counters; AI in FLOP/byte)\n",
     );
     let kernels = shown_rows(&e.kernels, top);
-    if any_sampled(kernels.iter().map(|k| k.bytes_source)) {
-        out.push_str(SAMPLED_LEGEND);
-    }
+    out.push_str(&legend(kernels.iter().map(|k| k.bytes_source)));
     let mut rows: Vec<Vec<String>> = kernels
         .iter()
         .map(|k: &KernelRow| {
@@ -276,9 +312,7 @@ pub(super) fn roofline_table(
 
     if !e.shapes.is_empty() {
         out.push_str("\nRoofline by GEMM shape (M x N x K x batch, A·B->D types, compute type)\n");
-        if any_sampled(e.shapes.iter().map(|s| s.bytes_source)) {
-            out.push_str(SAMPLED_LEGEND);
-        }
+        out.push_str(&legend(e.shapes.iter().map(|s| s.bytes_source)));
         let mut rows: Vec<Vec<String>> = e
             .shapes
             .iter()

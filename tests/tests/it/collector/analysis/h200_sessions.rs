@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use gpuprof_tests::report_json;
+use gpuprof_tests::{report_json, report_text};
 use serde_json::Value;
 
 fn session(name: &str) -> PathBuf {
@@ -123,5 +123,49 @@ fn cudarc_lm_head_reads_its_weights_and_layer_gemvs_are_not_determined() {
     assert!(
         gpu_time <= idle["sampled_ns"].as_f64().expect("sampled ns"),
         "{idle}"
+    );
+}
+
+/// The first PyTorch run's decode GEMVs whose writes the windows did not determine:
+/// their GEMM-shape rows count the fitted reads alone, marked a lower bound (JSON
+/// `bytes_source: sampled_reads`; the table's MBU "≥…~", AI "≤…~"), and the bound is
+/// true: at least the bytes of the weights every call reads, at most 10% more. The
+/// decode range is a lower bound too.
+#[test]
+fn unknown_writes_leave_a_lower_bound_on_bytes_and_mbu() {
+    let dir = session("h200-torch-graph-decode");
+    let r = report_json(&dir);
+    let shapes = r["roofline"]["shapes"].as_array().expect("shapes");
+    let bf16 = " x1 bf16·bf16->bf16 (fp32)";
+    for (m, k) in [(22016.0, 4096.0), (12288.0, 4096.0)] {
+        let label = format!("{m}x8x{k}{bf16}");
+        let s = shapes
+            .iter()
+            .find(|s| s["shape"] == label.as_str())
+            .unwrap_or_else(|| panic!("no {label}"));
+        assert_eq!(s["bytes_source"], "sampled_reads", "{s}");
+        let calls = s["calls"].as_f64().expect("calls");
+        let bytes = s["bytes"].as_f64().expect("bytes");
+        let weights = m * k * 2.0 * calls;
+        assert!(
+            (weights..=1.1 * weights).contains(&bytes),
+            "{label}: {bytes} of {weights}"
+        );
+    }
+    let decode = r["roofline"]["ranges"]
+        .as_array()
+        .expect("ranges")
+        .iter()
+        .find(|x| x["name"] == "decode")
+        .expect("decode");
+    assert_eq!(decode["bytes_source"], "sampled_reads", "{decode}");
+    let table = report_text(&dir);
+    assert!(
+        table.contains("≤7.45~   30.68T    3.1  ≥85.8~  memory   22016x8x4096"),
+        "{table}"
+    );
+    assert!(
+        table.contains("(≥, ≤: the windows did not determine DRAM writes"),
+        "{table}"
     );
 }
