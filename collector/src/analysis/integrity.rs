@@ -30,9 +30,9 @@ pub struct DamagedFile {
     /// Relative to the session directory (`parts/00000003/kernels.parquet`).
     pub file: String,
     pub bytes: u64,
-    /// Records it held, as its part's manifest says (0 for a damaged manifest: then
-    /// the whole part is skipped and its records are unknown).
-    pub records: u64,
+    /// Records it held, as its part's manifest or the session's index says; `None`
+    /// when nothing says (JSON `null`, the table `-`).
+    pub records: Option<u64>,
     pub reason: String,
 }
 
@@ -88,11 +88,28 @@ impl Integrity {
             .fold(0u64, |sum, d| sum.saturating_add(d.bytes))
     }
 
-    /// Records the damaged files held, as their manifests say.
+    /// Records the damaged files held, as their manifests say (those that say).
     pub fn damaged_records(&self) -> u64 {
         self.damaged
             .iter()
-            .fold(0u64, |sum, d| sum.saturating_add(d.records))
+            .fold(0u64, |sum, d| sum.saturating_add(d.records.unwrap_or(0)))
+    }
+
+    /// Damaged files whose records nothing says.
+    pub fn damaged_unknown(&self) -> usize {
+        self.damaged.iter().filter(|d| d.records.is_none()).count()
+    }
+
+    /// The damaged files' records in words: "N records", with "and an unknown number
+    /// more" (or "an unknown number of records") where a file's count is unknown.
+    pub fn damaged_records_text(&self) -> String {
+        let n = self.damaged_records();
+        let word = if n == 1 { "record" } else { "records" };
+        match (self.damaged_unknown(), n) {
+            (0, _) => format!("{n} {word}"),
+            (_, 0) => "an unknown number of records".to_string(),
+            _ => format!("{n} {word} and an unknown number more"),
+        }
     }
 
     /// Whether there is anything to report.

@@ -54,8 +54,13 @@ pub fn warn_damage_of(dir: &Path, integrity: &Integrity, what: &str) {
     let damaged = &integrity.damaged;
     for d in damaged.iter().take(WARN_REGIONS) {
         eprintln!(
-            "gpuprof: warning: {p}: {} is damaged ({}); its {} records are left out of the {what}",
-            d.file, d.reason, d.records
+            "gpuprof: warning: {p}: {} is damaged ({}); its {} left out of the {what}",
+            d.file,
+            d.reason,
+            d.records
+                .map_or("records (how many: unknown) are".to_string(), |r| {
+                    format!("{r} records are")
+                })
         );
     }
     if damaged.len() > WARN_REGIONS {
@@ -82,11 +87,11 @@ pub fn finish(read: &Analysed, what: &str) -> ExitCode {
 pub fn finish_of(dir: &Path, i: &Integrity, parts: usize, what: &str) -> ExitCode {
     if !i.damaged.is_empty() {
         eprintln!(
-            "gpuprof: error: {}: {} damaged file{} ({} records, {} bytes) skipped; the {what} covers the rest of the {} part{}",
+            "gpuprof: error: {}: {} damaged file{} ({}, {} bytes) skipped; the {what} covers the rest of the {} part{}",
             dir.display(),
             i.damaged.len(),
             if i.damaged.len() == 1 { "" } else { "s" },
-            i.damaged_records(),
+            i.damaged_records_text(),
             i.damaged_bytes(),
             parts,
             if parts == 1 { "" } else { "s" }

@@ -269,7 +269,7 @@ impl Drainer {
                 self.retire(path, ring, Some(true));
             } else if let Some(len) = truncated(&path, &ring.reader) {
                 // Its producer stops writing a ring cut under it; not a forged ring.
-                self.notes.push(format!(
+                self.lose_uncounted(format!(
                     "process {}: another process truncated {} to {len} bytes; what the \
                      process made after that is lost",
                     ring.pid,
@@ -302,6 +302,15 @@ impl Drainer {
             }
         }
         any
+    }
+
+    /// A loss nobody can count: a note for the user, and in the session's index
+    /// (the session is then incomplete to every reader).
+    fn lose_uncounted(&mut self, what: String) {
+        if let Some(w) = self.writer.as_mut() {
+            w.note_loss(what.clone());
+        }
+        self.notes.push(what);
     }
 
     /// Whether the ring's producer still maps it, checked against `/proc` at most once
@@ -339,7 +348,7 @@ impl Drainer {
             .collect();
         for path in paths {
             let ring = self.rings.remove(&path).expect("ring listed");
-            self.notes.push(format!(
+            self.lose_uncounted(format!(
                 "process {} still runs, silent for {} s after the program exited; its later records are lost",
                 ring.pid,
                 idle.as_secs()
@@ -361,8 +370,7 @@ impl Drainer {
                 }
                 Ok(false) => break true,
                 Err(e) => {
-                    self.notes
-                        .push(format!("stopped reading process {}: {e}", ring.pid));
+                    self.lose_uncounted(format!("stopped reading process {}: {e}", ring.pid));
                     break false;
                 }
             }
@@ -607,7 +615,7 @@ impl Drainer {
         let paths: Vec<PathBuf> = self.rings.keys().cloned().collect();
         for path in paths {
             let ring = self.rings.remove(&path).expect("ring listed");
-            self.notes.push(format!(
+            self.lose_uncounted(format!(
                 "process {} was still running when the collector stopped; its later records are lost",
                 ring.pid
             ));

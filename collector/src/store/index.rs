@@ -48,6 +48,12 @@ pub struct Index {
     pub parts: Vec<IndexedPart>,
     /// The collector wrote the session's last part and ended.
     pub finished: bool,
+    /// Losses the collector saw and could not count, in words (a ring another
+    /// process truncated, one it could not read to its end, a producer it stopped
+    /// following): a session with any is incomplete. Absent from indexes without
+    /// any, and from those of earlier releases.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost: Vec<String>,
 }
 
 impl Default for Index {
@@ -57,6 +63,7 @@ impl Default for Index {
             version: VERSION,
             parts: Vec::new(),
             finished: false,
+            lost: Vec::new(),
         }
     }
 }

@@ -61,9 +61,10 @@ pub struct Damage {
     /// Relative to the session directory (`parts/00000003/kernels.parquet`).
     pub file: String,
     pub bytes: u64,
-    /// Records it held, as its manifest says (0 when the manifest itself is damaged:
-    /// then unknown).
-    pub records: u64,
+    /// Records it held, as its manifest (or the session's index) says; `None` when
+    /// nothing says (a damaged manifest of a part the index does not list, a part
+    /// not the session's, the session as a whole).
+    pub records: Option<u64>,
     pub reason: String,
 }
 
@@ -167,7 +168,7 @@ impl Store {
     /// list are left out, and a session it does not call finished is said to be so.
     /// A session of a layout before the index has none, and is read as found.
     fn check_index(&mut self) {
-        let whole = |reason: String, records| Damage {
+        let whole = |reason: String, records: Option<u64>| Damage {
             file: INDEX_FILE.to_string(),
             bytes: 0,
             records,
@@ -179,7 +180,7 @@ impl Store {
                 Err(reason) => {
                     self.damaged.push(whole(
                         format!("{reason}; whole parts may be missing unnoticed"),
-                        0,
+                        None,
                     ));
                     return;
                 }
@@ -188,7 +189,7 @@ impl Store {
             Err(reason) => {
                 self.damaged.push(whole(
                     format!("{reason} (a session of layout {INDEXED_VERSION} and later keeps an index); whole parts may be missing unnoticed"),
-                    0,
+                    None,
                 ));
                 return;
             }
@@ -200,7 +201,7 @@ impl Store {
             self.damaged.push(Damage {
                 file: format!("{PARTS_DIR}/{}", part_dir_name(n)),
                 bytes: dir_bytes(&path),
-                records: 0,
+                records: None,
                 reason: "not a part of this session (its index does not list it: a copy, or \
                          another session's); skipped"
                     .into(),
@@ -216,10 +217,14 @@ impl Store {
                 self.damaged.push(Damage {
                     file: format!("{PARTS_DIR}/{}", part_dir_name(p.part)),
                     bytes: 0,
-                    records: p.records,
+                    records: Some(p.records),
                     reason: "missing: the session's index lists it".into(),
                 });
             }
+        }
+        for what in &index.lost {
+            self.damaged
+                .push(whole(format!("lost, uncounted: {what}"), None));
         }
         if !index.finished && self.unsealed.is_empty() {
             let last = index.parts.iter().map(|p| p.part).max().unwrap_or(0);
@@ -228,7 +233,7 @@ impl Store {
                     "the session was not finished: its collector stopped before the run's end \
                      (killed?), and what it held after part {last} is lost"
                 ),
-                0,
+                None,
             ));
         }
         self.parts = listed;
@@ -311,7 +316,7 @@ impl Store {
             part.damaged.push(Damage {
                 file: rel(MANIFEST_FILE),
                 bytes: dir_bytes(path),
-                records: manifest.records,
+                records: Some(manifest.records),
                 reason: format!("{reason}; the whole part is skipped"),
             });
             return Ok(part);
@@ -324,7 +329,7 @@ impl Store {
             let damaged = |reason: String| Damage {
                 file: rel(&entry.file),
                 bytes: entry.bytes,
-                records: entry.rows,
+                records: Some(entry.rows),
                 reason,
             };
             let bytes = match verified(path, entry) {
@@ -376,11 +381,11 @@ impl Store {
     }
 
     /// The records the session's index says part `number` holds; 0 without one.
-    fn indexed_records(&self, number: u64) -> u64 {
+    fn indexed_records(&self, number: u64) -> Option<u64> {
         self.index
             .as_ref()
             .and_then(|i| i.part(number))
-            .map_or(0, |p| p.records)
+            .map(|p| p.records)
     }
 
     /// The NVML readings of part `index` (its `device_samples` table), in the order

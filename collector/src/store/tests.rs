@@ -299,7 +299,7 @@ fn a_damaged_file_is_skipped_with_its_record_count_and_the_rest_is_read() {
     assert!(back.iter().all(|(_, r)| matches!(r, Record::Launch(_))));
     assert_eq!(damaged.len(), 1);
     assert_eq!(damaged[0].file, "parts/00000001/kernels.parquet");
-    assert_eq!(damaged[0].records, 50);
+    assert_eq!(damaged[0].records, Some(50));
     assert_eq!(damaged[0].bytes, len);
     assert!(
         damaged[0]
@@ -347,7 +347,7 @@ fn a_damaged_manifest_skips_its_part_and_only_it() {
     assert_eq!(damaged.len(), 1);
     assert_eq!(damaged[0].file, "parts/00000001/manifest.json");
     // Its record count from the session's index.
-    assert_eq!(damaged[0].records, 1);
+    assert_eq!(damaged[0].records, Some(1));
     assert!(
         damaged[0].reason.starts_with("checksum mismatch (stored ")
             && damaged[0].reason.ends_with("; the whole part is skipped"),
@@ -412,7 +412,10 @@ fn row_counts_beyond_a_part_or_the_file_are_refused_before_decoding() {
         assert_eq!(back.len(), 1, "the string record is read: {back:?}");
         assert_eq!(damaged.len(), 1);
         assert_eq!(damaged[0].file, "parts/00000001/kernels.parquet");
-        assert_eq!(damaged[0].records.to_string(), rows);
+        assert_eq!(
+            damaged[0].records.map(|r| r.to_string()),
+            Some(rows.to_string())
+        );
         assert_eq!(damaged[0].reason, reason);
     }
 }
@@ -775,7 +778,7 @@ fn three_parts(dir: &Path) {
 
 /// What a reader finds of the session in `dir`: the kernels read, and every damage
 /// (the session's, then the parts') as (file, records, reason).
-fn read_with_damage(dir: &Path) -> (usize, Vec<(String, u64, String)>) {
+fn read_with_damage(dir: &Path) -> (usize, Vec<(String, Option<u64>, String)>) {
     let store = Store::open(dir).unwrap();
     let mut damage: Vec<Damage> = store.damaged.clone();
     let mut kernels = 0;
@@ -788,7 +791,8 @@ fn read_with_damage(dir: &Path) -> (usize, Vec<(String, u64, String)>) {
     (kernels, damage.collect())
 }
 
-fn d(file: &str, records: u64, reason: &str) -> (String, u64, String) {
+/// A damage of `file` with `records` (`None`: unknown) and `reason`.
+fn d(file: &str, records: Option<u64>, reason: &str) -> (String, Option<u64>, String) {
     (file.to_string(), records, reason.to_string())
 }
 
@@ -812,7 +816,7 @@ fn the_index_names_every_part_missing_added_replaced_or_renumbered() {
     std::fs::remove_dir_all(parts.join("00000002")).unwrap();
     assert_eq!(
         read_with_damage(&t.0),
-        (4, vec![d("parts/00000002", 2, MISSING)])
+        (4, vec![d("parts/00000002", Some(2), MISSING)])
     );
 
     // Duplicated: a copy of part 1 as part 4 is read once.
@@ -827,7 +831,7 @@ fn the_index_names_every_part_missing_added_replaced_or_renumbered() {
     }
     assert_eq!(
         read_with_damage(&t.0),
-        (6, vec![d("parts/00000004", 0, NOT_OURS)])
+        (6, vec![d("parts/00000004", None, NOT_OURS)])
     );
 
     // Renumbered: part 3 moved to 5.
@@ -838,8 +842,8 @@ fn the_index_names_every_part_missing_added_replaced_or_renumbered() {
         (
             3,
             vec![
-                d("parts/00000005", 0, NOT_OURS),
-                d("parts/00000003", 3, MISSING)
+                d("parts/00000005", None, NOT_OURS),
+                d("parts/00000003", Some(3), MISSING)
             ]
         )
     );
@@ -858,7 +862,7 @@ fn the_index_names_every_part_missing_added_replaced_or_renumbered() {
                    session); the whole part is skipped";
     assert_eq!(
         read_with_damage(&t.0),
-        (4, vec![d("parts/00000002/manifest.json", 2, foreign)])
+        (4, vec![d("parts/00000002/manifest.json", Some(2), foreign)])
     );
 
     // A part directory replaced by a symbolic link to it: not followed, so missing.
@@ -867,7 +871,7 @@ fn the_index_names_every_part_missing_added_replaced_or_renumbered() {
     std::os::unix::fs::symlink(t.0.join("moved"), parts.join("00000002")).unwrap();
     assert_eq!(
         read_with_damage(&t.0),
-        (4, vec![d("parts/00000002", 2, MISSING)])
+        (4, vec![d("parts/00000002", Some(2), MISSING)])
     );
 
     // Every part gone.
@@ -875,7 +879,7 @@ fn the_index_names_every_part_missing_added_replaced_or_renumbered() {
     for n in 1..=3 {
         std::fs::remove_dir_all(parts.join(format!("0000000{n}"))).unwrap();
     }
-    let all_missing = (1..=3).map(|n| d(&format!("parts/0000000{n}"), n, MISSING));
+    let all_missing = (1..=3).map(|n| d(&format!("parts/0000000{n}"), Some(n), MISSING));
     assert_eq!(read_with_damage(&t.0), (0, all_missing.collect()));
 
     // A deleted manifest counts the records the index gives.
@@ -885,7 +889,7 @@ fn the_index_names_every_part_missing_added_replaced_or_renumbered() {
     assert_eq!((kernels, damage.len()), (3, 1));
     assert_eq!(
         (damage[0].0.as_str(), damage[0].1),
-        ("parts/00000003/manifest.json", 3)
+        ("parts/00000003/manifest.json", Some(3))
     );
 }
 
@@ -899,7 +903,7 @@ fn a_session_without_its_index_or_never_finished_says_so() {
                       end (killed?), and what it held after part 2 is lost";
     assert_eq!(
         read_with_damage(&t.0),
-        (2, vec![d("index.json", 0, unfinished)])
+        (2, vec![d("index.json", None, unfinished)])
     );
 
     let t = Tmp::new("no-index");

@@ -33,6 +33,9 @@ use wire::Record;
 use super::columns::{Kind, RowWriter};
 use super::device_samples::write_sample;
 use super::index::{Index, IndexedPart};
+
+/// Uncounted losses an index lists one by one; the last entry counts the rest.
+pub const MAX_LOST: usize = 64;
 use super::layout::{part_dir_name, INDEX_FILE, PARTS_DIR, RESERVE_FILE, UNSEALED_PREFIX};
 use super::manifest::{FileEntry, Manifest, FORMAT, VERSION};
 use super::tables::{table_of, write_row, TableId, TABLES, TABLE_IDS};
@@ -109,6 +112,8 @@ pub struct StoreWriter {
     next_part: u64,
     /// The session's index as last written.
     index: Index,
+    /// Losses beyond [`MAX_LOST`] noted ([`StoreWriter::note_loss`]).
+    losses_beyond: u64,
     props: WriterProperties,
     bytes_written: u64,
 }
@@ -187,6 +192,7 @@ impl StoreWriter {
             pending: BTreeMap::new(),
             next_part: 1,
             index,
+            losses_beyond: 0,
             props: properties(),
             bytes_written: 0,
         })
@@ -255,6 +261,19 @@ impl StoreWriter {
     /// Deletes the reserve file, making room for a last part.
     pub fn release_reserve(&mut self) {
         let _ = std::fs::remove_file(self.dir.join(RESERVE_FILE));
+    }
+
+    /// Notes a loss the collector could not count ([`Index::lost`]), written to the
+    /// index with the next part or at [`StoreWriter::finish`]; at most
+    /// [`MAX_LOST`] are kept, the rest counted in the last.
+    pub fn note_loss(&mut self, what: String) {
+        let lost = &mut self.index.lost;
+        if lost.len() < MAX_LOST {
+            lost.push(what);
+        } else {
+            self.losses_beyond = self.losses_beyond.saturating_add(1);
+            lost[MAX_LOST - 1] = format!("{} more losses like those above", self.losses_beyond + 1);
+        }
     }
 
     /// The session is done (its last part sealed): the reserve file goes and the

@@ -22,7 +22,7 @@ pub(super) fn integrity_table(out: &mut String, i: &Integrity) {
                 out,
                 "  {} skipped ({}, {}): the tables above leave them out",
                 plural(i.damaged.len() as u64, "damaged file", "damaged files"),
-                plural(i.damaged_records(), "record", "records"),
+                i.damaged_records_text(),
                 plural(i.damaged_bytes(), "byte", "bytes")
             );
             let rows: Vec<Vec<String>> = i
@@ -32,7 +32,7 @@ pub(super) fn integrity_table(out: &mut String, i: &Integrity) {
                 .map(|d| {
                     vec![
                         d.file.clone(),
-                        d.records.to_string(),
+                        d.records.map_or("-".to_string(), |r| r.to_string()),
                         d.bytes.to_string(),
                         d.reason.clone(),
                     ]
@@ -84,6 +84,7 @@ pub(super) fn integrity_json(v: &mut Value, i: &Integrity) {
         v["session_damage"] = json!({
             "damaged_files": i.damaged.len(),
             "damaged_records": i.damaged_records(),
+            "damaged_files_of_unknown_records": i.damaged_unknown(),
             "damaged_bytes": i.damaged_bytes(),
             "damaged": i.damaged,
             "unsealed": i.unsealed,

@@ -269,7 +269,8 @@ fn a_small_dev_shm_gives_a_smaller_ring_never_a_fault() {
 /// nor the collector faults; the program says how many of its records were lost and
 /// runs on unprofiled; the collector stops reading the ring and says the session is
 /// incomplete. Truncated to its header alone, the collector says so too (it called it
-/// "a stale or forged ring").
+/// "a stale or forged ring"). The session holds the loss: `report` names it under
+/// "Session damage" (how many records: unknown) and exits 3.
 #[test]
 fn a_ring_truncated_while_live_faults_neither_side() {
     for size in [0, wire::ring::HEADER_SIZE as u64] {
@@ -296,6 +297,23 @@ fn a_ring_truncated_while_live_faults_neither_side() {
         };
         assert!(stderr.contains(&collector_says), "{size}: {stderr}");
         assert!(stderr.contains(" records of this process were lost with its truncated ring "));
+        let report = report_of(&o.out);
+        assert_eq!(code(&report), Some(3), "{size}: {}", report.stderr);
+        assert!(
+            report
+                .stdout
+                .lines()
+                .any(|l| l.contains("lost, uncounted: ") && l.contains(&collector_says)),
+            "{size}: {}",
+            report.stdout
+        );
+        assert!(
+            report
+                .stdout
+                .contains("(an unknown number of records, 0 bytes)"),
+            "{size}: {}",
+            report.stdout
+        );
         assert!(
             shm_dirs_of(o.gpuprof).is_empty(),
             "ring directory left behind"
@@ -307,6 +325,9 @@ fn a_ring_truncated_while_live_faults_neither_side() {
 /// both sides have it mapped, between its prefill and its decode steps.
 struct Truncated {
     run: Finished,
+    out: PathBuf,
+    /// Holds `out` until the test is done with it.
+    _scratch: Scratch,
     ring: PathBuf,
     gpuprof: u32,
 }
@@ -332,6 +353,8 @@ fn truncated_run(size: u64) -> Truncated {
     std::fs::write(&flag, "").unwrap();
     Truncated {
         run: run.wait(),
+        out,
+        _scratch: scratch,
         ring,
         gpuprof,
     }
@@ -726,4 +749,11 @@ fn a_flipped_bit_in_a_ring_frame_is_skipped_and_named() {
     let r = report_json(&out);
     assert_eq!(r["kernel_count"], 1, "{r}");
     assert_eq!(r["kernel_ns"], 2_000, "{r}");
+}
+
+/// `gpuprof report SESSION` (the table), run to its end.
+fn report_of(session: &Path) -> Finished {
+    let mut cmd = gpuprof_command();
+    cmd.arg("report").arg(session);
+    TimedChild::spawn(cmd, LIMIT).wait()
 }

@@ -493,7 +493,10 @@ fn session_facts(path: &Path) -> BTreeMap<String, String> {
         list(
             i.damaged
                 .iter()
-                .map(|d| format!("{}+{}", d.file, d.records))
+                .map(|d| {
+                    let records = d.records.map_or("-".to_string(), |r| r.to_string());
+                    format!("{}+{records}", d.file)
+                })
                 .collect(),
         ),
     );

@@ -62,8 +62,8 @@ fn a_missing_or_foreign_part_or_an_unfinished_session_exits_3_naming_it() {
         for line in [
             format!(
                 "gpuprof: warning: {d}: parts/00000009 is damaged (not a part of this session \
-                 (its index does not list it: a copy, or another session's); skipped); its 0 \
-                 records are left out of the {word}"
+                 (its index does not list it: a copy, or another session's); skipped); its \
+                 records (how many: unknown) are left out of the {word}"
             ),
             format!(
                 "gpuprof: warning: {d}: parts/00000002 is damaged (missing: the session's index \
@@ -84,7 +84,7 @@ fn a_missing_or_foreign_part_or_an_unfinished_session_exits_3_naming_it() {
     let line = format!(
         "gpuprof: warning: {}: index.json is damaged (the session was not finished: its \
          collector stopped before the run's end (killed?), and what it held after part 3 is \
-         lost); its 0 records are left out of the report",
+         lost); its records (how many: unknown) are left out of the report",
         dir.display()
     );
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -799,7 +799,7 @@ fn a_damaged_part_file_is_left_out_named_and_exits_3() {
     assert_eq!(
         lines[lines.len() - 1],
         format!(
-            "gpuprof: error: {d}: 1 damaged file (1 records, {bytes} bytes) skipped; the trace covers the rest of the 4 parts"
+            "gpuprof: error: {d}: 1 damaged file (1 record, {bytes} bytes) skipped; the trace covers the rest of the 4 parts"
         )
     );
     let t = read_perfetto_trace(&out);
