@@ -291,8 +291,14 @@ fn check_kineto_dir(dir: &Path) -> Result<()> {
             );
         }
         if !kineto {
+            let what = match e.file_type() {
+                Ok(t) if t.is_symlink() => "a symbolic link, not a trace file".to_string(),
+                Ok(t) if !t.is_file() => "not a regular file".to_string(),
+                _ if name.ends_with(".pt.trace.json") => "not a regular file".to_string(),
+                _ => "not a Kineto trace file (*.pt.trace.json)".to_string(),
+            };
             bail!(
-                "{} holds {name:?}, which is not a Kineto trace file (*.pt.trace.json): HTA reads every JSON file of the directory it is given, so gpuprof writes the trace only into a new or empty directory, or over an earlier Kineto trace (name one with -o)",
+                "{} holds {name:?}, {what}: HTA reads every JSON file of the directory it is given, so gpuprof writes the trace only into a new or empty directory, or over an earlier Kineto trace it wrote (name one with -o)",
                 dir.display()
             );
         }

@@ -595,8 +595,7 @@ fn nothing_to_trace_and_directories_not_ours_are_errors() {
     let o = kineto_to(&session, &out, &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        text(&o.stderr)
-            .contains("holds \"notes.json\", which is not a Kineto trace file (*.pt.trace.json)"),
+        text(&o.stderr).contains("holds \"notes.json\", not a Kineto trace file (*.pt.trace.json)"),
         "{}",
         text(&o.stderr)
     );
@@ -618,6 +617,22 @@ fn nothing_to_trace_and_directories_not_ours_are_errors() {
     );
     assert_eq!(std::fs::read(&theirs).unwrap(), pytorch);
     std::fs::remove_file(&theirs).unwrap();
+    // A link named as a trace file is named as a link, and left alone.
+    let link = own.join("planted.pt.trace.json");
+    std::os::unix::fs::symlink(&theirs, &link).unwrap();
+    let o = kineto_to(&session, &own, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr)
+            .contains("holds \"planted.pt.trace.json\", a symbolic link, not a trace file:"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    std::fs::remove_file(&link).unwrap();
     let o = kineto_to(&session, &own, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let first = files_in(&own);
