@@ -40,6 +40,16 @@ def zero_time_kernels(r) -> str:
     return f"{len(zero)} of {len(rows)} kernel rows"
 
 
+def marker_count(out: Path, step: str) -> str:
+    """Whether every NVTX call gpuprof counted as making a marker record made one
+    (the collector notes any difference for a stream that finished)."""
+    try:
+        text = (out / step / "record.out").read_text()
+    except OSError:
+        return "no record output"
+    return "a call made no marker" if "NVTX calls counted" in text else "every call made its marker"
+
+
 # (fact, step, what of the report settles it)
 FACTS = [
     ("graph-hand-over", "default-graph", plan_modes),
@@ -67,6 +77,9 @@ def main() -> None:
         r = report(out, step)
         value = "no session" if r is None else settle(r)
         print(f"fact {fact}: {value} (step {step})")
+    for step in ("default-eager", "torch-graph", "torch-eager"):
+        if (out / step).is_dir():
+            print(f"fact nvtx-marker-count: {marker_count(out, step)} (step {step})")
 
 
 if __name__ == "__main__":

@@ -166,6 +166,10 @@ unsafe fn decode_buffer(t: &tracer::Tracer, buffer: *mut u8, valid: usize) {
             cupti_sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_KERNEL
                 | cupti_sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
         );
+        if kind == cupti_sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MARKER {
+            // Counted as made at the NVTX call, in or out of the capture window.
+            crate::tally::marker_completed();
+        }
         // SAFETY: CUPTI returned a complete record of the loaded release.
         match unsafe { t.layouts.decode(rec as *const u8, &mut intern) } {
             // Outside the capture window: not recorded, not counted (its launch was

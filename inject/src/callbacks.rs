@@ -28,7 +28,7 @@ use crate::log::warn;
 use crate::state::{self, State};
 use cupti::callback;
 
-use crate::{capture_window, counters, device, gemm, nvtx_ranges, tally, tracer};
+use crate::{capture_window, counters, device, gemm, nvtx_markers, nvtx_ranges, tally, tracer};
 
 /// The driver-API calls that launch GPU work whose kernels we attribute.
 pub const LAUNCH_CBIDS: &[u32] = &[
@@ -106,6 +106,7 @@ pub unsafe extern "C" fn on_callback(
         CUPTI_CB_DOMAIN_NVTX => {
             // SAFETY: for the NVTX domain CUPTI passes a CUpti_NvtxData.
             let d = unsafe { &*(data as *const CUpti_NvtxData) };
+            nvtx_markers::on_nvtx(cbid, d);
             nvtx_ranges::on_nvtx(cbid, d);
         }
         _ => {}

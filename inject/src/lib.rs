@@ -24,6 +24,7 @@ mod gemm;
 mod guard;
 mod handoff;
 mod log;
+mod nvtx_markers;
 mod nvtx_ranges;
 mod options;
 mod preload;

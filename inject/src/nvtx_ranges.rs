@@ -202,7 +202,7 @@ fn matches_attributes(a: *const nvtxEventAttributes_t) -> u8 {
 ///
 /// # Safety
 /// `d.functionParams` is the `T` CUPTI passes for this callback id.
-unsafe fn params<T>(d: &CUpti_NvtxData) -> Option<&T> {
+pub(crate) unsafe fn params<T>(d: &CUpti_NvtxData) -> Option<&T> {
     let p = d.functionParams as *const T;
     // SAFETY: the caller's contract; valid during the callback.
     (!p.is_null()).then(|| unsafe { &*p })
@@ -212,7 +212,7 @@ unsafe fn params<T>(d: &CUpti_NvtxData) -> Option<&T> {
 ///
 /// # Safety
 /// It points at the function's return value, of type `T`.
-unsafe fn returned<T: Copy>(d: &CUpti_NvtxData) -> Option<T> {
+pub(crate) unsafe fn returned<T: Copy>(d: &CUpti_NvtxData) -> Option<T> {
     let p = d.functionReturnValue as *const T;
     // SAFETY: the caller's contract; valid during the callback.
     (!p.is_null()).then(|| unsafe { *p })

@@ -59,6 +59,8 @@ pub fn settle() {
         (&EARLY.launches, &t.launches),
         (&EARLY.kernels, &t.kernels),
         (&EARLY.produced, &t.produced),
+        (&EARLY.markers, &t.markers),
+        (&EARLY.markers_done, &t.markers_done),
     ] {
         let n = early.swap(0, Ordering::Relaxed);
         if n > 0 {
@@ -90,6 +92,20 @@ pub fn produced_total() -> u64 {
 pub fn kernel_completed() {
     with(|t| {
         t.kernels.fetch_add(1, Ordering::Relaxed);
+    });
+}
+
+/// An NVTX call made one marker record (`nvtx_markers`).
+pub fn marker_made() {
+    with(|t| {
+        t.markers.fetch_add(1, Ordering::Relaxed);
+    });
+}
+
+/// A marker record left CUPTI (whatever happens to it next).
+pub fn marker_completed() {
+    with(|t| {
+        t.markers_done.fetch_add(1, Ordering::Relaxed);
     });
 }
 

@@ -151,11 +151,16 @@ fn enable(t: &Tracer) -> Result<(), String> {
         .map_err(|e| format!("cannot register CUPTI activity buffers: {e}"))?;
     let mut refused = Vec::new();
     for (i, (kind, name)) in KINDS.iter().enumerate() {
-        if let Err(e) = cupti::activity::activity_enable(c, s, *kind) {
-            if i == 0 {
+        match cupti::activity::activity_enable(c, s, *kind) {
+            Err(e) if i == 0 => {
                 return Err(format!("CUPTI refused kernel activity records: {e}"));
             }
-            refused.push(format!("{name} ({e})"));
+            Err(e) => refused.push(format!("{name} ({e})")),
+            // Markers are counted at their NVTX call only when they are recorded.
+            Ok(()) if *kind == K::CUPTI_ACTIVITY_KIND_MARKER => {
+                crate::nvtx_markers::enable(c, s);
+            }
+            Ok(()) => {}
         }
     }
     if !refused.is_empty() {

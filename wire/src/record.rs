@@ -361,10 +361,10 @@ pub enum DropSource {
     Channel,
     /// The shared-memory ring was full.
     Ring,
-    /// Kernels launched whose records never left CUPTI: still in its buffers when
-    /// the process was killed, called `abort()` or `_exit()`, or ran out of
-    /// `GPUPROF_EXIT_TIMEOUT_MS`. Counted by the collector from the ring header's
-    /// tally (`wire::ring::Tally`).
+    /// Kernels launched and NVTX markers made whose records never left CUPTI: still
+    /// in its buffers when the process was killed, called `abort()` or `_exit()`, or
+    /// ran out of `GPUPROF_EXIT_TIMEOUT_MS`. Counted by the collector from the ring
+    /// header's tally (`wire::ring::Tally`).
     Undelivered,
     /// Records made in the process but not yet written to the ring when it ended
     /// that way. Counted by the collector from the ring header's tally.

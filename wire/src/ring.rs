@@ -74,6 +74,8 @@ const OFF_DROPPED_RECORDS: usize = 32;
 const OFF_DROPPED_FRAMES: usize = 40;
 const OFF_TALLY: usize = 48;
 const OFF_WRITE_POS: usize = 128;
+// The tally fits between its offset and the write position.
+const _: () = assert!(OFF_TALLY + std::mem::size_of::<Tally>() <= OFF_WRITE_POS);
 const OFF_READ_POS: usize = 256;
 
 /// What went wrong with a ring.
@@ -144,6 +146,12 @@ pub struct Tally {
     pub kernels: AtomicU64,
     /// Records produced (the stream's `End.records` when it ends).
     pub produced: AtomicU64,
+    /// NVTX calls that each make one marker record (a mark, a push, a pop that popped
+    /// a range, a range start, the end of a range started in this process).
+    pub markers: AtomicU64,
+    /// Marker records that left CUPTI. The two marker counts sit in header bytes that
+    /// producers before them left zero: their rings read as no marker made, none lost.
+    pub markers_done: AtomicU64,
 }
 
 impl Tally {
@@ -152,6 +160,8 @@ impl Tally {
             launches: AtomicU64::new(0),
             kernels: AtomicU64::new(0),
             produced: AtomicU64::new(0),
+            markers: AtomicU64::new(0),
+            markers_done: AtomicU64::new(0),
         }
     }
 }
@@ -169,6 +179,8 @@ pub struct HeaderInfo {
     pub launches: u64,
     pub kernels: u64,
     pub produced: u64,
+    pub markers: u64,
+    pub markers_done: u64,
     pub write_pos: u64,
     pub read_pos: u64,
 }
@@ -194,8 +206,8 @@ impl Shared {
     }
 
     fn tally(&self) -> &Tally {
-        // SAFETY: `Tally` is three 8-aligned AtomicU64 at an 8-aligned header offset,
-        // OFF_TALLY + 24 <= OFF_WRITE_POS; accessed only through atomics.
+        // SAFETY: `Tally` is five 8-aligned AtomicU64 at an 8-aligned header offset,
+        // OFF_TALLY + 40 <= OFF_WRITE_POS; accessed only through atomics.
         unsafe { &*(self.map.as_ptr().add(OFF_TALLY) as *const Tally) }
     }
 
@@ -593,6 +605,8 @@ impl RingReader {
             launches: s.tally().launches.load(Ordering::Relaxed),
             kernels: s.tally().kernels.load(Ordering::Relaxed),
             produced: s.tally().produced.load(Ordering::Relaxed),
+            markers: s.tally().markers.load(Ordering::Relaxed),
+            markers_done: s.tally().markers_done.load(Ordering::Relaxed),
             write_pos: s.u64_at(OFF_WRITE_POS).load(Ordering::Acquire),
             read_pos: self.read_pos,
         }

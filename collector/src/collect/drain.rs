@@ -555,11 +555,13 @@ impl Drainer {
         } else {
             self.unreported_drops(&ring)
         };
-        let (undelivered, unwritten) = if ring.reader.is_lost() || ring.forged {
-            (0, 0)
-        } else {
-            self.undelivered(&ring, missing)
-        };
+        let (kernels_in_cupti, markers_in_cupti, unwritten) =
+            if ring.reader.is_lost() || ring.forged {
+                (0, 0, 0)
+            } else {
+                self.undelivered(&ring, missing, finished == Some(true))
+            };
+        let undelivered = kernels_in_cupti.saturating_add(markers_in_cupti);
         let mut accounting = Vec::new();
         for (source, records) in [
             (DropSource::Ring, missing),
@@ -572,8 +574,13 @@ impl Drainer {
             }
         }
         if undelivered + unwritten > 0 {
+            let markers = if markers_in_cupti > 0 {
+                format!(" and {markers_in_cupti} NVTX markers")
+            } else {
+                String::new()
+            };
             self.notes.push(format!(
-                "process {} ended before its records were delivered: {undelivered} kernels never left CUPTI, {unwritten} records were not written to the ring",
+                "process {} ended before its records were delivered: {kernels_in_cupti} kernels{markers} never left CUPTI, {unwritten} records were not written to the ring",
                 ring.pid
             ));
         }
@@ -638,9 +645,11 @@ impl Drainer {
 
     /// What the producer made that neither reached the ring nor was counted as
     /// dropped: kernels launched whose records never left CUPTI (less the records
-    /// CUPTI said it dropped), and records produced but not yet written to the ring
-    /// when the process ended. `missing` is the header's unreported drop count.
-    fn undelivered(&mut self, ring: &Ring, missing: u64) -> (u64, u64) {
+    /// CUPTI said it dropped), NVTX markers made whose records never left it (for a
+    /// stream that did not finish: a finished one flushed them all, and a difference
+    /// there is a note), and records produced but not yet written to the ring when the
+    /// process ended. `missing` is the header's unreported drop count.
+    fn undelivered(&mut self, ring: &Ring, missing: u64, finished: bool) -> (u64, u64, u64) {
         let h = ring.reader.header();
         let got = self.received.get(&ring.pid).copied().unwrap_or_default();
         let dropped = self
@@ -656,18 +665,28 @@ impl Drainer {
         let unwritten = h
             .produced
             .saturating_sub(got.records.saturating_add(dropped));
-        if in_cupti > MAX_IN_CUPTI || unwritten > MAX_UNWRITTEN {
+        let markers = h.markers.saturating_sub(h.markers_done);
+        if finished && markers > 0 {
+            self.notes.push(format!(
+                "process {}: {markers} NVTX calls counted as making a marker record made none \
+                 (its stream finished); at an abrupt end its NVTX markers still in CUPTI would \
+                 be over-counted",
+                ring.pid
+            ));
+        }
+        let markers = if finished { 0 } else { markers };
+        if in_cupti.saturating_add(markers) > MAX_IN_CUPTI || unwritten > MAX_UNWRITTEN {
             // More than a process can hold: a damaged or forged header.
             self.incomplete = true;
             self.notes.push(format!(
-                "process {}: its ring's header claims {in_cupti} kernels still in CUPTI and \
-                 {unwritten} records not written to the ring, more than a process can hold \
-                 ({MAX_IN_CUPTI} and {MAX_UNWRITTEN}): not counted",
+                "process {}: its ring's header claims {in_cupti} kernels and {markers} NVTX \
+                 markers still in CUPTI and {unwritten} records not written to the ring, more \
+                 than a process can hold ({MAX_IN_CUPTI} and {MAX_UNWRITTEN}): not counted",
                 ring.pid
             ));
-            return (0, 0);
+            return (0, 0, 0);
         }
-        (in_cupti, unwritten)
+        (in_cupti, markers, unwritten)
     }
 
     /// Losses in `ring`'s header counter that its stream has not reported (so far).

@@ -72,6 +72,8 @@ fn create_open_round_trip() {
             launches: 0,
             kernels: 0,
             produced: 0,
+            markers: 0,
+            markers_done: 0,
             write_pos: 0,
             read_pos: 0,
         }

@@ -10,8 +10,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use gpuprof_tests::{
-    artifact, dead_pid, gpuprof_command, record_on_sim, report_json, shm_dirs_of, unprofiled_lines,
-    unprofiled_pids, Finished, Scratch, SimCommand, TimedChild,
+    artifact, dead_pid, gpuprof_command, record_on_sim, report_json, session_records, shm_dirs_of,
+    unprofiled_lines, unprofiled_pids, Finished, Scratch, SimCommand, TimedChild,
 };
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -93,6 +93,13 @@ fn kernels_of_a_normal_run(scratch: &Scratch) -> u64 {
     assert_eq!(code(&o), Some(0), "{}", o.stderr);
     assert!(o.stdout.starts_with(SUMMARY), "{}", o.stdout);
     let r = report_json(&out);
+    let markers = session_records(&out)
+        .iter()
+        .filter(|(_, r)| matches!(r, wire::Record::Marker(_)))
+        .count() as u64;
+    assert_eq!(markers, NORMAL_MARKERS);
+    // Every NVTX call counted as making a marker made one (else a note says so).
+    assert!(!o.stderr.contains("NVTX calls counted"), "{}", o.stderr);
     for source in [
         "cupti",
         "channel",
@@ -106,10 +113,15 @@ fn kernels_of_a_normal_run(scratch: &Scratch) -> u64 {
     r["kernel_count"].as_u64().expect("kernel_count")
 }
 
+/// NVTX markers of the workload's normal run: push and pop of "prefill" and of each of
+/// its 4 decode steps.
+const NORMAL_MARKERS: u64 = 2 + 2 * 4;
+
 /// A program that ends without running exit handlers (abort(), _exit(), SIGKILL):
-/// the kernels still in CUPTI's buffers are counted as undelivered, exactly, and
-/// records out of CUPTI but not yet in the ring as unwritten: kernels reported +
-/// undelivered = the kernels of a normal run when nothing was in flight. (How many are still
+/// the kernels and NVTX markers still in CUPTI's buffers are counted as undelivered,
+/// exactly, and records out of CUPTI but not yet in the ring as unwritten: kernels and
+/// markers reported + undelivered = those of a normal run when nothing was in flight
+/// (an NVTX marker inside CUPTI at an abort went uncounted before). (How many are still
 /// in CUPTI depends on when its last periodic flush was; collector/collect/drain.rs's
 /// `records_in_flight_when_a_producer_is_killed_are_counted` pins the arithmetic.)
 #[test]
@@ -137,23 +149,50 @@ fn a_program_that_ends_abruptly_loses_no_kernel_silently() {
         assert!(o.stdout.starts_with(SUMMARY), "{how}: {}", o.stdout);
         let r = report_json(&out);
         let kernels = r["kernel_count"].as_u64().unwrap();
+        let markers = session_records(&out)
+            .iter()
+            .filter(|(_, r)| matches!(r, wire::Record::Marker(_)))
+            .count() as u64;
         let undelivered = dropped(&r, "undelivered");
         let unwritten = dropped(&r, "unwritten");
-        // Kernels still in CUPTI are counted exactly; records out of CUPTI but not
-        // yet in the ring may be kernels or not, so with some in flight the count is
-        // bounded from both sides.
+        // Kernels and NVTX markers still in CUPTI are counted exactly; records out of
+        // CUPTI but not yet in the ring may be either or neither, so with some in
+        // flight the count is bounded from both sides.
+        let made = normal + NORMAL_MARKERS;
         if unwritten == 0 {
-            assert_eq!(kernels + undelivered, normal, "{how}: {r}");
+            assert_eq!(kernels + markers + undelivered, made, "{how}: {r}");
         } else {
-            assert!(kernels + undelivered <= normal, "{how}: {r}");
-            assert!(kernels + undelivered + unwritten >= normal, "{how}: {r}");
+            assert!(kernels + markers + undelivered <= made, "{how}: {r}");
+            assert!(
+                kernels + markers + undelivered + unwritten >= made,
+                "{how}: {r}"
+            );
         }
         let pid = r["unfinished"][0].as_u64().expect("an unfinished process");
+        let in_cupti = if unwritten > 0 {
+            String::new()
+        } else {
+            let m = NORMAL_MARKERS - markers;
+            let and_markers = if m > 0 {
+                format!(" and {m} NVTX markers")
+            } else {
+                String::new()
+            };
+            format!("{} kernels{and_markers}", undelivered - m)
+        };
         assert!(
             undelivered + unwritten == 0
                 || o.stderr.contains(&format!(
-                "gpuprof: process {pid} ended before its records were delivered: {undelivered} kernels never left CUPTI, {unwritten} records were not written to the ring\n"
+                "{in_cupti} never left CUPTI, {unwritten} records were not written to the ring\n"
             )),
+            "{how}: {}",
+            o.stderr
+        );
+        assert!(
+            undelivered + unwritten == 0
+                || o.stderr.contains(&format!(
+                    "gpuprof: process {pid} ended before its records were delivered: "
+                )),
             "{how}: {}",
             o.stderr
         );
@@ -437,8 +476,9 @@ fn a_forged_ring_does_not_hold_the_session_open() {
         o.stderr
     );
     let claim = format!(
-        "gpuprof: process {dead}: its ring's header claims 0 kernels still in CUPTI and \
-         1000000000000000000 records not written to the ring, more than a process can hold \
+        "gpuprof: process {dead}: its ring's header claims 0 kernels and 0 NVTX markers still \
+         in CUPTI and 1000000000000000000 records not written to the ring, more than a process \
+         can hold \
          ({} and {}): not counted\n",
         wire::ring::MAX_IN_CUPTI,
         wire::ring::MAX_UNWRITTEN
