@@ -7,9 +7,11 @@
 #     under `gpuprof record`;
 #  3. scale: generated LLM-serving sessions of 10^5, 10^6 and 10^7 kernels (--kernels
 #     for others, e.g. 100000,1000000): bytes per kernel, and `gpuprof report`,
-#     `gpuprof trace` (Perfetto) and the Kineto export on each: wall time,
-#     kernels/s, peak RSS (about 2.5 minutes for 10^7 on a 2-core machine, 1 GB of
-#     disk under $TMPDIR);
+#     `pprof`, `roofline`, `trace` (Perfetto) and the Kineto export on each: wall
+#     time, kernels/s, peak RSS, and the time over DuckDB's for the report's
+#     per-kernel table from the same Parquet files, one thread (its query alone;
+#     DuckDB from the pinned Python environment, target/venv) (about 4 minutes for
+#     10^7 on a 2-core machine, 1 GB of disk under $TMPDIR);
 #  4. recorded: `gpuprof record` of the LLM workload on the simulated stack (about
 #     10^5 kernels): bytes per kernel per table, record's peak RSS, report and trace.
 #   scripts/bench.sh [--launches N] [--runs N] [--kernels N,N,..] [--decode-steps N]
@@ -34,12 +36,14 @@ sim=$rel/bench-sim
 . scripts/sim-stack.sh
 sim_stack "$sim" "$rel"
 cc -O2 -o "$rel/launch_flood" tests/c/launch_flood.c -ldl
+python=$(scripts/python-env.sh | tail -n 1)
 
 "$rel/gpuprof-bench" pipeline
 "$rel/gpuprof-bench" launch --flood "$rel/launch_flood" --sim-dir "$sim" \
     --lib "$rel/libgpuprof.so" --baseline "$rel/libgpuprof_baseline_tool.so" \
     --gpuprof "$rel/gpuprof" ${launch_args[@]+"${launch_args[@]}"}
-"$rel/gpuprof-bench" scale --gpuprof "$rel/gpuprof" ${scale_args[@]+"${scale_args[@]}"}
+"$rel/gpuprof-bench" scale --gpuprof "$rel/gpuprof" --duckdb-python "$python" \
+    ${scale_args[@]+"${scale_args[@]}"}
 "$rel/gpuprof-bench" recorded --gpuprof "$rel/gpuprof" --workload "$rel/cudarc-llm" \
-    --sim-dir "$sim" ${recorded_args[@]+"${recorded_args[@]}"}
+    --sim-dir "$sim" --duckdb-python "$python" ${recorded_args[@]+"${recorded_args[@]}"}
 rm -rf "$sim"

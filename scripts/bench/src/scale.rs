@@ -1,10 +1,13 @@
 //! The data path at scale: what a session costs on disk and what reading it costs.
 //!
 //!   gpuprof-bench scale --gpuprof BIN [--kernels N,N,..] [--counter-every N]
-//!                       [--mem-limit-gb N]
-//!       sessions from the generator (`gpuprof-bench session`), 10^5 and 10^6 kernels
-//!       by default: bytes per kernel, then `gpuprof report DIR --format json` and
-//!       `gpuprof trace DIR` on each;
+//!                       [--mem-limit-gb N] [--duckdb-python PY]
+//!       sessions from the generator (`gpuprof-bench session`), 10^5, 10^6 and 10^7
+//!       kernels by default: bytes per kernel, then `gpuprof report --format json`,
+//!       `pprof`, `roofline`, `trace` (Perfetto) and the Kineto export on each, and
+//!       with PY (a Python with the duckdb module) DuckDB's per-kernel table from the
+//!       same Parquet files on one thread, the baseline each row's last column
+//!       divides by;
 //!   gpuprof-bench recorded --gpuprof BIN --workload BIN --sim-dir DIR
 //!                          [--decode-steps N] [--mem-limit-gb N]
 //!       `gpuprof record` of the LLM workload (`cudarc-llm`) on the simulated stack
@@ -132,79 +135,127 @@ fn mib(kib: u64) -> String {
     }
 }
 
-/// `gpuprof report` and `gpuprof trace` on the session in `dir` of `kernels`
-/// kernels, as two columns of the table: wall, kernels/s, peak RSS each.
-fn read_commands(gpuprof: &Path, dir: &Path, kernels: u64, limit: u64) -> Result<String> {
-    let mut cells = String::new();
-    let trace = dir.join("trace.json");
-    let kineto = dir.join("kineto");
-    let commands: [(&str, Vec<&std::ffi::OsStr>); 3] = [
+/// The per-kernel table of `report` (launches, total, mean, min and max duration by
+/// process and kernel name) as DuckDB computes it from the same Parquet parts, one
+/// thread: the baseline the analysis is measured against.
+const DUCKDB_SQL: &str = "SET threads = 1; \
+    CREATE TABLE per_kernel AS SELECT pid, name, count(*) AS launches, \
+    sum(end_ns - start_ns) AS total_ns, avg(end_ns - start_ns) AS mean_ns, \
+    min(end_ns - start_ns) AS min_ns, max(end_ns - start_ns) AS max_ns \
+    FROM read_parquet('{dir}/parts/*/kernels.parquet') GROUP BY pid, name; \
+    SELECT count(*) FROM per_kernel;";
+
+/// Where the DuckDB script leaves its query's seconds.
+const DUCKDB_SECONDS: &str = "duckdb-seconds";
+
+/// The commands measured on a session in `dir`, each as (name, program, arguments):
+/// gpuprof's `report`, `pprof`, `roofline`, Perfetto `trace` and the Kineto export,
+/// then DuckDB's per-kernel table when `python` (with the duckdb module) is given.
+fn commands(
+    gpuprof: &Path,
+    python: Option<&Path>,
+    dir: &Path,
+) -> Vec<(&'static str, PathBuf, Vec<String>)> {
+    let d = dir.display().to_string();
+    let out = |name: &str| dir.join(name).display().to_string();
+    let g = |args: Vec<String>| (gpuprof.to_path_buf(), args);
+    let s = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+    let mut all = vec![
+        ("report", g(s(&["report", &d, "--format", "json"]))),
+        ("pprof", g(s(&["pprof", &d, "-o", &out("profile.pb.gz")]))),
         (
-            "report",
-            vec![
-                "report".as_ref(),
-                dir.as_os_str(),
-                "--format".as_ref(),
-                "json".as_ref(),
-            ],
+            "roofline",
+            g(s(&["roofline", &d, "-o", &out("roofline.svg")])),
         ),
-        (
-            "trace",
-            vec![
-                "trace".as_ref(),
-                dir.as_os_str(),
-                "-o".as_ref(),
-                trace.as_os_str(),
-            ],
-        ),
+        ("trace", g(s(&["trace", &d, "-o", &out("trace.json")]))),
         (
             "kineto",
-            vec![
-                "trace".as_ref(),
-                dir.as_os_str(),
-                "--format".as_ref(),
-                "kineto".as_ref(),
-                "-o".as_ref(),
-                kineto.as_os_str(),
-            ],
+            g(s(&[
+                "trace",
+                &d,
+                "--format",
+                "kineto",
+                "-o",
+                &out("kineto"),
+            ])),
         ),
     ];
-    for (name, args) in commands {
-        let log = dir.join(format!("{name}.log"));
-        let run = measured(Command::new(gpuprof).args(args), limit, &log)?;
-        let _ = std::fs::remove_file(&trace);
-        let _ = std::fs::remove_dir_all(&kineto);
-        cells += &match run.failed {
-            None => format!(
-                " {:>8.1} {:>10.0} {:>9}",
-                run.wall,
-                kernels as f64 / run.wall,
-                mib(run.max_rss_kib)
-            ),
-            Some(why) => format!(
-                " {:>8.1} {:>10} {:>9}  ({name}: {why})",
-                run.wall,
-                "failed",
-                mib(run.max_rss_kib)
-            ),
-        };
+    if let Some(py) = python {
+        // The query's own time goes to a file: Python's start-up is not DuckDB's.
+        let sql = DUCKDB_SQL.replace("{dir}", &d);
+        let script = format!(
+            "import duckdb, time\nc = duckdb.connect()\nt = time.perf_counter()\n\
+             c.execute({sql:?}).fetchall()\n\
+             open({:?}, 'w').write(str(time.perf_counter() - t))\n",
+            out(DUCKDB_SECONDS)
+        );
+        all.push(("duckdb", (py.to_path_buf(), s(&["-c", &script]))));
     }
-    Ok(cells)
+    all.into_iter().map(|(n, (p, a))| (n, p, a)).collect()
 }
 
-/// The header of [`read_commands`]' columns.
+/// Each of [`commands`] on the session in `dir` of `kernels` kernels: a row each of
+/// wall time (DuckDB's: its query's, without Python's start-up), kernels per second,
+/// peak RSS, and wall time over DuckDB's.
+fn read_commands(
+    gpuprof: &Path,
+    python: Option<&Path>,
+    dir: &Path,
+    kernels: u64,
+    limit: u64,
+) -> Result<Vec<String>> {
+    let mut runs = Vec::new();
+    for (name, program, args) in commands(gpuprof, python, dir) {
+        let log = dir.join(format!("{name}.log"));
+        let mut run = measured(Command::new(program).args(args), limit, &log)?;
+        if name == "duckdb" && run.failed.is_none() {
+            // The query alone; its peak RSS stays the whole process's.
+            let text = std::fs::read_to_string(dir.join(DUCKDB_SECONDS)).unwrap_or_default();
+            match text.trim().parse::<f64>() {
+                Ok(secs) => run.wall = secs,
+                Err(_) => run.failed = Some("no query time written".into()),
+            }
+        }
+        for f in [
+            "profile.pb.gz",
+            "roofline.svg",
+            "roofline.csv",
+            "roofline.json",
+            "trace.json",
+        ] {
+            let _ = std::fs::remove_file(dir.join(f));
+        }
+        let _ = std::fs::remove_dir_all(dir.join("kineto"));
+        runs.push((name, run));
+    }
+    let duckdb = runs
+        .iter()
+        .find(|(n, r)| *n == "duckdb" && r.failed.is_none())
+        .map(|(_, r)| r.wall);
+    Ok(runs
+        .into_iter()
+        .map(|(name, run)| {
+            let vs = duckdb.map_or("-".to_string(), |d| format!("{:.1}x", run.wall / d));
+            let how = run
+                .failed
+                .map_or(String::new(), |why| format!("  (failed: {why})"));
+            format!(
+                "{:>10} {:>8.2} {:>11.0} {:>10} {:>9}{how}",
+                name,
+                run.wall,
+                kernels as f64 / run.wall,
+                mib(run.max_rss_kib),
+                vs
+            )
+        })
+        .collect())
+}
+
+/// The header of [`read_commands`]' rows.
 fn header() -> String {
     format!(
-        " {:>8} {:>10} {:>9} {:>8} {:>10} {:>9} {:>8} {:>10} {:>9}",
-        "report s",
-        "kernels/s",
-        "peak RSS",
-        "trace s",
-        "kernels/s",
-        "peak RSS",
-        "kineto s",
-        "kernels/s",
-        "peak RSS"
+        "{:>10} {:>8} {:>11} {:>10} {:>9}",
+        "command", "wall s", "kernels/s", "peak RSS", "vs DuckDB"
     )
 }
 
@@ -247,8 +298,12 @@ pub fn run(args: &[String]) -> Result<()> {
         session::every_nth(every),
         limit as f64 / (1u64 << 30) as f64
     );
+    let python: Option<PathBuf> = crate::flag(args, "--duckdb-python")?;
+    if python.is_none() {
+        println!("  (no --duckdb-python: DuckDB's baseline is not run)");
+    }
     println!(
-        "  {:>9} {:>7} {:>9}{}",
+        "  {:>9} {:>7} {:>9} {}",
         "kernels",
         "gen s",
         "B/kernel",
@@ -258,13 +313,19 @@ pub fn run(args: &[String]) -> Result<()> {
         let dir = scratch.0.join(n.to_string());
         let g = session::generate(&dir, n, every, 1)?;
         let s = sizes::measure(&dir)?;
-        let cells = read_commands(&gpuprof, &dir, g.kernels, limit)?;
-        println!(
-            "  {:>9} {:>7.1} {:>9.2}{cells}",
-            g.kernels,
-            g.seconds,
-            s.per_kernel()
-        );
+        let rows = read_commands(&gpuprof, python.as_deref(), &dir, g.kernels, limit)?;
+        for (i, row) in rows.iter().enumerate() {
+            if i == 0 {
+                println!(
+                    "  {:>9} {:>7.1} {:>9.2} {row}",
+                    g.kernels,
+                    g.seconds,
+                    s.per_kernel()
+                );
+            } else {
+                println!("  {:>9} {:>7} {:>9} {row}", "", "", "");
+            }
+        }
         std::fs::remove_dir_all(&dir)?;
     }
     Ok(())
@@ -319,8 +380,17 @@ pub fn recorded(args: &[String]) -> Result<()> {
         alone.wall
     );
     sizes::print(&s, false);
-    println!("  {:>9} {:>17}{}", "kernels", "B/kernel", header());
-    let cells = read_commands(&gpuprof, &dir, s.kernels, limit)?;
-    println!("  {:>9} {:>17.2}{cells}", s.kernels, s.per_kernel());
+    println!("  {:>9} {:>9} {}", "kernels", "B/kernel", header());
+    let python: Option<PathBuf> = crate::flag(args, "--duckdb-python")?;
+    for (i, row) in read_commands(&gpuprof, python.as_deref(), &dir, s.kernels, limit)?
+        .iter()
+        .enumerate()
+    {
+        if i == 0 {
+            println!("  {:>9} {:>9.2} {row}", s.kernels, s.per_kernel());
+        } else {
+            println!("  {:>9} {:>9} {row}", "", "");
+        }
+    }
     Ok(())
 }
