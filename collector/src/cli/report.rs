@@ -67,8 +67,9 @@ pub struct ReportArgs {
 /// formulas and the peaks file's format.
 pub fn long_help() -> String {
     format!(
-        "{}\n\n{}",
+        "{}\n\n{}\n\n{}",
         render::PCT_HELP,
+        render::MARKS_HELP,
         crate::analysis::roofline::peaks::PEAKS_FILE_HELP
     )
 }

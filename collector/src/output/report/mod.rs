@@ -76,6 +76,7 @@ pub use counters::{CounterView, PCT_HELP};
 pub use csv::{csv, csv_tables, csv_with};
 pub use json::{json, json_with};
 pub use roofline::si;
+pub use roofline::MARKS_HELP;
 pub use table::{capture_line, table, table_view, table_with};
 
 /// The formats of `gpuprof report`.

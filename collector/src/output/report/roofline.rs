@@ -81,6 +81,18 @@ fn point_cells(p: &Point, bytes: Option<BytesSource>) -> Vec<String> {
     ]
 }
 
+/// What the roofline's and the fitted table's marks mean (`report --help`).
+pub const MARKS_HELP: &str = "\
+Marks on DRAM bytes, AI and MBU (the roofline) and on fitted values:
+  ~       fitted to PM sampling windows (GPUPROF_COUNTERS=sampling, or CUDA graph
+          launches after the hand-over), not measured per kernel
+  ≥ ≤     the windows determined a class's DRAM reads and not its writes: bytes and
+          MBU count the reads alone (a lower bound), AI is an upper bound
+  ± x     in \"Counter samples fitted by kernel class\": 2 standard errors of the fit
+          (a floor on the error: caches and write-backs are not independent noise);
+          a class whose 2 standard errors exceed half its value is not given (\"not
+          determined\", with why)";
+
 /// What ends a figure made from bytes fitted to PM sampling windows.
 const SAMPLED_MARK: &str = "~";
 

@@ -193,3 +193,25 @@ fn ranks_are_reported_together_and_kept_apart() {
     assert!(header.ends_with(",session"), "{header}");
     assert!(csv.lines().nth(8).unwrap().ends_with(",2"), "{csv}");
 }
+
+/// `report --help` says what every mark on a roofline or fitted value means (`~`,
+/// `≥ ≤`, `±`), and fits a 100-column terminal.
+#[test]
+fn report_help_explains_every_mark_and_fits_the_terminal() {
+    let o = gpuprof_command()
+        .args(["report", "--help"])
+        .output()
+        .expect("gpuprof runs");
+    assert_eq!(o.status.code(), Some(0));
+    let help = String::from_utf8(o.stdout).expect("UTF-8");
+    for line in [
+        "Marks on DRAM bytes, AI and MBU (the roofline) and on fitted values:",
+        "  ~       fitted to PM sampling windows",
+        "  ≥ ≤     the windows determined a class's DRAM reads and not its writes",
+        "  ± x     in \"Counter samples fitted by kernel class\": 2 standard errors",
+    ] {
+        assert!(help.lines().any(|l| l.starts_with(line)), "{line}\n{help}");
+    }
+    let widest = help.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(widest <= 100, "{widest} columns:\n{help}");
+}
