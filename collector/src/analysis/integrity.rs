@@ -71,6 +71,8 @@ pub struct Integrity {
     /// In part order.
     pub damaged: Vec<DamagedFile>,
     pub unsealed: Vec<Unsealed>,
+    /// Losses the collector saw and could not count (the session index's `lost`).
+    pub lost: Vec<String>,
     /// By kind, then reason.
     pub impossible: Vec<ImpossibleRecords>,
 }
@@ -78,7 +80,7 @@ pub struct Integrity {
 impl Integrity {
     /// Whether the session was read whole (no damaged file, no part left unsealed).
     pub fn file_complete(&self) -> bool {
-        self.damaged.is_empty() && self.unsealed.is_empty()
+        self.damaged.is_empty() && self.unsealed.is_empty() && self.lost.is_empty()
     }
 
     /// Bytes of the damaged files.

@@ -78,7 +78,8 @@ pub fn warn_damage_of(dir: &Path, integrity: &Integrity, what: &str) {
 }
 
 /// After the output was written: says what it leaves out and gives the exit status,
-/// [`EXIT_INCOMPLETE`] when the session is damaged or a part was never sealed.
+/// [`EXIT_INCOMPLETE`] when the session is damaged, a part was never sealed, or the
+/// collector lost records it could not count.
 pub fn finish(read: &Analysed, what: &str) -> ExitCode {
     finish_of(&read.dir, &read.integrity, read.parts, what)
 }
@@ -109,6 +110,12 @@ pub fn finish_of(dir: &Path, i: &Integrity, parts: usize, what: &str) -> ExitCod
             },
             parts,
             if parts == 1 { "" } else { "s" }
+        );
+    }
+    for lost in &i.lost {
+        eprintln!(
+            "gpuprof: error: {}: records lost, uncounted: {lost}; the {what} covers what was saved",
+            dir.display()
         );
     }
     if i.file_complete() {

@@ -482,6 +482,7 @@ fn finish(
     integrity
         .damaged
         .extend(store.damaged.iter().cloned().map(DamagedFile::from));
+    integrity.lost.extend(store.lost.iter().cloned());
     integrity.unsealed = store
         .unsealed
         .iter()

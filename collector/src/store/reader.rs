@@ -53,6 +53,9 @@ pub struct Store {
     /// hold, parts it holds that are not the session's, an index that is damaged or
     /// missing, a session never finished.
     pub damaged: Vec<Damage>,
+    /// Losses the collector saw and could not count, as its index words them
+    /// ([`super::index::Index::lost`]).
+    pub lost: Vec<String>,
 }
 
 /// A file or part skipped because it does not verify or decode.
@@ -158,6 +161,7 @@ impl Store {
             strangers,
             index: None,
             damaged: Vec::new(),
+            lost: Vec::new(),
         };
         store.check_index();
         Ok(store)
@@ -222,10 +226,7 @@ impl Store {
                 });
             }
         }
-        for what in &index.lost {
-            self.damaged
-                .push(whole(format!("lost, uncounted: {what}"), None));
-        }
+        self.lost = index.lost.clone();
         if !index.finished && self.unsealed.is_empty() {
             let last = index.parts.iter().map(|p| p.part).max().unwrap_or(0);
             self.damaged.push(whole(

@@ -1,6 +1,6 @@
 //! The report's statement of what it leaves out ([`Integrity`]): damaged files of the
-//! session (file, bytes, records, why), parts never sealed, and impossible records by
-//! kind. Shown only when there is something to state, so the report of an intact
+//! session (file, bytes, records, why), parts never sealed, losses the collector could
+//! not count (`lost, uncounted: ...`, JSON `lost`), and impossible records by kind. Shown only when there is something to state, so the report of an intact
 //! session is unchanged: table `Session damage` and `Impossible records`, JSON
 //! `session_damage` and `impossible_records`, CSV sections of the same names.
 
@@ -60,6 +60,9 @@ pub(super) fn integrity_table(out: &mut String, i: &Integrity) {
                 plural(u.bytes, "byte", "bytes")
             );
         }
+        for what in &i.lost {
+            let _ = writeln!(out, "  lost, uncounted: {what}");
+        }
     }
     if !i.impossible.is_empty() {
         out.push_str("\nImpossible records (left out)\n");
@@ -88,6 +91,7 @@ pub(super) fn integrity_json(v: &mut Value, i: &Integrity) {
             "damaged_bytes": i.damaged_bytes(),
             "damaged": i.damaged,
             "unsealed": i.unsealed,
+            "lost": i.lost,
         });
     }
     if !i.impossible.is_empty() {

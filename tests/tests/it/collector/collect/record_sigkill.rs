@@ -338,6 +338,7 @@ fn record_killed_mid_run_leaves_sealed_parts_that_read_whole() {
             json!({
                 "damaged_files": 0,
                 "damaged_records": 0,
+                "lost": [],
                 "damaged_files_of_unknown_records": 0,
                 "damaged_bytes": 0,
                 "damaged": [],

@@ -410,6 +410,7 @@ fn an_unsealed_part_is_reported_as_lost_then_exits_3() {
         serde_json::json!({
             "damaged_files": 0,
             "damaged_records": 0,
+            "lost": [],
             "damaged_files_of_unknown_records": 0,
             "damaged_bytes": 0,
             "damaged": [],
@@ -517,6 +518,7 @@ fn a_damaged_part_is_skipped_the_rest_reported_and_the_damage_stated() {
         serde_json::json!({
             "damaged_files": 1,
             "damaged_records": 12,
+            "lost": [],
             "damaged_files_of_unknown_records": 0,
             "damaged_bytes": lost,
             "damaged": [{"file": file, "bytes": lost, "records": 12, "reason": reason}],

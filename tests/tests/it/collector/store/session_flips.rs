@@ -137,6 +137,7 @@ fn expected_json(a: &Aggregate, damage: Vec<DamagedFile>) -> String {
     let integrity = Integrity {
         damaged: damage,
         unsealed: Vec::new(),
+        lost: Vec::new(),
         impossible: a.impossible_records(),
     };
     report::report(
