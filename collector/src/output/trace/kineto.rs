@@ -192,6 +192,11 @@ fn quoted(s: &str) -> String {
 pub trait Files {
     type W: Write;
     fn create(&mut self, name: &str) -> io::Result<Self::W>;
+    /// Ends a file once its last bytes are written and flushed (a compressed one
+    /// writes its trailer here).
+    fn close(&mut self, _w: &mut Self::W) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Files kept in memory (tests, small sessions).
@@ -619,6 +624,7 @@ impl<F: Files> Sink for KinetoWriter<F> {
         for (_, f) in &mut self.open {
             f.out.write_all(b"\n  ]\n}\n")?;
             f.out.flush()?;
+            self.files.close(&mut f.out)?;
         }
         Ok(())
     }

@@ -365,6 +365,43 @@ fn the_demo_workload_reads_in_hta_as_in_the_report() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(files_in(&dir), vec![file.clone()]);
 
+    // Gzipped (--gzip): the same file compressed, which HTA reads the same, and
+    // which replaces the plain one (and is replaced by it) as gpuprof's own.
+    let o = kineto_to(&out, &dir, &["--gzip"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("(1 file, one per process; ranks numbered by gpuprof"),
+        "{}",
+        text(&o.stderr)
+    );
+    let gz = dir.join(format!(
+        "{}.gz",
+        file.file_name().unwrap().to_string_lossy()
+    ));
+    assert_eq!(files_in(&dir), vec![gz.clone()]);
+    let mut plain = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()),
+        &mut plain,
+    )
+    .unwrap();
+    assert!(
+        plain.starts_with(b"{\n  \"schemaVersion\": 1,"),
+        "{}",
+        text(&plain[..200])
+    );
+    assert_eq!(hta(&dir), h);
+    let o = gpuprof(&["trace", out.to_str().unwrap(), "--format", "kineto"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(files_in(&dir), vec![file.clone()]);
+    let o = gpuprof(&["trace", out.to_str().unwrap(), "--gzip"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--gzip is for --format kineto"),
+        "{}",
+        text(&o.stderr)
+    );
+
     // A window keeps what overlaps it, and HTA still reads it.
     let part = scratch.join("window");
     let o = kineto_to(&out, &part, &["--from", "0", "--to", "0.000001"]);
@@ -595,7 +632,9 @@ fn nothing_to_trace_and_directories_not_ours_are_errors() {
     let o = kineto_to(&session, &out, &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        text(&o.stderr).contains("holds \"notes.json\", not a Kineto trace file (*.pt.trace.json)"),
+        text(&o.stderr).contains(
+            "holds \"notes.json\", not a Kineto trace file (*.pt.trace.json or .json.gz)"
+        ),
         "{}",
         text(&o.stderr)
     );
