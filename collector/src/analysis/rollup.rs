@@ -142,13 +142,6 @@ pub struct ClassValues {
     pub bandwidth: Option<f64>,
 }
 
-impl ClassValues {
-    /// Where the class's bytes come from (when it has any).
-    pub fn source_of_bytes(&self) -> BytesSource {
-        self.bytes_source
-    }
-}
-
 /// The DRAM bytes of `t`'s launches: those measured, plus `mean` for each of the
 /// others.
 pub fn with_mean(t: &Tally, mean: f64) -> f64 {
@@ -266,7 +259,7 @@ fn rollup<'a>(name: &str, items: impl Iterator<Item = (&'a ClassValues, &'a Tall
         if let Some(b) = bytes {
             r.bytes += b;
             r.bytes_ns = r.bytes_ns.saturating_add(t.ns);
-            r.bytes_source = BytesSource::and(r.bytes_source, Some(v.source_of_bytes()));
+            r.bytes_source = BytesSource::and(r.bytes_source, Some(v.bytes_source));
             if let Some(w) = v.bandwidth.filter(|w| *w > 0.0) {
                 bytes_at_bw += b / w;
                 r.mbu_ns = r.mbu_ns.saturating_add(t.ns);

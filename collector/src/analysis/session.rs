@@ -113,7 +113,7 @@ fn analyse_into(
                         d
                     }),
             );
-        integrity.lost.extend(store.lost.iter().cloned());
+        integrity.lost.extend(store.lost().iter().cloned());
         integrity
             .unsealed
             .extend(unsealed(store).into_iter().map(|mut u| {

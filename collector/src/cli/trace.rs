@@ -224,11 +224,7 @@ impl Files for DirFiles {
             }
             self.made = true;
         }
-        let name = if self.gzip {
-            format!("{name}.gz")
-        } else {
-            name.to_string()
-        };
+        let name = kineto_file_name(name, self.gzip);
         let path = self.dir.join(&name);
         let (tmp, file) = crate::store::output_file::temp_beside(&path, &name)?;
         self.files.borrow_mut().push((tmp, path));
@@ -302,11 +298,20 @@ fn written_by_gpuprof(path: &Path) -> bool {
     } else {
         file.take(HEADER_BYTES).read_to_end(&mut head)
     };
-    if read.is_err() && head.is_empty() {
+    if read.is_err() {
         return false;
     }
     head.windows(GPUPROF_HEADER_KEY.len())
         .any(|w| w == GPUPROF_HEADER_KEY)
+}
+
+/// The name a process's Kineto file (`name`, `*.pt.trace.json`) is written under.
+fn kineto_file_name(name: &str, gzip: bool) -> String {
+    if gzip {
+        format!("{name}.gz")
+    } else {
+        name.to_string()
+    }
 }
 
 /// Whether `name` is a Kineto trace file's: `*.pt.trace.json`, or gzipped
@@ -490,12 +495,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         let written: Vec<ProcessHeader> = headers
             .into_iter()
             .filter(|h| {
-                let name = h.file_name();
-                let path = output.join(if args.gzip {
-                    format!("{name}.gz")
-                } else {
-                    name
-                });
+                let path = output.join(kineto_file_name(&h.file_name(), args.gzip));
                 temps.borrow().iter().any(|(_, p)| *p == path)
             })
             .collect();
@@ -554,7 +554,7 @@ fn finish(
     integrity
         .damaged
         .extend(store.damaged.iter().cloned().map(DamagedFile::from));
-    integrity.lost.extend(store.lost.iter().cloned());
+    integrity.lost.extend(store.lost().iter().cloned());
     integrity.unsealed = store
         .unsealed
         .iter()

@@ -53,9 +53,6 @@ pub struct Store {
     /// hold, parts it holds that are not the session's, an index that is damaged or
     /// missing, a session never finished.
     pub damaged: Vec<Damage>,
-    /// Losses the collector saw and could not count, as its index words them
-    /// ([`super::index::Index::lost`]).
-    pub lost: Vec<String>,
 }
 
 /// A file or part skipped because it does not verify or decode.
@@ -161,7 +158,6 @@ impl Store {
             strangers,
             index: None,
             damaged: Vec::new(),
-            lost: Vec::new(),
         };
         store.check_index();
         Ok(store)
@@ -172,20 +168,20 @@ impl Store {
     /// list are left out, and a session it does not call finished is said to be so.
     /// A session of a layout before the index has none, and is read as found.
     fn check_index(&mut self) {
-        let whole = |reason: String, records: Option<u64>| Damage {
+        // The session as a whole: how many records it lacks, nothing says.
+        let whole = |reason: String| Damage {
             file: INDEX_FILE.to_string(),
             bytes: 0,
-            records,
+            records: None,
             reason,
         };
         let index = match read_file(&self.dir.join(INDEX_FILE), INDEX_MAX_BYTES) {
             Ok(bytes) => match Index::parse(&bytes) {
                 Ok(index) => index,
                 Err(reason) => {
-                    self.damaged.push(whole(
-                        format!("{reason}; whole parts may be missing unnoticed"),
-                        None,
-                    ));
+                    self.damaged.push(whole(format!(
+                        "{reason}; whole parts may be missing unnoticed"
+                    )));
                     return;
                 }
             },
@@ -193,7 +189,6 @@ impl Store {
             Err(reason) => {
                 self.damaged.push(whole(
                     format!("{reason} (a session of layout {INDEXED_VERSION} and later keeps an index); whole parts may be missing unnoticed"),
-                    None,
                 ));
                 return;
             }
@@ -226,19 +221,21 @@ impl Store {
                 });
             }
         }
-        self.lost = index.lost.clone();
         if !index.finished && self.unsealed.is_empty() {
             let last = index.parts.iter().map(|p| p.part).max().unwrap_or(0);
-            self.damaged.push(whole(
-                format!(
-                    "the session was not finished: its collector stopped before the run's end \
+            self.damaged.push(whole(format!(
+                "the session was not finished: its collector stopped before the run's end \
                      (killed?), and what it held after part {last} is lost"
-                ),
-                None,
-            ));
+            )));
         }
         self.parts = listed;
         self.index = Some(index);
+    }
+
+    /// Losses the collector saw and could not count, as its index words them
+    /// ([`super::index::Index::lost`]); none without an index that verifies.
+    pub fn lost(&self) -> &[String] {
+        self.index.as_ref().map_or(&[], |i| &i.lost)
     }
 
     /// Whether the session's first part is of a layout that keeps an index.

@@ -40,10 +40,9 @@ pub(super) struct ClassBytes {
     /// Per class: the mean of its bytes group, else the sampling windows' fitted
     /// bytes; `None` when neither is known.
     pub(super) mean: Vec<Option<f64>>,
-    /// Per class: whether `mean` is the sampling windows' fit.
-    pub(super) sampled: Vec<bool>,
-    /// Per class: whether that fit is of the reads alone (a lower bound).
-    pub(super) reads_only: Vec<bool>,
+    /// Per class, when `mean` is the sampling windows' fit: whether it is of the
+    /// reads alone (a lower bound).
+    pub(super) fitted: Vec<Option<bool>>,
 }
 
 impl ClassBytes {
@@ -85,21 +84,19 @@ impl ClassBytes {
             .collect();
         ClassBytes {
             mean,
-            sampled: fits.iter().map(Option::is_some).collect(),
-            reads_only: fits.iter().map(|f| f.is_some_and(|(_, r)| r)).collect(),
+            fitted: fits
+                .iter()
+                .map(|f| f.map(|(_, reads_only)| reads_only))
+                .collect(),
         }
     }
 
     /// Where the bytes of class `i` come from; `None` without bytes.
     pub(super) fn source(&self, i: usize) -> Option<BytesSource> {
-        self.mean[i].map(|_| {
-            if self.reads_only[i] {
-                BytesSource::SampledReads
-            } else if self.sampled[i] {
-                BytesSource::Sampled
-            } else {
-                BytesSource::Measured
-            }
+        self.mean[i].map(|_| match self.fitted[i] {
+            Some(true) => BytesSource::SampledReads,
+            Some(false) => BytesSource::Sampled,
+            None => BytesSource::Measured,
         })
     }
 

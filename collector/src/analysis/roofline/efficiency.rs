@@ -693,7 +693,7 @@ fn shape_row(
         .iter()
         .map(|&i| bytes.of_class(i, &classes[i].tally))
         .sum::<Option<f64>>()
-        .filter(|_| bytes_launches > 0 || cs.iter().any(|&i| bytes.sampled[i]));
+        .filter(|_| bytes_launches > 0 || cs.iter().any(|&i| bytes.fitted[i].is_some()));
     let bytes_source = cs
         .iter()
         .fold(None, |s, &i| BytesSource::and(s, bytes.source(i)))

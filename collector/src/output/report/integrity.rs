@@ -1,7 +1,8 @@
 //! The report's statement of what it leaves out ([`Integrity`]): damaged files of the
 //! session (file, bytes, records, why), parts never sealed, losses the collector could
-//! not count (`lost, uncounted: ...`, JSON `lost`), and impossible records by kind. Shown only when there is something to state, so the report of an intact
-//! session is unchanged: table `Session damage` and `Impossible records`, JSON
+//! not count (`lost, uncounted: ...`, JSON `lost`), and impossible records by kind.
+//! Shown only when there is something to state, so the report of an intact session
+//! is unchanged: table `Session damage` and `Impossible records`, JSON
 //! `session_damage` and `impossible_records`, CSV sections of the same names.
 
 use std::fmt::Write;
