@@ -30,6 +30,11 @@ pub const FORMAT: &str = "gpuprof-session-index";
 
 /// An index larger than this is not believed: at 40 bytes a part, a million parts.
 pub const MAX_BYTES: u64 = 64 << 20;
+/// Uncounted losses an index lists one by one; the collector's last entry counts
+/// the rest. An index listing more is not one a collector wrote.
+pub const MAX_LOST: usize = 64;
+/// The longest entry of [`Index::lost`] a collector writes (a message with a path).
+pub const MAX_LOST_BYTES: usize = 8192;
 
 /// One sealed part, as the collector wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +84,13 @@ impl Index {
             .map_err(|e| format!("not a session index: {e}"))?;
         if index.format != FORMAT {
             return Err(format!("format is {:?}, not {FORMAT:?}", index.format));
+        }
+        if index.lost.len() > MAX_LOST || index.lost.iter().any(|l| l.len() > MAX_LOST_BYTES) {
+            return Err(format!(
+                "{} uncounted losses listed, or one over {MAX_LOST_BYTES} bytes: not as a \
+                 collector writes them (at most {MAX_LOST})",
+                index.lost.len()
+            ));
         }
         // As the collector writes them: in increasing order, each once.
         if let Some(w) = index.parts.windows(2).find(|w| w[0].part >= w[1].part) {

@@ -947,3 +947,37 @@ fn a_session_without_its_index_or_never_finished_says_so() {
         damage[0]
     );
 }
+
+/// An index lists its uncounted losses as a collector writes them: at most 64, each
+/// at most 8192 bytes; one listing more, or a longer one, is not believed (a forged
+/// index could otherwise fill a report with lines). The writer keeps to it: the 65th
+/// loss and beyond are counted in the last entry, a long message is cut.
+#[test]
+fn an_index_lists_at_most_64_uncounted_losses_of_bounded_length() {
+    use super::index::{Index, MAX_LOST, MAX_LOST_BYTES};
+    let with = |lost: Vec<String>| Index {
+        lost,
+        ..Index::default()
+    };
+    let ok = with(vec!["process 1: lost".to_string(); MAX_LOST]);
+    assert_eq!(Index::parse(&ok.to_bytes()), Ok(ok.clone()));
+    let many = with(vec!["process 1: lost".to_string(); MAX_LOST + 1]);
+    let e = Index::parse(&many.to_bytes()).unwrap_err();
+    assert!(e.starts_with("65 uncounted losses listed"), "{e}");
+    let long = with(vec!["x".repeat(MAX_LOST_BYTES + 1)]);
+    assert!(Index::parse(&long.to_bytes()).is_err());
+
+    let t = Tmp::new("lost");
+    let mut w = StoreWriter::create(&t.0, PartLimits::default()).unwrap();
+    w.note_loss("é".repeat(MAX_LOST_BYTES));
+    for n in 0..MAX_LOST + 9 {
+        w.note_loss(format!("loss {n}"));
+    }
+    w.finish().unwrap();
+    let store = Store::open(&t.0).unwrap();
+    let lost = store.lost();
+    assert_eq!(lost.len(), MAX_LOST);
+    assert!(lost[0].len() <= MAX_LOST_BYTES && lost[0].ends_with("..."));
+    assert_eq!(lost[1], "loss 0");
+    assert_eq!(lost[MAX_LOST - 1], "11 more losses like those above");
+}

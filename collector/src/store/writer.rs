@@ -32,10 +32,8 @@ use wire::Record;
 
 use super::columns::{Kind, RowWriter};
 use super::device_samples::write_sample;
-use super::index::{Index, IndexedPart};
+use super::index::{Index, IndexedPart, MAX_LOST, MAX_LOST_BYTES};
 
-/// Uncounted losses an index lists one by one; the last entry counts the rest.
-pub const MAX_LOST: usize = 64;
 use super::layout::{part_dir_name, INDEX_FILE, PARTS_DIR, RESERVE_FILE, UNSEALED_PREFIX};
 use super::manifest::{FileEntry, Manifest, FORMAT, VERSION};
 use super::tables::{table_of, write_row, TableId, TABLES, TABLE_IDS};
@@ -269,6 +267,15 @@ impl StoreWriter {
     pub fn note_loss(&mut self, what: String) {
         let lost = &mut self.index.lost;
         if lost.len() < MAX_LOST {
+            let mut what = what;
+            if what.len() > MAX_LOST_BYTES {
+                let mut end = MAX_LOST_BYTES - 3;
+                while !what.is_char_boundary(end) {
+                    end -= 1;
+                }
+                what.truncate(end);
+                what.push_str("...");
+            }
             lost.push(what);
         } else {
             self.losses_beyond = self.losses_beyond.saturating_add(1);
