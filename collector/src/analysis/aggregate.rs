@@ -357,7 +357,7 @@ impl Aggregator {
 
     /// Folds in one part's records.
     pub fn add_part(&mut self, records: Vec<(u32, Record)>) {
-        self.add_records(records);
+        self.add_records(records.into_iter());
         self.end_part();
     }
 
@@ -394,7 +394,7 @@ impl Aggregator {
     }
 
     /// Folds in some of the current part's records (a part may come table by table).
-    pub fn add_records(&mut self, records: Vec<(u32, Record)>) {
+    pub fn add_records(&mut self, records: impl ExactSizeIterator<Item = (u32, Record)>) {
         self.rows += records.len() as u64;
         for (pid, record) in records {
             let pid = self.key(pid);

@@ -25,6 +25,8 @@ use std::collections::VecDeque;
 
 use ahash::{AHashMap, AHashSet};
 
+use super::correlation_map::{CorrelationMap, CorrelationSet};
+
 use wire::{Gemm, Kernel, KernelCounters};
 
 /// Parts a kernel waits for its records after the part it came in.
@@ -143,17 +145,17 @@ pub struct Joiner {
     /// Records read so far, and by the end of each part (a few bytes per part).
     rows: u64,
     part_ends: Vec<u64>,
-    launches: AHashMap<(u32, u32), (usize, LaunchInfo)>,
-    gemms: AHashMap<(u32, u32), HeldGemm>,
+    launches: CorrelationMap<(usize, LaunchInfo)>,
+    gemms: CorrelationMap<HeldGemm>,
     graphs: Graphs,
     /// Correlation ids of launches made under stream capture.
-    captured: AHashSet<(u32, u32)>,
+    captured: CorrelationSet,
     /// Kernels not yet finalized, in arrival order, with their part.
     kernels: VecDeque<Waiting>,
     /// Graph kernels per (pid, correlation id) in the window: each one's place in
     /// the launch's order, how many were finalized, the last part one came in.
-    kernel_ids: AHashMap<(u32, u32), GraphLaunch>,
-    counters: AHashMap<(u32, u32), (usize, Vec<KernelCounters>)>,
+    kernel_ids: CorrelationMap<GraphLaunch>,
+    counters: CorrelationMap<(usize, Vec<KernelCounters>)>,
     /// `Gemm` records that met no kernel.
     pub gemm_unjoined: u64,
     /// Graph kernels whose node chain has a cycle.
@@ -178,13 +180,13 @@ impl Joiner {
             part: 0,
             rows: 0,
             part_ends: Vec::new(),
-            launches: AHashMap::new(),
-            gemms: AHashMap::new(),
+            launches: CorrelationMap::default(),
+            gemms: CorrelationMap::default(),
             graphs: Graphs::default(),
-            captured: AHashSet::new(),
+            captured: CorrelationSet::default(),
             kernels: VecDeque::new(),
-            kernel_ids: AHashMap::new(),
-            counters: AHashMap::new(),
+            kernel_ids: CorrelationMap::default(),
+            counters: CorrelationMap::default(),
             gemm_unjoined: 0,
             gemm_cycles: 0,
             counters_unattributed: 0,
@@ -366,7 +368,7 @@ impl Joiner {
     /// never met a kernel; gives back memory a burst left behind.
     fn expire(&mut self, all: bool) {
         self.expire_records(all);
-        fn shrink<K: std::hash::Hash + Eq, V>(m: &mut AHashMap<K, V>) {
+        fn shrink<V>(m: &mut CorrelationMap<V>) {
             let len = m.len();
             if m.capacity() > 4 * len.max(4096) {
                 m.shrink_to(2 * len);

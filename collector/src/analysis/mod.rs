@@ -33,6 +33,7 @@
 
 pub mod aggregate;
 pub mod classes;
+pub mod correlation_map;
 pub mod counter_pct;
 pub mod counters;
 pub mod deconvolve;

@@ -12,7 +12,12 @@ use anyhow::Result;
 
 use crate::analysis::aggregate::{Aggregate, Aggregator};
 use crate::analysis::integrity::{DamagedFile, Integrity, Unsealed};
-use crate::store::Store;
+use std::sync::mpsc::{Receiver, SyncSender};
+
+use wire::Record;
+
+use crate::store::device_samples::DeviceSample;
+use crate::store::{Part, Store};
 
 /// A session analysed part by part, and what could not be read.
 #[derive(Debug)]
@@ -57,6 +62,22 @@ pub fn analyse_stacks(
     analyse_into(Aggregator::with_stacks(), sessions, progress)
 }
 
+/// Chunks of records read ahead of the one being folded in (each at most a few
+/// thousand records: [`Store::read_part_tables`]).
+const IN_FLIGHT: usize = 16;
+
+/// What the reading thread hands to the folding one, in session order.
+enum Read {
+    /// The next session's records follow (index into the sessions read).
+    Session(usize),
+    Records(Vec<(u32, Record)>),
+    /// The end of a part: what of it could not be read, and its NVML readings.
+    EndPart {
+        part: Part,
+        samples: Result<Vec<DeviceSample>, String>,
+    },
+}
+
 fn analyse_into(
     mut aggregator: Aggregator,
     sessions: &[PathBuf],
@@ -70,54 +91,60 @@ fn analyse_into(
     let mut integrity = Integrity::default();
     let all: usize = stores.iter().map(|s| s.parts.len()).sum();
     let mut done = 0;
-    for store in &stores {
-        aggregator.next_session(store.dir.display().to_string());
-        let name = |file: String| {
-            if several {
-                store.dir.join(file).display().to_string()
-            } else {
-                file
+    // One thread reads and decodes the parts, in order, while this one folds them in:
+    // the two take about the same time, and a few chunks are all that is in flight.
+    let (to_fold, read) = std::sync::mpsc::sync_channel::<Read>(IN_FLIGHT);
+    let (give_back, reuse) = std::sync::mpsc::channel::<Vec<(u32, Record)>>();
+    std::thread::scope(|scope| -> Result<()> {
+        let stores = &stores;
+        // The sender moves to the reader: the channel closes when it is done.
+        let reader = scope.spawn(move || read_parts(stores, &to_fold, &reuse));
+        let mut store = 0;
+        for message in read {
+            match message {
+                Read::Session(i) => {
+                    store = i;
+                    aggregator.next_session(stores[i].dir.display().to_string());
+                }
+                Read::Records(mut chunk) => {
+                    aggregator.add_records(chunk.drain(..));
+                    // The reader may be done: then the chunk is dropped here.
+                    let _ = give_back.send(chunk);
+                }
+                Read::EndPart { part, samples } => {
+                    // A damaged device_samples file is in `part.damaged` already.
+                    if let Ok(samples) = samples {
+                        aggregator.add_device_samples(&samples);
+                    }
+                    let store = &stores[store];
+                    integrity.damaged.extend(
+                        part.damaged
+                            .into_iter()
+                            .map(|d| named(DamagedFile::from(d), store, several)),
+                    );
+                    aggregator.end_part();
+                    done += 1;
+                    progress(done, all);
+                }
             }
-        };
-        for i in 0..store.parts.len() {
-            let part = store.read_part_tables(i, |table| aggregator.add_records(table))?;
-            // A damaged device_samples file is in `part.damaged` already.
-            if let Ok(samples) = store.read_device_samples(i) {
-                aggregator.add_device_samples(&samples);
-            }
-            integrity
-                .damaged
-                .extend(
-                    part.damaged
-                        .into_iter()
-                        .map(DamagedFile::from)
-                        .map(|mut d| {
-                            d.file = name(d.file);
-                            d
-                        }),
-                );
-            aggregator.end_part();
-            done += 1;
-            progress(done, all);
         }
-        integrity
-            .damaged
-            .extend(
-                store
-                    .damaged
-                    .iter()
-                    .cloned()
-                    .map(DamagedFile::from)
-                    .map(|mut d| {
-                        d.file = name(d.file);
-                        d
-                    }),
-            );
+        reader.join().expect("the part reader does not panic")
+    })?;
+    for store in &stores {
+        integrity.damaged.extend(
+            store
+                .damaged
+                .iter()
+                .cloned()
+                .map(|d| named(DamagedFile::from(d), store, several)),
+        );
         integrity.lost.extend(store.lost().iter().cloned());
         integrity
             .unsealed
             .extend(unsealed(store).into_iter().map(|mut u| {
-                u.dir = name(u.dir);
+                if several {
+                    u.dir = store.dir.join(u.dir).display().to_string();
+                }
                 u
             }));
     }
@@ -132,6 +159,41 @@ fn analyse_into(
         parts: all,
         integrity,
     })
+}
+
+/// Reads every part of every session in order and hands them over (see [`Read`]),
+/// reusing the chunks given back; stops early when the folding side is gone.
+fn read_parts(
+    stores: &[Store],
+    to_fold: &SyncSender<Read>,
+    reuse: &Receiver<Vec<(u32, Record)>>,
+) -> Result<()> {
+    for (i, store) in stores.iter().enumerate() {
+        if to_fold.send(Read::Session(i)).is_err() {
+            return Ok(());
+        }
+        for p in 0..store.parts.len() {
+            let mut buffer = Vec::new();
+            let part = store.read_part_tables(p, &mut buffer, |chunk| {
+                let mut next = reuse.try_recv().unwrap_or_default();
+                std::mem::swap(&mut next, chunk);
+                let _ = to_fold.send(Read::Records(next));
+            })?;
+            let samples = store.read_device_samples(p);
+            if to_fold.send(Read::EndPart { part, samples }).is_err() {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A damaged file named with its session's directory when several are read.
+fn named(mut d: DamagedFile, store: &Store, several: bool) -> DamagedFile {
+    if several {
+        d.file = store.dir.join(d.file).display().to_string();
+    }
+    d
 }
 
 fn unsealed(store: &Store) -> Vec<Unsealed> {

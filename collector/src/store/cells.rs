@@ -9,6 +9,10 @@ use super::columns::{RowReader, RowWriter};
 
 /// How a record's field fills its columns of a row, in order, and reads back.
 pub trait Cells: Sized {
+    /// Whether [`Cells::read`] can refuse what the columns hold (values no writer
+    /// makes). Declared by every implementation, so that a table whose rows cannot
+    /// fail is known to be such ([`super::tables::rows_may_fail`]).
+    const CAN_FAIL: bool;
     fn write(&self, w: &mut RowWriter);
     fn read(r: &mut RowReader) -> Result<Self, String>;
 }
@@ -16,6 +20,7 @@ pub trait Cells: Sized {
 macro_rules! scalar_cells {
     ($($t:ty => $method:ident),*) => {$(
         impl Cells for $t {
+            const CAN_FAIL: bool = false;
             fn write(&self, w: &mut RowWriter) {
                 w.$method(*self);
             }
@@ -29,6 +34,7 @@ macro_rules! scalar_cells {
 scalar_cells!(u8 => u8, u16 => u16, u32 => u32, u64 => u64, i32 => i32, f64 => f64, bool => bool);
 
 impl Cells for String {
+    const CAN_FAIL: bool = false;
     fn write(&self, w: &mut RowWriter) {
         w.str(self);
     }
@@ -38,6 +44,7 @@ impl Cells for String {
 }
 
 impl Cells for Vec<String> {
+    const CAN_FAIL: bool = false;
     fn write(&self, w: &mut RowWriter) {
         w.strs(self);
     }
@@ -47,6 +54,7 @@ impl Cells for Vec<String> {
 }
 
 impl Cells for Vec<Vec<u32>> {
+    const CAN_FAIL: bool = false;
     fn write(&self, w: &mut RowWriter) {
         w.u32_lists(self);
     }
@@ -57,6 +65,7 @@ impl Cells for Vec<Vec<u32>> {
 
 /// A device UUID.
 impl Cells for [u8; 16] {
+    const CAN_FAIL: bool = false;
     fn write(&self, w: &mut RowWriter) {
         w.uuid(self);
     }
@@ -67,6 +76,7 @@ impl Cells for [u8; 16] {
 
 /// A compute capability: major, minor.
 impl Cells for (u32, u32) {
+    const CAN_FAIL: bool = false;
     fn write(&self, w: &mut RowWriter) {
         w.u32(self.0);
         w.u32(self.1);
@@ -78,6 +88,7 @@ impl Cells for (u32, u32) {
 
 /// A grid or block: x, y, z.
 impl Cells for [i32; 3] {
+    const CAN_FAIL: bool = false;
     fn write(&self, w: &mut RowWriter) {
         for v in self {
             w.i32(*v);
@@ -90,6 +101,7 @@ impl Cells for [i32; 3] {
 
 /// Metric values: two parallel lists, `metric` (string ids) and `value`.
 impl Cells for Vec<MetricValue> {
+    const CAN_FAIL: bool = true;
     fn write(&self, w: &mut RowWriter) {
         w.u32s(self.iter().map(|m| m.name));
         w.f64s(self.iter().map(|m| m.value));
@@ -113,6 +125,7 @@ impl Cells for Vec<MetricValue> {
 
 /// A drop source by its name ([`DropSource::name`]).
 impl Cells for DropSource {
+    const CAN_FAIL: bool = true;
     fn write(&self, w: &mut RowWriter) {
         w.str(self.name());
     }

@@ -290,6 +290,8 @@ enum Col<'a> {
 /// Reads the rows of one batch whose schema has been checked against the table's.
 pub struct RowReader<'a> {
     cols: Vec<Col<'a>>,
+    /// Rows in the batch.
+    len: usize,
     row: usize,
     at: usize,
 }
@@ -371,9 +373,15 @@ impl<'a> RowReader<'a> {
         cols.extend((present..kinds.len()).map(|_| Col::Absent));
         Ok(RowReader {
             cols,
+            len: batch.num_rows(),
             row: 0,
             at: 0,
         })
+    }
+
+    /// Rows in the batch.
+    pub fn rows(&self) -> usize {
+        self.len
     }
 
     /// Moves to row `row`.

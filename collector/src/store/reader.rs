@@ -14,6 +14,7 @@ use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use wire::Record;
 
@@ -27,7 +28,7 @@ use super::layout::{
 use super::manifest::{
     FileEntry, Manifest, FIRST_DIRECTORY_VERSION, INDEXED_VERSION, MAX_BYTES, VERSION,
 };
-use super::tables::{is_record_table, read_row, TableId, TABLE_IDS};
+use super::tables::{is_record_table, read_row, rows_may_fail, TableId, TABLE_IDS};
 use super::writer::MAX_PART_ROWS;
 use crate::store::device_samples::DeviceSample;
 
@@ -35,6 +36,9 @@ use crate::store::device_samples::DeviceSample;
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
 /// Rows per batch when decoding.
 const BATCH_ROWS: usize = 64 << 10;
+/// Records handed over at a time from a table whose rows cannot fail: a few hundred
+/// kilobytes, which stay in the cache between being made and being read.
+const CHUNK_ROWS: usize = 4096;
 
 /// A session directory, listed.
 #[derive(Debug)]
@@ -266,19 +270,25 @@ impl Store {
     /// session version than this gpuprof reads.
     pub fn read_part(&self, index: usize) -> anyhow::Result<Part> {
         let mut records = Vec::new();
-        let mut part = self.read_part_tables(index, |table| records.extend(table))?;
+        let mut part =
+            self.read_part_tables(index, &mut Vec::new(), |table| records.append(table))?;
         part.records = records;
         Ok(part)
     }
 
     /// Reads part `index` table by table, in table order, handing each table's
-    /// records to `each` as soon as its file verifies and decodes, so that only one
-    /// table's records are in memory at a time. The returned part has no records,
-    /// only what could not be read. Errors as [`Store::read_part`].
+    /// records to `each` in `buffer` as soon as its file verifies and decodes, so
+    /// that only one table's records are in memory at a time. `each` takes what it
+    /// keeps out of the buffer; whatever it leaves is cleared before the next table,
+    /// and the buffer's memory is reused (pass the same one for every part: a
+    /// table's records are tens of megabytes, which the allocator would otherwise
+    /// map and fault in afresh each time). The returned part has no records, only
+    /// what could not be read. Errors as [`Store::read_part`].
     pub fn read_part_tables(
         &self,
         index: usize,
-        mut each: impl FnMut(Vec<(u32, Record)>),
+        buffer: &mut Vec<(u32, Record)>,
+        mut each: impl FnMut(&mut Vec<(u32, Record)>),
     ) -> anyhow::Result<Part> {
         let (number, path) = &self.parts[index];
         let rel = |file: &str| {
@@ -342,15 +352,10 @@ impl Store {
                 // `Store::read_device_samples`.
                 continue;
             }
-            match decode(id, bytes, entry.rows) {
-                Ok(records) if records.len() as u64 == entry.rows => each(records),
-                Ok(records) => part.damaged.push(damaged(format!(
-                    "{} rows, the manifest says {}",
-                    records.len(),
-                    entry.rows
-                ))),
-                Err(reason) => part.damaged.push(damaged(reason)),
+            if let Err(reason) = hand_rows(id, bytes, entry.rows, buffer, &mut each) {
+                part.damaged.push(damaged(reason));
             }
+            buffer.clear();
         }
         Ok(part)
     }
@@ -487,19 +492,12 @@ fn read_file(path: &Path, max: u64) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// Decodes a table's Parquet bytes, handing each row to `row`.
-/// The rows of a table file the manifest says holds `expected` rows: refused before
-/// decoding when the manifest or the file's own metadata claims more than a part can
-/// hold ([`MAX_PART_ROWS`]) or the two disagree, so a crafted file is never
-/// allocated whole.
-fn decode_rows<T>(
-    id: TableId,
-    bytes: Vec<u8>,
-    expected: u64,
-    mut row: impl FnMut(&mut RowReader, usize) -> Result<T, String>,
-) -> Result<Vec<T>, String> {
-    let table = id.table();
-    let (names, kinds) = (table.names(), table.kinds());
+/// Decodes a table's Parquet bytes: the batches of a table file the manifest says
+/// holds `expected` rows, refused before decoding when the manifest or the file's
+/// own metadata claims more than a part can hold ([`MAX_PART_ROWS`]) or the two
+/// disagree, so a crafted file is never allocated whole; and refused when it
+/// decodes to fewer rows.
+fn decode_batches(bytes: Vec<u8>, expected: u64) -> Result<Vec<RecordBatch>, String> {
     if expected > MAX_PART_ROWS as u64 {
         return Err(format!(
             "the manifest says {expected} rows, more than a part holds ({MAX_PART_ROWS})"
@@ -517,27 +515,97 @@ fn decode_rows<T>(
         .with_batch_size(BATCH_ROWS)
         .build()
         .map_err(|e| format!("not a readable Parquet file: {e}"))?;
-    let mut out = Vec::with_capacity(expected as usize);
+    let mut batches = Vec::new();
+    let mut rows = 0;
     for batch in reader {
         let batch = batch.map_err(|e| format!("does not decode: {e}"))?;
-        if (out.len() + batch.num_rows()) as u64 > expected {
+        rows += batch.num_rows() as u64;
+        if rows > expected {
             return Err(format!("more rows than the {expected} it says"));
         }
-        let mut rows = RowReader::new(&batch, &names, &kinds, id.required_columns())
-            .map_err(|e| format!("table {}: {e}", table.name))?;
-        for i in 0..batch.num_rows() {
+        batches.push(batch);
+    }
+    if rows != expected {
+        return Err(format!("{rows} rows, the manifest says {expected}"));
+    }
+    Ok(batches)
+}
+
+/// Row readers over `batches`, each checked against table `id`'s columns.
+fn row_readers(id: TableId, batches: &[RecordBatch]) -> Result<Vec<RowReader<'_>>, String> {
+    let table = id.table();
+    let (names, kinds) = (table.names(), table.kinds());
+    batches
+        .iter()
+        .map(|b| {
+            RowReader::new(b, &names, &kinds, id.required_columns())
+                .map_err(|e| format!("table {}: {e}", table.name))
+        })
+        .collect()
+}
+
+/// Every row of a table file decoded into `out`, each made by `row`: all or an error.
+fn decode_rows<T>(
+    id: TableId,
+    bytes: Vec<u8>,
+    expected: u64,
+    out: &mut Vec<T>,
+    mut row: impl FnMut(&mut RowReader, usize) -> Result<T, String>,
+) -> Result<(), String> {
+    let batches = decode_batches(bytes, expected)?;
+    out.reserve(expected as usize);
+    for mut rows in row_readers(id, &batches)? {
+        for i in 0..rows.rows() {
             out.push(row(&mut rows, i).map_err(|e| format!("row {i}: {e}"))?);
         }
     }
-    Ok(out)
+    Ok(())
 }
 
-fn decode(id: TableId, bytes: Vec<u8>, expected: u64) -> Result<Vec<(u32, Record)>, String> {
-    decode_rows(id, bytes, expected, |r, i| read_row(id, r, i))
+/// A record table file's records handed to `each` in `buffer`: in chunks of
+/// [`CHUNK_ROWS`] once the whole file has decoded and its columns checked, when
+/// reading a row cannot fail ([`rows_may_fail`]); otherwise all at once, once every
+/// row has been read. Either way none is handed over from a file that is then found
+/// damaged.
+fn hand_rows(
+    id: TableId,
+    bytes: Vec<u8>,
+    expected: u64,
+    buffer: &mut Vec<(u32, Record)>,
+    each: &mut impl FnMut(&mut Vec<(u32, Record)>),
+) -> Result<(), String> {
+    buffer.clear();
+    if rows_may_fail(id) {
+        decode_rows(id, bytes, expected, buffer, |r, i| read_row(id, r, i))?;
+        each(buffer);
+        return Ok(());
+    }
+    let batches = decode_batches(bytes, expected)?;
+    for mut rows in row_readers(id, &batches)? {
+        let len = rows.rows();
+        for start in (0..len).step_by(CHUNK_ROWS) {
+            buffer.clear();
+            for i in start..len.min(start + CHUNK_ROWS) {
+                // Cannot fail (`rows_may_fail`); were it to, the file would be named
+                // damaged with the chunks before this one already used.
+                buffer.push(read_row(id, &mut rows, i).map_err(|e| format!("row {i}: {e}"))?);
+            }
+            each(buffer);
+        }
+    }
+    Ok(())
 }
 
 fn decode_samples(bytes: Vec<u8>, expected: u64) -> Result<Vec<DeviceSample>, String> {
-    decode_rows(TableId::DeviceSamples, bytes, expected, read_sample)
+    let mut out = Vec::new();
+    decode_rows(
+        TableId::DeviceSamples,
+        bytes,
+        expected,
+        &mut out,
+        read_sample,
+    )?;
+    Ok(out)
 }
 
 /// Bytes of the regular files directly in `dir`.

@@ -22,6 +22,12 @@ pub struct Table {
 
 use Kind::*;
 
+/// [`Cells::CAN_FAIL`] of the field `field` picks out of its record (the type,
+/// which the table declaration does not name, is inferred from it).
+fn can_fail_of<R, T: Cells>(_field: impl Fn(&R) -> &T) -> bool {
+    T::CAN_FAIL
+}
+
 /// The session's tables, declared once. Each record table names the [`Record`]
 /// variant it holds and, field by field of the record's struct in column order, the
 /// columns each field fills (a `pid` column first in each, the producing process's;
@@ -56,6 +62,8 @@ macro_rules! tables {
         $(
             /// The row of a table that holds no records, field by field.
             impl Cells for $other_ty {
+                // Read whole in any case (`decode_samples`).
+                const CAN_FAIL: bool = true;
                 fn write(&self, w: &mut RowWriter) {
                     $(Cells::write(&self.$other_field, w);)*
                 }
@@ -84,6 +92,19 @@ macro_rules! tables {
                 })*
             }
             w.end_row();
+        }
+
+        /// Whether reading a row of table `id` can fail ([`Cells::CAN_FAIL`] of any
+        /// of its fields): such a table is read whole before any of its rows is
+        /// used, so that a file with one bad row is skipped whole.
+        pub fn rows_may_fail(id: TableId) -> bool {
+            match id {
+                $(TableId::$id => {
+                    type R = $($ty)::+;
+                    false $(|| can_fail_of(|r: &R| &r.$field))*
+                })*
+                $(TableId::$other => <$other_ty as Cells>::CAN_FAIL,)*
+            }
         }
 
         /// Reads row `row` of table `id` back as (pid, record). Errors for values no

@@ -981,3 +981,55 @@ fn an_index_lists_at_most_64_uncounted_losses_of_bounded_length() {
     assert_eq!(lost[1], "loss 0");
     assert_eq!(lost[MAX_LOST - 1], "11 more losses like those above");
 }
+
+#[test]
+fn only_the_tables_whose_rows_can_be_refused_are_read_whole() {
+    use super::tables::{rows_may_fail, TableId, TABLE_IDS};
+    let whole: Vec<TableId> = TABLE_IDS
+        .iter()
+        .copied()
+        .filter(|&id| rows_may_fail(id))
+        .collect();
+    // Metric lists of different lengths, an unknown drop source; NVML readings are
+    // read apart, whole.
+    assert_eq!(
+        whole,
+        [
+            TableId::KernelCounters,
+            TableId::CounterSamples,
+            TableId::Dropped,
+            TableId::DeviceSamples
+        ]
+    );
+}
+
+#[test]
+fn a_table_read_in_chunks_gives_every_row_in_order_and_the_chunks_are_reused() {
+    let t = Tmp::new("chunks");
+    let mut w = StoreWriter::create(&t.0, PartLimits::default()).unwrap();
+    let rows = 3 * 4096 + 17;
+    let sent: Vec<Record> = (0..rows as u64)
+        .map(|i| Record::Kernel(kernel(1, i as u32 + 1, 1_000 * i, 1_000 * i + 500)))
+        .collect();
+    for r in &sent {
+        w.push(42, r);
+    }
+    w.seal().unwrap();
+    w.finish().unwrap();
+    let store = Store::open(&t.0).unwrap();
+    let mut buffer = Vec::new();
+    let mut chunks = Vec::new();
+    let mut got = Vec::new();
+    let part = store
+        .read_part_tables(0, &mut buffer, |chunk| {
+            chunks.push(chunk.len());
+            got.extend(chunk.drain(..).map(|(pid, r)| {
+                assert_eq!(pid, 42);
+                r
+            }));
+        })
+        .unwrap();
+    assert!(part.damaged.is_empty(), "{:?}", part.damaged);
+    assert_eq!(chunks, [4096, 4096, 4096, 17]);
+    assert_eq!(got, sent);
+}

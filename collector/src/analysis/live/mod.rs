@@ -106,7 +106,7 @@ impl Live {
             }
         }
         self.aggregator
-            .add_records(records.into_iter().map(|r| (pid, r)).collect());
+            .add_records(records.into_iter().map(|r| (pid, r)));
     }
 
     /// One update at the host's `CLOCK_REALTIME` (the session's clock): see
