@@ -32,6 +32,7 @@ use super::sampled::{consistent, Attribution, Attributor, KernelSpan, Window};
 use super::stacks::Stacks;
 use super::telemetry::{DeviceTelemetry, TelemetryAggregator};
 use crate::store::device_samples::DeviceSample;
+use crate::store::tables::TableId;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProcessSummary {
@@ -325,6 +326,8 @@ pub struct Aggregator {
     /// asked for it, with that bin length.
     binned_since: Option<(u64, AHashMap<BinKey, u64>)>,
     telemetry: TelemetryAggregator,
+    /// Tables not read ([`Aggregator::for_kernel_rows`]).
+    skip: &'static [TableId],
 }
 
 impl Aggregator {
@@ -343,6 +346,28 @@ impl Aggregator {
         let mut a = Aggregator::default();
         a.out.stacks = Some(Stacks::default());
         a
+    }
+
+    /// An aggregator for the kernel rows alone (classes, their counters and fitted
+    /// rates): the `launches` and `markers` tables are not read, so
+    /// [`Aggregate::ranges`] is empty and no kernel has its launch; every other
+    /// table is read and joined as for the report, and the skipped tables' records
+    /// still count towards the join window ([`Aggregator::add_skipped_rows`]), so the
+    /// classes are the report's.
+    pub fn kernel_rows_only(mut self) -> Aggregator {
+        self.skip = &[TableId::Launches, TableId::Markers];
+        self
+    }
+
+    /// The tables this aggregator does not need read.
+    pub fn skipped_tables(&self) -> &'static [TableId] {
+        self.skip
+    }
+
+    /// Counts `rows` records of skipped tables of the current part towards the join
+    /// window, as if they had been read.
+    pub fn add_skipped_rows(&mut self, rows: u64) {
+        self.rows += rows;
     }
 
     /// Records the join window holds now.

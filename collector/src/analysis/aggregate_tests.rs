@@ -130,6 +130,53 @@ fn parts_within_the_window_give_the_numbers_of_the_whole() {
     assert_eq!(g.bytes, Some(measured * 2.0));
 }
 
+/// `parts` read by `a` as the reader does: the tables it skips left out and counted.
+fn read_skipping(mut a: Aggregator, parts: Vec<Vec<(u32, Record)>>) -> Aggregate {
+    for p in parts {
+        let skip = a.skipped_tables();
+        let (skipped, read): (Vec<_>, Vec<_>) = p
+            .into_iter()
+            .partition(|(_, r)| skip.contains(&table_of(r)));
+        a.add_skipped_rows(skipped.len() as u64);
+        a.add_part(read);
+    }
+    a.finish()
+}
+
+#[test]
+fn kernel_rows_read_without_launches_and_ranges_are_the_reports() {
+    let records = serving(300);
+    for size in [37, 100, 2000] {
+        let full = read_skipping(Aggregator::with_window(1, 300), parts(&records, size));
+        let rows = Aggregator::with_window(1, 300).kernel_rows_only();
+        let rows = read_skipping(rows, parts(&records, size));
+        assert!(!full.ranges.names.is_empty());
+        assert!(rows.ranges.names.is_empty());
+        let kernels = |a: &Aggregate| {
+            let e = efficiency_of(a, &Overrides::default());
+            format!("{:#?}\n{:#?}", e.kernels, e.gpus)
+        };
+        assert_eq!(kernels(&rows), kernels(&full), "parts of {size}");
+    }
+}
+
+#[test]
+fn the_records_of_tables_not_read_still_count_towards_the_join_window() {
+    // A kernel, then four launches of other calls (not read for kernel rows), then
+    // the kernel's counters: with a window of 4 records the kernel is finalized
+    // before its counters arrive, read or not.
+    let parts = vec![
+        on(1, vec![k(GEMM, 1, 100, 200)]),
+        on(1, (2..6).map(|c| launch(c, THREAD, 0, 1)).collect()),
+        on(1, vec![counters(1, 0, &[(READ, 1.0)])]),
+    ];
+    let full = read_skipping(Aggregator::with_window(0, 4), parts.clone());
+    let rows = read_skipping(Aggregator::with_window(0, 4).kernel_rows_only(), parts);
+    assert_eq!(full.counters_unattributed, 1);
+    assert_eq!(rows.counters_unattributed, 1);
+    assert_eq!(rows.classes.list[0].with_counters, 0);
+}
+
 #[test]
 fn memory_held_stays_within_the_window_whatever_the_length() {
     let records = serving(5000);

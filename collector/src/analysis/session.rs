@@ -17,6 +17,7 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use wire::Record;
 
 use crate::store::device_samples::DeviceSample;
+use crate::store::tables::TableId;
 use crate::store::{Part, Store};
 
 /// A session analysed part by part, and what could not be read.
@@ -78,6 +79,15 @@ enum Read {
     },
 }
 
+/// [`analyse_sessions`] for what the kernel rows need ([`Aggregator::kernel_rows_only`]:
+/// no launches, no NVTX ranges), for `gpuprof roofline`.
+pub fn analyse_kernel_rows(
+    sessions: &[PathBuf],
+    progress: impl FnMut(usize, usize),
+) -> Result<Analysed> {
+    analyse_into(Aggregator::default().kernel_rows_only(), sessions, progress)
+}
+
 fn analyse_into(
     mut aggregator: Aggregator,
     sessions: &[PathBuf],
@@ -98,7 +108,8 @@ fn analyse_into(
     std::thread::scope(|scope| -> Result<()> {
         let stores = &stores;
         // The sender moves to the reader: the channel closes when it is done.
-        let reader = scope.spawn(move || read_parts(stores, &to_fold, &reuse));
+        let skip = aggregator.skipped_tables();
+        let reader = scope.spawn(move || read_parts(stores, skip, &to_fold, &reuse));
         let mut store = 0;
         for message in read {
             match message {
@@ -122,6 +133,7 @@ fn analyse_into(
                             .into_iter()
                             .map(|d| named(DamagedFile::from(d), store, several)),
                     );
+                    aggregator.add_skipped_rows(part.skipped_rows);
                     aggregator.end_part();
                     done += 1;
                     progress(done, all);
@@ -165,6 +177,7 @@ fn analyse_into(
 /// reusing the chunks given back; stops early when the folding side is gone.
 fn read_parts(
     stores: &[Store],
+    skip: &[TableId],
     to_fold: &SyncSender<Read>,
     reuse: &Receiver<Vec<(u32, Record)>>,
 ) -> Result<()> {
@@ -174,7 +187,7 @@ fn read_parts(
         }
         for p in 0..store.parts.len() {
             let mut buffer = Vec::new();
-            let part = store.read_part_tables(p, &mut buffer, |chunk| {
+            let part = store.read_part_tables(p, skip, &mut buffer, |chunk| {
                 let mut next = reuse.try_recv().unwrap_or_default();
                 std::mem::swap(&mut next, chunk);
                 let _ = to_fold.send(Read::Records(next));

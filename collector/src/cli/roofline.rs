@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::analysis::roofline::efficiency::efficiency_of;
+use crate::analysis::session::analyse_kernel_rows;
 use crate::output::roofline::layout::layout;
 use crate::output::roofline::points::{charts, points, points_csv, points_json};
 use crate::output::roofline::svg::render_svg;
@@ -55,7 +56,10 @@ fn numbered(base: &Path, n: usize) -> PathBuf {
 
 pub fn run(args: &Args) -> Result<ExitCode> {
     let peaks = sessions::load_peaks(args.peaks.as_deref())?;
-    let loaded = sessions::analyse_with_progress(std::slice::from_ref(&args.session))?;
+    // The chart and its points are kernel rows: launches and NVTX ranges are not read.
+    let loaded = sessions::progress_of(std::slice::from_ref(&args.session), |s, p| {
+        analyse_kernel_rows(s, p)
+    })?;
     sessions::warn_damage(&loaded, "roofline");
     let svg = match &args.output {
         Some(o) => o.clone(),

@@ -78,6 +78,8 @@ pub struct Part {
     pub number: u64,
     pub records: Vec<(u32, Record)>,
     pub damaged: Vec<Damage>,
+    /// Records of the tables the reader was asked to skip (verified, not decoded).
+    pub skipped_rows: u64,
 }
 
 fn is_old_session_file(path: &Path) -> Option<String> {
@@ -271,7 +273,7 @@ impl Store {
     pub fn read_part(&self, index: usize) -> anyhow::Result<Part> {
         let mut records = Vec::new();
         let mut part =
-            self.read_part_tables(index, &mut Vec::new(), |table| records.append(table))?;
+            self.read_part_tables(index, &[], &mut Vec::new(), |table| records.append(table))?;
         part.records = records;
         Ok(part)
     }
@@ -283,10 +285,13 @@ impl Store {
     /// and the buffer's memory is reused (pass the same one for every part: a
     /// table's records are tens of megabytes, which the allocator would otherwise
     /// map and fault in afresh each time). The returned part has no records, only
-    /// what could not be read. Errors as [`Store::read_part`].
+    /// what could not be read. The tables in `skip` are verified (so that damage is
+    /// reported as for any other file) but not decoded: their rows are counted in
+    /// [`Part::skipped_rows`]. Errors as [`Store::read_part`].
     pub fn read_part_tables(
         &self,
         index: usize,
+        skip: &[TableId],
         buffer: &mut Vec<(u32, Record)>,
         mut each: impl FnMut(&mut Vec<(u32, Record)>),
     ) -> anyhow::Result<Part> {
@@ -350,6 +355,10 @@ impl Store {
             if !is_record_table(id) {
                 // NVML readings: verified with the rest, read by
                 // `Store::read_device_samples`.
+                continue;
+            }
+            if skip.contains(&id) {
+                part.skipped_rows += entry.rows;
                 continue;
             }
             if let Err(reason) = hand_rows(id, bytes, entry.rows, buffer, &mut each) {

@@ -1021,7 +1021,7 @@ fn a_table_read_in_chunks_gives_every_row_in_order_and_the_chunks_are_reused() {
     let mut chunks = Vec::new();
     let mut got = Vec::new();
     let part = store
-        .read_part_tables(0, &mut buffer, |chunk| {
+        .read_part_tables(0, &[], &mut buffer, |chunk| {
             chunks.push(chunk.len());
             got.extend(chunk.drain(..).map(|(pid, r)| {
                 assert_eq!(pid, 42);
