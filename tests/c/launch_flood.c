@@ -3,11 +3,27 @@
  * stream, timing the launch loop alone, in wall time (CLOCK_MONOTONIC) and in the
  * launching thread's CPU time (CLOCK_THREAD_CPUTIME_ID), then synchronises.
  * usage: launch_flood N
- * prints: launches=N loop_ns=T ns_per_launch=T/N cpu_ns=C cpu_ns_per_launch=C/N */
+ * prints: launches=N loop_ns=T ns_per_launch=T/N cpu_ns=C cpu_ns_per_launch=C/N
+ *         peak_rss_kb=R (the process's peak resident set, VmHWM, after the synchronise) */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+/* VmHWM of /proc/self/status in kB; -1 when it cannot be read. */
+static long peak_rss_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "VmHWM:", 6) == 0)
+            kb = strtol(line + 6, NULL, 10);
+    fclose(f);
+    return kb;
+}
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -73,7 +89,8 @@ int main(int argc, char **argv) {
     CHECK(cuCtxSynchronize());
     long long ns = (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
     long long cpu = (c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec);
-    printf("launches=%ld loop_ns=%lld ns_per_launch=%.1f cpu_ns=%lld cpu_ns_per_launch=%.1f\n", n,
-           ns, (double)ns / (double)n, cpu, (double)cpu / (double)n);
+    printf("launches=%ld loop_ns=%lld ns_per_launch=%.1f cpu_ns=%lld cpu_ns_per_launch=%.1f "
+           "peak_rss_kb=%ld\n",
+           n, ns, (double)ns / (double)n, cpu, (double)cpu / (double)n, peak_rss_kb());
     return 0;
 }

@@ -1,21 +1,27 @@
 //! Added cost per kernel launch on the application's thread: the same launch flood
 //! (tests/c/launch_flood.c, timing its own launch loop in wall time and in the
-//! launching thread's CPU time) on the simulated stack, three ways, in alternating
+//! launching thread's CPU time) on the simulated stack, five ways, in alternating
 //! runs: unprofiled; under the baseline tool (scripts/bench/baseline-tool: CUPTI
-//! with libgpuprof.so's subscriptions and nothing done with them); and under
-//! `gpuprof record` with every hook on (tracing, per-kernel counters, GEMM hooks).
-//! gpuprof's cost is the difference of the medians, gpuprof minus the baseline tool.
+//! with libgpuprof.so's subscriptions and nothing done with them); under the baseline
+//! tool with a range profiler enabled on the context as libgpuprof.so enables one for
+//! per-kernel counters (and never started); under `gpuprof record` with counters off;
+//! and under `gpuprof record` with its defaults (tracing, per-kernel counters, GEMM
+//! hooks). gpuprof's own cost is the difference of the medians against the baseline
+//! that pays what CUPTI charges for the same setup: counters off against the plain
+//! baseline, default counters against the baseline with a range profiler.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-/// One run's figures: ns per launch, wall and the launching thread's CPU.
+/// One run's figures: ns per launch, wall and the launching thread's CPU; the
+/// program's peak resident set, kB.
 #[derive(Debug, Clone, Copy)]
 struct PerLaunch {
     wall: f64,
     cpu: f64,
+    rss_kb: f64,
 }
 
 pub fn run(args: &[String]) -> Result<()> {
@@ -33,39 +39,69 @@ pub fn run(args: &[String]) -> Result<()> {
         std::env::temp_dir().join(format!("gpuprof-bench-launch-{}", std::process::id()));
     let cupti = sim_dir.join("libcupti.so.13");
 
-    let (mut plain, mut base, mut profiled) = (Vec::new(), Vec::new(), Vec::new());
+    let mut runs_of: [Vec<PerLaunch>; 5] = Default::default();
     for i in 0..runs {
-        plain.push(one(Command::new(&flood), &sim_dir, launches)?);
-        let mut cmd = Command::new(&flood);
-        cmd.env("CUDA_INJECTION64_PATH", &baseline)
-            .env("GPUPROF_CUPTI_LIB", &cupti);
-        base.push(one(cmd, &sim_dir, launches)?);
-        let mut cmd = Command::new(&gpuprof);
-        let out = out_root.join(format!("run{i}"));
-        cmd.arg("record").arg("-o").arg(&out).arg("--").arg(&flood);
-        cmd.env("GPUPROF_LIB", &lib)
-            .env("GPUPROF_CUPTI_LIB", &cupti);
-        profiled.push(one(cmd, &sim_dir, launches)?);
+        runs_of[0].push(one(Command::new(&flood), &sim_dir, launches)?);
+        for (with_profiler, into) in [(false, 1), (true, 2)] {
+            let mut cmd = Command::new(&flood);
+            cmd.env("CUDA_INJECTION64_PATH", &baseline)
+                .env("GPUPROF_CUPTI_LIB", &cupti);
+            if with_profiler {
+                cmd.env("GPUPROF_BASELINE_RANGE_PROFILER", "1");
+            }
+            runs_of[into].push(one(cmd, &sim_dir, launches)?);
+        }
+        for (counters, into) in [("off", 3), ("kernel", 4)] {
+            let mut cmd = Command::new(&gpuprof);
+            let out = out_root.join(format!("run{i}-{counters}"));
+            cmd.arg("record").arg("-o").arg(&out).arg("--").arg(&flood);
+            cmd.env("GPUPROF_LIB", &lib)
+                .env("GPUPROF_CUPTI_LIB", &cupti)
+                .env("GPUPROF_COUNTERS", counters);
+            runs_of[into].push(one(cmd, &sim_dir, launches)?);
+        }
     }
     let _ = std::fs::remove_dir_all(&out_root);
-    let (p, b, q) = (median(&plain), median(&base), median(&profiled));
+    let [p, b, br, off, on] = runs_of.each_ref().map(|r| median(r));
     println!(
         "launch: {launches} launches of one tiny kernel, {runs} alternating runs of each, medians, ns per launch"
     );
-    println!("                                        wall     thread CPU");
-    let row = |what: &str, v: PerLaunch| println!("  {what:<36} {:>6.0}   {:>6.0}", v.wall, v.cpu);
+    println!("                                                   wall     thread CPU   program's peak RSS");
+    let row = |what: &str, v: PerLaunch| {
+        println!(
+            "  {what:<47} {:>6.0}   {:>6.0}       {:>6.1} MiB",
+            v.wall,
+            v.cpu,
+            v.rss_kb / 1024.0
+        )
+    };
     row("unprofiled", p);
     row("baseline tool (same subscriptions)", b);
-    row("gpuprof record (all hooks on)", q);
-    println!(
-        "  added by gpuprof over the baseline tool: {:+.0} ns wall, {:+.0} ns thread CPU per launch",
-        q.wall - b.wall,
-        q.cpu - b.cpu
+    row("baseline tool + a range profiler enabled", br);
+    row("gpuprof record, GPUPROF_COUNTERS=off", off);
+    row("gpuprof record (defaults: per-kernel counters)", on);
+    let added = |what: &str, q: PerLaunch, base: PerLaunch| {
+        println!(
+            "  added by gpuprof, {what}: {:+.0} ns wall, {:+.0} ns thread CPU per launch, \
+             {:+.1} MiB of the program's peak RSS",
+            q.wall - base.wall,
+            q.cpu - base.cpu,
+            (q.rss_kb - base.rss_kb) / 1024.0
+        )
+    };
+    added("counters off, over the baseline tool", off, b);
+    added(
+        "default counters, over the baseline with a range profiler",
+        on,
+        br,
     );
     println!(
-        "  (the baseline tool over unprofiled, the simulated CUPTI's own cost: {:+.0} ns wall, {:+.0} ns CPU)",
+        "  (CUPTI's own cost, the simulated one: subscriptions {:+.0} ns wall, {:+.0} ns CPU; \
+         an enabled range profiler {:+.0} ns wall, {:+.0} ns CPU more)",
         b.wall - p.wall,
-        b.cpu - p.cpu
+        b.cpu - p.cpu,
+        br.wall - b.wall,
+        br.cpu - b.cpu
     );
     Ok(())
 }
@@ -79,6 +115,7 @@ fn median(v: &[PerLaunch]) -> PerLaunch {
     PerLaunch {
         wall: mid(|r| r.wall),
         cpu: mid(|r| r.cpu),
+        rss_kb: mid(|r| r.rss_kb),
     }
 }
 
@@ -108,5 +145,6 @@ fn one(mut cmd: Command, sim_dir: &Path, launches: u64) -> Result<PerLaunch> {
     Ok(PerLaunch {
         wall: field("ns_per_launch")?,
         cpu: field("cpu_ns_per_launch")?,
+        rss_kb: field("peak_rss_kb")?,
     })
 }

@@ -14,16 +14,26 @@
 //!
 //! The lists below are those of inject/src/callbacks.rs (`LAUNCH_CBIDS`) and
 //! inject/src/tracing.rs (`KINDS`, the resource callbacks); keep them in step.
+//!
+//! With `GPUPROF_BASELINE_RANGE_PROFILER=1` it also does what libgpuprof.so does for
+//! per-kernel counters when a context is created (inject/src/counters.rs,
+//! `add_context`): `cuptiProfilerInitialize` once, then a range profiler enabled on
+//! the context and kept enabled, never started. A CUPTI with a range profiler enabled
+//! may charge every launch for it (the simulated one does: it collects each kernel's
+//! counters while one is enabled), and that charge is CUPTI's, not gpuprof's: the
+//! launch benchmark compares gpuprof's default counters against this baseline.
+//!
 //! Not mirrored: the NVTX callback domain (libgpuprof enables it only with
 //! `GPUPROF_COUNTER_RANGE`) and pointing `NVTX_INJECTION64_PATH` at CUPTI (the flood
 //! makes no NVTX call). Per-kernel counters are not subscriptions but gpuprof's own
 //! work, measured as part of its cost.
 
 use core::ffi::{c_int, c_void};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use cupti::activity::{self, BufferCallbacks};
 use cupti::callback::{self, Subscriber};
+use cupti::profiler;
 use cupti::Cupti;
 use cupti_sys::CUpti_ActivityKind as K;
 use cupti_sys::CUpti_CallbackDomain::{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RESOURCE};
@@ -32,7 +42,10 @@ use cupti_sys::CUpti_CallbackIdResource::{
     CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
 };
 use cupti_sys::CUpti_driver_api_trace_cbid_enum as cbid;
-use cupti_sys::{CUcontext, CUpti_BufferCallbackCompleteInfo, CUpti_BufferCallbackRequestInfo};
+use cupti_sys::{
+    CUcontext, CUpti_BufferCallbackCompleteInfo, CUpti_BufferCallbackRequestInfo,
+    CUpti_ResourceData,
+};
 
 const LAUNCH_CBIDS: &[u32] = &[
     cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
@@ -92,6 +105,8 @@ fn start() -> Result<(), String> {
             free.push(buffer.as_mut_ptr() as usize);
         }
     }
+    let rp = std::env::var("GPUPROF_BASELINE_RANGE_PROFILER").is_ok_and(|v| v == "1");
+    let _ = RANGE_PROFILER.set(rp.then_some(cupti));
     let s: &'static Subscriber = Box::leak(Box::new(
         callback::subscribe(cupti, Some(on_callback), c"gpuprof-baseline-tool")
             .map_err(|e| format!("cuptiSubscribe: {}", e.code))?,
@@ -119,8 +134,43 @@ fn start() -> Result<(), String> {
     Ok(())
 }
 
-/// The subscriber callback: nothing to do.
-unsafe extern "C" fn on_callback(_: *mut c_void, _: u32, _: u32, _: *const c_void) {}
+/// The subscriber callback: nothing to do, but enable a range profiler on each new
+/// context when asked to (see the crate documentation).
+unsafe extern "C" fn on_callback(_: *mut c_void, domain: u32, cbid: u32, data: *const c_void) {
+    if domain != CUPTI_CB_DOMAIN_RESOURCE
+        || cbid != CUPTI_CBID_RESOURCE_CONTEXT_CREATED
+        || data.is_null()
+    {
+        return;
+    }
+    let Some(cupti) = RANGE_PROFILER.get().copied().flatten() else {
+        return;
+    };
+    // SAFETY: for resource callbacks CUPTI passes a CUpti_ResourceData, valid
+    // during the call.
+    let ctx = unsafe { (*(data as *const CUpti_ResourceData)).context };
+    if let Err(e) = enable_range_profiler(cupti, ctx) {
+        eprintln!("gpuprof-baseline-tool: not started: range profiler: {e}");
+    }
+}
+
+/// The CUPTI to enable range profilers with, when `GPUPROF_BASELINE_RANGE_PROFILER`
+/// asks for them.
+static RANGE_PROFILER: OnceLock<Option<&'static Cupti>> = OnceLock::new();
+
+fn enable_range_profiler(cupti: &'static Cupti, ctx: CUcontext) -> Result<(), String> {
+    static INITIALIZED: OnceLock<Result<(), String>> = OnceLock::new();
+    INITIALIZED
+        .get_or_init(|| {
+            cupti::preload_perf_libraries(cupti.path());
+            profiler::profiler_initialize(cupti.fns()).map_err(|e| e.to_string())
+        })
+        .clone()?;
+    let rp = profiler::RangeProfiler::enable(cupti.fns(), ctx).map_err(|e| e.to_string())?;
+    // Enabled for the life of the context, as libgpuprof.so keeps it.
+    std::mem::forget(rp);
+    Ok(())
+}
 
 fn request(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
     let p = FREE.lock().ok().and_then(|mut f| f.pop());

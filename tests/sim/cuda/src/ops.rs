@@ -2,8 +2,6 @@
 //! (nothing runs); otherwise the operation's data effect happens at once and it is
 //! scheduled on the device timeline with its simulated duration.
 
-use std::ffi::CString;
-
 use cupti_sys::CUgraphNodeType_enum::*;
 use cupti_sys::CUpti_ActivityMemcpyKind::*;
 use cupti_sys::CUpti_CallbackIdResource::*;
@@ -141,21 +139,7 @@ pub(crate) fn run(
 ) -> Result<OpRecord, CUresult> {
     let (duration, mut rec) = match op {
         OpSpec::Kernel(l) => {
-            let launch = sim_core::Launch {
-                name: l.kernel.name.to_string_lossy().into_owned(),
-                grid: l.grid,
-                block: l.block,
-                shared_mem: l.shared,
-                registers: l.kernel.registers,
-                gemm: l.gemm.map(|g| sim_core::GemmShape {
-                    m: g.m,
-                    n: g.n,
-                    k: g.k,
-                    batch: g.batch,
-                    elem_bytes: g.elem_bytes,
-                }),
-            };
-            let cost = model::kernel_cost(&launch).map_err(|e| {
+            let (duration_ns, counters) = model::kernel_cost(l).map_err(|e| {
                 eprintln!("simcuda: {e}");
                 CUDA_ERROR_LAUNCH_FAILED
             })?;
@@ -166,12 +150,8 @@ pub(crate) fn run(
             r.op.static_shared_memory = l.kernel.static_shared as i32;
             r.op.registers_per_thread = l.kernel.registers as u16;
             r.name = Some(l.kernel.name.clone());
-            r.counters = cost
-                .counters
-                .into_iter()
-                .filter_map(|(k, v)| Some((CString::new(k).ok()?, v)))
-                .collect();
-            (cost.duration_ns, r)
+            r.counters = counters;
+            (duration_ns, r)
         }
         OpSpec::Memcpy {
             dst,

@@ -5,6 +5,7 @@
 use std::cell::Cell;
 use std::ffi::{c_void, CStr, CString};
 use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Arc;
 
 use cupti_sys::{CUpti_ResourceData, CUpti_ResourceData__bindgen_ty_1};
 use sim_abi::{ApiCall, Counter, GpuOp, Tracer, SITE_ENTER, SITE_EXIT};
@@ -121,7 +122,7 @@ pub(crate) fn resource(cbid: u32, ctx: usize, stream: usize, descriptor: *mut c_
 pub(crate) struct OpRecord {
     pub(crate) op: GpuOp,
     pub(crate) name: Option<CString>,
-    pub(crate) counters: Vec<(CString, f64)>,
+    pub(crate) counters: Arc<[(CString, f64)]>,
 }
 
 impl OpRecord {
@@ -153,7 +154,7 @@ impl OpRecord {
                 num_counters: 0,
             },
             name: None,
-            counters: Vec::new(),
+            counters: Arc::new([]),
         }
     }
 }
