@@ -47,8 +47,8 @@ struct Key {
 /// microseconds, which every launch would otherwise pay, far more than a real
 /// driver's launch and than what the launch benchmark measures. Cleared when it holds
 /// [`MAX_COSTS`] launches, so memory stays bounded.
-static COSTS: Mutex<Option<HashMap<Key, (Arc<KernelInfo>, Cost), BuildHasherDefault<Mix>>>> =
-    Mutex::new(None);
+static COSTS: Mutex<Option<Costs>> = Mutex::new(None);
+type Costs = HashMap<Key, (Arc<KernelInfo>, Cost), BuildHasherDefault<Mix>>;
 const MAX_COSTS: usize = 4096;
 
 /// A multiply-rotate hash of the key's integers (the key is the simulator's own; no
