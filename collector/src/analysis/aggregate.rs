@@ -326,7 +326,7 @@ pub struct Aggregator {
     /// asked for it, with that bin length.
     binned_since: Option<(u64, AHashMap<BinKey, u64>)>,
     telemetry: TelemetryAggregator,
-    /// Tables not read ([`Aggregator::for_kernel_rows`]).
+    /// Tables not read ([`Aggregator::kernel_rows_only`]).
     skip: &'static [TableId],
 }
 
