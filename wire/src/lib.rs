@@ -33,6 +33,7 @@
 
 pub mod capture;
 pub mod env;
+mod fast_decode;
 pub mod record;
 pub mod ring;
 pub mod session_dir;
@@ -72,6 +73,17 @@ pub fn encode_batch_into(
 /// never a record with another value. Bytes after the batch are an error: a frame is
 /// exactly one batch, and anything else means its length is wrong.
 pub fn decode_batch(bytes: &[u8]) -> Result<Vec<Record>, rmp_serde::decode::Error> {
+    decode_checked(bytes, true)
+}
+
+/// [`decode_batch`] through rmp-serde alone, without the fast path for the common
+/// records (`fast_decode.rs`): what the fast path is tested against.
+#[doc(hidden)]
+pub fn decode_batch_with_serde(bytes: &[u8]) -> Result<Vec<Record>, rmp_serde::decode::Error> {
+    decode_checked(bytes, false)
+}
+
+fn decode_checked(bytes: &[u8], fast: bool) -> Result<Vec<Record>, rmp_serde::decode::Error> {
     let syntax = |what: String| rmp_serde::decode::Error::Syntax(what);
     let Some((body, sum)) = bytes.split_last_chunk::<4>() else {
         return Err(syntax(format!(
@@ -84,6 +96,9 @@ pub fn decode_batch(bytes: &[u8]) -> Result<Vec<Record>, rmp_serde::decode::Erro
         return Err(syntax(format!(
             "checksum mismatch (stored {stored:08x}, computed {computed:08x}): the frame was damaged"
         )));
+    }
+    if let Some(records) = fast.then(|| fast_decode::decode(body)).flatten() {
+        return Ok(records);
     }
     // Reading from a `&[u8]` advances it: what is left is what the batch did not use.
     let mut de = rmp_serde::Deserializer::new(body);

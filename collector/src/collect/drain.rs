@@ -423,9 +423,7 @@ impl Drainer {
     fn append(&mut self, pid: u32, records: Vec<Record>) {
         match &mut self.writer {
             Some(w) if !self.full => {
-                for r in &records {
-                    w.push(pid, r);
-                }
+                w.push_all(pid, &records);
                 let due = w.due();
                 if let Some(live) = &mut self.live {
                     live.add(pid, records);

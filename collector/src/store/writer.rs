@@ -198,19 +198,31 @@ impl StoreWriter {
 
     /// Appends one record of process `pid`.
     pub fn push(&mut self, pid: u32, record: &Record) {
-        let id = table_of(record);
-        let w = self.tables[id as usize].get_or_insert_with(|| RowWriter::new(&id.table().kinds()));
-        write_row(w, pid, record);
-        self.rows += 1;
+        self.push_all(pid, std::slice::from_ref(record));
+    }
+
+    /// [`StoreWriter::push`] of every record of `records`, all of process `pid` (a
+    /// batch from its ring): its accounting is looked up once.
+    pub fn push_all(&mut self, pid: u32, records: &[Record]) {
+        if records.is_empty() {
+            return;
+        }
+        self.rows += records.len();
         self.first_row.get_or_insert_with(Instant::now);
         let p = self.pending.entry(pid).or_default();
-        match record {
-            Record::Dropped(_) | Record::End(_) => p.owed.push(record.clone()),
-            Record::Kernel(_) => {
-                p.records += 1;
-                p.kernels += 1;
+        for record in records {
+            let id = table_of(record);
+            let w =
+                self.tables[id as usize].get_or_insert_with(|| RowWriter::new(&id.table().kinds()));
+            write_row(w, pid, record);
+            match record {
+                Record::Dropped(_) | Record::End(_) => p.owed.push(record.clone()),
+                Record::Kernel(_) => {
+                    p.records += 1;
+                    p.kernels += 1;
+                }
+                _ => p.records += 1,
             }
-            _ => p.records += 1,
         }
     }
 

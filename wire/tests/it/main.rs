@@ -4,6 +4,7 @@
 
 mod common;
 mod encoding;
+mod fast_decode;
 mod ring;
 mod ring_corrupt;
 mod session_dir;

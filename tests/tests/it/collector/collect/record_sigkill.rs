@@ -34,7 +34,7 @@ const LIMIT: Duration = Duration::from_secs(180);
 /// How long the test tries to catch the collector mid-seal before killing it anyway.
 const CATCH_MID_SEAL: Duration = Duration::from_secs(4);
 /// Decode steps: the program must run on well past the kill.
-const DECODE_STEPS: &str = "500";
+const DECODE_STEPS: &str = "3000";
 
 /// Polls `cond` every millisecond until it holds; panics naming `what` at the deadline.
 fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
