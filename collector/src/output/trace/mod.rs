@@ -30,6 +30,7 @@ mod joined;
 pub mod kineto;
 pub mod perfetto;
 mod proto;
+mod proto_writer;
 
 use std::collections::HashMap;
 use std::io::{self, Write};

@@ -24,17 +24,18 @@
 //!   the flow steps from the launch through the graph's kernels in the order they
 //!   end (one arrow into each kernel).
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
+use ahash::AHashMap;
 use prost::Message;
 
-use super::event::{Category, Process, Sink, Slice, Track, TrackKind, Value};
+use super::event::{Category, Process, Sink, Slice, Track, TrackKind};
 use super::proto::{
-    Clock, ClockSnapshot, DebugAnnotation, InternedData, InternedName, ProcessDescriptor,
-    ThreadDescriptor, TracePacket, TrackDescriptor, TrackEvent, CLOCK_BOOTTIME, CLOCK_REALTIME,
-    SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE, TYPE_SLICE_BEGIN, TYPE_SLICE_END,
+    Clock, ClockSnapshot, InternedData, InternedName, ProcessDescriptor, ThreadDescriptor,
+    TracePacket, TrackDescriptor, CLOCK_BOOTTIME, CLOCK_REALTIME, SEQ_INCREMENTAL_STATE_CLEARED,
+    SEQ_NEEDS_INCREMENTAL_STATE,
 };
+use super::proto_writer::{begin_packet, end_packet, Begin, Scratch};
 
 /// The packet sequence every packet is on.
 pub const SEQUENCE_ID: u32 = 1;
@@ -51,10 +52,13 @@ pub struct PerfettoWriter<W: Write> {
     /// last reset.
     state_valid: bool,
     next_iid: u64,
-    names: HashMap<String, u64>,
+    names: AHashMap<String, u64>,
     categories: [u64; Category::ALL.len()],
-    arg_names: HashMap<&'static str, u64>,
+    arg_names: AHashMap<&'static str, u64>,
     clock_written: bool,
+    /// The current slice's argument name ids, and scratch space for its packets.
+    arg_iids: Vec<u64>,
+    scratch: Scratch,
 }
 
 impl<W: Write> PerfettoWriter<W> {
@@ -71,10 +75,12 @@ impl<W: Write> PerfettoWriter<W> {
             buf: Vec::with_capacity(1024),
             state_valid: false,
             next_iid: 1,
-            names: HashMap::new(),
+            names: AHashMap::new(),
             categories: [0; Category::ALL.len()],
-            arg_names: HashMap::new(),
+            arg_names: AHashMap::new(),
             clock_written: false,
+            arg_iids: Vec::new(),
+            scratch: Scratch::default(),
         }
     }
 
@@ -114,13 +120,9 @@ impl<W: Write> PerfettoWriter<W> {
         self.arg_names.clear();
     }
 
-    fn annotation(
-        &mut self,
-        name: &'static str,
-        value: &Value,
-        new: &mut InternedData,
-    ) -> DebugAnnotation {
-        let name_iid = match self.arg_names.get(name) {
+    /// The interned id of argument name `name`, interned in `new` when new.
+    fn arg_name_iid(&mut self, name: &'static str, new: &mut InternedData) -> u64 {
+        match self.arg_names.get(name) {
             Some(&iid) => iid,
             None => {
                 let iid = self.iid();
@@ -131,28 +133,7 @@ impl<W: Write> PerfettoWriter<W> {
                 });
                 iid
             }
-        };
-        let mut a = DebugAnnotation {
-            name_iid: Some(name_iid),
-            ..DebugAnnotation::default()
-        };
-        match *value {
-            Value::U64(v) => a.uint_value = Some(v),
-            Value::I64(v) => a.int_value = Some(v),
-            Value::F64(v) => a.double_value = Some(v),
-            Value::Bool(v) => a.bool_value = Some(v),
-            Value::Str(v) => a.string_value = Some(v.to_string()),
-            Value::Dim(d) => {
-                a.array_values = d
-                    .iter()
-                    .map(|&v| DebugAnnotation {
-                        int_value: Some(v.into()),
-                        ..DebugAnnotation::default()
-                    })
-                    .collect()
-            }
         }
-        a
     }
 }
 
@@ -246,51 +227,43 @@ impl<W: Write> Sink for PerfettoWriter<W> {
                 iid
             }
         };
-        let annotations = s
-            .args
-            .iter()
-            .map(|a| self.annotation(a.name, &a.value, &mut new))
-            .collect();
+        let mut arg_iids = std::mem::take(&mut self.arg_iids);
+        arg_iids.clear();
+        for a in s.args {
+            arg_iids.push(self.arg_name_iid(a.name, &mut new));
+        }
         let mut flags = SEQ_NEEDS_INCREMENTAL_STATE;
         if !self.state_valid {
             flags |= SEQ_INCREMENTAL_STATE_CLEARED;
             self.state_valid = true;
         }
-        let interned = new != InternedData::default();
-        let begin = TracePacket {
-            timestamp: Some(s.start_ns),
-            track_event: Some(TrackEvent {
-                category_iids: vec![category],
-                debug_annotations: annotations,
-                r#type: Some(TYPE_SLICE_BEGIN),
-                name_iid: Some(name),
-                track_uuid: Some(s.track),
-                flow_ids: s.flow_out.into_iter().collect(),
-                terminating_flow_ids: Vec::new(),
-            }),
-            interned_data: interned.then_some(new),
-            sequence_flags: Some(flags),
-            ..self.packet()
+        let interned = (new != InternedData::default()).then(|| new.encode_to_vec());
+        let begin = Begin {
+            timestamp: s.start_ns,
+            category_iid: category,
+            name_iid: name,
+            track: s.track,
+            flow_out: s.flow_out,
+            interned: interned.as_deref(),
+            sequence_flags: flags,
         };
-        self.write(&begin)?;
+        self.buf.clear();
+        begin_packet(&mut self.buf, &mut self.scratch, &begin, s.args, &arg_iids);
+        self.arg_iids = arg_iids;
         let (flow_ids, terminating_flow_ids) = match s.flow_in {
-            Some(f) if f.graph => (vec![f.id], Vec::new()),
-            Some(f) => (Vec::new(), vec![f.id]),
-            None => (Vec::new(), Vec::new()),
+            Some(f) if f.graph => (Some(f.id), None),
+            Some(f) => (None, Some(f.id)),
+            None => (None, None),
         };
-        let end = TracePacket {
-            timestamp: Some(s.end_ns),
-            track_event: Some(TrackEvent {
-                r#type: Some(TYPE_SLICE_END),
-                track_uuid: Some(s.track),
-                flow_ids,
-                terminating_flow_ids,
-                ..TrackEvent::default()
-            }),
-            sequence_flags: Some(SEQ_NEEDS_INCREMENTAL_STATE),
-            ..self.packet()
-        };
-        self.write(&end)
+        end_packet(
+            &mut self.buf,
+            &mut self.scratch,
+            s.end_ns,
+            s.track,
+            flow_ids,
+            terminating_flow_ids,
+        );
+        self.out.write_all(&self.buf)
     }
 
     /// Kernels carry their GEMM call and roofline numbers as arguments.
