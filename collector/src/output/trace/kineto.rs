@@ -155,9 +155,34 @@ pub fn assign_ranks(processes: &mut [ProcessHeader]) {
 
 /// `ns` as µs with three decimals, exactly ("12.345", "-0.001").
 pub fn micros(ns: i128) -> String {
-    let sign = if ns < 0 { "-" } else { "" };
+    let mut out = String::new();
+    push_micros(&mut out, ns);
+    out
+}
+
+/// Appends [`micros`] of `ns` to `out` (an event is written a few numbers at a time,
+/// without `format!`: the events are nearly all of the export's time).
+fn push_micros(out: &mut String, ns: i128) {
+    if ns < 0 {
+        out.push('-');
+    }
     let a = ns.unsigned_abs();
-    format!("{sign}{}.{:03}", a / 1000, a % 1000)
+    // In 64 bits when it fits (always, for timestamps of this era): 128-bit division
+    // is a call.
+    let (whole, frac) = match u64::try_from(a) {
+        Ok(a) => (u128::from(a / 1000), (a % 1000) as u32),
+        Err(_) => (a / 1000, (a % 1000) as u32),
+    };
+    out.push_str(itoa::Buffer::new().format(whole));
+    out.push('.');
+    for digit in [frac / 100, frac / 10 % 10, frac % 10] {
+        out.push(char::from(b'0' + digit as u8));
+    }
+}
+
+/// Appends integer `v` to `out`.
+fn push_int(out: &mut String, v: impl itoa::Integer) {
+    out.push_str(itoa::Buffer::new().format(v));
 }
 
 /// `CUpti_ActivityMemoryKind` as Kineto names it.
@@ -256,8 +281,9 @@ impl<F: Files> KinetoWriter<F> {
             .collect()
     }
 
-    fn ts(&self, t: u64) -> String {
-        micros(i128::from(t) - i128::from(self.base_ns))
+    /// Appends the trace time of session time `t`, µs from the trace's base.
+    fn push_ts(&self, out: &mut String, t: u64) {
+        push_micros(out, i128::from(t) - i128::from(self.base_ns));
     }
 
     fn header(&self, h: &ProcessHeader) -> String {
@@ -374,14 +400,24 @@ impl<F: Files> KinetoWriter<F> {
         (start_ns, end_ns): (u64, u64),
         args: &str,
     ) -> io::Result<()> {
-        let ts = self.ts(start_ns);
-        let dur = micros(i128::from(end_ns.saturating_sub(start_ns)));
-        self.line.clear();
-        let _ = write!(
-            self.line,
-            "{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": {}, \"pid\": {pid}, \"tid\": {tid}, \"ts\": {ts}, \"dur\": {dur}, \"args\": {{{args}}}}}",
-            quoted(name)
-        );
+        let mut l = std::mem::take(&mut self.line);
+        l.clear();
+        l.push_str("{\"ph\": \"X\", \"cat\": \"");
+        l.push_str(cat);
+        l.push_str("\", \"name\": ");
+        l.push_str(&quoted(name));
+        l.push_str(", \"pid\": ");
+        push_int(&mut l, pid);
+        l.push_str(", \"tid\": ");
+        push_int(&mut l, tid);
+        l.push_str(", \"ts\": ");
+        self.push_ts(&mut l, start_ns);
+        l.push_str(", \"dur\": ");
+        push_micros(&mut l, i128::from(end_ns.saturating_sub(start_ns)));
+        l.push_str(", \"args\": {");
+        l.push_str(args);
+        l.push_str("}}");
+        self.line = l;
         self.emit(file_pid)
     }
 
@@ -393,14 +429,23 @@ impl<F: Files> KinetoWriter<F> {
         (pid, tid): (u64, u64),
         t: u64,
     ) -> io::Result<()> {
-        let ts = self.ts(t);
-        self.line.clear();
-        let _ = write!(
-            self.line,
-            "{{\"ph\": \"{}\", \"id\": {id}, \"pid\": {pid}, \"tid\": {tid}, \"ts\": {ts}, \"cat\": \"ac2g\", \"name\": \"ac2g\"{}}}",
-            if end { "f" } else { "s" },
-            if end { ", \"bp\": \"e\"" } else { "" }
-        );
+        let mut l = std::mem::take(&mut self.line);
+        l.clear();
+        l.push_str(if end {
+            "{\"ph\": \"f\", \"id\": "
+        } else {
+            "{\"ph\": \"s\", \"id\": "
+        });
+        push_int(&mut l, id);
+        l.push_str(", \"pid\": ");
+        push_int(&mut l, pid);
+        l.push_str(", \"tid\": ");
+        push_int(&mut l, tid);
+        l.push_str(", \"ts\": ");
+        self.push_ts(&mut l, t);
+        l.push_str(", \"cat\": \"ac2g\", \"name\": \"ac2g\"");
+        l.push_str(if end { ", \"bp\": \"e\"}" } else { "}" });
+        self.line = l;
         self.emit(file_pid)
     }
 }
@@ -413,21 +458,33 @@ fn push_number(args: &mut String, key: &str, v: f64) {
 }
 
 fn kernel_args(k: &wire::Kernel, facts: Option<&KernelFacts>) -> String {
-    let mut a = format!(
-        "\"device\": {}, \"context\": {}, \"stream\": {}, \"correlation\": {}, \"registers per thread\": {}, \"shared memory\": {}, \"grid\": [{}, {}, {}], \"block\": [{}, {}, {}]",
-        k.device_id,
-        k.context_id,
-        k.stream_id,
-        k.correlation_id,
-        k.registers_per_thread,
-        i64::from(k.static_shared_memory) + i64::from(k.dynamic_shared_memory),
-        k.grid[0],
-        k.grid[1],
-        k.grid[2],
-        k.block[0],
-        k.block[1],
-        k.block[2],
-    );
+    let mut a = String::with_capacity(256);
+    for (key, v) in [
+        ("\"device\": ", i64::from(k.device_id)),
+        (", \"context\": ", i64::from(k.context_id)),
+        (", \"stream\": ", i64::from(k.stream_id)),
+        (", \"correlation\": ", i64::from(k.correlation_id)),
+        (
+            ", \"registers per thread\": ",
+            i64::from(k.registers_per_thread),
+        ),
+        (
+            ", \"shared memory\": ",
+            i64::from(k.static_shared_memory) + i64::from(k.dynamic_shared_memory),
+        ),
+    ] {
+        a.push_str(key);
+        push_int(&mut a, v);
+    }
+    for (key, d) in [(", \"grid\": [", k.grid), (", \"block\": [", k.block)] {
+        a.push_str(key);
+        push_int(&mut a, d[0]);
+        a.push_str(", ");
+        push_int(&mut a, d[1]);
+        a.push_str(", ");
+        push_int(&mut a, d[2]);
+        a.push(']');
+    }
     if k.graph_id != 0 {
         let _ = write!(
             a,
