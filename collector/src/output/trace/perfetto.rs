@@ -32,13 +32,11 @@ use prost::Message;
 use super::event::{Category, Process, Sink, Slice, Track, TrackKind};
 use super::proto::{
     Clock, ClockSnapshot, InternedData, InternedName, ProcessDescriptor, ThreadDescriptor,
-    TracePacket, TrackDescriptor, CLOCK_BOOTTIME, CLOCK_REALTIME, SEQ_INCREMENTAL_STATE_CLEARED,
-    SEQ_NEEDS_INCREMENTAL_STATE,
+    TracePacket, TrackDescriptor, CLOCK_BOOTTIME, CLOCK_REALTIME, SEQUENCE_ID,
+    SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
 };
 use super::proto_writer::{begin_packet, end_packet, Begin, Scratch};
 
-/// The packet sequence every packet is on.
-pub const SEQUENCE_ID: u32 = 1;
 /// Interned event names at most, before the sequence's state is cleared.
 pub const MAX_INTERNED: usize = 1 << 16;
 

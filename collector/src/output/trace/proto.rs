@@ -33,6 +33,9 @@ pub struct TracePacket {
 
 /// `TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED`: interned data of the
 /// sequence before this packet is forgotten.
+/// The packet sequence every packet gpuprof writes is on.
+pub const SEQUENCE_ID: u32 = 1;
+
 pub const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
 /// `TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE`: the packet refers to
 /// interned data of its sequence.

@@ -12,7 +12,7 @@
 //! `perfetto.rs` holds the bytes to `prost`'s for slices of every kind of argument.
 
 use super::event::{Arg, Value};
-use super::perfetto::SEQUENCE_ID;
+use super::proto::SEQUENCE_ID;
 
 /// Wire types.
 const VARINT: u32 = 0;
