@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use gpuprof_collector::cli::{
-    demo, doctor, metrics, pprof, record, report, roofline, trace, version,
+    allocator, demo, doctor, metrics, pprof, record, report, roofline, trace, version,
 };
 
 /// A per-kernel GPU profiler for NVIDIA GPUs: timing, counters, GEMM shapes,
@@ -134,6 +134,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    allocator::keep_large_blocks();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Doctor(args) => doctor::run(&args),

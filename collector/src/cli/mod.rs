@@ -2,6 +2,7 @@
 //! its `run`, wiring the layers below; [`sessions`] holds what every command that
 //! reads sessions shares (the peaks file, damage warnings, exit status).
 
+pub mod allocator;
 pub mod demo;
 pub mod doctor;
 pub mod doctor_counters;

@@ -35,6 +35,8 @@ const USAGE: &str = "usage: gpuprof-bench pipeline [--records N] \
     | recorded --gpuprof BIN --workload BIN --sim-dir DIR [--decode-steps N] [--mem-limit-gb N]";
 
 fn main() -> Result<()> {
+    // As the gpuprof binary does: the pipeline's figures are the collector's.
+    gpuprof_collector::cli::allocator::keep_large_blocks();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("pipeline") => pipeline::run(&args[1..]),
