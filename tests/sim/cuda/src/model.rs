@@ -1,11 +1,10 @@
 //! Durations of simulated GPU operations: kernels from the cost model (`sim-core`,
 //! loaded once by the first `cuInit`), copies and sets from one fixed formula.
 
-use std::collections::HashMap;
 use std::ffi::CString;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use ahash::AHashMap;
 use sim_core::{CostModel, Launch};
 
 use crate::image::KernelInfo;
@@ -48,35 +47,9 @@ struct Key {
 /// driver's launch and than what the launch benchmark measures. Cleared when it holds
 /// [`MAX_COSTS`] launches, so memory stays bounded.
 static COSTS: Mutex<Option<Costs>> = Mutex::new(None);
-type Costs = HashMap<Key, (Arc<KernelInfo>, Cost), BuildHasherDefault<Mix>>;
+/// Each cost with the kernel it is for, held so that its address stays its own.
+type Costs = AHashMap<Key, (Arc<KernelInfo>, Cost)>;
 const MAX_COSTS: usize = 4096;
-
-/// A multiply-rotate hash of the key's integers (the key is the simulator's own; no
-/// need to resist collisions an adversary picks).
-#[derive(Default)]
-struct Mix(u64);
-
-impl Hasher for Mix {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(b));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
 
 /// The cost of launch `l`: duration, and counter values by name; `Err` is the model's
 /// message (no rule matched, or an expression failed to evaluate).
@@ -91,7 +64,7 @@ pub(crate) fn kernel_cost(l: &LaunchSpec) -> Result<Cost, String> {
             .map(|g| [g.m, g.n, g.k, g.batch, u64::from(g.elem_bytes)]),
     };
     let mut costs = COSTS.lock().unwrap_or_else(|e| e.into_inner());
-    let costs = costs.get_or_insert_with(HashMap::default);
+    let costs = costs.get_or_insert_with(AHashMap::new);
     if let Some((_, c)) = costs.get(&key) {
         return Ok(c.clone());
     }
