@@ -154,9 +154,7 @@ fn analyse_into(
         integrity
             .unsealed
             .extend(unsealed(store).into_iter().map(|mut u| {
-                if several {
-                    u.dir = store.dir.join(u.dir).display().to_string();
-                }
+                u.dir = in_session(u.dir, store, several);
                 u
             }));
     }
@@ -181,12 +179,13 @@ fn read_parts(
     to_fold: &SyncSender<Read>,
     reuse: &Receiver<Vec<(u32, Record)>>,
 ) -> Result<()> {
+    // Only a slot: each chunk is swapped out of it for one given back.
+    let mut buffer = Vec::new();
     for (i, store) in stores.iter().enumerate() {
         if to_fold.send(Read::Session(i)).is_err() {
             return Ok(());
         }
         for p in 0..store.parts.len() {
-            let mut buffer = Vec::new();
             let part = store.read_part_tables(p, skip, &mut buffer, |chunk| {
                 let mut next = reuse.try_recv().unwrap_or_default();
                 std::mem::swap(&mut next, chunk);
@@ -203,10 +202,18 @@ fn read_parts(
 
 /// A damaged file named with its session's directory when several are read.
 fn named(mut d: DamagedFile, store: &Store, several: bool) -> DamagedFile {
-    if several {
-        d.file = store.dir.join(d.file).display().to_string();
-    }
+    d.file = in_session(d.file, store, several);
     d
+}
+
+/// `name` (relative to `store`'s directory), with that directory before it when
+/// several sessions are read.
+fn in_session(name: String, store: &Store, several: bool) -> String {
+    if several {
+        store.dir.join(name).display().to_string()
+    } else {
+        name
+    }
 }
 
 fn unsealed(store: &Store) -> Vec<Unsealed> {

@@ -279,12 +279,12 @@ impl Store {
     }
 
     /// Reads part `index` table by table, in table order, handing each table's
-    /// records to `each` in `buffer` as soon as its file verifies and decodes, so
-    /// that only one table's records are in memory at a time. `each` takes what it
-    /// keeps out of the buffer; whatever it leaves is cleared before the next table,
-    /// and the buffer's memory is reused (pass the same one for every part: a
-    /// table's records are tens of megabytes, which the allocator would otherwise
-    /// map and fault in afresh each time). The returned part has no records, only
+    /// records to `each` in `buffer` once its file verifies and decodes: a few
+    /// thousand at a time, or the whole table at once for a table whose rows can be
+    /// refused (`hand_rows`), so that at most one table's records are in memory.
+    /// `each` takes what it keeps out of the buffer; whatever it leaves is cleared
+    /// before the next chunk, and the buffer's memory is reused (pass the same one
+    /// for every part). The returned part has no records, only
     /// what could not be read. The tables in `skip` are verified (so that damage is
     /// reported as for any other file) but not decoded: their rows are counted in
     /// [`Part::skipped_rows`]. Errors as [`Store::read_part`].

@@ -281,8 +281,14 @@ impl<F: Files> KinetoWriter<F> {
             .collect()
     }
 
-    /// Appends the trace time of session time `t`, µs from the trace's base.
-    fn push_ts(&self, out: &mut String, t: u64) {
+    /// Appends `, "pid": P, "tid": T, "ts": TS` for session time `t` (µs from the
+    /// trace's base), the fields every event has in that order.
+    fn push_place(&self, out: &mut String, (pid, tid): (u64, u64), t: u64) {
+        out.push_str(", \"pid\": ");
+        push_int(out, pid);
+        out.push_str(", \"tid\": ");
+        push_int(out, tid);
+        out.push_str(", \"ts\": ");
         push_micros(out, i128::from(t) - i128::from(self.base_ns));
     }
 
@@ -406,12 +412,7 @@ impl<F: Files> KinetoWriter<F> {
         l.push_str(cat);
         l.push_str("\", \"name\": ");
         l.push_str(&quoted(name));
-        l.push_str(", \"pid\": ");
-        push_int(&mut l, pid);
-        l.push_str(", \"tid\": ");
-        push_int(&mut l, tid);
-        l.push_str(", \"ts\": ");
-        self.push_ts(&mut l, start_ns);
+        self.push_place(&mut l, (pid, tid), start_ns);
         l.push_str(", \"dur\": ");
         push_micros(&mut l, i128::from(end_ns.saturating_sub(start_ns)));
         l.push_str(", \"args\": {");
@@ -437,12 +438,7 @@ impl<F: Files> KinetoWriter<F> {
             "{\"ph\": \"s\", \"id\": "
         });
         push_int(&mut l, id);
-        l.push_str(", \"pid\": ");
-        push_int(&mut l, pid);
-        l.push_str(", \"tid\": ");
-        push_int(&mut l, tid);
-        l.push_str(", \"ts\": ");
-        self.push_ts(&mut l, t);
+        self.push_place(&mut l, (pid, tid), t);
         l.push_str(", \"cat\": \"ac2g\", \"name\": \"ac2g\"");
         l.push_str(if end { ", \"bp\": \"e\"}" } else { "}" });
         self.line = l;
