@@ -430,4 +430,5 @@ fn an_unprofiled_note_is_written_only_in_a_ring_directory_and_read_back_bounded(
     );
     std::fs::remove_file(dir.join("unprofiled-11")).unwrap();
     session_dir::remove_ring_dir(&dir).unwrap();
+    std::fs::remove_dir(&plain).unwrap();
 }
