@@ -153,7 +153,7 @@ fn span() -> impl Strategy<Value = (u64, u64)> {
 fn record() -> impl Strategy<Value = Record> {
     prop_oneof![
         1 => (small(), small(), text(), ts(), text()).prop_map(|(pid, ppid, cmd, start_ns, layouts)| {
-            Record::Process(ProcessInfo {
+            Record::Process(Box::new(ProcessInfo {
                 pid,
                 ppid,
                 command: vec![cmd],
@@ -164,7 +164,7 @@ fn record() -> impl Strategy<Value = Record> {
                 cupti_layouts: layouts,
                 cupti_path: "/lib".into(),
                 environment: vec![format!("RANK={ppid}")],
-            })
+            }))
         }),
         1 => (small(), proptest::sample::select(DEVICES), (0u32..12, 0u32..10), small(), id(), id(), id())
             .prop_map(|(id, name, cc, sm_count, core, mem, bus)| {
@@ -237,7 +237,7 @@ fn record() -> impl Strategy<Value = Record> {
         }),
         1 => (small(), prop_oneof![Just("kernel"), Just("sampling"), Just("")], proptest::collection::vec(proptest::collection::vec(id(), 0..4), 0..3))
             .prop_map(|(device_id, mode, groups)| {
-                Record::CounterPlan(CounterPlan { device_id, chip: "GH100".into(), mode: mode.into(), groups, policy: "all".into() })
+                Record::CounterPlan(Box::new(CounterPlan { device_id, chip: "GH100".into(), mode: mode.into(), groups, policy: "all".into() }))
             }),
         1 => text().prop_map(|message| Record::CounterStatus(CounterStatus { message })),
         3 => (id(), big(), small(), id(), (big(), big(), big(), big()), (0u32..3, 0u32..3), (0u32..40, 0u32..40, 0u32..40), prop_oneof![0u32..80, any::<u32>()])

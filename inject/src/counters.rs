@@ -479,13 +479,13 @@ fn make_plan(c: &'static Cupti, device_id: u32) -> Result<Plan, String> {
     }
     policy.push_str(&graph_note);
     policy.push_str(&budget_note(settings.budget_pct));
-    handoff::send(Record::CounterPlan(CounterPlan {
+    handoff::send(Record::CounterPlan(Box::new(CounterPlan {
         device_id,
         chip,
         mode: wire::CounterMode::Kernel.name().to_string(),
         groups: groups.iter().chain(&graph).map(|g| g.ids.clone()).collect(),
         policy,
-    }));
+    })));
     Ok(Plan { groups, graph })
 }
 

@@ -92,7 +92,7 @@ pub fn spawn(
             crate::guard::mark_internal();
             crate::guard::guarded("the writer thread", (), || {
                 crate::tally::produced(1);
-                w.write(vec![Record::Process(process)], None);
+                w.write(vec![Record::Process(Box::new(process))], None);
                 w.run(ctl);
             });
             // The launching threads count into the ring header until the process

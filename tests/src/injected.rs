@@ -179,7 +179,7 @@ pub fn plans(records: &[Record]) -> Vec<&CounterPlan> {
     records
         .iter()
         .filter_map(|r| match r {
-            Record::CounterPlan(p) => Some(p),
+            Record::CounterPlan(p) => Some(&**p),
             _ => None,
         })
         .collect()

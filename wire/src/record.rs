@@ -13,8 +13,10 @@ use serde::{Deserialize, Serialize};
 /// Fields, likewise, are only ever added at the end of their struct.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Record {
-    /// First record of every process.
-    Process(ProcessInfo),
+    /// First record of every process (boxed, as [`Record::CounterPlan`]: the two
+    /// largest records, rare, would otherwise make every record their size; a
+    /// record is 96 bytes, not 168, wherever records are moved in bulk).
+    Process(Box<ProcessInfo>),
     /// A GPU, when a context is first created on it.
     Device(DeviceInfo),
     /// A context and the device it is on.
@@ -38,7 +40,7 @@ pub enum Record {
     /// Hardware counter values of one PM sampling window, GPU-wide.
     CounterSample(CounterSample),
     /// How a process collects counters: chip, mode, pass groups, sampling policy.
-    CounterPlan(CounterPlan),
+    CounterPlan(Box<CounterPlan>),
     /// Counters are unavailable or stopped in a process, and why.
     CounterStatus(CounterStatus),
     /// A GEMM call in cuBLAS / cuBLASLt, tied to one kernel launch it made.

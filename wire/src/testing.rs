@@ -17,7 +17,7 @@ pub fn on(pid: u32, records: Vec<Record>) -> Vec<(u32, Record)> {
 
 /// The first record of process `pid`, which ran `cmd` (split at spaces).
 pub fn process(pid: u32, cmd: &str) -> Record {
-    Record::Process(ProcessInfo {
+    Record::Process(Box::new(ProcessInfo {
         pid,
         ppid: 1,
         command: cmd.split(' ').map(str::to_string).collect(),
@@ -28,7 +28,7 @@ pub fn process(pid: u32, cmd: &str) -> Record {
         cupti_layouts: "13.4".into(),
         cupti_path: "/lib/libcupti.so.13".into(),
         environment: Vec::new(),
-    })
+    }))
 }
 
 /// A GPU of `sms` SMs at `clock_khz` with an H100's memory system.

@@ -643,7 +643,7 @@ impl Aggregator {
                 if plan.counter_mode() == Some(CounterMode::Sampling) {
                     self.sampling = true;
                 }
-                self.plans.push((pid, plan));
+                self.plans.push((pid, *plan));
             }
             Record::CounterStatus(s) => {
                 let pid = self.out.pid(pid);

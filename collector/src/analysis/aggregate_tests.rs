@@ -33,13 +33,13 @@ fn serving(steps: u32) -> Vec<(u32, Record)> {
         string(DECODE, "decode"),
         string(READ, "dram__bytes_read.sum"),
         string(WRITE, "dram__bytes_write.sum"),
-        Record::CounterPlan(CounterPlan {
+        Record::CounterPlan(Box::new(CounterPlan {
             device_id: 0,
             chip: "GH100".into(),
             mode: "kernel".into(),
             groups: vec![vec![READ, WRITE]],
             policy: "every launch".into(),
-        }),
+        })),
         marker(S, 1, THREAD, 0, DECODE, 0),
     ];
     let mut kernels: Vec<Record> = Vec::new();

@@ -185,13 +185,13 @@ fn plans_and_statuses_per_process_verbatim() {
     r.extend(on(7, names()));
     r.push((
         7,
-        Record::CounterPlan(CounterPlan {
+        Record::CounterPlan(Box::new(CounterPlan {
             device_id: 0,
             chip: "GH100".into(),
             mode: "kernel".into(),
             groups: vec![vec![11, 12], vec![13], vec![99]],
             policy: "first 64 launches of each kernel".into(),
-        }),
+        })),
     ));
     r.push((
         8,

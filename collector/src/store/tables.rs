@@ -118,10 +118,11 @@ macro_rules! tables {
                 _ => r.u32(),
             };
             let record = match id {
+                // `into`: a record boxed in its variant (`Record::Process`) or not.
                 $(TableId::$id => Record::$variant($($ty)::+ {
                     $($pid_field: pid,)?
                     $($field: Cells::read(r)?,)*
-                }),)*
+                }.into()),)*
                 $(TableId::$other => unreachable!("refused above"),)*
             };
             Ok((pid, record))

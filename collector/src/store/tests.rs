@@ -26,7 +26,7 @@ impl Drop for Tmp {
 /// One record of every kind, with values that differ field by field.
 fn every_kind(pid: u32) -> Vec<Record> {
     vec![
-        Record::Process(ProcessInfo {
+        Record::Process(Box::new(ProcessInfo {
             pid,
             ppid: 11,
             command: vec!["python".into(), "infer.py".into(), "--x=ü".into()],
@@ -37,7 +37,7 @@ fn every_kind(pid: u32) -> Vec<Record> {
             cupti_layouts: "13.4".into(),
             cupti_path: "/usr/lib/libcupti.so.13".into(),
             environment: vec!["RANK=3".into(), "WORLD_SIZE=8".into()],
-        }),
+        })),
         Record::Device(DeviceInfo {
             id: 3,
             name: "NVIDIA H100 80GB HBM3".into(),
@@ -55,13 +55,13 @@ fn every_kind(pid: u32) -> Vec<Record> {
             device_id: 3,
         }),
         string(9, "ampere_bf16_s16816gemm"),
-        Record::CounterPlan(CounterPlan {
+        Record::CounterPlan(Box::new(CounterPlan {
             device_id: 3,
             chip: "GH100".into(),
             mode: "kernel".into(),
             groups: vec![vec![1, 2, 3], vec![], vec![7]],
             policy: "first 64 launches of each kernel".into(),
-        }),
+        })),
         Record::CounterStatus(CounterStatus {
             message: "counters off".into(),
         }),

@@ -227,7 +227,7 @@ fn add_device(c: &'static Cupti, st: &mut State, device_id: u32) -> Result<(), S
             return Err(e.to_string());
         }
     };
-    handoff::send(Record::CounterPlan(CounterPlan {
+    handoff::send(Record::CounterPlan(Box::new(CounterPlan {
         device_id,
         chip,
         mode: wire::CounterMode::Sampling.name().to_string(),
@@ -238,7 +238,7 @@ fn add_device(c: &'static Cupti, st: &mut State, device_id: u32) -> Result<(), S
             trigger.describe(),
             refused_note(&planned.refused)
         ),
-    }));
+    })));
     st.devices.push(Device {
         device_id,
         sampler,

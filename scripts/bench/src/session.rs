@@ -298,7 +298,7 @@ pub fn every_nth(n: u64) -> String {
 /// The records a process writes before its first launch.
 fn preamble(counter_every: u64) -> Vec<Record> {
     let mut r = vec![
-        Record::Process(ProcessInfo {
+        Record::Process(Box::new(ProcessInfo {
             pid: PID,
             ppid: PID - 1,
             command: [
@@ -317,7 +317,7 @@ fn preamble(counter_every: u64) -> Vec<Record> {
             cupti_layouts: "13.4".into(),
             cupti_path: "/usr/local/cuda-13.0/extras/CUPTI/lib64/libcupti.so.13".into(),
             environment: vec!["RANK=0".into(), "WORLD_SIZE=1".into()],
-        }),
+        })),
         Record::Device(DeviceInfo {
             id: 0,
             name: "NVIDIA H100 80GB HBM3".into(),
@@ -359,7 +359,7 @@ fn preamble(counter_every: u64) -> Vec<Record> {
         groups.push((at..at + n as u32).collect());
         at += n as u32;
     }
-    r.push(Record::CounterPlan(CounterPlan {
+    r.push(Record::CounterPlan(Box::new(CounterPlan {
         device_id: 0,
         chip: "GH100".into(),
         mode: "kernel".into(),
@@ -370,7 +370,7 @@ fn preamble(counter_every: u64) -> Vec<Record> {
             every_nth(counter_every),
             GROUPS.len()
         ),
-    }));
+    })));
     r
 }
 

@@ -59,7 +59,7 @@ fn produce(scenario: &str) -> i32 {
     send(
         &mut ring,
         &[
-            Record::Process(ProcessInfo {
+            Record::Process(Box::new(ProcessInfo {
                 pid,
                 ppid: 0,
                 command: vec!["fake-producer".into(), scenario.into()],
@@ -70,7 +70,7 @@ fn produce(scenario: &str) -> i32 {
                 cupti_layouts: "12.9".into(),
                 cupti_path: "none".into(),
                 environment: Vec::new(),
-            }),
+            })),
             Record::String(InternedString {
                 id: 1,
                 text: "fake_kernel".into(),

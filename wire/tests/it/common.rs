@@ -58,7 +58,7 @@ pub fn peek(path: &Path, offset: u64, len: usize) -> Vec<u8> {
 /// One record of every variant, each field with a distinct non-default value.
 pub fn all_records() -> Vec<Record> {
     vec![
-        Record::Process(ProcessInfo {
+        Record::Process(Box::new(ProcessInfo {
             pid: 4242,
             ppid: 1,
             command: vec!["python".into(), "infer.py".into(), "--batch=8".into()],
@@ -73,7 +73,7 @@ pub fn all_records() -> Vec<Record> {
                 "LOCAL_RANK=1".into(),
                 "WORLD_SIZE=2".into(),
             ],
-        }),
+        })),
         Record::Device(DeviceInfo {
             id: 3,
             name: "NVIDIA H100 80GB HBM3".into(),

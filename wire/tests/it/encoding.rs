@@ -46,13 +46,13 @@ fn every_variant() -> Vec<Record> {
                 value: f64::MAX,
             }],
         }),
-        Record::CounterPlan(CounterPlan {
+        Record::CounterPlan(Box::new(CounterPlan {
             device_id: 3,
             chip: "GH100".into(),
             mode: "kernel".into(),
             groups: vec![vec![8, 9], vec![10]],
             policy: "the first 64 launches of each kernel".into(),
-        }),
+        })),
         Record::CounterStatus(CounterStatus {
             message: "counters off".into(),
         }),
@@ -481,4 +481,12 @@ fn garbage_is_an_error_not_a_panic() {
     ] {
         assert!(decode_batch(bytes).is_err(), "{bytes:?}");
     }
+}
+
+#[test]
+fn a_record_is_the_size_of_a_kernel_not_of_the_rare_large_records() {
+    // Records are moved in bulk (decoded batches, the analysis's chunks): the two
+    // large rare ones are boxed so that the common ones set the size.
+    assert_eq!(std::mem::size_of::<gpuprof_wire::Record>(), 96);
+    assert!(std::mem::size_of::<gpuprof_wire::Kernel>() < 96);
 }

@@ -410,13 +410,13 @@ fn hardware_flops_need_every_planned_counter_of_each_launch_configuration() {
     let mut records = session();
     records.push((
         1,
-        Record::CounterPlan(wire::CounterPlan {
+        Record::CounterPlan(Box::new(wire::CounterPlan {
             device_id: 0,
             chip: "GH100".into(),
             mode: "kernel".into(),
             groups: vec![vec![READ, WRITE, TENSOR_BF16], vec![FFMA, FADD, 30]],
             policy: "every launch".into(),
-        }),
+        })),
     ));
     records.push((
         1,
@@ -654,13 +654,13 @@ fn counters_scale_within_a_launch_configuration_only() {
         x.grid = [grid, 1, 1];
         Record::Kernel(x)
     };
-    let plan = Record::CounterPlan(wire::CounterPlan {
+    let plan = Record::CounterPlan(Box::new(wire::CounterPlan {
         device_id: 0,
         chip: "GH100".into(),
         mode: "kernel".into(),
         groups: vec![vec![READ, WRITE, FFMA, FADD]],
         policy: "every launch".into(),
-    });
+    }));
     let base: Vec<Record> = vec![
         process(1, "./llm"),
         Record::Device(device(H100, (9, 0), 132, 1_980_000)),

@@ -39,7 +39,7 @@ fn frames() -> Vec<(u32, Vec<Record>)> {
         (
             4242,
             vec![
-                Record::Process(ProcessInfo {
+                Record::Process(Box::new(ProcessInfo {
                     pid: 4242,
                     ppid: 1,
                     command: vec!["./llm".into()],
@@ -50,7 +50,7 @@ fn frames() -> Vec<(u32, Vec<Record>)> {
                     cupti_layouts: "13.4".into(),
                     cupti_path: "/opt/cuda/libcupti.so.13".into(),
                     environment: Vec::new(),
-                }),
+                })),
                 s(1, "_Z4gemmPfS_i"),
                 s(2, "rmsnorm_kernel"),
                 s(3, "dram__bytes_read.sum"),
@@ -59,13 +59,13 @@ fn frames() -> Vec<(u32, Vec<Record>)> {
                     5,
                     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
                 ),
-                Record::CounterPlan(CounterPlan {
+                Record::CounterPlan(Box::new(CounterPlan {
                     device_id: 0,
                     chip: "GH100".into(),
                     mode: "kernel".into(),
                     groups: vec![vec![3, 4], vec![5]],
                     policy: "first 64 launches of each kernel".into(),
-                }),
+                })),
                 // Counters arrive before the activity buffer with the kernels.
                 counters(10, 0, &[(3, 1_048_576.0), (4, 524_288.0)]),
                 counters(11, 1, &[(5, 61.25)]),
@@ -425,13 +425,13 @@ fn sampling_session(name: &str, with_samples: bool) -> Scratch {
         s(2, "mlp"),
         s(3, "dram__bytes_read.sum"),
         s(4, "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
-        Record::CounterPlan(CounterPlan {
+        Record::CounterPlan(Box::new(CounterPlan {
             device_id: 0,
             chip: "GH100".into(),
             mode: "sampling".into(),
             groups: vec![vec![3, 4]],
             policy: "every 0.1 µs".into(),
-        }),
+        })),
         kernel(1, 1, T0, T0 + 150),
         kernel(2, 2, T0 + 150, T0 + 200),
     ];

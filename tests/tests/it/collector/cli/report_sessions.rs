@@ -14,7 +14,7 @@ use wire::{End, ProcessInfo, Record};
 /// kernel of 2 µs and a norm kernel of 500 ns.
 fn rank(dir: &Path, pid: u32, host: &str, steps: u32) {
     let mut records = vec![
-        Record::Process(ProcessInfo {
+        Record::Process(Box::new(ProcessInfo {
             pid,
             ppid: 1,
             command: vec!["./serve".into(), "--rank".into(), host.into()],
@@ -25,7 +25,7 @@ fn rank(dir: &Path, pid: u32, host: &str, steps: u32) {
             cupti_layouts: "13.4".into(),
             cupti_path: "/opt/cuda/libcupti.so.13".into(),
             environment: Vec::new(),
-        }),
+        })),
         Record::Device(testing::device(
             "NVIDIA H100 80GB HBM3",
             (9, 0),

@@ -45,7 +45,7 @@ fn frames() -> Vec<(u32, Vec<Record>)> {
         (
             4242,
             vec![
-                Record::Process(ProcessInfo {
+                Record::Process(Box::new(ProcessInfo {
                     pid: 4242,
                     ppid: 1,
                     command: vec!["./llm".into(), "--steps".into(), "2".into()],
@@ -56,7 +56,7 @@ fn frames() -> Vec<(u32, Vec<Record>)> {
                     cupti_layouts: "13.4".into(),
                     cupti_path: "/opt/cuda/libcupti.so.13".into(),
                     environment: Vec::new(),
-                }),
+                })),
                 Record::Device(DeviceInfo {
                     id: 0,
                     name: "NVIDIA H100 80GB HBM3".into(),

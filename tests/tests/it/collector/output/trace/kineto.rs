@@ -493,12 +493,12 @@ fn process_with(pid: u32, host: &str, env: &[&str]) -> Record {
     let Record::Process(p) = process(pid, "./app") else {
         unreachable!()
     };
-    Record::Process(ProcessInfo {
+    Record::Process(Box::new(ProcessInfo {
         host: host.into(),
         start_ns: T0 + u64::from(pid),
         environment: env.iter().map(|e| e.to_string()).collect(),
-        ..p
-    })
+        ..*p
+    }))
 }
 
 #[test]
