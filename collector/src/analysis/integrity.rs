@@ -122,41 +122,46 @@ impl Integrity {
 
 /// Why `record` cannot be true, if it cannot.
 pub fn impossible(record: &Record) -> Option<(&'static str, &'static str)> {
-    let span = |start: u64, end: u64| -> Option<&'static str> {
-        if end < start {
-            Some("ends before it starts")
-        } else if end - start > MAX_SPAN_NS {
-            Some("lasts longer than a year")
-        } else {
-            None
-        }
-    };
     let finite = |values: &[wire::MetricValue]| -> Option<&'static str> {
         values
             .iter()
             .any(|m| !m.value.is_finite() || m.value.abs() > MAX_COUNTER_VALUE)
             .then_some("a counter value is not a finite number up to 1e30")
     };
-    let matrices = |g: &wire::Gemm| -> Option<&'static str> {
-        let (m, n, k) = (g.m as u128, g.n as u128, g.k as u128);
-        [m * k, k * n, m * n]
-            .iter()
-            .any(|e| *e > MAX_MATRIX_ELEMENTS)
-            .then_some("a matrix of more than 2^48 elements")
-    };
     match record {
-        Record::Kernel(k) => span(k.start_ns, k.end_ns).map(|r| ("kernel", r)),
-        Record::Memcpy(m) => span(m.start_ns, m.end_ns).map(|r| ("memcpy", r)),
-        Record::Memset(m) => span(m.start_ns, m.end_ns).map(|r| ("memset", r)),
-        Record::Launch(l) => span(l.start_ns, l.end_ns).map(|r| ("launch", r)),
-        Record::Overhead(o) => span(o.start_ns, o.end_ns).map(|r| ("overhead", r)),
-        Record::CounterSample(s) => span(s.start_ns, s.end_ns)
+        Record::Kernel(k) => impossible_span(k.start_ns, k.end_ns).map(|r| ("kernel", r)),
+        Record::Memcpy(m) => impossible_span(m.start_ns, m.end_ns).map(|r| ("memcpy", r)),
+        Record::Memset(m) => impossible_span(m.start_ns, m.end_ns).map(|r| ("memset", r)),
+        Record::Launch(l) => impossible_span(l.start_ns, l.end_ns).map(|r| ("launch", r)),
+        Record::Overhead(o) => impossible_span(o.start_ns, o.end_ns).map(|r| ("overhead", r)),
+        Record::CounterSample(s) => impossible_span(s.start_ns, s.end_ns)
             .or_else(|| finite(&s.metrics))
             .map(|r| ("counter sample", r)),
         Record::KernelCounters(k) => finite(&k.metrics).map(|r| ("kernel counters", r)),
-        Record::Gemm(g) => matrices(g).map(|r| ("gemm", r)),
+        Record::Gemm(g) => impossible_shape(g.m, g.n, g.k).map(|r| ("gemm", r)),
         _ => None,
     }
+}
+
+/// Why a record that starts at `start` and ends at `end` cannot be true, if it
+/// cannot ([`impossible`]).
+pub fn impossible_span(start: u64, end: u64) -> Option<&'static str> {
+    if end < start {
+        Some("ends before it starts")
+    } else if end - start > MAX_SPAN_NS {
+        Some("lasts longer than a year")
+    } else {
+        None
+    }
+}
+
+/// Why a GEMM of `m` x `n` x `k` cannot be true, if it cannot ([`impossible`]).
+pub fn impossible_shape(m: u64, n: u64, k: u64) -> Option<&'static str> {
+    let (m, n, k) = (m as u128, n as u128, k as u128);
+    [m * k, k * n, m * n]
+        .iter()
+        .any(|e| *e > MAX_MATRIX_ELEMENTS)
+        .then_some("a matrix of more than 2^48 elements")
 }
 
 /// `records` without the impossible ones, and those counted by kind and reason.

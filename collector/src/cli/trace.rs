@@ -1,12 +1,14 @@
 //! `gpuprof trace`: the session as a timeline, in Perfetto's protobuf format (default),
 //! Chrome trace-event JSON or the PyTorch profiler's (Kineto's) JSON, one file per
-//! process in a directory (`analysis::trace::kineto`), streamed: the session is read part by part
+//! process in a directory (`output::trace::kineto`), streamed: the session is read part by part
 //! (`store::Store::read_part`) and each part's slices are written before the next
-//! part is read (`analysis::trace::TraceBuilder`; kernels once the report's join
+//! part is read (`output::trace::TraceBuilder`; kernels once the report's join
 //! window has finalized them, with their GEMM call and roofline numbers), so memory
 //! holds one part, the join window and the builder's small state, whatever the
 //! length of the run. A session with PM sampling windows first gets the report's
-//! analysis (one more pass) for the DRAM bytes fitted to them.
+//! analysis (one more pass) for the DRAM bytes fitted to them. A Kineto trace, or a
+//! window, first needs the session's first timestamp (and Kineto each process's
+//! header): a pass over the columns that give them (`output::trace::prepass`).
 //!
 //! Damage is handled as `report` handles it: damaged files are skipped, each named
 //! on stderr, and the command exits 3 after writing the trace.
@@ -23,11 +25,10 @@ use crate::analysis::roofline::efficiency::fitted_bytes_per_ns;
 use crate::analysis::session::analyse;
 use crate::output::trace::chrome::ChromeWriter;
 use crate::output::trace::event::Sink;
-use crate::output::trace::kineto::{assign_ranks, Files, KinetoWriter, ProcessHeader};
+use crate::output::trace::kineto::{Files, KinetoWriter, ProcessHeader};
 use crate::output::trace::perfetto::PerfettoWriter;
-use crate::output::trace::{
-    first_timestamp, TraceBuilder, TraceFormat, TraceStats, Window, HOLD_PARTS,
-};
+use crate::output::trace::prepass::prepass;
+use crate::output::trace::{TraceBuilder, TraceFormat, TraceStats, Window, HOLD_PARTS};
 use crate::store::tables::TableId;
 use crate::store::Store;
 use anyhow::{bail, Context, Result};
@@ -131,47 +132,6 @@ fn read(store: &Store, i: usize, integrity: Option<&mut Integrity>) -> Result<Ve
 /// The first timestamp of the session (one pass over it).
 fn origin(store: &Store) -> Result<Option<u64>> {
     Ok(prepass(store)?.first)
-}
-
-/// The first timestamp of the session and what each process's Kineto file says of
-/// it (one pass over the session).
-fn prepass(store: &Store) -> Result<Prepass> {
-    let mut first: Option<u64> = None;
-    let mut headers: std::collections::BTreeMap<u32, ProcessHeader> = Default::default();
-    for i in 0..store.parts.len() {
-        let records = read(store, i, None)?;
-        if let Some(t) = first_timestamp(&records) {
-            first = Some(first.map_or(t, |f| f.min(t)));
-        }
-        for (pid, r) in &records {
-            let h = headers
-                .entry(*pid)
-                .or_insert_with(|| ProcessHeader::unknown(*pid));
-            match r {
-                // The first record of a process wins, as the builder takes it.
-                Record::Process(p) if h.command.is_empty() && h.host.is_empty() => {
-                    let devices = std::mem::take(&mut h.devices);
-                    *h = ProcessHeader::of(p, *pid);
-                    h.devices = devices;
-                }
-                Record::Device(d) => {
-                    h.devices.entry(d.id).or_insert_with(|| d.clone());
-                }
-                _ => {}
-            }
-        }
-    }
-    let mut headers: Vec<ProcessHeader> = headers.into_values().collect();
-    assign_ranks(&mut headers);
-    Ok(Prepass { first, headers })
-}
-
-/// What the Kineto trace needs before it streams the session.
-struct Prepass {
-    /// The first timestamp.
-    first: Option<u64>,
-    /// What each process's file says of it.
-    headers: Vec<ProcessHeader>,
 }
 
 /// The DRAM bytes per ns each kernel class's launches moved, fitted to the session's

@@ -310,6 +310,22 @@ macro_rules! get {
     };
 }
 
+/// The values of a column of primitive kind `T` (`UInt64Type` for [`Kind::U64`]),
+/// as [`crate::store::Store::read_columns`] hands them; `Err` for another type or
+/// nulls.
+pub fn values<T: arrow_array::types::ArrowPrimitiveType>(
+    a: &ArrayRef,
+) -> Result<&[T::Native], String> {
+    let column = a
+        .as_any()
+        .downcast_ref::<PrimitiveArray<T>>()
+        .ok_or_else(|| format!("a column is {}, expected {}", a.data_type(), T::DATA_TYPE))?;
+    if column.null_count() > 0 {
+        return Err("a column has nulls".into());
+    }
+    Ok(column.values())
+}
+
 fn prim<T: arrow_array::types::ArrowPrimitiveType>(a: &ArrayRef) -> &PrimitiveArray<T> {
     a.as_primitive::<T>()
 }

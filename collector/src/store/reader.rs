@@ -14,8 +14,10 @@ use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use arrow_array::RecordBatch;
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::SchemaRef;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
 use wire::Record;
 
 use super::columns::RowReader;
@@ -271,23 +273,23 @@ impl Store {
     /// Reads part `index` of [`Store::parts`]. Errors only for a part of a newer
     /// session version than this gpuprof reads.
     pub fn read_part(&self, index: usize) -> anyhow::Result<Part> {
+        // Every record is decoded straight into the part's: `each` leaves them all.
         let mut records = Vec::new();
-        let mut part =
-            self.read_part_tables(index, &[], &mut Vec::new(), |table| records.append(table))?;
+        let mut part = self.read_part_tables(index, &[], &mut records, |_| {})?;
         part.records = records;
         Ok(part)
     }
 
-    /// Reads part `index` table by table, in table order, handing each table's
-    /// records to `each` in `buffer` once its file verifies and decodes: a few
-    /// thousand at a time, or the whole table at once for a table whose rows can be
-    /// refused (`hand_rows`), so that at most one table's records are in memory.
-    /// `each` takes what it keeps out of the buffer; whatever it leaves is cleared
-    /// before the next chunk, and the buffer's memory is reused (pass the same one
-    /// for every part). The returned part has no records, only
-    /// what could not be read. The tables in `skip` are verified (so that damage is
-    /// reported as for any other file) but not decoded: their rows are counted in
-    /// [`Part::skipped_rows`]. Errors as [`Store::read_part`].
+    /// Reads part `index` table by table, in table order, appending each table's
+    /// records to `buffer` and calling `each` with it once its file verifies and
+    /// decodes: every few thousand records, or once for the whole table for a table
+    /// whose rows can be refused (`hand_rows`). `each` takes what it uses out of the
+    /// buffer (then at most a chunk is in memory, and the buffer's memory is reused:
+    /// pass the same one for every part); what it leaves stays, before the next
+    /// chunk's records ([`Store::read_part`] leaves them all). The returned part has
+    /// no records, only what could not be read. The tables in `skip` are verified
+    /// (so that damage is reported as for any other file) but not decoded: their
+    /// rows are counted in [`Part::skipped_rows`]. Errors as [`Store::read_part`].
     pub fn read_part_tables(
         &self,
         index: usize,
@@ -361,10 +363,12 @@ impl Store {
                 part.skipped_rows += entry.rows;
                 continue;
             }
+            let kept = buffer.len();
             if let Err(reason) = hand_rows(id, bytes, entry.rows, buffer, &mut each) {
+                // None of a damaged table's rows was handed over: dropped whole.
+                buffer.truncate(kept);
                 part.damaged.push(damaged(reason));
             }
-            buffer.clear();
         }
         Ok(part)
     }
@@ -398,6 +402,65 @@ impl Store {
             .as_ref()
             .and_then(|i| i.part(number))
             .map(|p| p.records)
+    }
+
+    /// Columns `columns` of table `id` of part `index`, a batch at a time (in `each`,
+    /// in the order asked: read them with [`super::columns::values`]), without
+    /// decoding the other columns: what a pass needs of a table's times and pids. The
+    /// file verifies as for [`Store::read_part_tables`] (size, CRC-32C, row counts)
+    /// and its schema must be the table's; `Err` says why not (reading the part names
+    /// the damage). A table whose rows can be refused ([`rows_may_fail`]) is refused
+    /// here: whether its rows count needs every column.
+    pub fn read_columns(
+        &self,
+        index: usize,
+        id: TableId,
+        columns: &[&str],
+        mut each: impl FnMut(&[ArrayRef]) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let table = id.table();
+        if rows_may_fail(id) {
+            return Err(format!("table {}: its rows are read whole", table.name));
+        }
+        let (number, path) = &self.parts[index];
+        let manifest = self.manifest_of(*number, path)?;
+        if manifest.version > VERSION {
+            return Err(format!("session version {}", manifest.version));
+        }
+        check_files(&manifest)?;
+        let Some(entry) = manifest.files.iter().find(|f| f.table == table.name) else {
+            return Ok(());
+        };
+        let builder = parquet_of(verified(path, entry)?, entry.rows)?;
+        let at = table_columns(id, builder.schema(), columns)?;
+        let mask = ProjectionMask::roots(builder.parquet_schema(), at.iter().copied());
+        let reader = builder
+            .with_projection(mask)
+            .with_batch_size(BATCH_ROWS)
+            .build()
+            .map_err(|e| format!("not a readable Parquet file: {e}"))?;
+        let mut rows = 0;
+        for batch in reader {
+            let batch = batch.map_err(|e| format!("does not decode: {e}"))?;
+            rows += batch.num_rows() as u64;
+            if rows > entry.rows {
+                return Err(format!("more rows than the {} it says", entry.rows));
+            }
+            let arrays = columns
+                .iter()
+                .map(|name| {
+                    batch
+                        .column_by_name(name)
+                        .cloned()
+                        .ok_or_else(|| format!("table {}: no column {name:?}", table.name))
+                })
+                .collect::<Result<Vec<ArrayRef>, String>>()?;
+            each(&arrays).map_err(|e| format!("table {}: {e}", table.name))?;
+        }
+        if rows != entry.rows {
+            return Err(format!("{rows} rows, the manifest says {}", entry.rows));
+        }
+        Ok(())
     }
 
     /// The NVML readings of part `index` (its `device_samples` table), in the order
@@ -507,20 +570,7 @@ fn read_file(path: &Path, max: u64) -> Result<Vec<u8>, String> {
 /// disagree, so a crafted file is never allocated whole; and refused when it
 /// decodes to fewer rows.
 fn decode_batches(bytes: Vec<u8>, expected: u64) -> Result<Vec<RecordBatch>, String> {
-    if expected > MAX_PART_ROWS as u64 {
-        return Err(format!(
-            "the manifest says {expected} rows, more than a part holds ({MAX_PART_ROWS})"
-        ));
-    }
-    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
-        .map_err(|e| format!("not a readable Parquet file: {e}"))?;
-    let claimed = builder.metadata().file_metadata().num_rows();
-    if u64::try_from(claimed).ok() != Some(expected) {
-        return Err(format!(
-            "the file says {claimed} rows, the manifest says {expected}"
-        ));
-    }
-    let reader = builder
+    let reader = parquet_of(bytes, expected)?
         .with_batch_size(BATCH_ROWS)
         .build()
         .map_err(|e| format!("not a readable Parquet file: {e}"))?;
@@ -538,6 +588,60 @@ fn decode_batches(bytes: Vec<u8>, expected: u64) -> Result<Vec<RecordBatch>, Str
         return Err(format!("{rows} rows, the manifest says {expected}"));
     }
     Ok(batches)
+}
+
+/// A reader of a table file's Parquet bytes that the manifest says holds `expected`
+/// rows, refused when the manifest or the file's own metadata claims more than a
+/// part can hold ([`MAX_PART_ROWS`]) or the two disagree.
+fn parquet_of(
+    bytes: Vec<u8>,
+    expected: u64,
+) -> Result<ParquetRecordBatchReaderBuilder<bytes::Bytes>, String> {
+    if expected > MAX_PART_ROWS as u64 {
+        return Err(format!(
+            "the manifest says {expected} rows, more than a part holds ({MAX_PART_ROWS})"
+        ));
+    }
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
+        .map_err(|e| format!("not a readable Parquet file: {e}"))?;
+    let claimed = builder.metadata().file_metadata().num_rows();
+    if u64::try_from(claimed).ok() != Some(expected) {
+        return Err(format!(
+            "the file says {claimed} rows, the manifest says {expected}"
+        ));
+    }
+    Ok(builder)
+}
+
+/// The positions of `columns` in a file of table `id` whose schema is `schema`: the
+/// file's columns must be the table's, in order, each of its kind (or the first
+/// [`TableId::required_columns`] of them, as [`RowReader::new`] reads them), and
+/// every one asked for among them.
+fn table_columns(id: TableId, schema: &SchemaRef, columns: &[&str]) -> Result<Vec<usize>, String> {
+    let table = id.table();
+    let fields = schema.fields();
+    if fields.len() > table.columns.len() || fields.len() < id.required_columns() {
+        return Err(format!("table {}: {} columns", table.name, fields.len()));
+    }
+    for (field, (name, kind)) in fields.iter().zip(table.columns) {
+        if field.name() != name || field.data_type() != &kind.data_type() {
+            return Err(format!(
+                "table {}: column {:?} is not {name:?} of {}",
+                table.name,
+                field.name(),
+                kind.data_type()
+            ));
+        }
+    }
+    columns
+        .iter()
+        .map(|name| {
+            fields
+                .iter()
+                .position(|f| f.name() == name)
+                .ok_or_else(|| format!("table {}: no column {name:?}", table.name))
+        })
+        .collect()
 }
 
 /// Row readers over `batches`, each checked against table `id`'s columns.
@@ -571,11 +675,11 @@ fn decode_rows<T>(
     Ok(())
 }
 
-/// A record table file's records handed to `each` in `buffer`: in chunks of
-/// [`CHUNK_ROWS`] once the whole file has decoded and its columns checked, when
-/// reading a row cannot fail ([`rows_may_fail`]); otherwise all at once, once every
-/// row has been read. Either way none is handed over from a file that is then found
-/// damaged.
+/// A record table file's records appended to `buffer` and handed to `each`: in
+/// chunks of [`CHUNK_ROWS`] once the whole file has decoded and its columns checked,
+/// when reading a row cannot fail ([`rows_may_fail`]); otherwise all at once, once
+/// every row has been read. Either way none is handed over from a file that is then
+/// found damaged (the caller drops what was appended).
 fn hand_rows(
     id: TableId,
     bytes: Vec<u8>,
@@ -583,7 +687,6 @@ fn hand_rows(
     buffer: &mut Vec<(u32, Record)>,
     each: &mut impl FnMut(&mut Vec<(u32, Record)>),
 ) -> Result<(), String> {
-    buffer.clear();
     if rows_may_fail(id) {
         decode_rows(id, bytes, expected, buffer, |r, i| read_row(id, r, i))?;
         each(buffer);
@@ -592,8 +695,8 @@ fn hand_rows(
     let batches = decode_batches(bytes, expected)?;
     for mut rows in row_readers(id, &batches)? {
         let len = rows.rows();
+        buffer.reserve(len.min(CHUNK_ROWS));
         for start in (0..len).step_by(CHUNK_ROWS) {
-            buffer.clear();
             for i in start..len.min(start + CHUNK_ROWS) {
                 // Cannot fail (`rows_may_fail`); were it to, the file would be named
                 // damaged with the chunks before this one already used.

@@ -29,6 +29,7 @@ pub mod event;
 mod joined;
 pub mod kineto;
 pub mod perfetto;
+pub mod prepass;
 mod proto;
 mod proto_writer;
 
