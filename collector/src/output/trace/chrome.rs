@@ -11,7 +11,7 @@
 //! (`bp: "e"`) in the middle of the kernel, ids from 1. Timestamps and durations are
 //! µs (fractional, ns precision) from `origin`, the session's first timestamp.
 
-use std::collections::HashMap;
+use ahash::AHashMap;
 use std::io::{self, Write};
 
 use serde_json::{json, Map, Value as Json};
@@ -24,7 +24,7 @@ pub struct ChromeWriter<W: Write> {
     origin: u64,
     first: bool,
     /// Track id -> (pid, tid); tid 0 for start/end ranges.
-    tracks: HashMap<u64, (u32, u32)>,
+    tracks: AHashMap<u64, (u32, u32)>,
     next_flow: u64,
     next_async: u64,
 }
@@ -37,7 +37,7 @@ impl<W: Write> ChromeWriter<W> {
             out,
             origin,
             first: true,
-            tracks: HashMap::new(),
+            tracks: AHashMap::new(),
             next_flow: 1,
             next_async: 1,
         })

@@ -16,7 +16,9 @@
 //!   the session). Start/end ranges belong to no thread, so no launch is inside one:
 //!   they are not projected.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
+
+use ahash::{AHashMap, AHashSet};
 
 use wire::{DeviceInfo, Record};
 
@@ -32,7 +34,7 @@ use super::event::{GemmFacts, KernelFacts};
 /// The joining state of a builder.
 pub(super) struct JoinState {
     pub joiner: Joiner,
-    peaks: HashMap<(u32, u32), Option<Peaks>>,
+    peaks: AHashMap<(u32, u32), Option<Peaks>>,
     pub ranges: GpuRanges,
     /// DRAM bytes per ns fitted to PM sampling windows, per class (empty without).
     pub fitted: HashMap<ClassKey, f64>,
@@ -41,17 +43,17 @@ pub(super) struct JoinState {
     /// at all), by (pid, correlation id, graph node id, start): they get no flow, as
     /// in a build without joining, even where the joiner's longer window finds the
     /// launch. Rare, and each is removed when its kernel is finalized.
-    pub unmatched: HashSet<(u32, u32, u64, u64)>,
+    pub unmatched: AHashSet<(u32, u32, u64, u64)>,
 }
 
 impl JoinState {
     pub fn new() -> JoinState {
         JoinState {
             joiner: Joiner::default(),
-            peaks: HashMap::new(),
+            peaks: AHashMap::new(),
             ranges: GpuRanges::default(),
             fitted: HashMap::new(),
-            unmatched: HashSet::new(),
+            unmatched: AHashSet::new(),
         }
     }
 
@@ -85,7 +87,7 @@ impl JoinState {
     pub fn facts(
         &self,
         j: &join::Joined,
-        strings: &HashMap<(u32, u32), String>,
+        strings: &AHashMap<(u32, u32), String>,
         launch_written: bool,
     ) -> KernelFacts {
         let k = j.kernel;
@@ -132,7 +134,7 @@ impl JoinState {
 fn dram_bytes(
     pid: u32,
     counters: &[&wire::KernelCounters],
-    strings: &HashMap<(u32, u32), String>,
+    strings: &AHashMap<(u32, u32), String>,
 ) -> Option<f64> {
     let (mut read, mut write) = (None, None);
     for m in counters.iter().flat_map(|c| &c.metrics) {
@@ -165,8 +167,8 @@ pub struct Instance {
 /// Push/pop range instances, open or recently closed (see the module documentation).
 #[derive(Debug, Default)]
 pub struct GpuRanges {
-    instances: HashMap<u64, Instance>,
-    by_thread: HashMap<(u32, u64), ThreadRanges>,
+    instances: AHashMap<u64, Instance>,
+    by_thread: AHashMap<(u32, u64), ThreadRanges>,
     next: u64,
 }
 
@@ -182,7 +184,7 @@ struct ThreadRanges {
 }
 
 impl ThreadRanges {
-    fn remove(&mut self, ids: &HashSet<u64>) {
+    fn remove(&mut self, ids: &AHashSet<u64>) {
         self.by_start.retain(|(_, id)| !ids.contains(id));
         self.open.retain(|id| !ids.contains(id));
     }
@@ -222,7 +224,7 @@ impl GpuRanges {
         // A thread that starts ranges and never ends them: the oldest goes.
         if list.by_start.len() > MAX_OPEN {
             let (_, oldest) = list.by_start[0];
-            list.remove(&HashSet::from([oldest]));
+            list.remove(&AHashSet::from([oldest]));
             self.instances.remove(&oldest);
         }
         id
@@ -244,11 +246,11 @@ impl GpuRanges {
     /// Range `id` will never be written (it ended before its start, or never ended).
     pub fn discard(&mut self, id: u64) {
         if let Some(i) = self.instances.remove(&id) {
-            self.unlist(i.pid, i.thread, &HashSet::from([id]));
+            self.unlist(i.pid, i.thread, &AHashSet::from([id]));
         }
     }
 
-    fn unlist(&mut self, pid: u32, thread: u64, ids: &HashSet<u64>) {
+    fn unlist(&mut self, pid: u32, thread: u64, ids: &AHashSet<u64>) {
         if let Some(list) = self.by_thread.get_mut(&(pid, thread)) {
             list.remove(ids);
             if list.by_start.is_empty() && list.open.is_empty() {
@@ -308,7 +310,7 @@ impl GpuRanges {
             .collect();
         ids.sort_unstable();
         let mut out = Vec::with_capacity(ids.len());
-        let mut by_thread: HashMap<(u32, u64), HashSet<u64>> = HashMap::new();
+        let mut by_thread: AHashMap<(u32, u64), AHashSet<u64>> = AHashMap::new();
         for id in ids {
             if let Some(i) = self.instances.remove(&id) {
                 by_thread.entry((i.pid, i.thread)).or_default().insert(id);

@@ -43,7 +43,9 @@
 //! A process with several GPUs is one file (one rank) whose GPU events have several
 //! `pid`s, as Kineto writes a process that uses several GPUs.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use ahash::AHashMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -210,7 +212,53 @@ fn copy_kind(kind: u8) -> &'static str {
 
 /// A JSON string literal.
 fn quoted(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+    let mut out = String::with_capacity(s.len() + 2);
+    push_quoted(&mut out, s);
+    out
+}
+
+/// Appends `s` as a JSON string literal, escaped as serde_json escapes it: the quote,
+/// the backslash and the control characters below U+0020 (`\b`, `\t`, `\n`, `\f`, `\r` by
+/// name, the others as `\u00XX`); nothing else.
+fn push_quoted(out: &mut String, s: &str) {
+    out.push('"');
+    // Nearly every string needs no escape: found without a branch per byte (the
+    // fold vectorises), and copied whole.
+    let escapes = s
+        .bytes()
+        .fold(false, |e, b| e | (b < 0x20) | (b == b'"') | (b == b'\\'));
+    if !escapes {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
+    let mut clean = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            b'\t' => "\\t",
+            b'\n' => "\\n",
+            0x0c => "\\f",
+            b'\r' => "\\r",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        // Only ASCII bytes are escaped: `i` is a character boundary.
+        out.push_str(&s[clean..i]);
+        if escape.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
+        } else {
+            out.push_str(escape);
+        }
+        clean = i + 1;
+    }
+    out.push_str(&s[clean..]);
+    out.push('"');
 }
 
 /// Where the files go: one writer per file name.
@@ -245,15 +293,17 @@ struct OpenFile<W> {
 pub struct KinetoWriter<F: Files> {
     files: F,
     base_ns: u64,
-    headers: HashMap<u32, ProcessHeader>,
+    headers: AHashMap<u32, ProcessHeader>,
     /// By pid, in the order they were opened.
     open: Vec<(u32, OpenFile<F::W>)>,
-    index: HashMap<u32, usize>,
+    index: AHashMap<u32, usize>,
     /// Track id -> (pid, kind).
-    tracks: HashMap<u64, (u32, TrackKind)>,
+    tracks: AHashMap<u64, (u32, TrackKind)>,
     /// Devices named so far, per process.
-    named_devices: HashMap<u32, Vec<u32>>,
+    named_devices: AHashMap<u32, Vec<u32>>,
     line: String,
+    /// The args of the event being written (reused, as `line`).
+    args: String,
 }
 
 impl<F: Files> KinetoWriter<F> {
@@ -266,10 +316,11 @@ impl<F: Files> KinetoWriter<F> {
             base_ns,
             headers: headers.into_iter().map(|h| (h.pid, h)).collect(),
             open: Vec::new(),
-            index: HashMap::new(),
-            tracks: HashMap::new(),
-            named_devices: HashMap::new(),
+            index: AHashMap::new(),
+            tracks: AHashMap::new(),
+            named_devices: AHashMap::new(),
             line: String::with_capacity(1024),
+            args: String::with_capacity(512),
         }
     }
 
@@ -411,7 +462,7 @@ impl<F: Files> KinetoWriter<F> {
         l.push_str("{\"ph\": \"X\", \"cat\": \"");
         l.push_str(cat);
         l.push_str("\", \"name\": ");
-        l.push_str(&quoted(name));
+        push_quoted(&mut l, name);
         self.push_place(&mut l, (pid, tid), start_ns);
         l.push_str(", \"dur\": ");
         push_micros(&mut l, i128::from(end_ns.saturating_sub(start_ns)));
@@ -453,8 +504,9 @@ fn push_number(args: &mut String, key: &str, v: f64) {
     }
 }
 
-fn kernel_args(k: &wire::Kernel, facts: Option<&KernelFacts>) -> String {
-    let mut a = String::with_capacity(256);
+/// Writes a kernel's args (the inside of its args object) into `a`, cleared first.
+fn kernel_args(a: &mut String, k: &wire::Kernel, facts: Option<&KernelFacts>) {
+    a.clear();
     for (key, v) in [
         ("\"device\": ", i64::from(k.device_id)),
         (", \"context\": ", i64::from(k.context_id)),
@@ -470,15 +522,15 @@ fn kernel_args(k: &wire::Kernel, facts: Option<&KernelFacts>) -> String {
         ),
     ] {
         a.push_str(key);
-        push_int(&mut a, v);
+        push_int(a, v);
     }
     for (key, d) in [(", \"grid\": [", k.grid), (", \"block\": [", k.block)] {
         a.push_str(key);
-        push_int(&mut a, d[0]);
+        push_int(a, d[0]);
         a.push_str(", ");
-        push_int(&mut a, d[1]);
+        push_int(a, d[1]);
         a.push_str(", ");
-        push_int(&mut a, d[2]);
+        push_int(a, d[2]);
         a.push(']');
     }
     if k.graph_id != 0 {
@@ -488,7 +540,7 @@ fn kernel_args(k: &wire::Kernel, facts: Option<&KernelFacts>) -> String {
             k.graph_id, k.graph_node_id
         );
     }
-    let Some(f) = facts else { return a };
+    let Some(f) = facts else { return };
     if let Some(g) = &f.gemm {
         let _ = write!(
             a,
@@ -503,25 +555,24 @@ fn kernel_args(k: &wire::Kernel, facts: Option<&KernelFacts>) -> String {
     }
     let dur = k.end_ns.saturating_sub(k.start_ns);
     if let Some(v) = f.model_flops {
-        push_number(&mut a, "model FLOPs", v);
+        push_number(a, "model FLOPs", v);
     }
     if let Some(v) = f.dram_bytes {
-        push_number(&mut a, "DRAM bytes", v);
+        push_number(a, "DRAM bytes", v);
     }
     if let Some(v) = f.arithmetic_intensity() {
-        push_number(&mut a, "arithmetic intensity (FLOP/byte)", v);
+        push_number(a, "arithmetic intensity (FLOP/byte)", v);
     }
     // Not measured by this launch: its class's rate fitted to PM sampling windows.
     if let Some(v) = f.fitted_dram_bytes {
-        push_number(&mut a, "DRAM bytes (fitted to PM sampling)", v);
+        push_number(a, "DRAM bytes (fitted to PM sampling)", v);
     }
     if let Some(v) = f.fitted_intensity() {
-        push_number(&mut a, "arithmetic intensity (FLOP/byte, fitted bytes)", v);
+        push_number(a, "arithmetic intensity (FLOP/byte, fitted bytes)", v);
     }
     if let Some(v) = f.mfu(dur) {
-        push_number(&mut a, "MFU (%)", v * 100.0);
+        push_number(a, "MFU (%)", v * 100.0);
     }
-    a
 }
 
 fn transfer_args(
@@ -613,7 +664,11 @@ impl<F: Files> Sink for KinetoWriter<F> {
         let dur = s.end_ns.saturating_sub(s.start_ns);
         match (s.category, s.source) {
             (Category::Kernel, Source::Kernel(k, facts)) => {
-                self.complete(pid, "kernel", s.name, at, span, &kernel_args(k, facts))?;
+                let mut args = std::mem::take(&mut self.args);
+                kernel_args(&mut args, k, facts);
+                let written = self.complete(pid, "kernel", s.name, at, span, &args);
+                self.args = args;
+                written?;
                 if facts.is_some_and(|f| f.launch_written) {
                     self.flow(pid, true, k.correlation_id, at, s.start_ns)?;
                 }
@@ -654,11 +709,15 @@ impl<F: Files> Sink for KinetoWriter<F> {
                 } else {
                     "cuda_driver"
                 };
-                let args = format!(
-                    "\"cbid\": {}, \"correlation\": {}",
-                    l.cbid, l.correlation_id
-                );
-                self.complete(pid, cat, s.name, at, span, &args)?;
+                let mut args = std::mem::take(&mut self.args);
+                args.clear();
+                args.push_str("\"cbid\": ");
+                push_int(&mut args, l.cbid);
+                args.push_str(", \"correlation\": ");
+                push_int(&mut args, l.correlation_id);
+                let written = self.complete(pid, cat, s.name, at, span, &args);
+                self.args = args;
+                written?;
                 if s.flow_out.is_some() {
                     self.flow(pid, false, l.correlation_id, at, s.start_ns)?;
                 }
@@ -687,5 +746,26 @@ impl<F: Files> Sink for KinetoWriter<F> {
     }
     fn projects_ranges(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them() {
+        let mut every_ascii: String = (0u8..0x80).map(char::from).collect();
+        every_ascii.push_str("é中😀\u{7f}\u{2028}");
+        for s in [
+            every_ascii.as_str(),
+            "",
+            "void gemm<128, 64>(float const*, \"x\")",
+            "a\\b",
+            "\u{1}end",
+            "start\u{1f}",
+        ] {
+            assert_eq!(quoted(s), serde_json::to_string(s).unwrap(), "{s:?}");
+        }
     }
 }

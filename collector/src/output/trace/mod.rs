@@ -34,6 +34,8 @@ mod proto;
 mod proto_writer;
 
 use std::collections::HashMap;
+
+use ahash::AHashMap;
 use std::io::{self, Write};
 
 use wire::{marker_flags, Record};
@@ -164,13 +166,13 @@ pub struct TraceBuilder<S: Sink> {
     window: Option<Window>,
     part: u64,
     next_id: u64,
-    processes: HashMap<u32, ProcessState>,
-    tracks: HashMap<(u32, TrackKind), Track>,
-    strings: HashMap<(u32, u32), String>,
-    kernel_names: HashMap<(u32, u32), String>,
-    launch_names: HashMap<(u32, bool), String>,
-    pending: HashMap<(u32, u32), PendingLaunch>,
-    open_ranges: HashMap<(u32, u32), OpenRange>,
+    processes: AHashMap<u32, ProcessState>,
+    tracks: AHashMap<(u32, TrackKind), Track>,
+    strings: AHashMap<(u32, u32), String>,
+    kernel_names: AHashMap<(u32, u32), String>,
+    launch_names: AHashMap<(u32, bool), String>,
+    pending: AHashMap<(u32, u32), PendingLaunch>,
+    open_ranges: AHashMap<(u32, u32), OpenRange>,
     stats: TraceStats,
     /// When the sink joins kernels ([`Sink::joined`]).
     join: Option<JoinState>,
@@ -194,13 +196,13 @@ impl<S: Sink> TraceBuilder<S> {
             window,
             part: 0,
             next_id: 1,
-            processes: HashMap::new(),
-            tracks: HashMap::new(),
-            strings: HashMap::new(),
-            kernel_names: HashMap::new(),
-            launch_names: HashMap::new(),
-            pending: HashMap::new(),
-            open_ranges: HashMap::new(),
+            processes: AHashMap::new(),
+            tracks: AHashMap::new(),
+            strings: AHashMap::new(),
+            kernel_names: AHashMap::new(),
+            launch_names: AHashMap::new(),
+            pending: AHashMap::new(),
+            open_ranges: AHashMap::new(),
             stats: TraceStats::default(),
             join,
         }
