@@ -242,6 +242,41 @@ impl MetricNames {
     }
 }
 
+/// What a counter metric counts towards, besides its own sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MetricRole {
+    DramRead,
+    DramWrite,
+    /// A FLOP metric ([`flop_metric`]).
+    Flop,
+    Other,
+}
+
+/// The session-wide id and role of metric string `name` of `pid`, from `roles` (kept
+/// per (pid, string id), dropped when the string is redefined) or found by its
+/// name; `None` for a metric whose name is not interned (yet).
+fn metric_role(
+    roles: &mut AHashMap<(u32, u32), (u32, MetricRole)>,
+    metrics: &mut MetricNames,
+    strings: &AHashMap<(u32, u32), String>,
+    pid: u32,
+    name: u32,
+) -> Option<(u32, MetricRole)> {
+    if let Some(&known) = roles.get(&(pid, name)) {
+        return Some(known);
+    }
+    let text = strings.get(&(pid, name)).filter(|_| name != 0)?;
+    let role = match text.as_str() {
+        DRAM_READ => MetricRole::DramRead,
+        DRAM_WRITE => MetricRole::DramWrite,
+        t if flop_metric(t).is_some() => MetricRole::Flop,
+        _ => MetricRole::Other,
+    };
+    let known = (metrics.id(text), role);
+    roles.insert((pid, name), known);
+    Some(known)
+}
+
 /// Where some finalized kernel time fell: process, device, class and time bin (the
 /// bin's index: its start over the bin length).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -301,6 +336,10 @@ struct Span {
 pub struct Aggregator {
     out: Aggregate,
     process_index: AHashMap<u32, usize>,
+    /// The last process looked up in `process_index`, and its index.
+    last_process: Option<(u32, usize)>,
+    /// Counter metrics by (pid, string id): their id and role ([`metric_role`]).
+    metric_roles: AHashMap<(u32, u32), (u32, MetricRole)>,
     joiner: Joiner,
     /// The part being read, and its records so far.
     part: usize,
@@ -539,6 +578,12 @@ impl Aggregator {
     }
 
     fn process(&mut self, pid: u32) -> &mut ProcessSummary {
+        // Records come in runs of one process: its index is kept from the last one.
+        if let Some((last, i)) = self.last_process {
+            if last == pid {
+                return &mut self.out.processes[i];
+            }
+        }
         let processes = &mut self.out.processes;
         let others = &self.out.others;
         let i = *self.process_index.entry(pid).or_insert_with(|| {
@@ -563,6 +608,7 @@ impl Aggregator {
             });
             processes.len() - 1
         });
+        self.last_process = Some((pid, i));
         &mut processes[i]
     }
 
@@ -590,6 +636,7 @@ impl Aggregator {
                 self.out.devices.entry((pid, d.id)).or_insert(d);
             }
             Record::String(s) => {
+                self.metric_roles.remove(&(pid, s.id));
                 self.out.strings.insert((pid, s.id), s.text);
             }
             Record::Kernel(k) => {
@@ -698,6 +745,7 @@ impl Aggregator {
         let mut read = None;
         let mut write = None;
         let metrics = &mut self.out.metrics;
+        let roles = &mut self.metric_roles;
         let c = &mut self.out.classes.list[class];
         if !j.counters.is_empty() {
             let records = j.counters;
@@ -705,17 +753,13 @@ impl Aggregator {
             let mut seen: Vec<u32> = Vec::new();
             for r in records {
                 for m in &r.metrics {
-                    let name: &str = match strings.get(&(pid, m.name)) {
-                        Some(s) if m.name != 0 => s,
-                        _ => {
-                            let id = metrics.id(&format!("#{}", m.name));
-                            let e = c.metrics.entry(id).or_default();
-                            e.0 += 1;
-                            e.1 += m.value;
-                            continue;
-                        }
+                    let Some((id, role)) = metric_role(roles, metrics, strings, pid, m.name) else {
+                        let id = metrics.id(&format!("#{}", m.name));
+                        let e = c.metrics.entry(id).or_default();
+                        e.0 += 1;
+                        e.1 += m.value;
+                        continue;
                     };
-                    let id = metrics.id(name);
                     let e = c.metrics.entry(id).or_default();
                     e.0 += 1;
                     e.1 += m.value;
@@ -723,15 +767,15 @@ impl Aggregator {
                         continue;
                     }
                     seen.push(id);
-                    match name {
-                        DRAM_READ => read = Some(m.value),
-                        DRAM_WRITE => write = Some(m.value),
-                        _ => {}
-                    }
-                    if flop_metric(name).is_some() {
-                        let e = c.flop_metrics.entry(id).or_default();
-                        e.0 += 1;
-                        e.1 += m.value;
+                    match role {
+                        MetricRole::DramRead => read = Some(m.value),
+                        MetricRole::DramWrite => write = Some(m.value),
+                        MetricRole::Flop => {
+                            let e = c.flop_metrics.entry(id).or_default();
+                            e.0 += 1;
+                            e.1 += m.value;
+                        }
+                        MetricRole::Other => {}
                     }
                 }
             }

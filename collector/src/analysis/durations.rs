@@ -11,7 +11,7 @@
 //! of the exact one, and `median_exact` says so. A histogram then holds at most 128
 //! buckets per power of two: a few thousand for any range of durations.
 
-use std::collections::BTreeMap;
+use ahash::AHashMap;
 
 /// Distinct durations held exactly before the histogram is coarsened.
 pub const EXACT_VALUES: usize = 256;
@@ -26,8 +26,10 @@ pub struct Durations {
     /// Sums, saturating (only durations near 2^64 ns can reach the limit).
     pub sum: u128,
     pub sum_sq: u128,
-    /// Duration (exact) or bucket lower bound (coarse) -> launches.
-    hist: BTreeMap<u64, u64>,
+    /// Duration (exact) or bucket lower bound (coarse) -> launches; put in order only
+    /// for the median (a kernel's launches are added one by one, its median is
+    /// asked for once).
+    hist: AHashMap<u64, u64>,
     coarse: bool,
 }
 
@@ -102,14 +104,17 @@ impl Durations {
         // 1-based ranks of the two middle launches (the same one for an odd count).
         let lo = self.count.div_ceil(2);
         let hi = self.count / 2 + 1;
-        let (a, b) = (self.nth(lo), self.nth(hi));
+        let mut sorted: Vec<(u64, u64)> = self.hist.iter().map(|(&k, &n)| (k, n)).collect();
+        sorted.sort_unstable();
+        let (a, b) = (self.nth(&sorted, lo), self.nth(&sorted, hi));
         ((a as u128 + b as u128) / 2) as u64
     }
 
-    /// The value of the launch of 1-based rank `rank` in duration order.
-    fn nth(&self, rank: u64) -> u64 {
+    /// The value of the launch of 1-based rank `rank` in duration order, of the
+    /// histogram in order.
+    fn nth(&self, sorted: &[(u64, u64)], rank: u64) -> u64 {
         let mut seen = 0u64;
-        for (&k, &n) in &self.hist {
+        for &(k, n) in sorted {
             seen += n;
             if seen >= rank {
                 return if self.coarse {
@@ -119,7 +124,7 @@ impl Durations {
                 };
             }
         }
-        self.hist.keys().next_back().copied().unwrap_or(0)
+        sorted.last().map_or(0, |&(k, _)| k)
     }
 
     /// The mean, ns (rounded down); 0 when empty.

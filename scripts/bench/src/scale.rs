@@ -33,6 +33,8 @@ use crate::{session, sizes};
 /// A child's run.
 struct Run {
     wall: f64,
+    /// User and system CPU seconds of the child (and the children it waited for).
+    cpu: f64,
     max_rss_kib: u64,
     /// Why it failed, if it did.
     failed: Option<String>,
@@ -120,8 +122,10 @@ fn measured(cmd: &mut Command, limit: u64, log: &Path) -> Result<Run> {
             format!("{how}: {last}")
         })
     };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     Ok(Run {
         wall,
+        cpu: seconds(usage.ru_utime) + seconds(usage.ru_stime),
         max_rss_kib: usage.ru_maxrss.max(0) as u64,
         failed,
     })
@@ -167,7 +171,10 @@ fn commands(
             "roofline",
             g(s(&["roofline", &d, "-o", &out("roofline.svg")])),
         ),
-        ("trace", g(s(&["trace", &d, "-o", &out("trace.json")]))),
+        (
+            "trace",
+            g(s(&["trace", &d, "-o", &out("trace.perfetto-trace")])),
+        ),
         (
             "kineto",
             g(s(&[
@@ -196,7 +203,8 @@ fn commands(
 
 /// Each of [`commands`] on the session in `dir` of `kernels` kernels: a row each of
 /// wall time (DuckDB's: its query's, without Python's start-up), kernels per second,
-/// peak RSS, and wall time over DuckDB's.
+/// CPU time (user and system; DuckDB's: its query's wall time, on one thread) in all
+/// and per kernel, peak RSS, and wall and CPU time over DuckDB's.
 fn read_commands(
     gpuprof: &Path,
     python: Option<&Path>,
@@ -209,10 +217,11 @@ fn read_commands(
         let log = dir.join(format!("{name}.log"));
         let mut run = measured(Command::new(program).args(args), limit, &log)?;
         if name == "duckdb" && run.failed.is_none() {
-            // The query alone; its peak RSS stays the whole process's.
+            // The query alone, on one thread: its wall time is its CPU time. Its
+            // peak RSS stays the whole process's.
             let text = std::fs::read_to_string(dir.join(DUCKDB_SECONDS)).unwrap_or_default();
             match text.trim().parse::<f64>() {
-                Ok(secs) => run.wall = secs,
+                Ok(secs) => (run.wall, run.cpu) = (secs, secs),
                 Err(_) => run.failed = Some("no query time written".into()),
             }
         }
@@ -221,7 +230,7 @@ fn read_commands(
             "roofline.svg",
             "roofline.csv",
             "roofline.json",
-            "trace.json",
+            "trace.perfetto-trace",
         ] {
             let _ = std::fs::remove_file(dir.join(f));
         }
@@ -231,21 +240,27 @@ fn read_commands(
     let duckdb = runs
         .iter()
         .find(|(n, r)| *n == "duckdb" && r.failed.is_none())
-        .map(|(_, r)| r.wall);
+        .map(|(_, r)| (r.wall, r.cpu));
     Ok(runs
         .into_iter()
         .map(|(name, run)| {
-            let vs = duckdb.map_or("-".to_string(), |d| format!("{:.1}x", run.wall / d));
+            let vs = |of: f64, d: f64| format!("{:.1}x", of / d);
+            let (wall_vs, cpu_vs) = duckdb.map_or(("-".into(), "-".into()), |(w, c)| {
+                (vs(run.wall, w), vs(run.cpu, c))
+            });
             let how = run
                 .failed
                 .map_or(String::new(), |why| format!("  (failed: {why})"));
             format!(
-                "{:>10} {:>8.2} {:>11.0} {:>10} {:>9}{how}",
+                "{:>10} {:>8.2} {:>11.0} {:>7.2} {:>7.2} {:>10} {:>6} {:>6}{how}",
                 name,
                 run.wall,
                 kernels as f64 / run.wall,
+                run.cpu,
+                run.cpu * 1e6 / kernels as f64,
                 mib(run.max_rss_kib),
-                vs
+                wall_vs,
+                cpu_vs
             )
         })
         .collect())
@@ -254,8 +269,8 @@ fn read_commands(
 /// The header of [`read_commands`]' rows.
 fn header() -> String {
     format!(
-        "{:>10} {:>8} {:>11} {:>10} {:>9}",
-        "command", "wall s", "kernels/s", "peak RSS", "vs DuckDB"
+        "{:>10} {:>8} {:>11} {:>7} {:>7} {:>10} {:>13}",
+        "command", "wall s", "kernels/s", "CPU s", "µs/k", "peak RSS", "vs DuckDB w/c"
     )
 }
 
