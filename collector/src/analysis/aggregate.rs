@@ -470,6 +470,26 @@ impl Aggregator {
         }
     }
 
+    /// [`Aggregator::add_records`] of records screened already: `read` records were
+    /// read, of which `screened` were impossible ((pid, [`impossible`]'s kind and
+    /// reason) each, counted here) and `records` are the others, in order.
+    pub fn add_screened(
+        &mut self,
+        records: impl Iterator<Item = (u32, Record)>,
+        read: u64,
+        screened: &[(u32, (&'static str, &'static str))],
+    ) {
+        self.rows += read;
+        for &(pid, key) in screened {
+            self.key(pid);
+            *self.out.impossible.entry(key).or_default() += 1;
+        }
+        for (pid, record) in records {
+            let pid = self.key(pid);
+            self.record(pid, record);
+        }
+    }
+
     /// Ends the current part: finalizes the kernels that have waited long enough.
     pub fn end_part(&mut self) {
         let rows = std::mem::take(&mut self.rows);

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use crate::analysis::aggregate::{Aggregate, Aggregator};
-use crate::analysis::integrity::{DamagedFile, Integrity, Unsealed};
+use crate::analysis::integrity::{impossible, DamagedFile, Integrity, Unsealed};
 use std::sync::mpsc::{Receiver, SyncSender};
 
 use wire::Record;
@@ -71,7 +71,13 @@ const IN_FLIGHT: usize = 16;
 enum Read {
     /// The next session's records follow (index into the sessions read).
     Session(usize),
-    Records(Vec<(u32, Record)>),
+    /// Records of the part, screened ([`crate::analysis::integrity::impossible`]):
+    /// those kept, how many were read, and the impossible ones left out.
+    Records {
+        kept: Vec<(u32, Record)>,
+        read: u64,
+        screened: Vec<(u32, (&'static str, &'static str))>,
+    },
     /// The end of a part: what of it could not be read, and its NVML readings.
     EndPart {
         part: Part,
@@ -117,10 +123,14 @@ fn analyse_into(
                     store = i;
                     aggregator.next_session(stores[i].dir.display().to_string());
                 }
-                Read::Records(mut chunk) => {
-                    aggregator.add_records(chunk.drain(..));
+                Read::Records {
+                    mut kept,
+                    read,
+                    screened,
+                } => {
+                    aggregator.add_screened(kept.drain(..), read, &screened);
                     // The reader may be done: then the chunk is dropped here.
-                    let _ = give_back.send(chunk);
+                    let _ = give_back.send(kept);
                 }
                 Read::EndPart { part, samples } => {
                     // A damaged device_samples file is in `part.damaged` already.
@@ -187,9 +197,23 @@ fn read_parts(
         }
         for p in 0..store.parts.len() {
             let part = store.read_part_tables(p, skip, &mut buffer, |chunk| {
-                let mut next = reuse.try_recv().unwrap_or_default();
-                std::mem::swap(&mut next, chunk);
-                let _ = to_fold.send(Read::Records(next));
+                let mut kept = reuse.try_recv().unwrap_or_default();
+                std::mem::swap(&mut kept, chunk);
+                // Screened here, off the folding thread, which is the busier one.
+                let read = kept.len() as u64;
+                let mut screened = Vec::new();
+                kept.retain(|(pid, r)| match impossible(r) {
+                    Some(key) => {
+                        screened.push((*pid, key));
+                        false
+                    }
+                    None => true,
+                });
+                let _ = to_fold.send(Read::Records {
+                    kept,
+                    read,
+                    screened,
+                });
             })?;
             let samples = store.read_device_samples(p);
             if to_fold.send(Read::EndPart { part, samples }).is_err() {
