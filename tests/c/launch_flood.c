@@ -4,7 +4,8 @@
  * launching thread's CPU time (CLOCK_THREAD_CPUTIME_ID), then synchronises.
  * usage: launch_flood N
  * prints: launches=N loop_ns=T ns_per_launch=T/N cpu_ns=C cpu_ns_per_launch=C/N
- *         peak_rss_kb=R (the process's peak resident set, VmHWM, after the synchronise) */
+ *         peak_rss_kb=R (the process's peak resident set, VmHWM, after the synchronise)
+ *         nvperf_host_rss_kb=H (of the resident set then, NVIDIA's libnvperf_host's) */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,38 @@ static long peak_rss_kb(void) {
     while (fgets(line, sizeof line, f))
         if (strncmp(line, "VmHWM:", 6) == 0)
             kb = strtol(line + 6, NULL, 10);
+    fclose(f);
+    return kb;
+}
+
+/* The resident set, in kB, of the mappings of NVIDIA's libnvperf_host (the Profiler
+ * Host library CUPTI loads to build counter configurations and evaluate metrics) and
+ * of the anonymous mapping right after its last one (its .bss); 0 when not loaded,
+ * -1 when /proc cannot be read. */
+static long nvperf_host_rss_kb(void) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    long kb = 0;
+    int current = 0, previous = 0;
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char perms[8];
+        int path_at = 0;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &path_at) == 3) {
+            /* A mapping's first line: after the inode, its path, if any. */
+            const char *path = line + path_at;
+            int named = path_at > 0 && *path != '\n' && *path != '\0';
+            previous = current;
+            if (named)
+                current = strstr(path, "libnvperf_host") != NULL;
+            else
+                current = previous == 1 ? 2 : 0;
+        } else if (strncmp(line, "Rss:", 4) == 0 && current) {
+            kb += strtol(line + 4, NULL, 10);
+        }
+    }
     fclose(f);
     return kb;
 }
@@ -90,7 +123,8 @@ int main(int argc, char **argv) {
     long long ns = (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
     long long cpu = (c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec);
     printf("launches=%ld loop_ns=%lld ns_per_launch=%.1f cpu_ns=%lld cpu_ns_per_launch=%.1f "
-           "peak_rss_kb=%ld\n",
-           n, ns, (double)ns / (double)n, cpu, (double)cpu / (double)n, peak_rss_kb());
+           "peak_rss_kb=%ld nvperf_host_rss_kb=%ld\n",
+           n, ns, (double)ns / (double)n, cpu, (double)cpu / (double)n, peak_rss_kb(),
+           nvperf_host_rss_kb());
     return 0;
 }

@@ -16,12 +16,14 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// One run's figures: ns per launch, wall and the launching thread's CPU; the
-/// program's peak resident set, kB.
+/// program's peak resident set, and of its resident set at the end NVIDIA's
+/// libnvperf_host's (the Profiler Host library; its static data), kB.
 #[derive(Debug, Clone, Copy)]
 struct PerLaunch {
     wall: f64,
     cpu: f64,
     rss_kb: f64,
+    nvperf_host_kb: f64,
 }
 
 pub fn run(args: &[String]) -> Result<()> {
@@ -95,6 +97,14 @@ pub fn run(args: &[String]) -> Result<()> {
         on,
         br,
     );
+    // Per-kernel counters build their configurations and evaluate their metrics
+    // through CUPTI's Profiler Host API, which loads NVIDIA's libnvperf_host: its
+    // static data is resident from then on, on a GPU as on the simulated stack
+    // (which runs NVIDIA's own host library); the baselines never load it.
+    println!(
+        "  of the program's RSS with default counters, NVIDIA's libnvperf_host (the Profiler Host library's static data): {:.1} MiB",
+        on.nvperf_host_kb / 1024.0
+    );
     println!(
         "  (CUPTI's own cost, the simulated one: subscriptions {:+.0} ns wall, {:+.0} ns CPU; \
          an enabled range profiler {:+.0} ns wall, {:+.0} ns CPU more)",
@@ -116,6 +126,7 @@ fn median(v: &[PerLaunch]) -> PerLaunch {
         wall: mid(|r| r.wall),
         cpu: mid(|r| r.cpu),
         rss_kb: mid(|r| r.rss_kb),
+        nvperf_host_kb: mid(|r| r.nvperf_host_kb),
     }
 }
 
@@ -146,5 +157,6 @@ fn one(mut cmd: Command, sim_dir: &Path, launches: u64) -> Result<PerLaunch> {
         wall: field("ns_per_launch")?,
         cpu: field("cpu_ns_per_launch")?,
         rss_kb: field("peak_rss_kb")?,
+        nvperf_host_kb: field("nvperf_host_rss_kb")?,
     })
 }
