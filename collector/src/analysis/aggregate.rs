@@ -367,6 +367,11 @@ pub struct Aggregator {
     telemetry: TelemetryAggregator,
     /// Tables not read ([`Aggregator::kernel_rows_only`]).
     skip: &'static [TableId],
+    /// Whether the sums only the report prints are left out: each class's duration
+    /// histogram (`Class::durations`: the median and standard deviation) and the
+    /// kernels' NVTX range totals (`RangeCover::cover`). `pprof` and `roofline`
+    /// read neither ([`Aggregator::with_stacks`], [`Aggregator::kernel_rows_only`]).
+    without_report_sums: bool,
 }
 
 impl Aggregator {
@@ -380,10 +385,12 @@ impl Aggregator {
     }
 
     /// An aggregator that also sums launches by the NVTX ranges enclosing them
-    /// ([`Aggregate::stacks`]).
+    /// ([`Aggregate::stacks`]), for the flame graph: without the sums only the report
+    /// prints (no class's duration histogram, no range's kernel totals).
     pub fn with_stacks() -> Aggregator {
         let mut a = Aggregator::default();
         a.out.stacks = Some(Stacks::default());
+        a.without_report_sums = true;
         a
     }
 
@@ -392,9 +399,11 @@ impl Aggregator {
     /// [`Aggregate::ranges`] is empty and no kernel has its launch; every other
     /// table is read and joined as for the report, and the skipped tables' records
     /// still count towards the join window ([`Aggregator::add_skipped_rows`]), so the
-    /// classes are the report's.
+    /// classes are the report's, less the durations' histograms (which only the report
+    /// prints).
     pub fn kernel_rows_only(mut self) -> Aggregator {
         self.skip = &[TableId::Launches, TableId::Markers];
+        self.without_report_sums = true;
         self
     }
 
@@ -810,7 +819,9 @@ impl Aggregator {
         }
         c.min_ns = c.min_ns.min(ns);
         c.max_ns = c.max_ns.max(ns);
-        c.durations.add(ns);
+        if !self.without_report_sums {
+            c.durations.add(ns);
+        }
 
         if let Some((bin_ns, bins)) = &mut self.binned_since {
             for (bin, ns) in split_into_bins(k.start_ns, k.end_ns, *bin_ns) {
@@ -834,9 +845,11 @@ impl Aggregator {
             let path = self.out.ranges.enclosing(pid, launch, k.start_ns);
             stacks.add(class, path, ns, bytes);
         }
-        self.out
-            .ranges
-            .cover(pid, launch, k.start_ns, class, ns, bytes);
+        if !self.without_report_sums {
+            self.out
+                .ranges
+                .cover(pid, launch, k.start_ns, class, ns, bytes);
+        }
         if self.sampling {
             self.spans.push(Span {
                 part: self.part,
