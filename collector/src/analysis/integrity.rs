@@ -78,6 +78,23 @@ pub struct Integrity {
 }
 
 impl Integrity {
+    /// Adds records screened out as impossible ([`screen`]'s counts), keeping one
+    /// entry per kind and reason, in that order.
+    pub fn add_impossible(&mut self, counts: Vec<ImpossibleRecords>) {
+        for c in counts {
+            match self
+                .impossible
+                .iter_mut()
+                .find(|i| i.kind == c.kind && i.reason == c.reason)
+            {
+                Some(i) => i.records += c.records,
+                None => self.impossible.push(c),
+            }
+        }
+        self.impossible
+            .sort_by(|a, b| (&a.kind, &a.reason).cmp(&(&b.kind, &b.reason)));
+    }
+
     /// Whether the session was read whole (no damaged file, no part left unsealed).
     pub fn file_complete(&self) -> bool {
         self.damaged.is_empty() && self.unsealed.is_empty() && self.lost.is_empty()

@@ -58,6 +58,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     crate::store::output_file::write_replacing(&output, |w| write_gzipped(&p, w))
         .with_context(|| format!("cannot write {}", output.display()))?;
     sessions::warn_damage(&analysed, "profile");
+    sessions::warn_impossible(&analysed, "profile");
     eprintln!(
         "gpuprof: profile written to {}: {} launch{}, {} ns of GPU time, {} sample{}, {} frames; \
          view it with `go tool pprof -http=: {}` or send it to Pyroscope",

@@ -61,6 +61,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         analyse_kernel_rows(s, p)
     })?;
     sessions::warn_damage(&loaded, "roofline");
+    sessions::warn_impossible(&loaded, "roofline");
     let svg = match &args.output {
         Some(o) => o.clone(),
         None => loaded.dir.join("roofline.svg"),

@@ -77,6 +77,32 @@ pub fn warn_damage_of(dir: &Path, integrity: &Integrity, what: &str) {
     }
 }
 
+/// Warns on stderr about the records left out of the output because their values
+/// cannot be true (the report lists them in its own output; the other outputs have
+/// no place for them).
+pub fn warn_impossible(read: &Analysed, what: &str) {
+    warn_impossible_of(&read.dir, &read.integrity, what);
+}
+
+/// [`warn_impossible`] for the session in `dir` read with `integrity`.
+pub fn warn_impossible_of(dir: &Path, integrity: &Integrity, what: &str) {
+    if integrity.impossible.is_empty() {
+        return;
+    }
+    let total: u64 = integrity.impossible.iter().map(|i| i.records).sum();
+    let each: Vec<String> = integrity
+        .impossible
+        .iter()
+        .map(|i| format!("{} {}: {}", i.records, i.kind, i.reason))
+        .collect();
+    eprintln!(
+        "gpuprof: warning: {}: {total} record{} whose values cannot be true left out of the {what} ({}; `gpuprof report` lists them)",
+        dir.display(),
+        if total == 1 { "" } else { "s" },
+        each.join("; ")
+    );
+}
+
 /// After the output was written: says what it leaves out and gives the exit status,
 /// [`EXIT_INCOMPLETE`] when the session is damaged, a part was never sealed, or the
 /// collector lost records it could not count.

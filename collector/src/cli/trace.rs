@@ -121,12 +121,14 @@ struct ReadError(anyhow::Error);
 /// does not verify goes to `integrity`.
 fn read(store: &Store, i: usize, integrity: Option<&mut Integrity>) -> Result<Vec<(u32, Record)>> {
     let part = store.read_part(i)?;
+    let (kept, impossible) = screen(part.records);
     if let Some(integrity) = integrity {
         integrity
             .damaged
             .extend(part.damaged.into_iter().map(DamagedFile::from));
+        integrity.add_impossible(impossible);
     }
-    Ok(screen(part.records).0)
+    Ok(kept)
 }
 
 /// The first timestamp of the session (one pass over it).
@@ -524,6 +526,7 @@ fn finish(
         })
         .collect();
     sessions::warn_damage_of(&store.dir, &integrity, "trace");
+    sessions::warn_impossible_of(&store.dir, &integrity, "trace");
     summary(output, args, stats, headers, files);
     sessions::finish_of(&store.dir, &integrity, store.parts.len(), "trace")
 }

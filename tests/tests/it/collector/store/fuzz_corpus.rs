@@ -408,12 +408,32 @@ fn session_facts(path: &Path) -> BTreeMap<String, String> {
             })
             .collect()
     };
+    // The trace also says how many impossible records it left out, which the report
+    // lists in its output (`impossible_records`) instead.
+    let (impossible, traced_warnings): (Vec<String>, Vec<String>) =
+        warnings(&traced.stderr, "trace")
+            .into_iter()
+            .partition(|l| l.contains("whose values cannot be true"));
     assert_eq!(
-        warnings(&traced.stderr, "trace"),
+        traced_warnings,
         warnings(&out.stderr, "report"),
         "{}",
         path.display()
     );
+    let listed: u64 = serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v.get("impossible_records").cloned())
+        .and_then(|v| v.as_array().cloned())
+        .map_or(0, |a| a.iter().filter_map(|i| i["records"].as_u64()).sum());
+    match &impossible[..] {
+        [] => assert_eq!(listed, 0, "{}", path.display()),
+        [one] => assert!(
+            one.contains(&format!(": {listed} record")),
+            "{}: {one}, the report lists {listed}",
+            path.display()
+        ),
+        more => panic!("{}: {more:?}", path.display()),
+    }
     assert_eq!(trace.exists(), code != 2, "{}", path.display());
     let _ = std::fs::remove_file(&trace);
     let loaded = match analyse(path, |_, _| {}) {

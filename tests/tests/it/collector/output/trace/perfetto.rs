@@ -841,3 +841,50 @@ fn interned_names_start_again_past_the_limit() {
     let want: Vec<String> = (0..10).map(|i| format!("kernel_{i}")).collect();
     assert_eq!(names, want);
 }
+
+#[test]
+fn records_that_cannot_be_true_are_left_out_and_said_so_by_every_output_but_the_report() {
+    let dir = Scratch::new("perfetto-impossible");
+    let mut records = parts();
+    // A kernel that ends before it starts, two launch calls that last over a year.
+    records.push((
+        PID,
+        vec![
+            k(1, 90, 500, 400),
+            launch(91, 7, 0, u64::MAX),
+            launch(92, 7, 1, u64::MAX),
+        ],
+    ));
+    write_parts(dir.path(), &records).unwrap();
+    let d = dir.path().display();
+    let warning = format!(
+        "gpuprof: warning: {d}: 3 records whose values cannot be true left out of the {{}} \
+         (1 kernel: ends before it starts; 2 launch: lasts longer than a year; \
+         `gpuprof report` lists them)"
+    );
+    let session = dir.path().to_str().unwrap();
+    for (what, args) in [
+        ("trace", vec!["trace", session, "-o"]),
+        ("trace", vec!["trace", session, "--format", "kineto", "-o"]),
+        ("profile", vec!["pprof", session, "-o"]),
+    ] {
+        let out = dir.join(format!("out-{}", args.len()));
+        let mut args = args.clone();
+        args.push(out.to_str().unwrap());
+        let o = gpuprof(&args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o.stderr));
+        let stderr = text(&o.stderr);
+        assert!(
+            stderr.lines().any(|l| l == warning.replace("{}", what)),
+            "{args:?}: {stderr}"
+        );
+    }
+    // The report states them in its own output, not as a warning.
+    let o = gpuprof(&["report", session]);
+    assert!(
+        !text(&o.stderr).contains("cannot be true"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(text(&o.stdout).contains("ends before it starts"));
+}
