@@ -21,10 +21,9 @@
 //! read as one part (or whose parts are all within the window) is joined exactly as a
 //! whole.
 
-use std::collections::VecDeque;
-
 use ahash::{AHashMap, AHashSet};
 
+use super::chunked_queue::ChunkedQueue;
 use super::correlation_map::{CorrelationMap, CorrelationSet};
 
 use wire::{Gemm, Kernel, KernelCounters};
@@ -33,8 +32,8 @@ use wire::{Gemm, Kernel, KernelCounters};
 pub const HOLD_PARTS: usize = 2;
 /// Records a kernel waits for after the part it came in (a part has at most 262,144
 /// rows by default: at 10^5 kernels a second, about 2 s of a serving run). With the
-/// window's parts it bounds what is held: about 170 MB at 10^6 kernels and 225 MB
-/// at 10^7 (`scripts/bench.sh`, docs/ARCHITECTURE.md).
+/// window's parts it bounds what is held (docs/ARCHITECTURE.md, "Analysis in
+/// bounded memory"; `gpuprof-bench scale` measures it).
 pub const HOLD_ROWS: u64 = 1 << 19;
 
 /// The launch of a kernel, as the analyses need it.
@@ -151,7 +150,7 @@ pub struct Joiner {
     /// Correlation ids of launches made under stream capture.
     captured: CorrelationSet,
     /// Kernels not yet finalized, in arrival order, with their part.
-    kernels: VecDeque<Waiting>,
+    kernels: ChunkedQueue<Waiting>,
     /// Graph kernels per (pid, correlation id) in the window: each one's place in
     /// the launch's order, how many were finalized, the last part one came in.
     kernel_ids: CorrelationMap<GraphLaunch>,
@@ -184,7 +183,7 @@ impl Joiner {
             gemms: CorrelationMap::default(),
             graphs: Graphs::default(),
             captured: CorrelationSet::default(),
-            kernels: VecDeque::new(),
+            kernels: ChunkedQueue::default(),
             kernel_ids: CorrelationMap::default(),
             counters: CorrelationMap::default(),
             gemm_unjoined: 0,
@@ -378,10 +377,6 @@ impl Joiner {
         shrink(&mut self.gemms);
         shrink(&mut self.counters);
         shrink(&mut self.kernel_ids);
-        let len = self.kernels.len();
-        if self.kernels.capacity() > 4 * len.max(4096) {
-            self.kernels.shrink_to(2 * len);
-        }
     }
 
     fn expire_records(&mut self, all: bool) {
