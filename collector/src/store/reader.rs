@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 use wire::Record;
 
@@ -422,16 +422,10 @@ impl Store {
         if rows_may_fail(id) {
             return Err(format!("table {}: its rows are read whole", table.name));
         }
-        let (number, path) = &self.parts[index];
-        let manifest = self.manifest_of(*number, path)?;
-        if manifest.version > VERSION {
-            return Err(format!("session version {}", manifest.version));
-        }
-        check_files(&manifest)?;
-        let Some(entry) = manifest.files.iter().find(|f| f.table == table.name) else {
+        let Some((bytes, rows)) = self.table_file(index, id, true)? else {
             return Ok(());
         };
-        let builder = parquet_of(verified(path, entry)?, entry.rows)?;
+        let builder = parquet_of(bytes, rows)?;
         let at = table_columns(id, builder.schema(), columns)?;
         let mask = ProjectionMask::roots(builder.parquet_schema(), at.iter().copied());
         let reader = builder
@@ -439,13 +433,7 @@ impl Store {
             .with_batch_size(BATCH_ROWS)
             .build()
             .map_err(|e| format!("not a readable Parquet file: {e}"))?;
-        let mut rows = 0;
-        for batch in reader {
-            let batch = batch.map_err(|e| format!("does not decode: {e}"))?;
-            rows += batch.num_rows() as u64;
-            if rows > entry.rows {
-                return Err(format!("more rows than the {} it says", entry.rows));
-            }
+        each_batch(reader, rows, |batch| {
             let arrays = columns
                 .iter()
                 .map(|name| {
@@ -455,31 +443,46 @@ impl Store {
                         .ok_or_else(|| format!("table {}: no column {name:?}", table.name))
                 })
                 .collect::<Result<Vec<ArrayRef>, String>>()?;
-            each(&arrays).map_err(|e| format!("table {}: {e}", table.name))?;
+            each(&arrays).map_err(|e| format!("table {}: {e}", table.name))
+        })
+    }
+
+    /// The verified bytes of table `id`'s file in part `index`, and the rows its
+    /// manifest gives; `None` when the part has no such file. With `current`, a part
+    /// of a newer session version is refused.
+    fn table_file(
+        &self,
+        index: usize,
+        id: TableId,
+        current: bool,
+    ) -> Result<Option<(Vec<u8>, u64)>, String> {
+        let (number, path) = &self.parts[index];
+        let manifest = self.manifest_of(*number, path)?;
+        if current && manifest.version > VERSION {
+            return Err(format!("session version {}", manifest.version));
         }
-        if rows != entry.rows {
-            return Err(format!("{rows} rows, the manifest says {}", entry.rows));
+        check_files(&manifest)?;
+        let name = id.table().name;
+        match manifest.files.iter().find(|f| f.table == name) {
+            None => Ok(None),
+            Some(entry) => Ok(Some((verified(path, entry)?, entry.rows))),
         }
-        Ok(())
     }
 
     /// The NVML readings of part `index` (its `device_samples` table), in the order
     /// taken. A part or file that does not verify or decode gives none; its damage is
     /// what [`Store::read_part_tables`] reports for the part (`Err` here names it).
     pub fn read_device_samples(&self, index: usize) -> Result<Vec<DeviceSample>, String> {
-        let (number, path) = &self.parts[index];
-        let manifest = self.manifest_of(*number, path)?;
-        check_files(&manifest)?;
-        let name = TableId::DeviceSamples.table().name;
-        let Some(entry) = manifest.files.iter().find(|f| f.table == name) else {
+        let id = TableId::DeviceSamples;
+        let Some((bytes, rows)) = self.table_file(index, id, false)? else {
             return Ok(Vec::new());
         };
-        let samples = decode_samples(verified(path, entry)?, entry.rows)?;
-        if samples.len() as u64 != entry.rows {
+        let samples = decode_samples(bytes, rows)?;
+        if samples.len() as u64 != rows {
             return Err(format!(
-                "{name}: {} rows, the manifest says {}",
-                samples.len(),
-                entry.rows
+                "{}: {} rows, the manifest says {rows}",
+                id.table().name,
+                samples.len()
             ));
         }
         Ok(samples)
@@ -575,6 +578,20 @@ fn decode_batches(bytes: Vec<u8>, expected: u64) -> Result<Vec<RecordBatch>, Str
         .build()
         .map_err(|e| format!("not a readable Parquet file: {e}"))?;
     let mut batches = Vec::new();
+    each_batch(reader, expected, |batch| {
+        batches.push(batch);
+        Ok(())
+    })?;
+    Ok(batches)
+}
+
+/// Each batch `reader` decodes, handed to `each`, while they hold no more than the
+/// `expected` rows; refused when they hold more, or in the end fewer.
+fn each_batch(
+    reader: ParquetRecordBatchReader,
+    expected: u64,
+    mut each: impl FnMut(RecordBatch) -> Result<(), String>,
+) -> Result<(), String> {
     let mut rows = 0;
     for batch in reader {
         let batch = batch.map_err(|e| format!("does not decode: {e}"))?;
@@ -582,12 +599,12 @@ fn decode_batches(bytes: Vec<u8>, expected: u64) -> Result<Vec<RecordBatch>, Str
         if rows > expected {
             return Err(format!("more rows than the {expected} it says"));
         }
-        batches.push(batch);
+        each(batch)?;
     }
     if rows != expected {
         return Err(format!("{rows} rows, the manifest says {expected}"));
     }
-    Ok(batches)
+    Ok(())
 }
 
 /// A reader of a table file's Parquet bytes that the manifest says holds `expected`
