@@ -4,7 +4,7 @@
 //! only what those need: the process and device tables, the tables whose rows can be
 //! refused, and of the others the pid column and the columns that decide whether a
 //! record is screened out ([`impossible`]) or is the first. It gives what the same
-//! pass over every record would ([`prepass_of_records`], what the tests hold it to):
+//! pass over every record would (what the tests hold it to, `prepass_tests.rs`):
 //! the records the stream keeps (of the files that verify, screened) are the ones
 //! counted.
 
@@ -14,7 +14,6 @@ use anyhow::Result;
 use arrow_array::types::{UInt32Type, UInt64Type};
 use wire::Record;
 
-use super::first_timestamp;
 use super::kineto::{assign_ranks, ProcessHeader};
 use crate::analysis::integrity::{impossible, impossible_shape, impossible_span};
 use crate::store::columns::values;
@@ -24,7 +23,7 @@ use crate::store::Store;
 /// What the Kineto trace needs before it streams the session.
 #[derive(Debug, PartialEq)]
 pub struct Prepass {
-    /// The first timestamp ([`first_timestamp`] over the session).
+    /// The first timestamp ([`super::first_timestamp`] over the session).
     pub first: Option<u64>,
     /// What each process's file says of it, ranks assigned ([`assign_ranks`]).
     pub headers: Vec<ProcessHeader>,
@@ -173,7 +172,7 @@ pub fn prepass(store: &Store) -> Result<Prepass> {
 }
 
 /// The pids of a table's kept records in part `i`, and the earliest time among them
-/// that [`first_timestamp`] counts; all or nothing.
+/// that [`super::first_timestamp`] counts; all or nothing.
 fn table_pass(
     store: &Store,
     i: usize,
@@ -200,24 +199,6 @@ fn table_pass(
         Ok(())
     })?;
     Ok((pids, first))
-}
-
-/// [`prepass`] over records already read (a part's, screened or not): what the pass
-/// gives, by definition.
-pub fn prepass_of_records(parts: &[Vec<(u32, Record)>]) -> Prepass {
-    let mut gathered = Gathered::default();
-    for records in parts {
-        let kept: Vec<(u32, Record)> = records
-            .iter()
-            .filter(|(_, r)| impossible(r).is_none())
-            .cloned()
-            .collect();
-        gathered.earliest(first_timestamp(&kept));
-        for (pid, r) in &kept {
-            gathered.record(*pid, r);
-        }
-    }
-    gathered.finish()
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@ use wire::testing::*;
 use wire::{Overhead, Record};
 
 use super::*;
+use crate::output::trace::first_timestamp;
 use crate::store::write_parts;
 
 struct Tmp(std::path::PathBuf);
@@ -29,6 +30,34 @@ fn pids(p: &Prepass) -> Vec<u32> {
     p.headers.iter().map(|h| h.pid).collect()
 }
 
+/// CUPTI's overhead from `start_ns` to `end_ns`.
+fn overhead(start_ns: u64, end_ns: u64) -> Record {
+    Record::Overhead(Overhead {
+        kind: 1,
+        thread_id: 7,
+        start_ns,
+        end_ns,
+    })
+}
+
+/// What the pass gives by definition: the same pass over every record of the parts
+/// read whole (screened here).
+fn prepass_of_records(parts: &[Vec<(u32, Record)>]) -> Prepass {
+    let mut gathered = Gathered::default();
+    for records in parts {
+        let kept: Vec<(u32, Record)> = records
+            .iter()
+            .filter(|(_, r)| impossible(r).is_none())
+            .cloned()
+            .collect();
+        gathered.earliest(first_timestamp(&kept));
+        for (pid, r) in &kept {
+            gathered.record(*pid, r);
+        }
+    }
+    gathered.finish()
+}
+
 /// Records whose kept pids and first time each rule decides: impossible ones (their
 /// pids have no other record) and possible ones, of every table read by columns.
 fn parts() -> Vec<(u32, Vec<Record>)> {
@@ -52,29 +81,13 @@ fn parts() -> Vec<(u32, Vec<Record>)> {
         (20, vec![k(1, 2, 100, 50), launch(2, 7, 200, 100)]),
         (21, vec![memcpy(1, 8, 300, 200), memset(8, 400, 300)]),
         (22, vec![impossible_gemm]),
-        (
-            23,
-            vec![Record::Overhead(Overhead {
-                kind: 1,
-                thread_id: 7,
-                start_ns: 9,
-                end_ns: 1,
-            })],
-        ),
+        (23, vec![overhead(9, 1)]),
         (24, vec![sample(10, 5, &[(1, 1.0)])]),
         // Kept: a header each; the marker's time is the session's first.
         (30, vec![k(1, 3, 0, u64::MAX)]),
         (31, vec![marker(2, 1, 7, 3_000, 0, 0)]),
         (32, vec![gemm(4, 1, 0, 1, 4096, 4096), string(1, "x")]),
-        (
-            33,
-            vec![Record::Overhead(Overhead {
-                kind: 1,
-                thread_id: 7,
-                start_ns: 1,
-                end_ns: 9,
-            })],
-        ),
+        (33, vec![overhead(1, 9)]),
         (34, vec![sample(3_500, 3_600, &[(1, 1.0)])]),
         (35, vec![memcpy(1, 8, 3_200, 3_300)]),
     ]
