@@ -473,6 +473,25 @@ impl<F: Files> KinetoWriter<F> {
         self.emit(file_pid)
     }
 
+    /// [`KinetoWriter::complete`] with the args `fill` writes into the writer's
+    /// reused buffer (empty when `fill` gets it).
+    fn complete_with(
+        &mut self,
+        file_pid: u32,
+        cat: &str,
+        name: &str,
+        at: (u64, u64),
+        span: (u64, u64),
+        fill: impl FnOnce(&mut String),
+    ) -> io::Result<()> {
+        let mut args = std::mem::take(&mut self.args);
+        args.clear();
+        fill(&mut args);
+        let written = self.complete(file_pid, cat, name, at, span, &args);
+        self.args = args;
+        written
+    }
+
     fn flow(
         &mut self,
         file_pid: u32,
@@ -504,9 +523,8 @@ fn push_number(args: &mut String, key: &str, v: f64) {
     }
 }
 
-/// Writes a kernel's args (the inside of its args object) into `a`, cleared first.
+/// Appends a kernel's args (the inside of its args object) to `a`.
 fn kernel_args(a: &mut String, k: &wire::Kernel, facts: Option<&KernelFacts>) {
-    a.clear();
     for (key, v) in [
         ("\"device\": ", i64::from(k.device_id)),
         (", \"context\": ", i64::from(k.context_id)),
@@ -664,11 +682,9 @@ impl<F: Files> Sink for KinetoWriter<F> {
         let dur = s.end_ns.saturating_sub(s.start_ns);
         match (s.category, s.source) {
             (Category::Kernel, Source::Kernel(k, facts)) => {
-                let mut args = std::mem::take(&mut self.args);
-                kernel_args(&mut args, k, facts);
-                let written = self.complete(pid, "kernel", s.name, at, span, &args);
-                self.args = args;
-                written?;
+                self.complete_with(pid, "kernel", s.name, at, span, |a| {
+                    kernel_args(a, k, facts)
+                })?;
                 if facts.is_some_and(|f| f.launch_written) {
                     self.flow(pid, true, k.correlation_id, at, s.start_ns)?;
                 }
@@ -709,15 +725,12 @@ impl<F: Files> Sink for KinetoWriter<F> {
                 } else {
                     "cuda_driver"
                 };
-                let mut args = std::mem::take(&mut self.args);
-                args.clear();
-                args.push_str("\"cbid\": ");
-                push_int(&mut args, l.cbid);
-                args.push_str(", \"correlation\": ");
-                push_int(&mut args, l.correlation_id);
-                let written = self.complete(pid, cat, s.name, at, span, &args);
-                self.args = args;
-                written?;
+                self.complete_with(pid, cat, s.name, at, span, |a| {
+                    a.push_str("\"cbid\": ");
+                    push_int(a, l.cbid);
+                    a.push_str(", \"correlation\": ");
+                    push_int(a, l.correlation_id);
+                })?;
                 if s.flow_out.is_some() {
                     self.flow(pid, false, l.correlation_id, at, s.start_ns)?;
                 }
