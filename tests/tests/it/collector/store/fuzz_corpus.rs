@@ -436,6 +436,37 @@ fn session_facts(path: &Path) -> BTreeMap<String, String> {
     }
     assert_eq!(trace.exists(), code != 2, "{}", path.display());
     let _ = std::fs::remove_file(&trace);
+    // The Kineto export reads the session twice, its first pass decoding only some
+    // columns (`output/trace/prepass.rs`): the same exit status and warnings as the
+    // Perfetto trace, but for a session it has nothing to write from, which it
+    // refuses (exit 2) rather than writing an empty trace.
+    let kineto = trace.with_extension("kineto");
+    let k = gpuprof_command()
+        .args(["trace", "--format", "kineto"])
+        .arg(path)
+        .arg("-o")
+        .arg(&kineto)
+        .output()
+        .unwrap();
+    let nothing = String::from_utf8_lossy(&k.stderr).contains("no Kineto trace written");
+    let expected = if nothing { 2 } else { code };
+    assert_eq!(
+        k.status.code(),
+        Some(expected),
+        "{}: {}",
+        path.display(),
+        String::from_utf8_lossy(&k.stderr)
+    );
+    if !nothing {
+        assert_eq!(
+            warnings(&k.stderr, "trace"),
+            warnings(&traced.stderr, "trace"),
+            "{}",
+            path.display()
+        );
+    }
+    assert_eq!(kineto.exists(), expected != 2, "{}", path.display());
+    let _ = std::fs::remove_dir_all(&kineto);
     let loaded = match analyse(path, |_, _| {}) {
         Ok(l) => l,
         Err(e) => {
