@@ -67,6 +67,13 @@ pub struct ProcessSummary {
     pub capture: Option<Capture>,
 }
 
+/// A kernel's static plus dynamic shared memory per block, bytes (a negative size
+/// counts as none).
+fn shared_memory(k: &wire::Kernel) -> u32 {
+    let bytes = |v: i32| u32::try_from(v).unwrap_or(0);
+    bytes(k.static_shared_memory).saturating_add(bytes(k.dynamic_shared_memory))
+}
+
 /// The kernel CUPTI's range profiler launches for each launch it measures by user
 /// replay, on a stream of its own with that launch's correlation id: `WaitNs`, one
 /// thread (seen on H100 and H200 with CUPTI 13.0, 80.8 µs each; docs/ARCHITECTURE.md).
@@ -817,6 +824,9 @@ impl Aggregator {
         if k.graph_node_id != 0 {
             c.graph_calls += 1;
         }
+        c.registers_per_thread = c.registers_per_thread.max(k.registers_per_thread);
+        let shared = shared_memory(k);
+        c.shared_memory = (c.shared_memory.0.min(shared), c.shared_memory.1.max(shared));
         c.min_ns = c.min_ns.min(ns);
         c.max_ns = c.max_ns.max(ns);
         if !self.without_report_sums {

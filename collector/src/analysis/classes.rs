@@ -120,6 +120,11 @@ pub struct Class {
     pub with_counters: u64,
     /// Launches from a CUDA graph.
     pub graph_calls: u64,
+    /// What a block of its launches needs of an SM: registers per thread (the most
+    /// recorded), and static plus dynamic shared memory, bytes (the least and the
+    /// most recorded: a launch sets its dynamic shared memory).
+    pub registers_per_thread: u16,
+    pub shared_memory: (u32, u32),
     /// Every metric of every `KernelCounters` record of its launches: metric id
     /// ([`super::aggregate::MetricNames`]) -> (records carrying it, sum).
     pub metrics: BTreeMap<u32, (u64, f64)>,
@@ -151,6 +156,8 @@ impl Classes {
             durations: Durations::default(),
             with_counters: 0,
             graph_calls: 0,
+            registers_per_thread: 0,
+            shared_memory: (u32::MAX, 0),
             metrics: BTreeMap::new(),
             flop_metrics: BTreeMap::new(),
         });

@@ -13,6 +13,7 @@ use super::counters::{counters_of, Counters};
 use super::durations::Durations;
 use super::gpu_activity::{gpu_activity, GpuActivity};
 use super::integrity::Integrity;
+use super::launch_shape::{launch_shapes, LaunchShape};
 use super::names::demangle;
 use super::nvtx::{RangeStats, RangeTotals};
 use super::short_name::short_name;
@@ -51,6 +52,10 @@ pub struct Summary {
     pub telemetry: Vec<DeviceTelemetry>,
     /// DCGM's profiling fields per GPU over the run ([`super::gpu_activity`]).
     pub gpu_activity: Vec<GpuActivity>,
+    /// Per kernel configuration: occupancy, waves and what they cost
+    /// ([`super::launch_shape`]).
+    #[serde(skip)]
+    pub launch_shapes: Vec<LaunchShape>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -310,6 +315,7 @@ pub fn summarize_aggregate(a: &Aggregate) -> Summary {
         },
         telemetry: a.telemetry.clone(),
         gpu_activity: gpu_activity(a),
+        launch_shapes: launch_shapes(a),
     }
 }
 

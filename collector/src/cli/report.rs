@@ -64,12 +64,13 @@ pub struct ReportArgs {
 }
 
 /// What `gpuprof report --help` prints after the options: the counter percentages'
-/// formulas and the peaks file's format.
+/// formulas, the roofline's marks, the launch shape rules and the peaks file's format.
 pub fn long_help() -> String {
     format!(
-        "{}\n\n{}\n\n{}",
+        "{}\n\n{}\n\n{}\n\n{}",
         render::PCT_HELP,
         render::MARKS_HELP,
+        render::LAUNCH_SHAPE_HELP,
         crate::analysis::roofline::peaks::PEAKS_FILE_HELP
     )
 }

@@ -588,7 +588,7 @@ fn report_sections() {
     let s = crate::analysis::summarize(&records);
     let table = crate::output::report::table_with(&s, Some(&e), None);
     let from = table.find("\nRoofline by kernel").unwrap();
-    let to = table.find("\nMemory copies and sets").unwrap();
+    let to = table.find("\nLaunch shape by kernel config").unwrap();
     assert_eq!(&table[from..to], TABLE);
     // Without the roofline, the rest is the report as before.
     assert_eq!(

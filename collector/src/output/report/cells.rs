@@ -23,6 +23,14 @@ pub(super) fn pct(part: u64, whole: u64) -> String {
     format!("{:.2}", percent(part, whole))
 }
 
+/// The first `top` rows (all for `None` or 0).
+pub(super) fn shown_rows<T>(rows: &[T], top: Option<usize>) -> &[T] {
+    match top {
+        Some(n) if n > 0 && n < rows.len() => &rows[..n],
+        _ => rows,
+    }
+}
+
 pub(super) fn shown(kernels: &[KernelStats], top: Option<usize>) -> &[KernelStats] {
     match top {
         Some(n) if n > 0 && n < kernels.len() => &kernels[..n],

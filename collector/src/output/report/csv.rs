@@ -54,6 +54,11 @@ pub fn csv_tables(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
     } else {
         &[("gpu_activity", &GPU_ACTIVITY_COLUMNS)]
     };
+    let shape_sections: &[(&str, &[&str])] = if v.get("launch_shapes").is_none() {
+        &[]
+    } else {
+        &[("launch_shapes", &LAUNCH_SHAPE_COLUMNS)]
+    };
     let counter_sections: [(&str, &[&str]); 6] = [
         ("counter_plans", &PLAN_COLUMNS),
         ("counter_statuses", &["pid", "message"]),
@@ -74,9 +79,13 @@ pub fn csv_tables(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
     } else {
         &counter_sections
     };
+    // Launch shapes right after the kernel configurations they describe.
+    let (kernel_sections, other_sections) = sections.split_at(4);
     for (name, columns) in session_sections
         .iter()
-        .chain(&sections)
+        .chain(kernel_sections)
+        .chain(shape_sections)
+        .chain(other_sections)
         .chain(capture_sections)
         .chain(telemetry_sections)
         .chain(activity_sections)
@@ -99,6 +108,7 @@ fn csv_rows(name: &str, v: &Value) -> Vec<Value> {
         "kernels" => kernel_rows(v),
         "kernel_configs" => kernel_config_rows(v),
         "gpu_activity" => gpu_activity_rows(&v["gpu_activity"]),
+        "launch_shapes" => launch_shape_rows(&v["launch_shapes"]),
         "devices" => device_rows(v),
         "counter_plans" => counter_plan_rows(v),
         "captures" => v["processes"]

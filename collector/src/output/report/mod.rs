@@ -47,6 +47,7 @@ mod devices;
 mod gpu_activity;
 mod integrity;
 mod json;
+mod launch_shape;
 mod roofline;
 mod table;
 
@@ -69,12 +70,16 @@ use gpu_activity::{
     gpu_activity_json, gpu_activity_rows, gpu_activity_table, GPU_ACTIVITY_COLUMNS,
 };
 use integrity::{integrity_csv, integrity_json, integrity_table};
+use launch_shape::{
+    launch_shape_json, launch_shape_rows, launch_shape_table, LAUNCH_SHAPE_COLUMNS,
+};
 use roofline::{roofline_csv, roofline_json, roofline_table};
 
 pub use cells::{micros, value, CsvTables};
 pub use counters::{CounterView, PCT_HELP};
 pub use csv::{csv, csv_tables, csv_with};
 pub use json::{json, json_with};
+pub use launch_shape::LAUNCH_SHAPE_HELP;
 pub use roofline::si;
 pub use roofline::MARKS_HELP;
 pub use table::{capture_line, table, table_view, table_with};

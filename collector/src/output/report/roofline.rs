@@ -6,7 +6,9 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use super::cells::{fit_last_column, grid, micros, pct, plural, value, wrapped, CsvTables, Names};
+use super::cells::{
+    fit_last_column, grid, micros, pct, plural, shown_rows, value, wrapped, CsvTables, Names,
+};
 use crate::analysis::precision::Math;
 use crate::analysis::rollup::{BytesSource, FlopSource};
 use crate::analysis::roofline::efficiency::{Efficiency, KernelRow, Rollup, ShapeRow};
@@ -50,13 +52,6 @@ fn pct_of(f: Option<f64>) -> String {
 /// A fraction as a percentage rounded to two decimals, for CSV and JSON.
 fn pct_value(f: Option<f64>) -> Value {
     json!(f.map(|f| (f * 10_000.0).round() / 100.0))
-}
-
-fn shown_rows<T>(rows: &[T], top: Option<usize>) -> &[T] {
-    match top {
-        Some(n) if n > 0 && n < rows.len() => &rows[..n],
-        _ => rows,
-    }
 }
 
 /// The most characters of a kernel's name in a line of prose ("... missing").

@@ -41,6 +41,7 @@ pub fn table_view(
         ),
         _ => {}
     }
+    launch_shape_table(&mut out, &s.launch_shapes, s.kernel_ns, top, &names);
     transfers_table(&mut out, s);
     ranges_table(&mut out, s);
     dropped_table(&mut out, s);

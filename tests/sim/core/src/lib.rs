@@ -67,7 +67,7 @@ pub const DEFAULT_MODEL_ORIGIN: &str = "<built-in models/default.toml>";
 /// `shared_mem` the dynamic shared memory bytes; `m`, `n`, `k`, `batch`, `elem_bytes` describe
 /// the GEMM a simulated cuBLAS call launched the kernel for (all 0 otherwise); `duration_ns` is
 /// the kernel's rounded duration.
-pub const VARIABLES: [&str; 27] = [
+pub const VARIABLES: [&str; 29] = [
     "grid_x",
     "grid_y",
     "grid_z",
@@ -87,6 +87,8 @@ pub const VARIABLES: [&str; 27] = [
     "sm_count",
     "clock_ghz",
     "warps_per_sm",
+    "blocks_per_sm",
+    "shared_per_sm",
     "dram_rate",
     "dram_per_pct",
     "tensor_per_pct",
@@ -99,7 +101,8 @@ pub const VARIABLES: [&str; 27] = [
 ];
 
 /// The chip constants among [`VARIABLES`], each set by every `[chips.<CHIP>]` table
-/// of a model: SMs, SM clock (GHz), resident warps per SM, sustained DRAM bytes per
+/// of a model: SMs, SM clock (GHz), resident warps per SM, resident blocks per SM,
+/// shared memory per SM (bytes, the largest carveout), sustained DRAM bytes per
 /// ns, DRAM bytes per ns per percent of peak, dense BF16 tensor FLOPs per ns per
 /// percent of peak, and sustained FLOPs per ns of mma.sync GEMMs (`ampere_*`),
 /// warpgroup GEMMs (`sm90_*`), flash attention, FP32 FMA GEMVs and SGEMMs.

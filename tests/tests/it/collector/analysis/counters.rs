@@ -488,7 +488,7 @@ Counter samples fitted by kernel class (per launch, ratios as they are; ± 2 sta
 Roofline
   (no FLOPs: no cuBLAS GEMM shapes and no FLOP counters in this session; see GPUPROF_GEMM and GPUPROF_COUNTERS)
 
-Memory copies and sets
+Launch shape by kernel config (theoretical, from each launch's grid and block)
 ";
 
 const CSV_SAMPLED: &str = "

@@ -218,3 +218,42 @@ fn graph_decode_bytes_from_sampling_match_eager_per_kernel_counters() {
     }
     assert_eq!(compared, 2);
 }
+
+/// Theoretical occupancy (collector/src/analysis/occupancy.rs: the SM limits of
+/// compute capability 9.0 and NVIDIA's allocation rules) is an upper bound of what
+/// the H200 measured: in every session, every kernel configuration whose launches
+/// carry `sm__warps_active.avg.pct_of_peak_sustained_active` achieved at most its
+/// theoretical occupancy (0.05 points for the JSON's rounding).
+#[test]
+fn measured_occupancy_never_exceeds_the_theoretical() {
+    let mut compared = 0;
+    let mut below_half = 0;
+    for name in [
+        "h200-cudarc-graph-decode",
+        "h200-torch-eager-decode-3",
+        "h200-torch-graph-decode",
+        "h200-torch-graph-decode-2",
+        "h200-torch-graph-decode-3",
+    ] {
+        let r = report_json(&session(name));
+        for row in r["launch_shapes"].as_array().expect("launch shapes") {
+            let (Some(achieved), Some(theoretical)) = (
+                row["achieved_occupancy_pct"].as_f64(),
+                row["theoretical_occupancy_pct"].as_f64(),
+            ) else {
+                continue;
+            };
+            assert_eq!(
+                row["compute_capability"],
+                serde_json::json!([9, 0]),
+                "{row}"
+            );
+            assert!(achieved <= theoretical + 0.05, "{name}: {row}");
+            compared += 1;
+            below_half += usize::from(achieved < theoretical / 2.0);
+        }
+    }
+    // The eager run measured its kernels (the graph runs sampled the GPU instead).
+    assert_eq!(compared, 78, "configurations compared");
+    assert!(below_half < compared, "{below_half} of {compared}");
+}

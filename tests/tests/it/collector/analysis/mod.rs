@@ -5,4 +5,5 @@ mod counter_pct;
 mod counters;
 mod deconvolve;
 mod h200_sessions;
+mod occupancy;
 mod roofline;

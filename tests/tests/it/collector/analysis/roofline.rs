@@ -769,7 +769,7 @@ fn no_shapes_and_no_counters_means_no_roofline_sections() {
     assert!(
         table.stdout.contains(
             "\nRoofline\n  (no FLOPs: no cuBLAS GEMM shapes and no FLOP counters in this \
-             session; see GPUPROF_GEMM and GPUPROF_COUNTERS)\n\nMemory copies and sets\n"
+             session; see GPUPROF_GEMM and GPUPROF_COUNTERS)\n\nLaunch shape by kernel config"
         ),
         "{}",
         table.stdout
@@ -986,4 +986,130 @@ fn peaks_file_source_lists_its_keys_in_file_order() {
             "peaks file {path}: bf16, fp16, tf32, fp32, dram_tb_s"
         ))
     );
+}
+
+// ---------------------------------------------------------------------------------
+// Launch shape: why the decode GEMVs leave the H100 idle
+
+/// Blocks of `threads` threads using `registers` per thread and `shared` bytes of
+/// shared memory one H100 SM holds, and what holds it there: registers go to a warp
+/// 256 at a time from four sub-partitions of 16,384; shared memory (228 KiB an SM)
+/// 128 bytes at a time with 1 KiB reserved per block; 64 warps and 32 blocks an SM.
+fn h100_blocks_per_sm(threads: u32, registers: u32, shared: u32) -> (u32, Vec<&'static str>) {
+    let warps = threads.div_ceil(32);
+    let per_warp = (registers * 32).div_ceil(256) * 256;
+    let limits = [
+        ("registers", 16_384 / per_warp * 4 / warps),
+        (
+            "shared memory",
+            228 * 1024 / ((shared + 1024).div_ceil(128) * 128),
+        ),
+        ("warps", 64 / warps),
+        ("blocks", 32),
+    ];
+    let least = limits.iter().map(|l| l.1).min().unwrap();
+    let by: Vec<&str> = limits
+        .iter()
+        .filter(|l| l.1 == least)
+        .map(|l| l.0)
+        .collect();
+    (least, by)
+}
+
+/// Every configuration of cuBLAS's decode GEMV (`gemv2N_kernel`) in the cudarc-llm
+/// run: its blocks per SM and what holds it there, theoretical occupancy, waves, SMs
+/// busy and the achieved occupancy the cost model measured, each as the launch
+/// configuration recorded and the H100's 132 SMs give them; every one has fewer
+/// blocks than SMs, so that is its first finding, and each achieved less than half
+/// its theoretical occupancy.
+#[test]
+fn decode_gemvs_state_their_waves_sms_busy_and_occupancy() {
+    let scratch = Scratch::new("launch-shape-gemv");
+    let (out, launches) = cudarc_session(&scratch, ALL_COUNTERS);
+    let records = session_records(&out);
+    let r = report(&out, &[], &[]);
+    let rows: Vec<&Value> = r["launch_shapes"]
+        .as_array()
+        .expect("launch shapes")
+        .iter()
+        .filter(|x| x["mangled"].as_str().unwrap().contains("gemv2N_kernel"))
+        .collect();
+    let grids: std::collections::BTreeSet<[i32; 3]> = launches
+        .iter()
+        .filter(|l| l.mangled.contains("gemv2N_kernel"))
+        .map(|l| l.config.0)
+        .collect();
+    assert_eq!(rows.len(), grids.len());
+    assert!(rows.len() >= 4, "{rows:?}");
+    for row in rows {
+        let grid: [i32; 3] = serde_json::from_value(row["grid"].clone()).unwrap();
+        let gemv = |id: u32| {
+            records.iter().any(|(_, rec)| {
+                matches!(rec, Record::String(s) if s.id == id && s.text.contains("gemv2N_kernel"))
+            })
+        };
+        let k: &Kernel = records
+            .iter()
+            .find_map(|(_, rec)| match rec {
+                Record::Kernel(k)
+                    if k.grid == grid && row["block"] == json!(k.block) && gemv(k.name) =>
+                {
+                    Some(k)
+                }
+                _ => None,
+            })
+            .unwrap();
+        let blocks = (grid[0] * grid[1] * grid[2]) as u64;
+        let threads = (k.block[0] * k.block[1] * k.block[2]) as u32;
+        let (per_sm, by) = h100_blocks_per_sm(
+            threads,
+            u32::from(k.registers_per_thread),
+            k.dynamic_shared_memory as u32,
+        );
+        let theoretical = f64::from(per_sm * threads.div_ceil(32)) / 64.0;
+        let per_wave = 132 * u64::from(per_sm);
+        let achieved: Vec<f64> = launches
+            .iter()
+            .filter(|l| l.mangled.contains("gemv2N_kernel") && l.config.0 == grid)
+            .map(|l| {
+                l.counters.as_ref().unwrap()["sm__warps_active.avg.pct_of_peak_sustained_active"]
+            })
+            .collect();
+        let achieved = achieved.iter().sum::<f64>() / achieved.len() as f64;
+        assert!(blocks < 132, "{row}");
+        assert_eq!(row["compute_capability"], json!([9, 0]));
+        assert_eq!(row["sm_count"], json!(132));
+        assert_eq!(row["blocks"], json!(blocks));
+        assert_eq!(row["blocks_per_sm"], json!(per_sm), "{row}");
+        assert_eq!(row["limited_by"], json!(by), "{row}");
+        assert_eq!(
+            row["theoretical_occupancy_pct"],
+            num((theoretical * 10_000.0).round() / 100.0)
+        );
+        assert_eq!(row["blocks_per_wave"], json!(per_wave));
+        assert_eq!(
+            row["waves"],
+            num((blocks as f64 / per_wave as f64 * 10_000.0).round() / 10_000.0)
+        );
+        let busy = blocks as f64 / 132.0;
+        assert_eq!(row["sms_busy_pct"], num((busy * 10_000.0).round() / 100.0));
+        assert_eq!(
+            row["achieved_occupancy_pct"],
+            num((achieved * 100.0).round() / 100.0)
+        );
+        assert_eq!(
+            row["findings"],
+            json!([
+                format!(
+                    "{blocks} blocks on 132 SMs: {:.1}% of SMs busy",
+                    100.0 * busy
+                ),
+                format!(
+                    "achieved occupancy {achieved:.1}% of a possible {:.1}%",
+                    100.0 * theoretical
+                ),
+            ]),
+            "{row}"
+        );
+    }
 }

@@ -177,6 +177,18 @@ Kernels by GPU time (5 kernels, 8.000 µs)
 Roofline
   (no FLOPs: no cuBLAS GEMM shapes and no FLOP counters in this session; see GPUPROF_GEMM and GPUPROF_COUNTERS)
 
+Launch shape by kernel config (theoretical, from each launch's grid and block)
+  time %  grid    block    regs  smem KiB  blk/SM  held by  occ %  ach %  waves  SMs %  name
+   75.00  64x1x1  256x1x1    40       1.0       6  regs      75.0      -   0.08   48.5  gemm
+          └ 64 blocks on 132 SMs: 48.5% of SMs busy
+   18.75  1x1x1   256x1x1    40       1.0       -  -            -      -      -      -  rmsnorm_kernel
+          └ no occupancy: no device record for its GPU
+    6.25  1x1x1   256x1x1    40       1.0       6  regs      75.0      -   0.00    0.8  rmsnorm_kernel
+          └ 1 block on 132 SMs: 0.8% of SMs busy
+  blk/SM: blocks an SM holds at once, held by registers, shared memory, warps or the block limit; occ %: theoretical
+    occupancy (resident warps over the SM's most); ach %: achieved occupancy (counter mean); waves: blocks over blocks
+    the GPU holds at once; SMs %: SMs given a block in the first wave (rules: gpuprof report --help)
+
 Memory copies and sets
   kind    count    bytes  total µs
   HtoD        1  1048576     1.000
@@ -215,7 +227,9 @@ fn report_table_is_exact() {
     let out = run(&["report", dir.path().to_str().unwrap(), "--full-names"]);
     assert_eq!(
         text(&out.stdout),
-        TABLE.replace("256x1x1  gemm\n", "256x1x1  gemm(float*, float*, int)\n")
+        TABLE
+            .replace("256x1x1  gemm\n", "256x1x1  gemm(float*, float*, int)\n")
+            .replace("48.5  gemm\n", "48.5  gemm(float*, float*, int)\n")
     );
 }
 
@@ -238,6 +252,12 @@ rmsnorm_kernel,rmsnorm_kernel,2,2000,1000,500,1500,25.0,1x1x1,256x1x1,rmsnorm_ke
 name,mangled,grid,block,calls,total_ns,mean_ns,min_ns,max_ns,median_ns,median_exact,stddev_ns,gpu_time_pct
 \"gemm(float*, float*, int)\",_Z4gemmPfS_i,64x1x1,256x1x1,3,6000,2000,1000,3000,2000,true,1000.0,75.0
 rmsnorm_kernel,rmsnorm_kernel,1x1x1,256x1x1,2,2000,1000,500,1500,1000,true,707.1067811865476,25.0
+
+# launch_shapes
+name,mangled,grid,block,compute_capability,sm_count,calls,total_ns,gpu_time_pct,blocks,threads_per_block,registers_per_thread,shared_memory_bytes,shared_memory_bytes_min,blocks_per_sm,limited_by,theoretical_occupancy_pct,achieved_occupancy_pct,blocks_per_wave,waves,sms_busy_pct,wave_efficiency_pct,findings,unknown_why
+\"gemm(float*, float*, int)\",_Z4gemmPfS_i,64x1x1,256x1x1,9.0,132,3,6000,75.0,64,256,40,1024,1024,6,registers,75.0,,792,0.0808,48.48,8.08,64 blocks on 132 SMs: 48.5% of SMs busy,
+rmsnorm_kernel,rmsnorm_kernel,1x1x1,256x1x1,,,1,1500,18.75,1,256,40,1024,1024,,,,,,,,,,no device record for its GPU
+rmsnorm_kernel,rmsnorm_kernel,1x1x1,256x1x1,9.0,132,1,500,6.25,1,256,40,1024,1024,6,registers,75.0,,792,0.0013,0.76,0.13,1 block on 132 SMs: 0.8% of SMs busy,
 
 # transfers
 kind,count,bytes,total_ns
@@ -338,6 +358,41 @@ fn report_json_is_exact() {
             {"source": "unsaved", "records": 0},
         ],
         "unfinished": [4243],
+        // 40 registers x 32 threads = 1,280 per warp (a multiple of 256); 16,384 per
+        // sub-partition hold 12 warps, 48 an SM: 6 blocks of 8 warps. Shared memory
+        // 1 KiB + 1 KiB reserved: 114 blocks; warps: 8; block limit 32.
+        "launch_shapes": [
+            {
+                "name": "gemm(float*, float*, int)", "mangled": "_Z4gemmPfS_i", "grid": [64, 1, 1],
+                "block": [256, 1, 1], "compute_capability": [9, 0], "sm_count": 132, "calls": 3,
+                "total_ns": 6000, "gpu_time_pct": 75.0, "blocks": 64, "threads_per_block": 256,
+                "registers_per_thread": 40, "shared_memory_bytes": 1024, "shared_memory_bytes_min": 1024,
+                "blocks_per_sm": 6, "limited_by": ["registers"], "theoretical_occupancy_pct": 75.0,
+                "achieved_occupancy_pct": null, "blocks_per_wave": 792, "waves": 0.0808,
+                "sms_busy_pct": 48.48, "wave_efficiency_pct": 8.08,
+                "findings": ["64 blocks on 132 SMs: 48.5% of SMs busy"], "unknown_why": null,
+            },
+            {
+                "name": "rmsnorm_kernel", "mangled": "rmsnorm_kernel", "grid": [1, 1, 1],
+                "block": [256, 1, 1], "compute_capability": null, "sm_count": null, "calls": 1,
+                "total_ns": 1500, "gpu_time_pct": 18.75, "blocks": 1, "threads_per_block": 256,
+                "registers_per_thread": 40, "shared_memory_bytes": 1024, "shared_memory_bytes_min": 1024,
+                "blocks_per_sm": null, "limited_by": null, "theoretical_occupancy_pct": null,
+                "achieved_occupancy_pct": null, "blocks_per_wave": null, "waves": null,
+                "sms_busy_pct": null, "wave_efficiency_pct": null,
+                "findings": [], "unknown_why": "no device record for its GPU",
+            },
+            {
+                "name": "rmsnorm_kernel", "mangled": "rmsnorm_kernel", "grid": [1, 1, 1],
+                "block": [256, 1, 1], "compute_capability": [9, 0], "sm_count": 132, "calls": 1,
+                "total_ns": 500, "gpu_time_pct": 6.25, "blocks": 1, "threads_per_block": 256,
+                "registers_per_thread": 40, "shared_memory_bytes": 1024, "shared_memory_bytes_min": 1024,
+                "blocks_per_sm": 6, "limited_by": ["registers"], "theoretical_occupancy_pct": 75.0,
+                "achieved_occupancy_pct": null, "blocks_per_wave": 792, "waves": 0.0013,
+                "sms_busy_pct": 0.76, "wave_efficiency_pct": 0.13,
+                "findings": ["1 block on 132 SMs: 0.8% of SMs busy"], "unknown_why": null,
+            },
+        ],
     });
     assert_eq!(v, expected);
 }
@@ -437,6 +492,16 @@ Kernels by GPU time (2 kernels, 2.500 µs)
 
 Roofline
   (no FLOPs: no cuBLAS GEMM shapes and no FLOP counters in this session; see GPUPROF_GEMM and GPUPROF_COUNTERS)
+
+Launch shape by kernel config (theoretical, from each launch's grid and block)
+  time %  grid    block    regs  smem KiB  blk/SM  held by  occ %  ach %  waves  SMs %  name
+   60.00  1x1x1   256x1x1    40       1.0       -  -            -      -      -      -  rmsnorm_kernel
+          └ no occupancy: no device record for its GPU
+   40.00  64x1x1  256x1x1    40       1.0       6  regs      75.0      -   0.08   48.5  gemm
+          └ 64 blocks on 132 SMs: 48.5% of SMs busy
+  blk/SM: blocks an SM holds at once, held by registers, shared memory, warps or the block limit; occ %: theoretical
+    occupancy (resident warps over the SM's most); ach %: achieved occupancy (counter mean); waves: blocks over blocks
+    the GPU holds at once; SMs %: SMs given a block in the first wave (rules: gpuprof report --help)
 
 Memory copies and sets
   (none)
