@@ -142,14 +142,15 @@ pub fn fit_names(names: &[&str], width: usize) -> Vec<String> {
             .unwrap_or(0);
         out[i] = cut_around(&chars[i], width, differ);
     }
-    for extra in 1.. {
-        let clashing = clashes(&out);
-        if clashing.is_empty() {
-            break;
-        }
-        for i in clashing {
-            out[i] = cut(&chars[i], width + extra);
-        }
+    // Names that still print alike are numbered in their order ("…cublas#1",
+    // "…cublas#2"), within the width.
+    let clashing = clashes(&out);
+    let mut numbered: std::collections::HashMap<String, usize> = Default::default();
+    for &i in &clashing {
+        let n = numbered.entry(out[i].clone()).or_default();
+        *n += 1;
+        let suffix = format!("#{n}");
+        out[i] = cut(&chars[i], width - suffix.len()) + &suffix;
     }
     out
 }
@@ -245,5 +246,15 @@ mod tests {
         let b = "abcdefghijklmnopqrstuvwxyz_one_2";
         let got = fit_names(&[a, b], 10);
         assert_ne!(got[0], got[1]);
+        // Twelve names alike but for one character in the middle, in 16 columns: each
+        // within the width, all distinct.
+        let many: Vec<String> = (0..12)
+            .map(|i| format!("sm90_xmma_gemm_bf16_tilesize128x{i}x64_warpgroupsize1x1x1_5x_cublas"))
+            .collect();
+        let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        let got = fit_names(&refs, 16);
+        assert!(got.iter().all(|g| g.chars().count() <= 16), "{got:?}");
+        let distinct: std::collections::BTreeSet<&String> = got.iter().collect();
+        assert_eq!(distinct.len(), 12, "{got:?}");
     }
 }

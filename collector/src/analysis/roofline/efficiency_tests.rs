@@ -528,10 +528,10 @@ fn flop_metrics() {
 const TABLE: &str = "
 Roofline by kernel (FLOPs from GEMM shapes, * from counters; AI in FLOP/byte)
    GPU µs    FLOPs  DRAM bytes       AI   FLOP/s  MFU %  MBU %  bound    math             gpu                    name
-  170.000  137.47G     134.23M  1024.19  808.66T   81.7   23.6  compute  BF16 tensor      NVIDIA H100 80GB HBM3  sm90_xmma_gemm_…f32_tn_n
+  170.000  137.47G     134.23M  1024.19  808.66T   81.7   23.6  compute  BF16 tensor      NVIDIA H100 80GB HBM3  sm90_xmma_…_tn_n
   100.000  49.47G*     200.00M   247.35  494.70T   50.0   59.7  memory   BF16 tensor      NVIDIA H100 80GB HBM3  flash_fwd_kernel
    20.000   5.00k*       4.00M   0.0013  250.00M    0.0    6.0  memory   FP32 CUDA cores  NVIDIA H100 80GB HBM3  rms_norm_kernel
-    2.000        0           -        -        0    0.0      -  -        BF16 tensor      NVIDIA H100 80GB HBM3  splitKreduce_kernel
+    2.000        0           -        -        0    0.0      -  -        BF16 tensor      NVIDIA H100 80GB HBM3  splitKredu…ernel
     1.000        -           -        -        -      -      -  -        -                Mystery GPU            worker_kernel
     1.000        -           -        -        -      -      -  -        -                NVIDIA H100 80GB HBM3  worker_kernel
 

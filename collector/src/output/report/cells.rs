@@ -147,17 +147,14 @@ pub(super) fn grid_or_none(
 pub const WIDTH: usize = 120;
 
 /// The narrowest a name column is cut to, however wide the other columns are.
-const MIN_NAME_WIDTH: usize = 24;
+const MIN_NAME_WIDTH: usize = 16;
 
-/// Cuts the last column of `rows` so every line of [`grid`] fits [`WIDTH`]: names are
-/// cut by [`fit_names`], which keeps distinct names distinct.
-pub(super) fn fit_last_column(headers: &[&str], rows: &mut [Vec<String>]) {
+/// The width [`grid`] gives the columns before the last one, separators and indent
+/// included.
+fn prefix_width(headers: &[&str], rows: &[Vec<String>]) -> usize {
     let n = headers.len();
-    if n == 0 {
-        return;
-    }
-    let mut prefix = 2 + 2 * (n - 1);
-    for (i, header) in headers.iter().enumerate().take(n - 1) {
+    let mut prefix = 2 + 2 * n.saturating_sub(1);
+    for (i, header) in headers.iter().enumerate().take(n.saturating_sub(1)) {
         let w = rows
             .iter()
             .filter_map(|r| r.get(i))
@@ -167,6 +164,46 @@ pub(super) fn fit_last_column(headers: &[&str], rows: &mut [Vec<String>]) {
             .unwrap_or(0);
         prefix += w;
     }
+    prefix
+}
+
+/// Leaves out columns `droppable` (indices, in the order to drop them) while the
+/// columns before the last leave it under [`MIN_NAME_WIDTH`] of [`WIDTH`]; returns the
+/// headers left out. The caller says which, and where the full table is.
+pub(super) fn drop_to_fit(
+    headers: &mut Vec<String>,
+    right: &mut Vec<bool>,
+    rows: &mut [Vec<String>],
+    droppable: &[usize],
+) -> Vec<String> {
+    let mut dropped = Vec::new();
+    let mut gone: Vec<usize> = Vec::new();
+    for &col in droppable {
+        let refs: Vec<&str> = headers.iter().map(String::as_str).collect();
+        if prefix_width(&refs, rows) + MIN_NAME_WIDTH <= WIDTH {
+            break;
+        }
+        // The index of `col` among the columns still there.
+        let at = col - gone.iter().filter(|&&g| g < col).count();
+        dropped.push(headers.remove(at));
+        right.remove(at);
+        for r in rows.iter_mut() {
+            if at < r.len() {
+                r.remove(at);
+            }
+        }
+        gone.push(col);
+    }
+    dropped
+}
+
+/// Cuts the last column of `rows` so every line of [`grid`] fits [`WIDTH`]: names are
+/// cut by [`fit_names`], which keeps distinct names distinct.
+pub(super) fn fit_last_column(headers: &[&str], rows: &mut [Vec<String>]) {
+    if headers.is_empty() {
+        return;
+    }
+    let prefix = prefix_width(headers, rows);
     let avail = WIDTH.saturating_sub(prefix).max(MIN_NAME_WIDTH);
     let mut distinct: Vec<&str> = rows
         .iter()

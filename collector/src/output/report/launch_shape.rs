@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use super::cells::{fit_last_column, grid, pct, shown_rows, wrapped, Names};
+use super::cells::{drop_to_fit, fit_last_column, grid, pct, shown_rows, wrapped, Names, WIDTH};
 use crate::analysis::launch_shape::LaunchShape;
 use crate::analysis::names::{demangle, dims, percent};
 
@@ -180,14 +180,17 @@ pub(super) fn launch_shape_table(
     );
     let shown = shown_rows(shapes, top);
     let mut rows: Vec<Vec<String>> = shown.iter().map(|r| cells(r, kernel_ns, names)).collect();
-    fit_last_column(&HEADERS, &mut rows);
+    let mut right = vec![true; HEADERS.len()];
+    for left in [1, 2, 6, HEADERS.len() - 1] {
+        right[left] = false;
+    }
+    let mut headers: Vec<String> = HEADERS.iter().map(|h| h.to_string()).collect();
+    // Grids at CUDA's largest: achieved occupancy, then the block and the grid go.
+    let dropped = drop_to_fit(&mut headers, &mut right, &mut rows, &[8, 2, 1]);
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    fit_last_column(&headers, &mut rows);
     let mut text = String::new();
-    let mut right = [true; HEADERS.len()];
-    right[1] = false;
-    right[2] = false;
-    right[6] = false;
-    right[HEADERS.len() - 1] = false;
-    grid(&mut text, &HEADERS, &right, &rows);
+    grid(&mut text, &headers, &right, &rows);
     let mut lines = text.lines();
     if let Some(header) = lines.next() {
         let _ = writeln!(out, "{header}");
@@ -201,6 +204,13 @@ pub(super) fn launch_shape_table(
         if let Some(note) = note {
             wrapped(out, 10, &format!("└ {note}"));
         }
+    }
+    if !dropped.is_empty() {
+        let _ = writeln!(
+            out,
+            "  ({} left out to fit {WIDTH} columns: --format csv or json has them)",
+            dropped.join(", ")
+        );
     }
     wrapped(
         out,

@@ -59,7 +59,8 @@ use crate::analysis::findings::Findings;
 use crate::analysis::roofline::efficiency::Efficiency;
 use crate::analysis::{dims, percent, KernelStats, Summary};
 use cells::{
-    cut_to_width, fit_last_column, grid, grid_or_none, mean_ns, pct, shown, wrapped, Names,
+    cut_to_width, drop_to_fit, fit_last_column, grid, grid_or_none, mean_ns, pct, shown, wrapped,
+    Names, WIDTH,
 };
 use counters::{
     counters_json, counters_table, fitted_csv, pct_rows, KERNEL_COUNTER_COLUMNS, PCT_COLUMNS,

@@ -291,81 +291,142 @@ fn seconds(ns: u64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// The columns of the kernel table.
+/// The columns of the kernel table; the times' units are set per column
+/// ([`TimeUnit`]).
 const KERNEL_TABLE_HEADERS: [&str; 11] = [
-    "time %",
-    "total µs",
-    "calls",
-    "mean µs",
-    "median µs",
-    "min µs",
-    "max µs",
-    "stddev µs",
-    "grid",
-    "block",
-    "name",
+    "time %", "total", "calls", "mean", "median", "min", "max", "stddev", "grid", "block", "name",
 ];
+
+/// The unit of a time column: µs with ns precision while its values stay under a
+/// second, then ms, then s (µs precision), so a long run's column keeps the table
+/// within [`super::cells::WIDTH`].
+#[derive(Clone, Copy)]
+enum TimeUnit {
+    Micros,
+    Millis,
+    Seconds,
+}
+
+impl TimeUnit {
+    fn for_column(largest_ns: u64) -> TimeUnit {
+        match largest_ns {
+            0..1_000_000_000 => TimeUnit::Micros,
+            1_000_000_000..1_000_000_000_000 => TimeUnit::Millis,
+            _ => TimeUnit::Seconds,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            TimeUnit::Micros => "µs",
+            TimeUnit::Millis => "ms",
+            TimeUnit::Seconds => "s",
+        }
+    }
+
+    fn show(self, ns: u64) -> String {
+        match self {
+            TimeUnit::Micros => micros(ns),
+            TimeUnit::Millis => micros(ns / 1000),
+            TimeUnit::Seconds => micros(ns / 1_000_000),
+        }
+    }
+}
+
+/// One row's times, ns: total, mean, median, min, max, stddev.
+type Times = [u64; 6];
 
 /// The kernel table: a row per kernel, and under a kernel launched with several
 /// configurations a row per configuration (`└` in the name column).
 fn kernels_grid(out: &mut String, s: &Summary, kernels: &[KernelStats], names: &Names) {
-    let spread = |total: u64, calls: u64, median: u64, exact: bool, min: u64, max: u64, sd: f64| {
-        vec![
-            pct(total, s.kernel_ns),
-            micros(total),
-            calls.to_string(),
-            micros(mean_ns(total, calls)),
-            format!("{}{}", if exact { "" } else { "~" }, micros(median)),
-            micros(min),
-            micros(max),
-            micros(sd.round() as u64),
-        ]
-    };
-    let mut rows: Vec<Vec<String>> = Vec::new();
+    // (times, calls, median exact, grid, block, name) per row.
+    let mut rows: Vec<(Times, u64, bool, [String; 3])> = Vec::new();
     for k in kernels {
-        let mut row = spread(
+        let times = [
             k.total_ns,
-            k.calls,
+            mean_ns(k.total_ns, k.calls),
             k.median_ns,
-            k.median_exact,
             k.min_ns,
             k.max_ns,
-            k.stddev_ns,
-        );
-        if k.configs.len() > 1 {
-            row.extend([format!("{} configs", k.configs.len()), String::new()]);
+            k.stddev_ns.round() as u64,
+        ];
+        let name = names.of(&k.mangled, &k.name);
+        // Several configurations: "N" and "configs" across the grid and block
+        // columns, each configuration a row below.
+        let [grid, block] = if k.configs.len() > 1 {
+            [k.configs.len().to_string(), "configs".to_string()]
         } else {
-            row.extend([dims(k.grid), dims(k.block)]);
-        }
-        row.push(names.of(&k.mangled, &k.name));
-        rows.push(row);
+            [dims(k.grid), dims(k.block)]
+        };
+        rows.push((times, k.calls, k.median_exact, [grid, block, name]));
         if k.configs.len() > 1 {
             for c in &k.configs {
-                let mut row = spread(
+                let times = [
                     c.total_ns,
-                    c.calls,
+                    mean_ns(c.total_ns, c.calls),
                     c.median_ns,
-                    c.median_exact,
                     c.min_ns,
                     c.max_ns,
-                    c.stddev_ns,
-                );
-                row.extend([dims(c.grid), dims(c.block), "└".to_string()]);
-                rows.push(row);
+                    c.stddev_ns.round() as u64,
+                ];
+                let text = [dims(c.grid), dims(c.block), "└".to_string()];
+                rows.push((times, c.calls, c.median_exact, text));
             }
         }
     }
+    let units: [TimeUnit; 6] = std::array::from_fn(|i| {
+        TimeUnit::for_column(rows.iter().map(|r| r.0[i]).max().unwrap_or(0))
+    });
+    let headers: Vec<String> = KERNEL_TABLE_HEADERS
+        .iter()
+        .enumerate()
+        .map(|(i, h)| match i {
+            1 => format!("{h} {}", units[0].name()),
+            3..=7 => format!("{h} {}", units[i - 2].name()),
+            _ => h.to_string(),
+        })
+        .collect();
+    let mut headers = headers;
+    let mut cells: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|(t, calls, exact, [grid, block, name])| {
+            let time = |i: usize| units[i].show(t[i]);
+            vec![
+                pct(t[0], s.kernel_ns),
+                time(0),
+                calls.to_string(),
+                time(1),
+                format!("{}{}", if exact { "" } else { "~" }, time(2)),
+                time(3),
+                time(4),
+                time(5),
+                grid,
+                block,
+                name,
+            ]
+        })
+        .collect();
+    let mut right = vec![
+        true, true, true, true, true, true, true, true, false, false, false,
+    ];
+    // A long run's widest figures: stddev, then min and max, go first.
+    let dropped = if names.full {
+        Vec::new()
+    } else {
+        drop_to_fit(&mut headers, &mut right, &mut cells, &[7, 5, 6])
+    };
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     if !names.full {
-        fit_last_column(&KERNEL_TABLE_HEADERS, &mut rows);
+        fit_last_column(&headers, &mut cells);
     }
-    grid_or_none(
-        out,
-        &KERNEL_TABLE_HEADERS,
-        &[
-            true, true, true, true, true, true, true, true, false, false, false,
-        ],
-        &rows,
-    );
+    grid_or_none(out, &headers, &right, &cells);
+    if !dropped.is_empty() {
+        let _ = writeln!(
+            out,
+            "  ({} left out to fit {WIDTH} columns: --format csv or json has them)",
+            dropped.join(", ")
+        );
+    }
     if kernels.iter().any(|k| !k.median_exact) {
         out.push_str("  ~ median within 0.4% (a kernel with over 256 distinct durations)\n");
     }

@@ -873,3 +873,64 @@ fn crc32c(b: &[u8]) -> u32 {
     }
     !crc
 }
+
+/// A run at the limits of what a line holds: kernels of an hour each, grids and
+/// blocks at CUDA's largest, names alike but for one character in their middle, a
+/// kernel launched with many configurations. Every line of the default report fits
+/// 120 columns (characters), the names stay distinct, and what was left out to fit
+/// is named.
+#[test]
+fn every_line_fits_120_columns_whatever_the_run() {
+    const HOUR: u64 = 3_600_000_000_000;
+    let mut records = vec![frames()[0].1[1].clone()];
+    let mut corr = 1;
+    for i in 0..12u32 {
+        let name = format!(
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x{i}x64_warpgroupsize1x1x1_\
+             execute_segment_k_off_kernel__5x_cublas"
+        );
+        records.push(s(10 + i, &name));
+        for c in 0..3 + i {
+            let start = T0 + u64::from(corr) * 2 * HOUR;
+            records.push(Record::Kernel(Kernel {
+                grid: [i32::MAX - c as i32, 65_535, 65_535],
+                block: [1024, 1, 1],
+                registers_per_thread: 255,
+                dynamic_shared_memory: 232_448,
+                ..testing::kernel(10 + i, corr, start, start + HOUR + u64::from(c))
+            }));
+            corr += 1;
+        }
+    }
+    let dir = Scratch::new("report-wide");
+    write_session(dir.path(), &[(4242, records)]);
+    let out = run(&["report", dir.path().to_str().unwrap(), "--top", "0"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    for line in report.lines() {
+        assert!(
+            line.chars().count() <= 120,
+            "{} columns: {line}\n{report}",
+            line.chars().count()
+        );
+    }
+    // Twelve kernels, twelve distinct names in each table that names them.
+    let names = |title: &str| -> Vec<String> {
+        let section = report.split(title).nth(1).unwrap();
+        section
+            .lines()
+            .skip(2)
+            .take_while(|l| !l.is_empty() && !l.starts_with("  ("))
+            .filter(|l| !l.trim_end().ends_with('└') && !l.trim_start().starts_with('└'))
+            .filter_map(|l| l.split("  ").last().map(str::to_string))
+            .collect()
+    };
+    let kernels = names("\nKernels by GPU time");
+    assert_eq!(kernels.len(), 12, "{report}");
+    let distinct: std::collections::BTreeSet<&String> = kernels.iter().collect();
+    assert_eq!(distinct.len(), 12, "{kernels:?}");
+    assert!(
+        report.contains("left out to fit 120 columns: --format csv or json has them)"),
+        "{report}"
+    );
+}
