@@ -163,8 +163,23 @@ pub struct Shape {
     /// `cudaDataType_t` of A, B, C and D (the programs use one type per call).
     pub dtype: u32,
     pub compute: u32,
+    /// `cublasOperation_t` of A and B, as the program passes them.
+    pub ops: (u32, u32),
 }
 
+pub const OP_N: u32 = 0;
+pub const OP_T: u32 = 1;
+
+/// `cublasOperation_t` as the report names it.
+pub fn op_name(op: u32) -> &'static str {
+    match op {
+        OP_N => "N",
+        OP_T => "T",
+        _ => panic!("op {op}: the programs pass N or T"),
+    }
+}
+
+/// A BF16 GEMM with FP32 compute, op(A) = op(B) = N.
 pub const fn bf16(m: u64, n: u64, k: u64, batch: u64) -> Shape {
     Shape {
         m,
@@ -173,6 +188,17 @@ pub const fn bf16(m: u64, n: u64, k: u64, batch: u64) -> Shape {
         batch,
         dtype: R_16BF,
         compute: COMPUTE_32F,
+        ops: (OP_N, OP_N),
+    }
+}
+
+impl Shape {
+    /// The same with op(A), op(B) = `a`, `b`.
+    pub const fn ops(self, a: u32, b: u32) -> Shape {
+        Shape {
+            ops: (a, b),
+            ..self
+        }
     }
 }
 
@@ -231,7 +257,7 @@ impl Shape {
 /// The GEMMs of tests/c/gemm_linked.c, in call order: six direct ones, then the three
 /// captured into the graph that is replayed 100 times.
 pub const LINKED_DIRECT: [Shape; 6] = [
-    bf16(4096, 4096, 4096, 1),
+    bf16(4096, 4096, 4096, 1).ops(OP_T, OP_N),
     bf16(128, 256, 64, 32),
     Shape {
         m: 1000,
@@ -240,6 +266,7 @@ pub const LINKED_DIRECT: [Shape; 6] = [
         batch: 1,
         dtype: R_32F,
         compute: COMPUTE_32F,
+        ops: (OP_N, OP_T),
     },
     // FP32 data with the handle in TF32 math mode.
     Shape {
@@ -249,6 +276,7 @@ pub const LINKED_DIRECT: [Shape; 6] = [
         batch: 1,
         dtype: R_32F,
         compute: COMPUTE_32F_FAST_TF32,
+        ops: (OP_N, OP_N),
     },
     Shape {
         m: 512,
@@ -257,13 +285,15 @@ pub const LINKED_DIRECT: [Shape; 6] = [
         batch: 1,
         dtype: R_16F,
         compute: COMPUTE_16F,
+        ops: (OP_N, OP_N),
     },
-    bf16(2048, 512, 1024, 4),
+    // cuBLASLt with CUBLASLT_MATMUL_DESC_TRANSA = T.
+    bf16(2048, 512, 1024, 4).ops(OP_T, OP_N),
 ];
 pub const LINKED_GRAPH: [Shape; 3] = [
-    bf16(3072, 8, 1024, 1),
-    bf16(1024, 8, 1024, 1),
-    bf16(2048, 512, 1024, 4),
+    bf16(3072, 8, 1024, 1).ops(OP_T, OP_N),
+    bf16(1024, 8, 1024, 1).ops(OP_T, OP_N),
+    bf16(2048, 512, 1024, 4).ops(OP_T, OP_N),
 ];
 
 // ---------------------------------------------------------------------------------
@@ -1000,6 +1030,8 @@ pub fn expected_shapes(launches: &[Priced], c: &Ceilings, report: &Value) -> Vec
                 "c_type": t,
                 "d_type": t,
                 "compute_type": s.compute_name(),
+                "trans_a": op_name(s.ops.0),
+                "trans_b": op_name(s.ops.1),
                 "precision": math.precision(),
                 "pipe": math.pipe(),
                 "calls": ls.len() as u64,

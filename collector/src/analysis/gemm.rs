@@ -37,6 +37,9 @@ pub struct GemmShape {
     pub d_type: u32,
     /// `cublasComputeType_t`.
     pub compute_type: u32,
+    /// `cublasOperation_t` of A and B (0 N, 1 T, 2 C).
+    pub trans_a: u32,
+    pub trans_b: u32,
 }
 
 impl GemmShape {
@@ -51,6 +54,8 @@ impl GemmShape {
             c_type: g.c_type,
             d_type: g.d_type,
             compute_type: g.compute_type,
+            trans_a: g.trans_a,
+            trans_b: g.trans_b,
         }
     }
 
@@ -83,6 +88,41 @@ impl GemmShape {
             self.batch,
             compute_type_name(self.compute_type)
         )
+    }
+}
+
+impl GemmShape {
+    /// The shape as a row-major caller (PyTorch, vLLM, SGLang, TensorRT-LLM) reads
+    /// it: "1x32000x1024 x1 bf16·bf16->bf16 (fp32) TN" is tokens x out features x in
+    /// features, batch, types, then cuBLAS's op(A) op(B). Such a caller computes
+    /// Y = X·Wᵀ (tokens x in times in x out) by asking column-major cuBLAS for
+    /// Yᵀ = W·Xᵀ: cuBLAS's M is the output features, N the tokens, K the input
+    /// features, and `nn.Linear`'s weights make op(A) = T, op(B) = N.
+    pub fn label_as_read(&self) -> String {
+        let a = data_type_name(self.a_type);
+        let b = data_type_name(self.b_type);
+        let d = data_type_name(self.d_type);
+        format!(
+            "{}x{}x{} x{} {a}·{b}->{d} ({}) {}{}",
+            self.n,
+            self.m,
+            self.k,
+            self.batch,
+            compute_type_name(self.compute_type),
+            op_name(self.trans_a),
+            op_name(self.trans_b)
+        )
+    }
+}
+
+/// `cublasOperation_t` as cuBLAS's documentation writes it: N, T, C (conjugate
+/// transpose); another value as its number in brackets.
+pub fn op_name(op: u32) -> String {
+    match op {
+        0 => "N".to_string(),
+        1 => "T".to_string(),
+        2 => "C".to_string(),
+        other => format!("[{other}]"),
     }
 }
 

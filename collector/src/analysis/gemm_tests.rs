@@ -15,6 +15,22 @@ fn shapes_and_labels() {
     assert_eq!(s.model_flops(), 137_438_953_472.0);
     assert_eq!(s.math(), Ok(Math::tensor(Precision::Bf16)));
     assert_eq!(s.label(), "4096x4096x4096 x1 bf16·bf16->bf16 (fp32)");
+    // A decode GEMV as PyTorch calls it: cuBLAS's 32000 x 1 x 1024 with op(A) = T.
+    let lm_head = GemmShape {
+        m: 32000,
+        n: 1,
+        k: 1024,
+        trans_a: 1,
+        trans_b: 0,
+        ..s.clone()
+    };
+    assert_eq!(lm_head.label(), "32000x1x1024 x1 bf16·bf16->bf16 (fp32)");
+    assert_eq!(
+        lm_head.label_as_read(),
+        "1x32000x1024 x1 bf16·bf16->bf16 (fp32) TN"
+    );
+    assert_eq!(op_name(2), "C");
+    assert_eq!(op_name(7), "[7]");
     let complex = GemmShape {
         a_type: super::super::precision::data_type::CUDA_C_32F,
         b_type: super::super::precision::data_type::CUDA_C_32F,

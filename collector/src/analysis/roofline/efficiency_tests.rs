@@ -535,10 +535,10 @@ Roofline by kernel (FLOPs from GEMM shapes, * from counters; AI in FLOP/byte)
     1.000        -           -        -        -      -      -  -        -                Mystery GPU            worker_kernel
     1.000        -           -        -        -      -      -  -        -                NVIDIA H100 80GB HBM3  worker_kernel
 
-Roofline by GEMM shape (M x N x K x batch, A·B->D types, compute type)
+Roofline by GEMM shape (tokens x out x in x batch: cuBLAS's N x M x K as PyTorch calls it; types; op(A) op(B))
   calls   GPU µs  model FLOPs       AI   FLOP/s  MFU %  MBU %  bound    shape
-      1  160.000      137.44G  1365.33  858.99T   86.8   18.8  compute  4096x4096x4096 x1 bf16·bf16->bf16 (fp32) [NVIDIA H100 80GB HBM3]
-      1   12.000       33.55M        -    2.80T    0.3      -  -        4096x1x4096 x1 bf16·bf16->bf16 (fp32) [NVIDIA H100 80GB HBM3]
+      1  160.000      137.44G  1365.33  858.99T   86.8   18.8  compute  4096x4096x4096 x1 bf16·bf16->bf16 (fp32) TN [NVIDIA H100 80GB HBM3]
+      1   12.000       33.55M        -    2.80T    0.3      -  -        1x4096x4096 x1 bf16·bf16->bf16 (fp32) TN [NVIDIA H100 80GB HBM3]
 
 Roofline by kernel family (MFU, MBU: time-weighted over the launches with FLOPs, bytes; (N%): GPU time covered)
   launches   GPU µs  time %  model FLOPs  hw FLOPs     DRAM bytes       AI   FLOP/s  MFU %       MBU %  family

@@ -318,7 +318,10 @@ pub(super) fn roofline_table(
     }
 
     if !e.shapes.is_empty() {
-        out.push_str("\nRoofline by GEMM shape (M x N x K x batch, A·B->D types, compute type)\n");
+        out.push_str(
+            "\nRoofline by GEMM shape (tokens x out x in x batch: cuBLAS's N x M x K as \
+             PyTorch calls it; types; op(A) op(B))\n",
+        );
         out.push_str(&legend(e.shapes.iter().map(|s| s.bytes_source)));
         let mut rows: Vec<Vec<String>> = e
             .shapes
@@ -326,7 +329,7 @@ pub(super) fn roofline_table(
             .map(|s: &ShapeRow| {
                 let mut row = vec![s.calls.to_string(), micros(s.gpu_ns), si(s.model_flops)];
                 row.extend(point_cells(&s.point, s.bytes_source));
-                row.push(label(&s.label, &s.gpu));
+                row.push(label(&s.shape.label_as_read(), &s.gpu));
                 row
             })
             .collect();
@@ -459,6 +462,7 @@ pub(super) fn roofline_json(e: &Efficiency, top: Option<usize>) -> Value {
         (row, measured)
     });
     let shapes = rows_json(&e.shapes, |s| {
+        use crate::analysis::gemm::op_name;
         use crate::analysis::precision::{compute_type_name, data_type_name};
         let row = json!({
             "shape": s.label,
@@ -472,6 +476,8 @@ pub(super) fn roofline_json(e: &Efficiency, top: Option<usize>) -> Value {
             "c_type": data_type_name(s.shape.c_type),
             "d_type": data_type_name(s.shape.d_type),
             "compute_type": compute_type_name(s.shape.compute_type),
+            "trans_a": op_name(s.shape.trans_a),
+            "trans_b": op_name(s.shape.trans_b),
             "calls": s.calls,
             "launches": s.launches,
             "gpu_ns": s.gpu_ns,
@@ -574,6 +580,8 @@ fn shape_columns() -> Vec<&'static str> {
         "c_type",
         "d_type",
         "compute_type",
+        "trans_a",
+        "trans_b",
         "precision",
         "pipe",
         "calls",

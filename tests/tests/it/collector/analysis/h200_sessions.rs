@@ -162,7 +162,9 @@ fn unknown_writes_leave_a_lower_bound_on_bytes_and_mbu() {
     assert_eq!(decode["bytes_source"], "sampled_reads", "{decode}");
     let table = report_text(&dir);
     assert!(
-        table.contains("≤7.45~   30.68T    3.1  ≥85.8~  memory   22016x8x4096"),
+        table.contains(
+            "≤7.45~   30.68T    3.1  ≥85.8~  memory   8x22016x4096 x1 bf16·bf16->bf16 (fp32) TN"
+        ),
         "{table}"
     );
     assert!(

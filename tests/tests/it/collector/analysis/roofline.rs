@@ -339,7 +339,17 @@ fn price_cudarc(records: &[(u32, Record)], measured: bool) -> Vec<Priced> {
     let gemms = cudarc_gemms();
     let launches = price(
         records,
-        |i, _| gemms[i].map(|(m, n, k, b)| bf16(m, n, k, b)),
+        // cudarc-llm's GEMMs are N,N but for the attention scores' batched one (T,N).
+        |i, _| {
+            gemms[i].map(|(m, n, k, b)| {
+                let s = bf16(m, n, k, b);
+                if b > 1 {
+                    s.ops(OP_T, OP_N)
+                } else {
+                    s
+                }
+            })
+        },
         |_| measured,
     );
     assert_eq!(launches.len(), 107);
@@ -473,7 +483,17 @@ fn cudarc_rollups_are_exact_on_every_chip() {
         let launches = price_on(
             chip,
             &records,
-            |i, _| gemms[i].map(|(m, n, k, b)| bf16(m, n, k, b)),
+            // cudarc-llm's GEMMs are N,N but for the attention scores' batched one (T,N).
+            |i, _| {
+                gemms[i].map(|(m, n, k, b)| {
+                    let s = bf16(m, n, k, b);
+                    if b > 1 {
+                        s.ops(OP_T, OP_N)
+                    } else {
+                        s
+                    }
+                })
+            },
             |_| true,
         );
         let r = report(&out, &[], &[]);
