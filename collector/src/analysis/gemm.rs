@@ -77,15 +77,23 @@ impl GemmShape {
     /// "4096x4096x4096 x1 bf16·bf16->bf16 (fp32)": M x N x K, batch, A·B -> D types,
     /// compute type.
     pub fn label(&self) -> String {
-        let a = data_type_name(self.a_type);
-        let b = data_type_name(self.b_type);
-        let d = data_type_name(self.d_type);
         format!(
-            "{}x{}x{} x{} {a}·{b}->{d} ({})",
+            "{}x{}x{} {}",
             self.m,
             self.n,
             self.k,
+            self.batch_and_types()
+        )
+    }
+
+    /// "x1 bf16·bf16->bf16 (fp32)": batch, A·B -> D types, compute type.
+    fn batch_and_types(&self) -> String {
+        format!(
+            "x{} {}·{}->{} ({})",
             self.batch,
+            data_type_name(self.a_type),
+            data_type_name(self.b_type),
+            data_type_name(self.d_type),
             compute_type_name(self.compute_type)
         )
     }
@@ -99,16 +107,12 @@ impl GemmShape {
     /// Yᵀ = W·Xᵀ: cuBLAS's M is the output features, N the tokens, K the input
     /// features, and `nn.Linear`'s weights make op(A) = T, op(B) = N.
     pub fn label_as_read(&self) -> String {
-        let a = data_type_name(self.a_type);
-        let b = data_type_name(self.b_type);
-        let d = data_type_name(self.d_type);
         format!(
-            "{}x{}x{} x{} {a}·{b}->{d} ({}) {}{}",
+            "{}x{}x{} {} {}{}",
             self.n,
             self.m,
             self.k,
-            self.batch,
-            compute_type_name(self.compute_type),
+            self.batch_and_types(),
             op_name(self.trans_a),
             op_name(self.trans_b)
         )

@@ -335,23 +335,22 @@ fn graph_kernels_get_bytes_from_their_own_shapes_only() {
 // ---------------------------------------------------------------------------------
 // 2. The cudarc workload: prefill and decode
 
+/// A GEMM of cudarc-llm ([`cudarc_gemms`]: M, N, K, batch): N,N but for the attention
+/// scores' batched one (T,N).
+fn cudarc_shape(gemm: Option<(u64, u64, u64, u64)>) -> Option<Shape> {
+    gemm.map(|(m, n, k, b)| {
+        let s = bf16(m, n, k, b);
+        if b > 1 {
+            s.ops(OP_T, OP_N)
+        } else {
+            s
+        }
+    })
+}
+
 fn price_cudarc(records: &[(u32, Record)], measured: bool) -> Vec<Priced> {
     let gemms = cudarc_gemms();
-    let launches = price(
-        records,
-        // cudarc-llm's GEMMs are N,N but for the attention scores' batched one (T,N).
-        |i, _| {
-            gemms[i].map(|(m, n, k, b)| {
-                let s = bf16(m, n, k, b);
-                if b > 1 {
-                    s.ops(OP_T, OP_N)
-                } else {
-                    s
-                }
-            })
-        },
-        |_| measured,
-    );
+    let launches = price(records, |i, _| cudarc_shape(gemms[i]), |_| measured);
     assert_eq!(launches.len(), 107);
     launches
 }
@@ -480,22 +479,7 @@ fn cudarc_rollups_are_exact_on_every_chip() {
             "{chip}: {policy}"
         );
         let gemms = cudarc_gemms();
-        let launches = price_on(
-            chip,
-            &records,
-            // cudarc-llm's GEMMs are N,N but for the attention scores' batched one (T,N).
-            |i, _| {
-                gemms[i].map(|(m, n, k, b)| {
-                    let s = bf16(m, n, k, b);
-                    if b > 1 {
-                        s.ops(OP_T, OP_N)
-                    } else {
-                        s
-                    }
-                })
-            },
-            |_| true,
-        );
+        let launches = price_on(chip, &records, |i, _| cudarc_shape(gemms[i]), |_| true);
         let r = report(&out, &[], &[]);
         let ls = rollup_launches(&launches, &c);
         assert_rollup(
