@@ -59,11 +59,11 @@ const COLUMNS: [(&str, &str); 16] = [
     ("gpu_ns", "gpu_ns"),
     ("flops_source", "flops_source"),
     ("flops", "flops"),
-    ("dram_bytes", "dram_bytes"),
-    ("intensity_flop_per_byte", "intensity"),
-    ("achieved_flop_per_s", "achieved_flops_per_s"),
-    ("mfu", "mfu"),
-    ("mbu", "mbu"),
+    ("bytes", "bytes"),
+    ("intensity", "intensity"),
+    ("achieved_flops_per_s", "achieved_flops_per_s"),
+    ("mfu_pct", "mfu_pct"),
+    ("mbu_pct", "mbu_pct"),
     ("bound", "bound"),
     ("plotted", "plotted"),
     ("missing", "missing"),
@@ -100,12 +100,18 @@ fn point_row(r: &KernelRow) -> PointRow {
         Cell::Number(r.bytes),
         Cell::Number(p.intensity),
         Cell::Number(p.achieved),
-        Cell::Number(p.mfu),
-        Cell::Number(p.mbu),
+        Cell::Number(p.mfu.map(pct)),
+        Cell::Number(p.mbu.map(pct)),
         Cell::Word(p.bound.map(|b| b.name())),
         Cell::Flag(plotted),
         Cell::Text(missing),
     ])
+}
+
+/// A fraction as a percentage rounded to two decimals, as the report's CSV and JSON
+/// give `mfu_pct` and `mbu_pct`.
+fn pct(f: f64) -> f64 {
+    (f * 10_000.0).round() / 100.0
 }
 
 fn input_name(i: Input) -> &'static str {

@@ -85,6 +85,40 @@ fn the_chart_is_the_csv_drawn() {
     let rows: Vec<Vec<String>> = lines.map(fields).collect();
     assert_eq!(rows.len(), 8);
     assert_eq!(json.as_array().map(Vec::len), Some(8));
+
+    // One name, one unit: each point's figures are the report's roofline kernel row's,
+    // under the same names (MFU and MBU in percent), in the CSV and the JSON alike.
+    let report = gpuprof_command()
+        .args(["report", "--format", "json"])
+        .arg(&session)
+        .output()
+        .expect("run gpuprof report");
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).expect("report JSON");
+    let kernels = report["roofline"]["kernels"]
+        .as_array()
+        .expect("roofline kernels");
+    for (r, j) in rows.iter().zip(json.as_array().unwrap()) {
+        let k = kernels
+            .iter()
+            .find(|k| k["name"].as_str() == Some(r[col("name")].as_str()))
+            .expect("the point's kernel row");
+        for key in [
+            "bytes",
+            "intensity",
+            "achieved_flops_per_s",
+            "mfu_pct",
+            "mbu_pct",
+        ] {
+            let csv_value: f64 = r[col(key)].parse().expect(key);
+            assert_eq!(
+                Some(csv_value),
+                k[key].as_f64(),
+                "{key} of {}",
+                r[col("name")]
+            );
+            assert_eq!(j[key], k[key], "{key} of {}", r[col("name")]);
+        }
+    }
     let num = |r: &Vec<String>, c: &str| r[col(c)].parse::<f64>().expect(c);
     let mut used = Vec::new();
     let points: Vec<ChartPoint> = rows
@@ -98,8 +132,8 @@ fn the_chart_is_the_csv_drawn() {
             ChartPoint {
                 label: r[col("name")].clone(),
                 family: r[col("family")].clone(),
-                intensity: num(r, "intensity_flop_per_byte"),
-                flops_per_s: num(r, "achieved_flop_per_s"),
+                intensity: num(r, "intensity"),
+                flops_per_s: num(r, "achieved_flops_per_s"),
                 gpu_ns: r[col("gpu_ns")].parse().expect("gpu_ns"),
             }
         })
