@@ -526,14 +526,14 @@ fn flop_metrics() {
 
 /// The table's roofline sections, between the counters and the copies.
 const TABLE: &str = "
-Roofline by kernel (FLOPs from GEMM shapes, * from counters; AI in FLOP/byte)
-   GPU µs    FLOPs  DRAM bytes       AI   FLOP/s  MFU %  MBU %  bound    math             gpu                    name
-  170.000  137.47G     134.23M  1024.19  808.66T   81.7   23.6  compute  BF16 tensor      NVIDIA H100 80GB HBM3  sm90_xmma_…_tn_n
-  100.000  49.47G*     200.00M   247.35  494.70T   50.0   59.7  memory   BF16 tensor      NVIDIA H100 80GB HBM3  flash_fwd_kernel
-   20.000   5.00k*       4.00M   0.0013  250.00M    0.0    6.0  memory   FP32 CUDA cores  NVIDIA H100 80GB HBM3  rms_norm_kernel
-    2.000        0           -        -        0    0.0      -  -        BF16 tensor      NVIDIA H100 80GB HBM3  splitKredu…ernel
-    1.000        -           -        -        -      -      -  -        -                Mystery GPU            worker_kernel
-    1.000        -           -        -        -      -      -  -        -                NVIDIA H100 80GB HBM3  worker_kernel
+Roofline by kernel (FLOPs: GEMM shapes; hw: counters, * where AI, FLOP/s and MFU use them; AI in FLOP/byte)
+   GPU µs    FLOPs  hw FLOPs  DRAM bytes       AI   FLOP/s  MFU %  MBU %  bound    math             gpu                    name
+  170.000  137.47G         -     134.23M  1024.19  808.66T   81.7   23.6  compute  BF16 tensor      NVIDIA H100 80GB HBM3  sm90_xmma_…_tn_n
+  100.000        -   49.47G*     200.00M   247.35  494.70T   50.0   59.7  memory   BF16 tensor      NVIDIA H100 80GB HBM3  flash_fwd_kernel
+   20.000        -    5.00k*       4.00M   0.0013  250.00M    0.0    6.0  memory   FP32 CUDA cores  NVIDIA H100 80GB HBM3  rms_norm_kernel
+    2.000        0         -           -        -        0    0.0      -  -        BF16 tensor      NVIDIA H100 80GB HBM3  splitKredu…ernel
+    1.000        -         -           -        -        -      -      -  -        -                Mystery GPU            worker_kernel
+    1.000        -         -           -        -        -      -      -  -        -                NVIDIA H100 80GB HBM3  worker_kernel
 
 Roofline by GEMM shape (tokens x out x in x batch: cuBLAS's N x M x K as PyTorch calls it; types; op(A) op(B))
   calls   GPU µs  model FLOPs       AI   FLOP/s  MFU %  MBU %  bound    shape
@@ -561,6 +561,8 @@ Peaks (dense)
     TFLOP/s: FP64 tensor 67, TF32 tensor 494.7, FP16 tensor 989.4, BF16 tensor 989.4, FP8 tensor 1978.8, INT8 tensor
       1978.8, FP32 CUDA cores 67, FP64 CUDA cores 34
     DRAM: 3.35 TB/s
+    ridge points, FLOP/byte: FP64 tensor 20.00, TF32 tensor 147.67, FP16 tensor 295.34, BF16 tensor 295.34, FP8 tensor
+      590.69, INT8 tensor 590.69, FP32 CUDA cores 20.00, FP64 CUDA cores 10.15
     source: NVIDIA H100 Tensor Core GPU datasheet, SXM5: BF16 dense 989.4 TFLOP/s, FP8 1978.8, TF32 494.7, FP64 tensor
       67, FP32 67, FP64 34 TFLOP/s, 3.35 TB/s
   Mystery GPU (pid 2 device 0)

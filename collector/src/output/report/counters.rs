@@ -5,7 +5,9 @@
 //! `Counters by kernel` is one row per kernel with its counters as percentages of
 //! peak ([`crate::analysis::counter_pct`]), or with `--counters raw` the metric means
 //! per kernel, leaving out metrics that are 0 for every kernel shown. Every line of
-//! the counter sections but the raw metric rows fits [`super::cells::WIDTH`] columns.
+//! the counter sections fits [`super::cells::WIDTH`] columns: a metric row whose note
+//! would pass it has the note on lines of its own, and a kernel's name in a heading
+//! is cut to leave room for the rest.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -14,6 +16,7 @@ use serde_json::{json, Value};
 
 use super::cells::{
     fit_last_column, grid, micros, plural, shown, value, wrap_after as wrapped, CsvTables, Names,
+    WIDTH,
 };
 use crate::analysis::counter_pct::{KernelPct, Pct};
 use crate::analysis::fitted::FittedClass;
@@ -49,20 +52,47 @@ missing:
                  or lts__t_sector_hit_rate.pct when that was collected
   occupancy %    sm__warps_active.avg.pct_of_peak_sustained_active (achieved occupancy)";
 
+/// The longest metric name the rows are aligned to: CUPTI's run to about 75
+/// characters; a longer one (a session file can hold any) is printed whole, its value
+/// right after it.
+const METRIC_NAME_PAD: usize = 80;
+
 /// Metric rows: name padded, value right-aligned, then a note; indented by four.
 fn metric_rows(out: &mut String, rows: &[(String, String, String)]) {
-    let name_w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+    let name_w = rows
+        .iter()
+        .map(|r| r.0.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(METRIC_NAME_PAD);
     let value_w = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);
     // Padded by hand: a format width above u16::MAX panics, and a metric name in a
     // session file can be that long.
     let pad = |n: usize| " ".repeat(n);
     for (name, v, note) in rows {
         let (name_pad, value_pad) = (
-            pad(name_w - name.chars().count()),
+            pad(name_w.saturating_sub(name.chars().count())),
             pad(value_w - v.chars().count()),
         );
-        let _ = writeln!(out, "    {name}{name_pad}  {value_pad}{v} {note}");
+        let line = format!("    {name}{name_pad}  {value_pad}{v}");
+        if note.is_empty() {
+            let _ = writeln!(out, "{line}");
+        } else if line.chars().count() + 1 + note.chars().count() <= WIDTH {
+            let _ = writeln!(out, "{line} {note}");
+        } else {
+            // Past the width: the note on lines of its own under the value.
+            let _ = writeln!(out, "{line}");
+            wrapped(out, "     ", "        ", note);
+        }
     }
+}
+
+/// "  NAME" and `rest`, the name cut ([`crate::analysis::short_name::fit_names`])
+/// so the line fits [`WIDTH`]: what follows the name stays whole.
+fn heading(out: &mut String, name: &str, rest: &str) {
+    let room = WIDTH.saturating_sub(2 + rest.chars().count()).max(16);
+    let name = crate::analysis::short_name::fit_names(&[name], room).remove(0);
+    let _ = writeln!(out, "  {name}{rest}");
 }
 
 /// The table's counter section: per process the plan or status, per shown kernel
@@ -163,12 +193,14 @@ fn raw_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names: &Na
     for k in kernels {
         match c.kernel(&k.mangled) {
             Some(kc) if kc.launches_with_counters > 0 => {
-                let _ = writeln!(
+                heading(
                     out,
-                    "  {}: {} of {} with counters",
-                    names.of(&k.mangled, &k.name),
-                    kc.launches_with_counters,
-                    plural(kc.launches, "launch", "launches")
+                    &names.of(&k.mangled, &k.name),
+                    &format!(
+                        ": {} of {} with counters",
+                        kc.launches_with_counters,
+                        plural(kc.launches, "launch", "launches")
+                    ),
                 );
                 let rows: Vec<(String, String, String)> = kc
                     .metrics
@@ -185,11 +217,10 @@ fn raw_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names: &Na
                 metric_rows(out, &rows);
             }
             _ => {
-                let _ = writeln!(
+                heading(
                     out,
-                    "  {}: no counters ({})",
-                    names.of(&k.mangled, &k.name),
-                    plural(k.calls, "launch", "launches")
+                    &names.of(&k.mangled, &k.name),
+                    &format!(": no counters ({})", plural(k.calls, "launch", "launches")),
                 );
             }
         }
@@ -296,12 +327,14 @@ fn sampled_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names:
     );
     for k in kernels {
         if let Some(sk) = c.sampled_kernel(&k.mangled) {
-            let _ = writeln!(
+            heading(
                 out,
-                "  {}: from {}, {} µs inside windows",
-                names.of(&k.mangled, &k.name),
-                plural(sk.samples, "sample", "samples"),
-                micros(sk.overlap_ns)
+                &names.of(&k.mangled, &k.name),
+                &format!(
+                    ": from {}, {} µs inside windows",
+                    plural(sk.samples, "sample", "samples"),
+                    micros(sk.overlap_ns)
+                ),
             );
             metric_rows(out, &sampled_rows(&sk.metrics));
         }
@@ -331,12 +364,14 @@ fn fitted_table(out: &mut String, c: &Counters, kernels: &[KernelStats], names: 
     );
     for k in kernels {
         for f in c.fitted.iter().filter(|f| f.mangled == k.mangled) {
-            let _ = writeln!(
+            heading(
                 out,
-                "  {}{}: {}",
-                names.of(&k.mangled, &k.name),
-                class_label(f),
-                plural(f.calls, "launch", "launches"),
+                &names.of(&k.mangled, &k.name),
+                &format!(
+                    "{}: {}",
+                    class_label(f),
+                    plural(f.calls, "launch", "launches")
+                ),
             );
             metric_rows(out, &fitted_rows(f));
             for m in &f.metrics {

@@ -97,7 +97,7 @@ const SAMPLED_LEGEND: &str =
 
 /// The legend of the bounds from fitted reads alone ([`BytesSource::SampledReads`]).
 const READS_ONLY_LEGEND: &str = "  (≥, ≤: the windows did not determine DRAM writes: bytes \
-    and MBU count reads alone, a lower bound; AI is an upper bound)\n";
+    and MBU count reads alone, a lower bound; AI an upper bound)\n";
 
 /// The legends the sources of a section's rows need.
 fn legend(sources: impl Iterator<Item = Option<BytesSource>> + Clone) -> String {
@@ -277,20 +277,23 @@ pub(super) fn roofline_table(
         }
     };
     out.push_str(
-        "\nRoofline by kernel (FLOPs from GEMM shapes, * from counters; AI in FLOP/byte)\n",
+        "\nRoofline by kernel (FLOPs: GEMM shapes; hw: counters, * where AI, FLOP/s and MFU use \
+         them; AI in FLOP/byte)\n",
     );
     let kernels = shown_rows(&e.kernels, top);
     out.push_str(&legend(kernels.iter().map(|k| k.bytes_source)));
     let mut rows: Vec<Vec<String>> = kernels
         .iter()
         .map(|k: &KernelRow| {
-            let flops = match k.flops_source {
-                Some(FlopSource::Model) => or_dash(k.model_flops.map(si)),
-                Some(FlopSource::Hardware) => or_dash(k.hw_flops.map(|f| format!("{}*", si(f)))),
-                None => "-".to_string(),
-            };
+            // Model and counter FLOPs side by side, never one for the other; "*" on the
+            // counters' when the row's AI, FLOP/s and MFU use them.
+            let hw_used = k.flops_source == Some(FlopSource::Hardware);
+            let hw = or_dash(
+                k.hw_flops
+                    .map(|f| format!("{}{}", si(f), if hw_used { "*" } else { "" })),
+            );
             let bytes = marked(or_dash(k.bytes.map(si)), k.bytes_source);
-            let mut row = vec![micros(k.gpu_ns), flops, bytes];
+            let mut row = vec![micros(k.gpu_ns), or_dash(k.model_flops.map(si)), hw, bytes];
             row.extend(point_cells(&k.point, k.bytes_source));
             row.push(or_dash(k.math.map(|m| m.to_string())));
             if many_gpus {
@@ -302,7 +305,12 @@ pub(super) fn roofline_table(
         .collect();
     let gpu_column: &[(&str, bool)] = if many_gpus { &[("gpu", false)] } else { &[] };
     let columns = [
-        &[("GPU µs", true), ("FLOPs", true), ("DRAM bytes", true)][..],
+        &[
+            ("GPU µs", true),
+            ("FLOPs", true),
+            ("hw FLOPs", true),
+            ("DRAM bytes", true),
+        ][..],
         &POINT_COLUMNS,
         &[("math", false)],
         gpu_column,
@@ -357,36 +365,7 @@ pub(super) fn roofline_table(
         rollup_grid(out, "session", &e.ranks, kernel_ns);
     }
 
-    out.push_str("\nPeaks (dense)\n");
-    for g in &e.gpus {
-        let devices: Vec<String> = g
-            .devices
-            .iter()
-            .map(|(pid, d)| format!("pid {pid} device {d}"))
-            .collect();
-        let _ = writeln!(out, "  {} ({})", g.gpu, devices.join(", "));
-        match (&g.peaks, &g.error) {
-            (Some(p), _) => {
-                let ceilings: Vec<String> = p
-                    .ceilings()
-                    .iter()
-                    .map(|(m, v)| format!("{m} {}", value(v / 1e12)))
-                    .collect();
-                wrapped(out, 4, &format!("TFLOP/s: {}", ceilings.join(", ")));
-                let _ = writeln!(
-                    out,
-                    "    DRAM: {}",
-                    match p.bandwidth() {
-                        Some(bw) => format!("{} TB/s", value(bw / 1e12)),
-                        None => "unknown".to_string(),
-                    }
-                );
-                wrapped(out, 4, &format!("source: {}", p.source));
-            }
-            (None, Some(err)) => wrapped(out, 4, err),
-            (None, None) => {}
-        }
-    }
+    peaks_table(out, e);
 
     for (pid, message) in &e.gemm_statuses {
         let _ = writeln!(out, "  pid {pid}: GEMM shapes unavailable: {message}");
@@ -431,6 +410,53 @@ fn rollup_json(r: &Rollup) -> Value {
         "mfu_coverage_pct": pct_value(r.mfu_coverage()),
         "mbu_coverage_pct": pct_value(r.mbu_coverage()),
     })
+}
+
+/// The peaks used for each GPU, with their source and ridge points.
+fn peaks_table(out: &mut String, e: &Efficiency) {
+    out.push_str("\nPeaks (dense)\n");
+    for g in &e.gpus {
+        let devices: Vec<String> = g
+            .devices
+            .iter()
+            .map(|(pid, d)| format!("pid {pid} device {d}"))
+            .collect();
+        let _ = writeln!(out, "  {} ({})", g.gpu, devices.join(", "));
+        match (&g.peaks, &g.error) {
+            (Some(p), _) => {
+                let ceilings: Vec<String> = p
+                    .ceilings()
+                    .iter()
+                    .map(|(m, v)| format!("{m} {}", value(v / 1e12)))
+                    .collect();
+                wrapped(out, 4, &format!("TFLOP/s: {}", ceilings.join(", ")));
+                let _ = writeln!(
+                    out,
+                    "    DRAM: {}",
+                    match p.bandwidth() {
+                        Some(bw) => format!("{} TB/s", value(bw / 1e12)),
+                        None => "unknown".to_string(),
+                    }
+                );
+                if let Some(bw) = p.bandwidth().filter(|b| *b > 0.0) {
+                    // Where each ceiling meets the DRAM slope: below, memory-bound.
+                    let ridges: Vec<String> = p
+                        .ceilings()
+                        .iter()
+                        .map(|(m, v)| format!("{m} {}", intensity(v / bw)))
+                        .collect();
+                    wrapped(
+                        out,
+                        4,
+                        &format!("ridge points, FLOP/byte: {}", ridges.join(", ")),
+                    );
+                }
+                wrapped(out, 4, &format!("source: {}", p.source));
+            }
+            (None, Some(err)) => wrapped(out, 4, err),
+            (None, None) => {}
+        }
+    }
 }
 
 /// The `roofline` object: `kernels` (the shown ones), `shapes`, `families`, `ranges`,

@@ -597,13 +597,14 @@ fn a_metric_name_of_70000_characters_is_printed() {
     let out = run(&["report", "--counters", "raw", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    // Names padded to the longest, two spaces, values right-aligned to the widest
-    // ("762144.25").
+    // Names padded to at most 80 characters (the long one is printed whole), two
+    // spaces, values right-aligned to the widest ("762144.25"); a note that would take
+    // the line past 120 columns goes on a line of its own.
     let read = format!(
         "\n    dram__bytes_read.sum{}    1572864 (2 launches)\n",
-        " ".repeat(70_000 - "dram__bytes_read.sum".len())
+        " ".repeat(80 - "dram__bytes_read.sum".len())
     );
-    let tensor = format!("\n    {long}      61.25 (1 launch)\n");
+    let tensor = format!("\n    {long}      61.25\n      (1 launch)\n");
     assert!(
         stdout.contains(&read),
         "the DRAM row is not padded to the long name"

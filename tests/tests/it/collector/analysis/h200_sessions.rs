@@ -259,3 +259,30 @@ fn measured_occupancy_never_exceeds_the_theoretical() {
     assert_eq!(compared, 78, "configurations compared");
     assert!(below_half < compared, "{below_half} of {compared}");
 }
+
+/// Real runs, every section a GPU gives (per-kernel counters, PM sampling windows and
+/// the classes fitted to them, cuDNN's 90-character kernel names): every line of the
+/// report fits 120 columns, with the counters as percentages and as raw means.
+#[test]
+fn every_report_line_fits_120_columns() {
+    for name in [
+        "h200-cudarc-graph-decode",
+        "h200-torch-eager-decode-3",
+        "h200-torch-graph-decode",
+        "h200-torch-graph-decode-2",
+        "h200-torch-graph-decode-3",
+    ] {
+        for view in ["pct", "raw"] {
+            let mut cmd = gpuprof_tests::gpuprof_command();
+            cmd.args(["report", "--top", "0", "--counters", view])
+                .arg(session(name));
+            let o =
+                gpuprof_tests::TimedChild::spawn(cmd, std::time::Duration::from_secs(180)).wait();
+            assert_eq!(o.status.code(), Some(0), "{}", o.stderr);
+            for line in o.stdout.lines() {
+                let n = line.chars().count();
+                assert!(n <= 120, "{name} --counters {view}: {n} columns: {line}");
+            }
+        }
+    }
+}
