@@ -12,6 +12,15 @@ use std::path::PathBuf;
 use gpuprof_tests::{report_json, report_text};
 use serde_json::Value;
 
+/// Every session checked in under `tests/gpu-sessions/`.
+const SESSIONS: [&str; 5] = [
+    "h200-cudarc-graph-decode",
+    "h200-torch-eager-decode-3",
+    "h200-torch-graph-decode",
+    "h200-torch-graph-decode-2",
+    "h200-torch-graph-decode-3",
+];
+
 fn session(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("gpu-sessions")
@@ -230,13 +239,7 @@ fn graph_decode_bytes_from_sampling_match_eager_per_kernel_counters() {
 fn measured_occupancy_never_exceeds_the_theoretical() {
     let mut compared = 0;
     let mut below_half = 0;
-    for name in [
-        "h200-cudarc-graph-decode",
-        "h200-torch-eager-decode-3",
-        "h200-torch-graph-decode",
-        "h200-torch-graph-decode-2",
-        "h200-torch-graph-decode-3",
-    ] {
+    for name in SESSIONS {
         let r = report_json(&session(name));
         for row in r["launch_shapes"].as_array().expect("launch shapes") {
             let (Some(achieved), Some(theoretical)) = (
@@ -265,13 +268,7 @@ fn measured_occupancy_never_exceeds_the_theoretical() {
 /// report fits 120 columns, with the counters as percentages and as raw means.
 #[test]
 fn every_report_line_fits_120_columns() {
-    for name in [
-        "h200-cudarc-graph-decode",
-        "h200-torch-eager-decode-3",
-        "h200-torch-graph-decode",
-        "h200-torch-graph-decode-2",
-        "h200-torch-graph-decode-3",
-    ] {
+    for name in SESSIONS {
         for view in ["pct", "raw"] {
             let mut cmd = gpuprof_tests::gpuprof_command();
             cmd.args(["report", "--top", "0", "--counters", view])
