@@ -10,6 +10,7 @@ use super::fitted::fitted_pct;
 use super::integrity::Integrity;
 use super::roofline::efficiency::{efficiency_of, Efficiency};
 use super::roofline::peaks::Overrides;
+use super::roofline::what_if::{what_if, WhatIfs};
 use super::summary::{summarize_aggregate, Summary};
 
 /// A session's numbers, as every report form shows them.
@@ -19,6 +20,9 @@ pub struct Findings {
     pub summary: Summary,
     /// Per kernel, GEMM shape, family, range and run: FLOPs, bytes, AI, MFU, MBU.
     pub roofline: Efficiency,
+    /// The roofline at other token counts, when asked for ([`with_what_if`]): the
+    /// rows, and the shapes without rows with why.
+    pub what_if: Option<WhatIfs>,
 }
 
 /// The findings of `aggregate` (read as `integrity` says) against `peaks`.
@@ -28,5 +32,15 @@ pub fn findings(aggregate: &Aggregate, integrity: &Integrity, peaks: &Overrides)
     summary.counters.pct = pct_of(aggregate, &summary.counters.kernels, peaks);
     summary.counters.fitted_pct = fitted_pct(aggregate, peaks);
     let roofline = efficiency_of(aggregate, peaks);
-    Findings { summary, roofline }
+    Findings {
+        summary,
+        roofline,
+        what_if: None,
+    }
+}
+
+/// `f` with the roofline of every GEMM shape at `tokens` ([`super::roofline::what_if`]).
+pub fn with_what_if(mut f: Findings, tokens: &[u64]) -> Findings {
+    f.what_if = Some(what_if(&f.roofline, tokens));
+    f
 }

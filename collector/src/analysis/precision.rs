@@ -168,6 +168,25 @@ const DATA_TYPES: [(u32, &str, bool); 35] = [
     (data_type::CUDA_R_8F_UE5M3, "fp8 ue5m3", false),
 ];
 
+/// Bits per element of a `cudaDataType_t` (a complex element is two); `None` for a
+/// value the table does not know.
+pub fn data_type_bits(t: u32) -> Option<u32> {
+    let (_, name, complex) = DATA_TYPES.iter().find(|(v, _, _)| *v == t)?;
+    let real = name.trim_start_matches("complex ");
+    let bits = match real {
+        "fp64" | "int64" | "uint64" => 64,
+        "fp32" | "int32" | "uint32" => 32,
+        "fp16" | "bf16" | "int16" | "uint16" => 16,
+        "int8" | "uint8" => 8,
+        _ if real.starts_with("fp8") => 8,
+        _ if real.starts_with("fp6") => 6,
+        "int4" | "uint4" => 4,
+        _ if real.starts_with("fp4") => 4,
+        _ => return None,
+    };
+    Some(if *complex { 2 * bits } else { bits })
+}
+
 /// A `cudaDataType_t` for people: `CUDA_R_16BF` -> "bf16", `CUDA_C_32F` -> "complex
 /// fp32"; an unknown value as "cudaDataType_t N".
 pub fn data_type_name(t: u32) -> String {

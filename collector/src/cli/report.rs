@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::analysis::aggregate::Aggregate;
-use crate::analysis::findings::findings;
+use crate::analysis::findings::{findings, with_what_if};
 use crate::analysis::roofline::peaks::Overrides;
 use crate::analysis::Integrity;
 use crate::cli::sessions::{
@@ -61,6 +61,44 @@ pub struct ReportArgs {
     /// JSON always carry both the means and the percentages.
     #[arg(long, value_enum, default_value_t = CounterView::Pct)]
     counters: CounterView,
+    /// The roofline of every GEMM shape at other token counts: tokens=1,8,64 gives,
+    /// beside each shape as it ran, the time per call the roofline allows with cuBLAS's
+    /// N (the tokens, as PyTorch calls cuBLAS) set to each, its bound and its MFU
+    /// there; a model (each matrix moved once), not a measurement. Table "What-if by
+    /// GEMM shape", JSON roofline.what_if, CSV roofline_what_if.
+    #[arg(long, value_name = "tokens=N,N,..", value_parser = parse_what_if)]
+    what_if: Option<WhatIfTokens>,
+}
+
+/// The token counts of `--what-if`.
+#[derive(Clone, Debug)]
+pub struct WhatIfTokens(Vec<u64>);
+
+/// The most token counts `--what-if` takes, and the largest.
+const WHAT_IF_MAX_COUNTS: usize = 64;
+const WHAT_IF_MAX_TOKENS: u64 = 1 << 31;
+
+/// `tokens=1,8,64` -> [1, 8, 64].
+fn parse_what_if(s: &str) -> Result<WhatIfTokens, String> {
+    let list = s
+        .strip_prefix("tokens=")
+        .ok_or_else(|| format!("{s:?}: expected tokens=N,N,... (e.g. tokens=1,8,64)"))?;
+    let tokens = list
+        .split(',')
+        .map(|t| match t.trim().parse::<u64>() {
+            Ok(n) if (1..=WHAT_IF_MAX_TOKENS).contains(&n) => Ok(n),
+            _ => Err(format!(
+                "{t:?} in {s:?}: a token count is a whole number from 1 to {WHAT_IF_MAX_TOKENS}"
+            )),
+        })
+        .collect::<Result<Vec<u64>, String>>()?;
+    if tokens.len() > WHAT_IF_MAX_COUNTS {
+        return Err(format!(
+            "{} token counts in {s:?}: at most {WHAT_IF_MAX_COUNTS}",
+            tokens.len()
+        ));
+    }
+    Ok(WhatIfTokens(tokens))
 }
 
 /// What `gpuprof report --help` prints after the options: the counter percentages'
@@ -85,7 +123,10 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode> {
         full_names: args.full_names,
         counters: args.counters,
     };
-    let found = findings(&analysed.aggregate, &analysed.integrity, &peaks);
+    let mut found = findings(&analysed.aggregate, &analysed.integrity, &peaks);
+    if let Some(WhatIfTokens(tokens)) = &args.what_if {
+        found = with_what_if(found, tokens);
+    }
     match (&args.output, args.format) {
         (Some(dir), Format::Csv) => {
             let tables = render::report_csv_tables(&found, args.top);

@@ -791,3 +791,61 @@ fn bytes_fitted_to_sampling_windows_are_marked_sampled() {
         "{table}"
     );
 }
+
+/// The what-if of the session's two shapes (4096x4096x4096 and 4096x1x4096, BF16,
+/// T,N, on an H100): each as it ran, then at 1 and 64 tokens, with the formulas of
+/// `what_if.rs`: FLOPs 2·M·T·K, bytes 2 x (M·K + K·T + M·T), time the larger of
+/// FLOPs / 989.4 TFLOP/s and bytes / 3.35 TB/s.
+#[test]
+fn what_if_gives_the_roofline_at_other_token_counts() {
+    use crate::analysis::roofline::what_if::what_if;
+    let e = efficiency(&session(), &Overrides::default());
+    let (rows, skipped) = what_if(&e, &[1, 64, 4096]);
+    assert!(skipped.is_empty(), "{skipped:?}");
+    // (tokens as run, tokens, FLOPs, bytes, bound, roofline ns, measured ns)
+    type Row = (u64, u64, f64, f64, Bound, f64, Option<f64>);
+    let got: Vec<Row> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.tokens_as_run,
+                r.tokens,
+                r.flops,
+                r.bytes,
+                r.bound,
+                r.roofline_ns,
+                r.measured_ns,
+            )
+        })
+        .collect();
+    let m = 4096.0f64;
+    let expect = |ran: u64, t: u64, measured: Option<f64>| {
+        let tf = t as f64;
+        let flops = 2.0 * m * tf * m;
+        let bytes = 2.0 * (m * m + m * tf + m * tf);
+        let (compute, memory) = (flops / H100_BF16 * 1e9, bytes / H100_BW * 1e9);
+        let bound = if compute >= memory {
+            Bound::Compute
+        } else {
+            Bound::Memory
+        };
+        (ran, t, flops, bytes, bound, compute.max(memory), measured)
+    };
+    assert_eq!(
+        got,
+        vec![
+            // The shape as it ran (one call, 160 µs), then the others.
+            expect(4096, 4096, Some(160_000.0)),
+            expect(4096, 1, None),
+            expect(4096, 64, None),
+            // The GEMV (one call of 12 µs).
+            expect(1, 1, Some(12_000.0)),
+            expect(1, 64, None),
+            expect(1, 4096, None),
+        ]
+    );
+    // At 4096 tokens the square GEMM is compute-bound, one token a memory-bound GEMV.
+    assert_eq!(rows[0].bound, Bound::Compute);
+    assert_eq!(rows[3].bound, Bound::Memory);
+    assert_eq!(rows[0].shape, "4096x4096x4096 x1 bf16·bf16->bf16 (fp32) TN");
+}

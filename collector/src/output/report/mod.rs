@@ -50,6 +50,7 @@ mod json;
 mod launch_shape;
 mod roofline;
 mod table;
+mod what_if;
 
 use std::fmt::Write;
 
@@ -75,6 +76,7 @@ use launch_shape::{
     launch_shape_json, launch_shape_rows, launch_shape_table, LAUNCH_SHAPE_COLUMNS,
 };
 use roofline::{roofline_csv, roofline_json, roofline_table};
+use what_if::{what_if_json, what_if_table, WHAT_IF_COLUMNS};
 
 pub use cells::{micros, value, CsvTables};
 pub use counters::{CounterView, PCT_HELP};
@@ -83,7 +85,7 @@ pub use json::{json, json_with};
 pub use launch_shape::LAUNCH_SHAPE_HELP;
 pub use roofline::si;
 pub use roofline::MARKS_HELP;
-pub use table::{capture_line, table, table_view, table_with};
+pub use table::{capture_line, table, table_view, table_view_with, table_with};
 
 /// The formats of `gpuprof report`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -117,11 +119,20 @@ pub struct View {
 pub fn report_with(f: &Findings, format: Format, top: Option<usize>, view: &View) -> String {
     let (summary, roofline) = (&f.summary, &f.roofline);
     match format {
-        Format::Table => table_view(summary, Some(roofline), Some(top.unwrap_or(20)), view),
-        Format::Csv => csv_with(summary, Some(roofline), top),
+        Format::Table => table_view_with(
+            summary,
+            Some(roofline),
+            f.what_if.as_ref(),
+            Some(top.unwrap_or(20)),
+            view,
+        ),
+        Format::Csv => report_csv_tables(f, top).stream(),
         Format::Json => {
-            let mut s = serde_json::to_string_pretty(&json_with(summary, Some(roofline), top))
-                .expect("JSON values serialise");
+            let mut v = json_with(summary, Some(roofline), top);
+            if let Some((rows, skipped)) = &f.what_if {
+                v["what_if"] = what_if_json(rows, skipped);
+            }
+            let mut s = serde_json::to_string_pretty(&v).expect("JSON values serialise");
             s.push('\n');
             s
         }
@@ -131,7 +142,13 @@ pub fn report_with(f: &Findings, format: Format, top: Option<usize>, view: &View
 /// The CSV report's tables, one by one (`report --format csv -o DIR`): the same
 /// tables [`report`] writes to one stream.
 pub fn report_csv_tables(f: &Findings, top: Option<usize>) -> CsvTables {
-    csv_tables(&f.summary, Some(&f.roofline), top)
+    let mut tables = csv_tables(&f.summary, Some(&f.roofline), top);
+    if let Some((rows, skipped)) = &f.what_if {
+        let v = what_if_json(rows, skipped);
+        let rows = v["rows"].as_array().cloned().unwrap_or_default();
+        tables.table("what_if", &WHAT_IF_COLUMNS, rows);
+    }
+    tables
 }
 
 /// One session of several read together: its number (from 1), directory and totals.

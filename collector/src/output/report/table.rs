@@ -2,6 +2,7 @@
 //! to `top` rows and the terminal's width.
 
 use super::*;
+use crate::analysis::roofline::what_if::WhatIfs;
 
 /// The report as aligned text. `top` limits the kernel table (`None` or 0: all).
 pub fn table(s: &Summary, top: Option<usize>) -> String {
@@ -18,6 +19,17 @@ pub fn table_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
 pub fn table_view(
     s: &Summary,
     roofline: Option<&Efficiency>,
+    top: Option<usize>,
+    view: &View,
+) -> String {
+    table_view_with(s, roofline, None, top, view)
+}
+
+/// [`table_view`] with the what-if section after the roofline's, when given.
+pub fn table_view_with(
+    s: &Summary,
+    roofline: Option<&Efficiency>,
+    what_if: Option<&WhatIfs>,
     top: Option<usize>,
     view: &View,
 ) -> String {
@@ -40,6 +52,9 @@ pub fn table_view(
              see GPUPROF_GEMM and GPUPROF_COUNTERS)\n",
         ),
         _ => {}
+    }
+    if let Some((rows, skipped)) = what_if {
+        what_if_table(&mut out, rows, skipped);
     }
     launch_shape_table(&mut out, &s.launch_shapes, s.kernel_ns, top, &names);
     transfers_table(&mut out, s);

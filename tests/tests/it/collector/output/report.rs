@@ -934,3 +934,56 @@ fn every_line_fits_120_columns_whatever_the_run() {
         "{report}"
     );
 }
+
+/// `--what-if`: a bad value is refused with what is expected and exit 2, nothing
+/// written; a session without GEMM shapes says so in the table and gives empty rows
+/// in JSON and CSV.
+#[test]
+fn what_if_values_are_checked_and_a_session_without_gemms_says_so() {
+    let (dir, _) = session("report-what-if");
+    let path = dir.path().to_str().unwrap();
+    for (bad, says) in [
+        ("batch=8", "expected tokens=N,N,... (e.g. tokens=1,8,64)"),
+        (
+            "tokens=0",
+            "a token count is a whole number from 1 to 2147483648",
+        ),
+        (
+            "tokens=1,x",
+            "a token count is a whole number from 1 to 2147483648",
+        ),
+    ] {
+        let out = run(&["report", path, "--what-if", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(
+            text(&out.stderr).contains(says),
+            "{bad}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(text(&out.stdout), "");
+    }
+    let out = run(&["report", path, "--what-if", "tokens=1,64"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(
+        "\nWhat-if by GEMM shape (the roofline's time per call at other token counts: a model, \
+         each matrix moved once)\n  (no GEMM shapes in this session)\n"
+    ));
+    let as_format = |format: &str| {
+        run(&[
+            "report",
+            path,
+            "--what-if",
+            "tokens=1,64",
+            "--format",
+            format,
+        ])
+    };
+    let out = as_format("json");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["what_if"], serde_json::json!({"rows": [], "skipped": []}));
+    let out = as_format("csv");
+    assert!(text(&out.stdout).ends_with(
+        "\n# what_if\nshape,gpu,tokens_as_run,tokens,flops,bytes,intensity,bound,roofline_ns,\
+         ns_per_token,mfu_pct,measured_ns\n"
+    ));
+}
