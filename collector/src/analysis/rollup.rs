@@ -19,6 +19,12 @@
 //!   FLOPs and DRAM bytes are sums over the launches that have them; the `*_ns`
 //!   fields say how much of the GPU time that is.
 //!
+//! - MFU over wall time (NVTX ranges and the run): the same FLOPs at peak over the
+//!   GPU wall time instead of the covered GPU time: a range's instances' summed
+//!   duration times the GPUs its kernels ran on; the run's, each GPU's span from its
+//!   first kernel's start to its last kernel's end, summed. Idle time, host gaps
+//!   between kernels, counts here and not in the busy-time MFU.
+//!
 //! NVTX ranges cover kernels as in [`super::nvtx`] (start/end ranges: kernels of the
 //! process starting inside; push/pop ranges: kernels launched on that thread inside),
 //! each kernel counting once per range name ([`super::range_cover`]).
@@ -26,7 +32,7 @@
 //! Launches come summed by class ([`super::classes`]): every launch of a class has the
 //! same FLOPs, peak and bandwidth, so a class adds them times its launches.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -121,6 +127,15 @@ pub struct Rollup {
     /// Fractions.
     pub mfu: Option<f64>,
     pub mbu: Option<f64>,
+    /// GPU wall time, ns: for an NVTX range its instances' summed duration times the
+    /// GPUs its kernels ran on, for the run each GPU's span from its first kernel's
+    /// start to its last kernel's end, summed; `None` for a family (not one stretch of
+    /// time).
+    pub wall_ns: Option<u64>,
+    /// MFU over the wall time: the same FLOPs at peak as [`Rollup::mfu`], over
+    /// `wall_ns` instead of the GPU time of the launches it covers; `None` without
+    /// wall time or FLOPs.
+    pub mfu_wall: Option<f64>,
 }
 
 /// What each launch of one class contributes to a rollup.
@@ -174,31 +189,53 @@ pub(super) fn rollups(a: &Aggregate, values: &[ClassValues]) -> Rollups {
         })
         .collect();
 
-    // NVTX ranges, by "domain: name" (or the name).
-    let mut covered: BTreeMap<String, BTreeMap<usize, Tally>> = BTreeMap::new();
+    // NVTX ranges, by "domain: name" (or the name), with their wall time.
+    let mut covered: BTreeMap<String, (BTreeMap<usize, Tally>, u64)> = BTreeMap::new();
     for ((domain, name), t) in a.ranges.names.iter().zip(&a.ranges.totals) {
         if t.classes.is_empty() {
             continue;
         }
         let e = covered.entry(range_label(domain, name)).or_default();
         for (c, tally) in &t.classes {
-            e.entry(*c).or_default().merge(tally);
+            e.0.entry(*c).or_default().merge(tally);
         }
+        e.1 = e.1.saturating_add(t.wall_ns);
     }
     let mut ranges: Vec<Rollup> = covered
         .iter()
-        .map(|(name, cs)| rollup(name, cs.iter().map(|(c, t)| (&values[*c], t))))
+        .map(|(name, (cs, wall_ns))| {
+            let r = rollup(name, cs.iter().map(|(c, t)| (&values[*c], t)));
+            let gpus: BTreeSet<(u32, u32)> = cs
+                .keys()
+                .map(|&c| (classes[c].key.pid, classes[c].key.device_id))
+                .collect();
+            with_wall(r, wall_ns.saturating_mul(gpus.len() as u64))
+        })
         .collect();
     ranges.sort_by(|a, b| b.gpu_ns.cmp(&a.gpu_ns).then_with(|| a.name.cmp(&b.name)));
 
+    let run = rollup(
+        "run",
+        values.iter().zip(classes).map(|(v, c)| (v, &c.tally)),
+    );
+    let spans = a.kernel_spans.values().fold(0u64, |sum, (first, last)| {
+        sum.saturating_add(last.saturating_sub(*first))
+    });
     Rollups {
         families,
         ranges,
-        run: rollup(
-            "run",
-            values.iter().zip(classes).map(|(v, c)| (v, &c.tally)),
-        ),
+        run: with_wall(run, spans),
     }
+}
+
+/// `r` with its wall time and the MFU over it (none over no time).
+fn with_wall(mut r: Rollup, wall_ns: u64) -> Rollup {
+    r.wall_ns = Some(wall_ns);
+    r.mfu_wall = match (r.mfu, wall_ns) {
+        (Some(mfu), w) if w > 0 => Some(mfu * r.mfu_ns as f64 / w as f64),
+        _ => None,
+    };
+    r
 }
 
 /// The run of each session, when several are read together (none otherwise).

@@ -548,13 +548,15 @@ Roofline by kernel family (MFU, MBU: time-weighted over the launches with FLOPs,
          2    2.000    0.68            0         0              -        -        -      -           -  other
 
 Roofline by NVTX range
-  launches   GPU µs  time %  model FLOPs  hw FLOPs    DRAM bytes      AI   FLOP/s      MFU %       MBU %  range
-         3  270.000   91.84      137.44G    49.47G       302.66M  617.55  692.26T       70.0        33.5  prefill
-         4   23.000    7.82       33.55M     2.50k  35.56M (86%)  0.9436    1.53T  0.2 (95%)  53.1 (86%)  decode
+  launches   GPU µs  model FLOPs  hw FLOPs    DRAM bytes      AI   FLOP/s  MFU busy %  MFU wall %       MBU %  range
+         3  270.000      137.44G    49.47G       302.66M  617.55  692.26T        70.0        18.9        33.5  prefill
+         4   23.000       33.55M     2.50k  35.56M (86%)  0.9436    1.53T   0.2 (95%)  <0.1 (95%)  53.1 (86%)  decode
+  (time % left out to fit 120 columns: --format csv or json has them)
 
 Roofline of the run
-  launches   GPU µs  time %  model FLOPs  hw FLOPs     DRAM bytes      AI   FLOP/s       MFU %       MBU %
-         8  294.000  100.00      137.47G    49.47G  338.23M (98%)  552.71  640.21T  64.7 (99%)  34.8 (98%)  run
+  launches   GPU µs  model FLOPs  hw FLOPs     DRAM bytes      AI   FLOP/s  MFU busy %  MFU wall %       MBU %
+         8  294.000      137.47G    49.47G  338.23M (98%)  552.71  640.21T  64.7 (99%)  15.7 (99%)  34.8 (98%)  run
+  (time % left out to fit 120 columns: --format csv or json has them)
 
 Peaks (dense)
   NVIDIA H100 80GB HBM3 (pid 1 device 0)

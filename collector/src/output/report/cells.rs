@@ -168,8 +168,9 @@ fn prefix_width(headers: &[&str], rows: &[Vec<String>]) -> usize {
 }
 
 /// Leaves out columns `droppable` (indices, in the order to drop them) while the
-/// columns before the last leave it under [`MIN_NAME_WIDTH`] of [`WIDTH`]; returns the
-/// headers left out. The caller says which, and where the full table is.
+/// columns before the last leave it less than it needs of [`WIDTH`] (its widest cell,
+/// at most [`MIN_NAME_WIDTH`]); returns the headers left out. The caller says which,
+/// and where the full table is.
 pub(super) fn drop_to_fit(
     headers: &mut Vec<String>,
     right: &mut Vec<bool>,
@@ -178,9 +179,19 @@ pub(super) fn drop_to_fit(
 ) -> Vec<String> {
     let mut dropped = Vec::new();
     let mut gone: Vec<usize> = Vec::new();
+    // The room the last column needs: its widest cell, at most MIN_NAME_WIDTH (a
+    // longer name is cut to fit).
+    let last = rows
+        .iter()
+        .filter_map(|r| r.last())
+        .chain(headers.last())
+        .map(|c| c.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(MIN_NAME_WIDTH);
     for &col in droppable {
         let refs: Vec<&str> = headers.iter().map(String::as_str).collect();
-        if prefix_width(&refs, rows) + MIN_NAME_WIDTH <= WIDTH {
+        if prefix_width(&refs, rows) + last <= WIDTH {
             break;
         }
         // The index of `col` among the columns still there.

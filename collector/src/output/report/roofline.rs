@@ -7,7 +7,8 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use super::cells::{
-    fit_last_column, grid, micros, pct, plural, shown_rows, value, wrapped, CsvTables, Names,
+    drop_to_fit, fit_last_column, grid, micros, pct, plural, shown_rows, value, wrapped, CsvTables,
+    Names,
 };
 use crate::analysis::precision::Math;
 use crate::analysis::rollup::{BytesSource, FlopSource};
@@ -249,14 +250,44 @@ const ROLLUP_HEADERS: [&str; 10] = [
     "MBU %",
 ];
 
-fn rollup_grid(out: &mut String, title: &str, rows: &[Rollup], kernel_ns: u64) {
+/// The rollups as a table; with `wall`, MFU over busy time and over wall time side
+/// by side (NVTX ranges, the run).
+fn rollup_grid(out: &mut String, title: &str, rows: &[Rollup], kernel_ns: u64, wall: bool) {
     out.push_str(&legend(rows.iter().map(|r| r.bytes_source)));
     let mut headers: Vec<&str> = ROLLUP_HEADERS.to_vec();
-    headers.push(title);
-    let right: Vec<bool> = (0..11).map(|i| i < 10).collect();
     let mut cells: Vec<Vec<String>> = rows.iter().map(|r| rollup_cells(r, kernel_ns)).collect();
+    if wall {
+        let mfu = headers
+            .iter()
+            .position(|h| *h == "MFU %")
+            .expect("an MFU column");
+        headers[mfu] = "MFU busy %";
+        headers.insert(mfu + 1, "MFU wall %");
+        for (row, r) in cells.iter_mut().zip(rows) {
+            // An idle GPU's MFU over wall time rounds to 0.0: say how small instead.
+            let cell = match r.mfu_wall {
+                Some(f) if f > 0.0 && f < 0.0005 => "<0.1".to_string(),
+                other => pct_of(other),
+            };
+            row.insert(mfu + 1, covered(cell, r.mfu_ns, r.gpu_ns));
+        }
+    }
+    headers.push(title);
+    let mut right: Vec<bool> = (0..headers.len()).map(|i| i + 1 < headers.len()).collect();
+    let mut headers: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
+    // Too wide (long figures, coverage marks): the time share, then FLOP/s, go.
+    let dropped = drop_to_fit(&mut headers, &mut right, &mut cells, &[2, 7]);
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     fit_last_column(&headers, &mut cells);
     grid(out, &headers, &right, &cells);
+    if !dropped.is_empty() {
+        let _ = writeln!(
+            out,
+            "  ({} left out to fit {} columns: --format csv or json has them)",
+            dropped.join(", "),
+            super::cells::WIDTH
+        );
+    }
 }
 
 /// The table's roofline sections: per kernel, per GEMM shape, per family, per NVTX
@@ -353,16 +384,16 @@ pub(super) fn roofline_table(
         "\nRoofline by kernel family (MFU, MBU: time-weighted over the launches with FLOPs, \
          bytes; (N%): GPU time covered)\n",
     );
-    rollup_grid(out, "family", &e.families, kernel_ns);
+    rollup_grid(out, "family", &e.families, kernel_ns, false);
     if !e.ranges.is_empty() {
         out.push_str("\nRoofline by NVTX range\n");
-        rollup_grid(out, "range", &e.ranges, kernel_ns);
+        rollup_grid(out, "range", &e.ranges, kernel_ns, true);
     }
     out.push_str("\nRoofline of the run\n");
-    rollup_grid(out, "", std::slice::from_ref(&e.run), kernel_ns);
+    rollup_grid(out, "", std::slice::from_ref(&e.run), kernel_ns, true);
     if !e.ranks.is_empty() {
         out.push_str("\nRoofline by session\n");
-        rollup_grid(out, "session", &e.ranks, kernel_ns);
+        rollup_grid(out, "session", &e.ranks, kernel_ns, false);
     }
 
     peaks_table(out, e);
@@ -409,6 +440,8 @@ fn rollup_json(r: &Rollup) -> Value {
         "mbu_ns": r.mbu_ns,
         "mfu_coverage_pct": pct_value(r.mfu_coverage()),
         "mbu_coverage_pct": pct_value(r.mbu_coverage()),
+        "wall_ns": r.wall_ns,
+        "mfu_wall_pct": pct_value(r.mfu_wall),
     })
 }
 
@@ -618,7 +651,7 @@ fn shape_columns() -> Vec<&'static str> {
     [&own[..], &MEASURED_COLUMNS].concat()
 }
 
-const ROLLUP_COLUMNS: [&str; 17] = [
+const ROLLUP_COLUMNS: [&str; 19] = [
     "name",
     "launches",
     "gpu_ns",
@@ -636,6 +669,8 @@ const ROLLUP_COLUMNS: [&str; 17] = [
     "mbu_ns",
     "mfu_coverage_pct",
     "mbu_coverage_pct",
+    "wall_ns",
+    "mfu_wall_pct",
 ];
 const PEAK_COLUMNS: [&str; 14] = [
     "gpu",

@@ -443,6 +443,59 @@ fn cudarc_kernel_rows_shapes_families_and_run_are_exact() {
     assert_eq!(r["roofline"]["missing"], json!([]));
 }
 
+/// MFU over wall time, on a run whose GPU is idle most of the time (the program sleeps
+/// between steps): the run's is its FLOPs at peak over the span from its first
+/// kernel's start to its last kernel's end, the decode range's over the range's wall
+/// time (one GPU); each far below the MFU over busy time, and both labelled in the
+/// table.
+#[test]
+fn mfu_over_wall_time_counts_the_idle_gpu() {
+    let scratch = Scratch::new("roofline-wall");
+    let (out, launches) = cudarc_session(&scratch, ALL_COUNTERS);
+    let records = session_records(&out);
+    let r = report(&out, &[], &[]);
+    let (first, last) = records
+        .iter()
+        .filter_map(|(_, rec)| match rec {
+            Record::Kernel(k) => Some((k.start_ns, k.end_ns)),
+            _ => None,
+        })
+        .fold((u64::MAX, 0), |(a, b), (s, e)| (a.min(s), b.max(e)));
+    let ls = rollup_launches(&launches, &H100_PEAKS);
+    let run = expected_rollup(ls.iter(), &H100_PEAKS);
+    let at_peak_s = run.mfu.unwrap() * run.mfu_ns as f64;
+    let wall = last - first;
+    assert_eq!(r["roofline"]["run"]["wall_ns"], json!(wall));
+    assert_eq!(
+        r["roofline"]["run"]["mfu_wall_pct"],
+        pct(Some(at_peak_s / wall as f64))
+    );
+    let (_, decode) = ranges_of(&launches);
+    let d = expected_rollup(ls[decode].iter(), &H100_PEAKS);
+    let range_wall = r["nvtx_ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "decode")
+        .unwrap()["wall_ns"]
+        .as_u64()
+        .unwrap();
+    let got = range(&r, "decode");
+    assert_eq!(got["wall_ns"], json!(range_wall));
+    assert_eq!(
+        got["mfu_wall_pct"],
+        pct(Some(d.mfu.unwrap() * d.mfu_ns as f64 / range_wall as f64))
+    );
+    // The GPU sat idle over 90% of the range's wall time.
+    assert!(got["mfu_wall_pct"].as_f64().unwrap() < got["mfu_pct"].as_f64().unwrap() / 10.0);
+    // Families are not one stretch of time.
+    assert_eq!(r["roofline"]["families"][0]["wall_ns"], Value::Null);
+    let mut cmd = gpuprof_command();
+    cmd.arg("report").arg(&out);
+    let table = TimedChild::spawn(cmd, LIMIT).wait().stdout;
+    assert!(table.contains("MFU busy %  MFU wall %"), "{table}");
+}
+
 /// The same workload on the simulated A100, L40S and B200 (`SIMCUDA_CHIP`), every
 /// counter on (kernel replay: 5 or 6 passes per measured launch there, NVIDIA's
 /// counts): the run and the prefill and decode ranges have the cost model's time,
