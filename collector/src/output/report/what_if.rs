@@ -2,6 +2,8 @@
 //! roofline's time per call of each GEMM shape at other token counts, as text, JSON and
 //! CSV rows.
 
+use std::fmt::Write;
+
 use serde_json::{json, Value};
 
 use super::cells::{grid, micros, wrapped};
@@ -71,16 +73,12 @@ pub(super) fn what_if_table(out: &mut String, rows: &[WhatIf], skipped: &[(Strin
                 format!("{:.1}", 100.0 * r.mfu),
                 r.measured_ns
                     .map_or_else(String::new, |m| micros(m.round() as u64)),
-                if many_gpus {
-                    format!("{} [{}]", r.shape, r.gpu)
-                } else {
-                    r.shape.clone()
-                },
             ]
         })
         .collect();
+    let mut text = String::new();
     grid(
-        out,
+        &mut text,
         &[
             "tokens",
             "FLOPs",
@@ -91,13 +89,28 @@ pub(super) fn what_if_table(out: &mut String, rows: &[WhatIf], skipped: &[(Strin
             "µs/token",
             "MFU %",
             "ran µs",
-            "shape as run",
         ],
-        &[
-            false, true, true, true, false, true, true, true, true, false,
-        ],
+        &[false, true, true, true, false, true, true, true, true],
         &cells,
     );
+    // Each shape (as it ran) heads its rows.
+    let mut lines = text.lines();
+    if let Some(header) = lines.next() {
+        let _ = writeln!(out, "  {header}");
+    }
+    let mut last: Option<(&str, &str)> = None;
+    for (line, r) in lines.zip(rows) {
+        if last != Some((&r.shape, &r.gpu)) {
+            let gpu = if many_gpus {
+                format!(" [{}]", r.gpu)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(out, "  {}{gpu}", r.shape);
+            last = Some((&r.shape, &r.gpu));
+        }
+        let _ = writeln!(out, "  {line}");
+    }
     for (shape, why) in skipped {
         wrapped(out, 2, &format!("{shape}: no what-if: {why}"));
     }

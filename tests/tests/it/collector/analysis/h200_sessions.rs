@@ -264,14 +264,16 @@ fn measured_occupancy_never_exceeds_the_theoretical() {
 }
 
 /// Real runs, every section a GPU gives (per-kernel counters, PM sampling windows and
-/// the classes fitted to them, cuDNN's 90-character kernel names): every line of the
-/// report fits 120 columns, with the counters as percentages and as raw means.
+/// the classes fitted to them, cuDNN's 90-character kernel names) and the what-if:
+/// every line of the report fits 120 columns, with the counters as percentages and as
+/// raw means.
 #[test]
 fn every_report_line_fits_120_columns() {
     for name in SESSIONS {
         for view in ["pct", "raw"] {
             let mut cmd = gpuprof_tests::gpuprof_command();
             cmd.args(["report", "--top", "0", "--counters", view])
+                .args(["--what-if", "tokens=1,8,64,512"])
                 .arg(session(name));
             let o =
                 gpuprof_tests::TimedChild::spawn(cmd, std::time::Duration::from_secs(180)).wait();
