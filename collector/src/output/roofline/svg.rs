@@ -133,6 +133,7 @@ fn write_svg(s: &mut String, chart: &Chart, lay: &Layout, p: Rect) -> std::fmt::
     write_tick_labels(s, lay, p)?;
     write_axis_titles(s, lay, p)?;
     write_roof(s, lay)?;
+    write_ridge(s, lay, p)?;
     write_points(s, chart, lay)?;
     write_roof_labels(s, chart, lay)?;
     write_legend(s, lay, p)?;
@@ -396,6 +397,37 @@ fn write_roof(s: &mut String, lay: &Layout) -> std::fmt::Result {
         }
     }
     Ok(())
+}
+
+/// The ridge point of the highest ceiling, where the roof bends: a dotted line from
+/// the knee down to the x axis, labelled with its arithmetic intensity (kernels to its
+/// left are memory-bound). Nothing when the knee is not inside the plot.
+fn write_ridge(s: &mut String, lay: &Layout, p: Rect) -> std::fmt::Result {
+    let Some(c) = lay.ceilings.iter().find(|c| c.highest) else {
+        return Ok(());
+    };
+    let (Some(ridge), Some(&(x, y))) = (c.ridge_intensity, c.points.first()) else {
+        return Ok(());
+    };
+    if !(p.x..=p.right()).contains(&x) || !(p.y..=p.bottom()).contains(&y) {
+        return Ok(());
+    }
+    let colour = hex(LOWER_CEILING_RGB);
+    writeln!(
+        s,
+        r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{colour}" stroke-width="1" stroke-dasharray="2 3"/>"#,
+        num(x),
+        num(y),
+        num(x),
+        num(p.bottom())
+    )?;
+    writeln!(
+        s,
+        r#"<text x="{}" y="{}" font-size="11" fill="{colour}">ridge {} FLOP/byte</text>"#,
+        num(x + 4.0),
+        num(p.bottom() - 6.0),
+        sig(ridge)
+    )
 }
 
 /// The kernels' circles with their tooltips, largest first so small ones stay on
@@ -736,6 +768,26 @@ mod tests {
         assert_rgb_near(rgb_at(&pixmap, 606.12, 150.42), ROOF_RGB, "BF16 ceiling");
         // Above the roof: background.
         assert_eq!(rgb_at(&pixmap, 300.0, 120.0), white);
+    }
+
+    /// The highest ceiling's ridge: BF16 989.4 TFLOP/s over 3.35 TB/s is 295.3
+    /// FLOP/byte, at x = 90 + 120 x (log10 295.343 + 1) = 506.44; the knee at
+    /// y = 510 - 90 x (log10 989.4e12 - 11) = 150.42; a dotted line down to the x axis
+    /// (y 510) and its label.
+    #[test]
+    fn roofline_svg_marks_the_ridge() {
+        let svg = render_svg(&h100());
+        assert!(
+            svg.contains(
+                r##"<line x1="506.44" y1="150.42" x2="506.44" y2="510" stroke="#777777" stroke-width="1" stroke-dasharray="2 3"/>"##
+            ),
+            "{svg}"
+        );
+        assert!(svg.contains(r##"<text x="510.44" y="504" font-size="11" fill="#777777">ridge 295.3 FLOP/byte</text>"##), "{svg}");
+        // Without a memory ceiling there is no ridge to mark.
+        let mut chart = h100();
+        chart.bandwidth_bytes_per_s = f64::NAN;
+        assert!(!render_svg(&chart).contains("ridge "));
     }
 
     #[test]
