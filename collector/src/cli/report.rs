@@ -65,7 +65,7 @@ pub struct ReportArgs {
     /// beside each shape as it ran, the time per call the roofline allows with cuBLAS's
     /// N (the tokens, as PyTorch calls cuBLAS) set to each, its bound and its MFU
     /// there; a model (each matrix moved once), not a measurement. Table "What-if by
-    /// GEMM shape", JSON roofline.what_if, CSV roofline_what_if.
+    /// GEMM shape", JSON what_if, CSV what_if.
     #[arg(long, value_name = "tokens=N,N,..", value_parser = parse_what_if)]
     what_if: Option<WhatIfTokens>,
 }
