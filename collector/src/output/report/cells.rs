@@ -1,6 +1,8 @@
 //! Cells and tables of the text and CSV reports: units, percentages, counter values,
 //! aligned columns and CSV quoting.
 
+use std::fmt::Write;
+
 use serde_json::Value;
 
 use crate::analysis::short_name::fit_names;
@@ -206,6 +208,18 @@ pub(super) fn drop_to_fit(
         gone.push(col);
     }
     dropped
+}
+
+/// The line under a table that [`drop_to_fit`] left columns out of, naming them and
+/// where they are; nothing when none was.
+pub(super) fn note_left_out(out: &mut String, dropped: &[String]) {
+    if !dropped.is_empty() {
+        let _ = writeln!(
+            out,
+            "  ({} left out to fit {WIDTH} columns: --format csv or json has them)",
+            dropped.join(", ")
+        );
+    }
 }
 
 /// Cuts the last column of `rows` so every line of [`grid`] fits [`WIDTH`]: names are

@@ -6,7 +6,9 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use super::cells::{drop_to_fit, fit_last_column, grid, pct, shown_rows, wrapped, Names, WIDTH};
+use super::cells::{
+    drop_to_fit, fit_last_column, grid, note_left_out, pct, shown_rows, wrapped, Names,
+};
 use crate::analysis::launch_shape::LaunchShape;
 use crate::analysis::names::{demangle, dims, percent};
 
@@ -205,13 +207,7 @@ pub(super) fn launch_shape_table(
             wrapped(out, 10, &format!("└ {note}"));
         }
     }
-    if !dropped.is_empty() {
-        let _ = writeln!(
-            out,
-            "  ({} left out to fit {WIDTH} columns: --format csv or json has them)",
-            dropped.join(", ")
-        );
-    }
+    note_left_out(out, &dropped);
     wrapped(
         out,
         2,

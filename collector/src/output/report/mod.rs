@@ -60,8 +60,8 @@ use crate::analysis::findings::Findings;
 use crate::analysis::roofline::efficiency::Efficiency;
 use crate::analysis::{dims, percent, KernelStats, Summary};
 use cells::{
-    cut_to_width, drop_to_fit, fit_last_column, grid, grid_or_none, mean_ns, pct, shown, wrapped,
-    Names, WIDTH,
+    cut_to_width, drop_to_fit, fit_last_column, grid, grid_or_none, mean_ns, note_left_out, pct,
+    shown, wrapped, Names,
 };
 use counters::{
     counters_json, counters_table, fitted_csv, pct_rows, KERNEL_COUNTER_COLUMNS, PCT_COLUMNS,

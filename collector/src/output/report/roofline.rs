@@ -7,8 +7,8 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use super::cells::{
-    drop_to_fit, fit_last_column, grid, micros, pct, plural, shown_rows, value, wrapped, CsvTables,
-    Names,
+    drop_to_fit, fit_last_column, grid, micros, note_left_out, pct, plural, shown_rows, value,
+    wrapped, CsvTables, Names,
 };
 use crate::analysis::precision::Math;
 use crate::analysis::rollup::{BytesSource, FlopSource};
@@ -280,14 +280,7 @@ fn rollup_grid(out: &mut String, title: &str, rows: &[Rollup], kernel_ns: u64, w
     let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     fit_last_column(&headers, &mut cells);
     grid(out, &headers, &right, &cells);
-    if !dropped.is_empty() {
-        let _ = writeln!(
-            out,
-            "  ({} left out to fit {} columns: --format csv or json has them)",
-            dropped.join(", "),
-            super::cells::WIDTH
-        );
-    }
+    note_left_out(out, &dropped);
 }
 
 /// The table's roofline sections: per kernel, per GEMM shape, per family, per NVTX

@@ -435,13 +435,7 @@ fn kernels_grid(out: &mut String, s: &Summary, kernels: &[KernelStats], names: &
         fit_last_column(&headers, &mut cells);
     }
     grid_or_none(out, &headers, &right, &cells);
-    if !dropped.is_empty() {
-        let _ = writeln!(
-            out,
-            "  ({} left out to fit {WIDTH} columns: --format csv or json has them)",
-            dropped.join(", ")
-        );
-    }
+    note_left_out(out, &dropped);
     if kernels.iter().any(|k| !k.median_exact) {
         out.push_str("  ~ median within 0.4% (a kernel with over 256 distinct durations)\n");
     }
