@@ -129,76 +129,67 @@ pub use cupti_sys::cudaDataType_t as data_type;
 /// `cublasComputeType_t` values (cublas_api.h, the generated bindings).
 pub use cupti_sys::cublas::cublasComputeType_t as compute_type;
 
-/// Table of `cudaDataType_t`: (value, short name, complex).
-const DATA_TYPES: [(u32, &str, bool); 35] = [
-    (data_type::CUDA_R_32F, "fp32", false),
-    (data_type::CUDA_R_64F, "fp64", false),
-    (data_type::CUDA_R_16F, "fp16", false),
-    (data_type::CUDA_R_8I, "int8", false),
-    (data_type::CUDA_C_32F, "complex fp32", true),
-    (data_type::CUDA_C_64F, "complex fp64", true),
-    (data_type::CUDA_C_16F, "complex fp16", true),
-    (data_type::CUDA_C_8I, "complex int8", true),
-    (data_type::CUDA_R_8U, "uint8", false),
-    (data_type::CUDA_C_8U, "complex uint8", true),
-    (data_type::CUDA_R_32I, "int32", false),
-    (data_type::CUDA_C_32I, "complex int32", true),
-    (data_type::CUDA_R_32U, "uint32", false),
-    (data_type::CUDA_C_32U, "complex uint32", true),
-    (data_type::CUDA_R_16BF, "bf16", false),
-    (data_type::CUDA_C_16BF, "complex bf16", true),
-    (data_type::CUDA_R_4I, "int4", false),
-    (data_type::CUDA_C_4I, "complex int4", true),
-    (data_type::CUDA_R_4U, "uint4", false),
-    (data_type::CUDA_C_4U, "complex uint4", true),
-    (data_type::CUDA_R_16I, "int16", false),
-    (data_type::CUDA_C_16I, "complex int16", true),
-    (data_type::CUDA_R_16U, "uint16", false),
-    (data_type::CUDA_C_16U, "complex uint16", true),
-    (data_type::CUDA_R_64I, "int64", false),
-    (data_type::CUDA_C_64I, "complex int64", true),
-    (data_type::CUDA_R_64U, "uint64", false),
-    (data_type::CUDA_C_64U, "complex uint64", true),
-    (data_type::CUDA_R_8F_E4M3, "fp8 e4m3", false),
-    (data_type::CUDA_R_8F_E5M2, "fp8 e5m2", false),
-    (data_type::CUDA_R_8F_UE8M0, "fp8 ue8m0", false),
-    (data_type::CUDA_R_6F_E2M3, "fp6 e2m3", false),
-    (data_type::CUDA_R_6F_E3M2, "fp6 e3m2", false),
-    (data_type::CUDA_R_4F_E2M1, "fp4 e2m1", false),
-    (data_type::CUDA_R_8F_UE5M3, "fp8 ue5m3", false),
+/// Table of `cudaDataType_t`: (value, short name, complex, bits per element: a
+/// complex element is two).
+const DATA_TYPES: [(u32, &str, bool, u32); 35] = [
+    (data_type::CUDA_R_32F, "fp32", false, 32),
+    (data_type::CUDA_R_64F, "fp64", false, 64),
+    (data_type::CUDA_R_16F, "fp16", false, 16),
+    (data_type::CUDA_R_8I, "int8", false, 8),
+    (data_type::CUDA_C_32F, "complex fp32", true, 64),
+    (data_type::CUDA_C_64F, "complex fp64", true, 128),
+    (data_type::CUDA_C_16F, "complex fp16", true, 32),
+    (data_type::CUDA_C_8I, "complex int8", true, 16),
+    (data_type::CUDA_R_8U, "uint8", false, 8),
+    (data_type::CUDA_C_8U, "complex uint8", true, 16),
+    (data_type::CUDA_R_32I, "int32", false, 32),
+    (data_type::CUDA_C_32I, "complex int32", true, 64),
+    (data_type::CUDA_R_32U, "uint32", false, 32),
+    (data_type::CUDA_C_32U, "complex uint32", true, 64),
+    (data_type::CUDA_R_16BF, "bf16", false, 16),
+    (data_type::CUDA_C_16BF, "complex bf16", true, 32),
+    (data_type::CUDA_R_4I, "int4", false, 4),
+    (data_type::CUDA_C_4I, "complex int4", true, 8),
+    (data_type::CUDA_R_4U, "uint4", false, 4),
+    (data_type::CUDA_C_4U, "complex uint4", true, 8),
+    (data_type::CUDA_R_16I, "int16", false, 16),
+    (data_type::CUDA_C_16I, "complex int16", true, 32),
+    (data_type::CUDA_R_16U, "uint16", false, 16),
+    (data_type::CUDA_C_16U, "complex uint16", true, 32),
+    (data_type::CUDA_R_64I, "int64", false, 64),
+    (data_type::CUDA_C_64I, "complex int64", true, 128),
+    (data_type::CUDA_R_64U, "uint64", false, 64),
+    (data_type::CUDA_C_64U, "complex uint64", true, 128),
+    (data_type::CUDA_R_8F_E4M3, "fp8 e4m3", false, 8),
+    (data_type::CUDA_R_8F_E5M2, "fp8 e5m2", false, 8),
+    (data_type::CUDA_R_8F_UE8M0, "fp8 ue8m0", false, 8),
+    (data_type::CUDA_R_6F_E2M3, "fp6 e2m3", false, 6),
+    (data_type::CUDA_R_6F_E3M2, "fp6 e3m2", false, 6),
+    (data_type::CUDA_R_4F_E2M1, "fp4 e2m1", false, 4),
+    (data_type::CUDA_R_8F_UE5M3, "fp8 ue5m3", false, 8),
 ];
 
 /// Bits per element of a `cudaDataType_t` (a complex element is two); `None` for a
 /// value the table does not know.
 pub fn data_type_bits(t: u32) -> Option<u32> {
-    let (_, name, complex) = DATA_TYPES.iter().find(|(v, _, _)| *v == t)?;
-    let real = name.trim_start_matches("complex ");
-    let bits = match real {
-        "fp64" | "int64" | "uint64" => 64,
-        "fp32" | "int32" | "uint32" => 32,
-        "fp16" | "bf16" | "int16" | "uint16" => 16,
-        "int8" | "uint8" => 8,
-        _ if real.starts_with("fp8") => 8,
-        _ if real.starts_with("fp6") => 6,
-        "int4" | "uint4" => 4,
-        _ if real.starts_with("fp4") => 4,
-        _ => return None,
-    };
-    Some(if *complex { 2 * bits } else { bits })
+    DATA_TYPES
+        .iter()
+        .find(|(v, ..)| *v == t)
+        .map(|&(.., bits)| bits)
 }
 
 /// A `cudaDataType_t` for people: `CUDA_R_16BF` -> "bf16", `CUDA_C_32F` -> "complex
 /// fp32"; an unknown value as "cudaDataType_t N".
 pub fn data_type_name(t: u32) -> String {
-    match DATA_TYPES.iter().find(|(v, _, _)| *v == t) {
-        Some((_, name, _)) => name.to_string(),
+    match DATA_TYPES.iter().find(|(v, ..)| *v == t) {
+        Some((_, name, ..)) => name.to_string(),
         None => format!("cudaDataType_t {t}"),
     }
 }
 
 /// Whether a `cudaDataType_t` is complex (a complex multiply-add is 4 real ones).
 pub fn is_complex(t: u32) -> bool {
-    DATA_TYPES.iter().any(|(v, _, c)| *v == t && *c)
+    DATA_TYPES.iter().any(|&(v, _, c, _)| v == t && c)
 }
 
 /// A `cublasComputeType_t` for people: `CUBLAS_COMPUTE_32F_FAST_TF32` -> "fp32 fast
@@ -289,6 +280,17 @@ mod tests {
         }
         assert_eq!(Math::tensor(Precision::Bf16).to_string(), "BF16 tensor");
         assert_eq!(Math::cuda(Precision::Fp32).to_string(), "FP32 CUDA cores");
+    }
+
+    /// Element sizes the what-if's bytes use; a complex element is two.
+    #[test]
+    fn type_bits() {
+        assert_eq!(data_type_bits(CUDA_R_16BF), Some(16));
+        assert_eq!(data_type_bits(CUDA_C_32F), Some(64));
+        assert_eq!(data_type_bits(CUDA_R_8F_E4M3), Some(8));
+        assert_eq!(data_type_bits(CUDA_R_4F_E2M1), Some(4));
+        assert_eq!(data_type_bits(CUDA_R_6F_E3M2), Some(6));
+        assert_eq!(data_type_bits(9999), None);
     }
 
     #[test]
