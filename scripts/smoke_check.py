@@ -54,7 +54,7 @@ counters      (kernel mode) a `counters` section with a plan of mode "kernel", n
               `counters.unattributed` 0. Guards against a counter pass that never runs,
               a pass group that never comes round, and counter records that do not join
               to a kernel. Skipped with --counters off or sampling.
-mfu-mbu       every `mfu_pct` and `mbu_pct` in `roofline.kernels`, `shapes`,
+mfu-mbu       every `mfu_pct`, `hfu_pct` and `mbu_pct` in `roofline.kernels`, `shapes`,
               `families`, `ranges` and `run` is <= 100% + slack (default 5
               percentage points, for clock boost above the rated peak and counter
               rounding). A value above means a wrong peak (wrong GPU, precision or
@@ -324,9 +324,10 @@ def check_mfu(c, r, slack):
         rows.append((f"range {x.get('name')}", x))
     if isinstance(roof.get("run"), dict):
         rows.append(("run", roof["run"]))
-    best = {"mfu_pct": None, "mbu_pct": None}
+    fields = (("mfu_pct", "MFU"), ("hfu_pct", "HFU"), ("mbu_pct", "MBU"))
+    best = {f: None for f, _ in fields}
     for label, row in rows:
-        for field, what in (("mfu_pct", "MFU"), ("mbu_pct", "MBU")):
+        for field, what in fields:
             v = row.get(field)
             if not isinstance(v, (int, float)):
                 continue
@@ -339,7 +340,7 @@ def check_mfu(c, r, slack):
                 )
     shown = ", ".join(
         f"max {w} {pct(best[f]) if best[f] is not None else 'n/a'}"
-        for f, w in (("mfu_pct", "MFU"), ("mbu_pct", "MBU"))
+        for f, w in fields
     )
     c.ok(name, f"{shown} <= {pct(limit)} (100% + {pct(slack)} slack) over {len(rows)} rows")
 

@@ -251,12 +251,17 @@ pub fn check_against_report(samples: &[Sample], report: &Value, top: usize) {
         &[],
         &Sums::of(&roofline["run"], "bytes"),
     );
-    if let Some(pct) = roofline["run"]["mfu_pct"].as_f64() {
-        let mfu = one(samples, "gpuprof_mfu_ratio", &[("window", "run")]);
-        assert!(
-            (mfu * 100.0 - pct).abs() <= 0.005 + 1e-9,
-            "run MFU {mfu} vs the report's {pct} %"
-        );
+    for (field, series) in [
+        ("mfu_pct", "gpuprof_mfu_ratio"),
+        ("hfu_pct", "gpuprof_hfu_ratio"),
+    ] {
+        if let Some(pct) = roofline["run"][field].as_f64() {
+            let v = one(samples, series, &[("window", "run")]);
+            assert!(
+                (v * 100.0 - pct).abs() <= 0.005 + 1e-9,
+                "run {series} {v} vs the report's {field} {pct} %"
+            );
+        }
     }
     for d in report["dropped"].as_array().expect("dropped") {
         let source = d["source"].as_str().expect("source");

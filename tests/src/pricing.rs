@@ -541,6 +541,76 @@ pub struct ExpectedRow {
     pub missing: Vec<String>,
 }
 
+/// The hardware FLOPs of one kernel row's launches, as the collector scales them.
+pub struct RowHw {
+    /// Per math, over all the row's launches.
+    pub by_math: BTreeMap<Math, f64>,
+    /// Every configuration had a measured launch (and one did).
+    pub complete: bool,
+    pub counted: bool,
+    /// The fewest launches a configuration's counters came from.
+    pub fewest: u64,
+    /// The configurations no launch of which was measured.
+    pub unmeasured: Vec<Config>,
+    /// The row's configurations, each with its launches' count.
+    pub configs: BTreeMap<Config, u64>,
+    /// Per measured configuration: FLOPs per launch, by math (each counter's mean).
+    pub per_launch: BTreeMap<Config, BTreeMap<Math, f64>>,
+}
+
+/// Per launch configuration (grid, block), each FLOP counter's mean over the launches
+/// that measured it, times the configuration's launches, summed.
+pub fn row_hw(ls: &[&Priced]) -> RowHw {
+    let mut configs: BTreeMap<Config, Vec<&Priced>> = BTreeMap::new();
+    for l in ls {
+        configs.entry(l.config).or_default().push(l);
+    }
+    let mut out = RowHw {
+        by_math: BTreeMap::new(),
+        complete: true,
+        counted: false,
+        fewest: u64::MAX,
+        unmeasured: Vec::new(),
+        configs: configs.iter().map(|(c, l)| (*c, l.len() as u64)).collect(),
+        per_launch: BTreeMap::new(),
+    };
+    for (config, cl) in &configs {
+        let measured: Vec<&&Priced> = cl.iter().filter(|l| l.counters.is_some()).collect();
+        if measured.is_empty() {
+            out.complete = false;
+            out.unmeasured.push(*config);
+            continue;
+        }
+        out.counted = true;
+        out.fewest = out.fewest.min(measured.len() as u64);
+        let mut per_launch: BTreeMap<Math, f64> = BTreeMap::new();
+        for m in measured[0].counters.as_ref().unwrap().keys() {
+            if let Some((w, math)) = flop_weight(m) {
+                let sum: f64 = measured
+                    .iter()
+                    .map(|l| l.counters.as_ref().unwrap()[m])
+                    .sum();
+                *per_launch.entry(math).or_insert(0.0) += w * sum / measured.len() as f64;
+            }
+        }
+        for (m, f) in &per_launch {
+            *out.by_math.entry(*m).or_insert(0.0) += f * cl.len() as f64;
+        }
+        out.per_launch.insert(*config, per_launch);
+    }
+    out.complete &= out.counted;
+    out
+}
+
+/// The math with the most FLOPs.
+fn most_flops(by_math: &BTreeMap<Math, f64>) -> Option<Math> {
+    by_math
+        .iter()
+        .filter(|(_, v)| **v > 0.0)
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(m, _)| *m)
+}
+
 /// One row per kernel name, by GPU time (longest first; ties by mangled name).
 ///
 /// Hardware FLOPs: per launch configuration (grid, block), each FLOP counter's mean
@@ -568,47 +638,18 @@ pub fn expected_rows(launches: &[Priced], c: &Ceilings) -> Vec<ExpectedRow> {
             assert!(!gemm || shapes.len() == ls.len(), "{name}: mixed rows");
             let model_flops: Option<f64> =
                 gemm.then(|| shapes.iter().map(Shape::flops).sum::<f64>());
-            let mut configs: BTreeMap<Config, Vec<&Priced>> = BTreeMap::new();
-            for &i in &ls {
-                configs
-                    .entry(launches[i].config)
-                    .or_default()
-                    .push(&launches[i]);
-            }
-            let mut by_math: BTreeMap<Math, f64> = BTreeMap::new();
-            let mut complete = true;
-            let mut counted = false;
-            let mut fewest = u64::MAX;
-            let mut unmeasured: Vec<Config> = Vec::new();
-            for (config, cl) in &configs {
-                let measured: Vec<&&Priced> = cl.iter().filter(|l| l.counters.is_some()).collect();
-                if measured.is_empty() {
-                    complete = false;
-                    unmeasured.push(*config);
-                    continue;
-                }
-                counted = true;
-                fewest = fewest.min(measured.len() as u64);
-                let mut per_launch: BTreeMap<Math, f64> = BTreeMap::new();
-                for m in measured[0].counters.as_ref().unwrap().keys() {
-                    if let Some((w, math)) = flop_weight(m) {
-                        let sum: f64 = measured
-                            .iter()
-                            .map(|l| l.counters.as_ref().unwrap()[m])
-                            .sum();
-                        *per_launch.entry(math).or_insert(0.0) += w * sum / measured.len() as f64;
-                    }
-                }
-                for (m, f) in per_launch {
-                    *by_math.entry(m).or_insert(0.0) += f * cl.len() as f64;
-                }
-            }
+            let row_launches: Vec<&Priced> = ls.iter().map(|&i| &launches[i]).collect();
+            let RowHw {
+                by_math,
+                complete,
+                counted,
+                fewest,
+                unmeasured,
+                configs,
+                ..
+            } = row_hw(&row_launches);
             let hw_flops = (counted && complete).then(|| by_math.values().sum::<f64>());
-            let hw_math = by_math
-                .iter()
-                .filter(|(_, v)| **v > 0.0)
-                .max_by(|a, b| a.1.total_cmp(b.1))
-                .map(|(m, _)| *m);
+            let hw_math = most_flops(&by_math);
             let (source, math, flops) = if gemm {
                 // One precision per kernel in these programs.
                 let math = shapes[0].math();
@@ -819,67 +860,107 @@ pub fn assert_rows(report: &Value, want: &[ExpectedRow]) {
     }
 }
 
-/// What one launch adds to a rollup: its FLOPs (a GEMM's model FLOPs, else its own
-/// hardware FLOPs), their peak, its bytes and its GPU time.
+/// FLOPs per launch of one kind and the peak of their precision.
+#[derive(Debug, Clone, Copy)]
+pub struct Flops {
+    pub flops: f64,
+    pub peak: Option<f64>,
+}
+
+/// What one launch adds to a rollup: its model FLOPs (a GEMM's), its hardware FLOPs
+/// (where its kernel row has them: every configuration measured), each with its peak,
+/// its bytes and its GPU time.
 pub struct RollupLaunch {
     pub ns: u64,
-    pub flops: Option<f64>,
-    pub model: bool,
-    pub peak: Option<f64>,
+    pub model: Option<Flops>,
+    pub hw: Option<Flops>,
     pub bytes: Option<f64>,
 }
 
 pub fn rollup_launches(launches: &[Priced], c: &Ceilings) -> Vec<RollupLaunch> {
     let bytes = launch_bytes(launches);
+    let mut rows: BTreeMap<&str, Vec<&Priced>> = BTreeMap::new();
+    for l in launches {
+        rows.entry(&l.mangled).or_default().push(l);
+    }
+    let hw: BTreeMap<&str, RowHw> = rows.iter().map(|(n, ls)| (*n, row_hw(ls))).collect();
     launches
         .iter()
         .zip(bytes)
-        .map(|(l, b)| match l.shape {
-            Some(s) => RollupLaunch {
+        .map(|(l, b)| {
+            let row = &hw[l.mangled.as_str()];
+            // The peak of the math with the most FLOPs on this kernel.
+            let hw_peak = most_flops(&row.by_math).and_then(|m| m.peak(c));
+            RollupLaunch {
                 ns: l.ns,
-                flops: Some(s.flops()),
-                model: true,
-                peak: s.math().peak(c),
+                model: l.shape.map(|s| Flops {
+                    flops: s.flops(),
+                    peak: s.math().peak(c),
+                }),
+                hw: row
+                    .complete
+                    .then(|| &row.per_launch[&l.config])
+                    .map(|by_math| Flops {
+                        flops: by_math.values().sum(),
+                        peak: hw_peak,
+                    }),
                 bytes: b,
-            },
-            None => {
-                let by_math = l.hw_by_math();
-                // The peak of the math with the most FLOPs on this kernel.
-                let math = by_math.as_ref().and_then(|m| {
-                    m.iter()
-                        .filter(|(_, v)| **v > 0.0)
-                        .max_by(|a, b| a.1.total_cmp(b.1))
-                        .map(|(m, _)| *m)
-                });
-                RollupLaunch {
-                    ns: l.ns,
-                    flops: l.hw_flops(),
-                    model: false,
-                    peak: math.and_then(|m| m.peak(c)),
-                    bytes: b,
-                }
             }
         })
         .collect()
 }
 
-/// rollup.rs's rollup: MFU = (Σ F_i / P_i) / Σ t_i over the launches whose FLOPs and
-/// peak are known, MBU = (Σ B_i / W) / Σ t_i over those with bytes, AI = Σ F_i / Σ B_i,
+/// One kind of FLOPs of a rollup: utilization = (Σ F_i / P_i) / Σ t_i over the launches
+/// whose FLOPs and peak are known, AI = Σ F_i / Σ B_i over those with bytes too,
 /// achieved = Σ F_i / Σ t_i over those with FLOPs.
-pub struct ExpectedRollup {
-    pub launches: u64,
-    pub gpu_ns: u64,
-    pub model_flops: f64,
-    pub hw_flops: f64,
+#[derive(Debug, Default)]
+pub struct ExpectedFlops {
+    pub flops: Option<f64>,
     pub flops_ns: u64,
-    pub bytes: f64,
-    pub bytes_ns: u64,
-    /// GPU time MFU and MBU cover.
     pub mfu_ns: u64,
-    pub mbu_ns: u64,
     pub intensity: Option<f64>,
     pub achieved: Option<f64>,
     pub mfu: Option<f64>,
+    at_peak: f64,
+    ai: (f64, f64),
+}
+
+impl ExpectedFlops {
+    fn add(&mut self, f: Flops, ns: u64, bytes: Option<f64>) {
+        self.flops = Some(self.flops.unwrap_or(0.0) + f.flops);
+        self.flops_ns += ns;
+        match f.peak {
+            Some(p) => {
+                self.at_peak += f.flops / p;
+                self.mfu_ns += ns;
+            }
+            None if f.flops == 0.0 => self.mfu_ns += ns,
+            None => {}
+        }
+        if let Some(b) = bytes {
+            self.ai.0 += f.flops;
+            self.ai.1 += b;
+        }
+    }
+
+    fn finish(&mut self) {
+        let per_ns = |sum: f64, ns: u64| (ns > 0).then(|| sum * 1e9 / ns as f64);
+        self.achieved = self.flops.and_then(|f| per_ns(f, self.flops_ns));
+        self.mfu = per_ns(self.at_peak, self.mfu_ns);
+        self.intensity = (self.ai.1 > 0.0).then(|| self.ai.0 / self.ai.1);
+    }
+}
+
+/// rollup.rs's rollup: model FLOPs (MFU) and hardware FLOPs (HFU) each over its own
+/// launches, MBU = (Σ B_i / W) / Σ t_i over those with bytes.
+pub struct ExpectedRollup {
+    pub launches: u64,
+    pub gpu_ns: u64,
+    pub model: ExpectedFlops,
+    pub hw: ExpectedFlops,
+    pub bytes: f64,
+    pub bytes_ns: u64,
+    pub mbu_ns: u64,
     pub mbu: Option<f64>,
 }
 
@@ -890,42 +971,22 @@ pub fn expected_rollup<'a>(
     let mut r = ExpectedRollup {
         launches: 0,
         gpu_ns: 0,
-        model_flops: 0.0,
-        hw_flops: 0.0,
-        flops_ns: 0,
+        model: ExpectedFlops::default(),
+        hw: ExpectedFlops::default(),
         bytes: 0.0,
         bytes_ns: 0,
-        mfu_ns: 0,
         mbu_ns: 0,
-        intensity: None,
-        achieved: None,
-        mfu: None,
         mbu: None,
     };
-    let (mut flops, mut at_peak, mut at_bw, mut ai_f, mut ai_b) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    let mut at_bw = 0.0;
     for l in ls {
         r.launches += 1;
         r.gpu_ns += l.ns;
-        if let Some(f) = l.flops {
-            flops += f;
-            r.flops_ns += l.ns;
-            if l.model {
-                r.model_flops += f;
-            } else {
-                r.hw_flops += f;
-            }
-            match l.peak {
-                Some(p) => {
-                    at_peak += f / p;
-                    r.mfu_ns += l.ns;
-                }
-                None if f == 0.0 => r.mfu_ns += l.ns,
-                None => {}
-            }
-            if let Some(b) = l.bytes {
-                ai_f += f;
-                ai_b += b;
-            }
+        if let Some(f) = l.model {
+            r.model.add(f, l.ns, l.bytes);
+        }
+        if let Some(f) = l.hw {
+            r.hw.add(f, l.ns, l.bytes);
         }
         if let Some(b) = l.bytes {
             r.bytes += b;
@@ -934,47 +995,74 @@ pub fn expected_rollup<'a>(
             at_bw += b / c.dram;
         }
     }
-    let per_ns = |sum: f64, ns: u64| (ns > 0).then(|| sum * 1e9 / ns as f64);
-    r.achieved = per_ns(flops, r.flops_ns);
-    r.mfu = per_ns(at_peak, r.mfu_ns);
-    r.mbu = per_ns(at_bw, r.mbu_ns);
-    r.intensity = (ai_b > 0.0).then(|| ai_f / ai_b);
+    r.model.finish();
+    r.hw.finish();
+    r.mbu = (r.mbu_ns > 0).then(|| at_bw * 1e9 / r.mbu_ns as f64);
     r
 }
 
-/// Asserts a rollup row: counts, times and model FLOPs exactly; hardware FLOPs, AI and
-/// achieved FLOP/s to 1e-12 (a sum of per-launch terms in another grouping); MFU and MBU
-/// as rounded percentages; byte fields only when `with_bytes`.
+/// Asserts one kind of FLOPs of a rollup row: times and model FLOPs exactly, hardware
+/// FLOPs, AI and achieved FLOP/s to 1e-12 (sums of per-launch terms in another
+/// grouping), the utilization as a rounded percentage; AI only when `with_bytes`.
+fn assert_flops(
+    got: &Value,
+    want: &ExpectedFlops,
+    kind: (&str, &str),
+    with_bytes: bool,
+    what: &str,
+) {
+    let (flops, util) = kind;
+    let field = |f: &str| format!("{flops}_{f}");
+    assert_eq!(
+        got[field("flops_ns")],
+        json!(want.flops_ns),
+        "{what}: {flops} flops_ns"
+    );
+    if flops == "model" {
+        assert_eq!(got[field("flops")], num(want.flops), "{what}: model_flops");
+    } else {
+        assert_close(
+            &got[field("flops")],
+            want.flops,
+            &format!("{what}: hw_flops"),
+        );
+    }
+    assert_close(
+        &got[field("achieved_flops_per_s")],
+        want.achieved,
+        &format!("{what}: {flops} achieved"),
+    );
+    assert_eq!(
+        got[format!("{util}_pct")],
+        pct(want.mfu),
+        "{what}: {util}_pct"
+    );
+    assert_eq!(
+        got[format!("{util}_ns")],
+        json!(want.mfu_ns),
+        "{what}: {util}_ns"
+    );
+    if with_bytes {
+        assert_close(
+            &got[field("intensity")],
+            want.intensity,
+            &format!("{what}: {flops} intensity"),
+        );
+    }
+}
+
+/// Asserts a rollup row: counts and times exactly, each kind of FLOPs as
+/// [`assert_flops`], MBU as a rounded percentage; byte fields only when `with_bytes`.
 pub fn assert_rollup(got: &Value, want: &ExpectedRollup, with_bytes: bool, what: &str) {
     assert_eq!(got["launches"], json!(want.launches), "{what}: launches");
     assert_eq!(got["gpu_ns"], json!(want.gpu_ns), "{what}: gpu_ns");
-    assert_eq!(got["flops_ns"], json!(want.flops_ns), "{what}: flops_ns");
-    assert_eq!(
-        got["model_flops"],
-        num(want.model_flops),
-        "{what}: model_flops"
-    );
-    assert_close(
-        &got["hw_flops"],
-        Some(want.hw_flops),
-        &format!("{what}: hw"),
-    );
-    assert_close(
-        &got["achieved_flops_per_s"],
-        want.achieved,
-        &format!("{what}: achieved"),
-    );
-    assert_eq!(got["mfu_pct"], pct(want.mfu), "{what}: mfu_pct");
-    assert_eq!(got["mfu_ns"], json!(want.mfu_ns), "{what}: mfu_ns");
+    assert_flops(got, &want.model, ("model", "mfu"), with_bytes, what);
+    assert_flops(got, &want.hw, ("hw", "hfu"), with_bytes, what);
     if with_bytes {
         assert_eq!(got["mbu_ns"], json!(want.mbu_ns), "{what}: mbu_ns");
-        assert_eq!(got["bytes"], num(want.bytes), "{what}: bytes");
+        let bytes = (want.bytes_ns > 0).then_some(want.bytes);
+        assert_eq!(got["bytes"], num(bytes), "{what}: bytes");
         assert_eq!(got["bytes_ns"], json!(want.bytes_ns), "{what}: bytes_ns");
-        assert_close(
-            &got["intensity"],
-            want.intensity,
-            &format!("{what}: intensity"),
-        );
         assert_eq!(got["mbu_pct"], pct(want.mbu), "{what}: mbu_pct");
     }
 }

@@ -2,28 +2,36 @@
 //! whole run.
 //!
 //! **Rollups** ([`Rollup`]: by family, NVTX range name, and the whole run) add the
-//! launches' FLOPs `F_i`, bytes `B_i` and GPU time `t_i` (ns), with `P_i` the peak
-//! FLOP/s of launch i's precision on its GPU and `W_i` its GPU's DRAM bandwidth:
-//! - time-weighted MFU = `(Σ F_i / P_i) / Σ t_i`: the share of the rollup's GPU time
-//!   its FLOPs would take at peak, which is `total FLOPs / total time / peak` when one
-//!   peak applies. Both sums run over the launches whose FLOPs and peak are known
-//!   (a launch known to do no FLOPs counts, at 0 %): a launch whose FLOPs are unknown
-//!   is left out of both, never counted as 0 %. [`Rollup::mfu_ns`] is the GPU time
-//!   the value covers, so a rollup whose launches are partly unknown says so
-//!   ("42.1 (94%)" in the table) instead of showing a smaller number that looks
-//!   complete;
-//! - time-weighted MBU = `(Σ B_i / W_i) / Σ t_i`, the same way over the launches
-//!   whose DRAM bytes and bandwidth are known ([`Rollup::mbu_ns`]);
-//! - AI = `Σ F_i / Σ B_i` over the launches with both; achieved = `Σ F_i / Σ t_i`
-//!   over the launches with FLOPs ([`Rollup::flops_ns`]). Model FLOPs, hardware
-//!   FLOPs and DRAM bytes are sums over the launches that have them; the `*_ns`
-//!   fields say how much of the GPU time that is.
+//! launches' FLOPs, DRAM bytes `B_i` and GPU time `t_i` (ns). FLOPs come two ways and
+//! are never added together: *model* FLOPs (GEMM shapes, 2·M·N·K·batch) of the
+//! launches with a GEMM shape, and *hardware* FLOPs (counters) of the launches whose
+//! kernel row has them ([`super::roofline::efficiency`]), GEMMs included. Each kind is
+//! summed into its own [`FlopTotals`] with `F_i` its FLOPs and `P_i` the peak FLOP/s of
+//! its precision on launch i's GPU:
+//! - time-weighted utilization = `(Σ F_i / P_i) / Σ t_i`: the share of the GPU time of
+//!   the launches it covers that their FLOPs would take at peak, which is `total FLOPs
+//!   / total time / peak` when one peak applies. Model FLOPs give MFU, hardware FLOPs
+//!   HFU (hardware FLOPs utilization, as PaLM names the two). Both sums run over the
+//!   launches whose FLOPs of that kind and peak are known (a launch known to do no
+//!   FLOPs counts, at 0 %): a launch whose FLOPs are unknown is left out of both, never
+//!   counted as 0 %. [`FlopTotals::mfu_ns`] is the GPU time the value covers, so a
+//!   rollup whose launches are partly unknown says so ("42.1 (94%)" in the table)
+//!   instead of showing a smaller number that looks complete. Kernels without a GEMM
+//!   shape (attention, elementwise) have no model FLOPs: the run's MFU covers its
+//!   GEMMs' time;
+//! - AI = `Σ F_i / Σ B_i` over the launches with both, achieved = `Σ F_i / Σ t_i` over
+//!   the launches with FLOPs ([`FlopTotals::flops_ns`]);
+//! - time-weighted MBU = `(Σ B_i / W_i) / Σ t_i`, `W_i` the DRAM bandwidth of launch
+//!   i's GPU, over the launches whose DRAM bytes and bandwidth are known
+//!   ([`Rollup::mbu_ns`]).
 //!
-//! - MFU over wall time (NVTX ranges and the run): the same FLOPs at peak over the
-//!   GPU wall time instead of the covered GPU time: a range's instances' summed
+//! - Utilization over wall time (NVTX ranges and the run): the same FLOPs at peak over
+//!   the GPU wall time instead of the covered GPU time: a range's instances' summed
 //!   duration times the GPUs its kernels ran on; the run's, each GPU's span from its
 //!   first kernel's start to its last kernel's end, summed. Idle time, host gaps
-//!   between kernels, counts here and not in the busy-time MFU.
+//!   between kernels, counts here and not in the busy-time value. PaLM's MFU is this
+//!   one, with the model's FLOPs; here they are the FLOPs of the covered launches, so
+//!   the figure is a lower bound where the busy-time value's coverage is partial.
 //!
 //! NVTX ranges cover kernels as in [`super::nvtx`] (start/end ranges: kernels of the
 //! process starting inside; push/pop ranges: kernels launched on that thread inside),
@@ -107,35 +115,60 @@ pub struct Rollup {
     pub name: String,
     pub launches: u64,
     pub gpu_ns: u64,
-    /// Model and hardware FLOPs of the launches whose FLOPs came from each.
-    pub model_flops: f64,
-    pub hw_flops: f64,
-    /// GPU time of the launches with known FLOPs, and with known bytes.
-    pub flops_ns: u64,
+    /// Model FLOPs (GEMM shapes): MFU.
+    pub model: FlopTotals,
+    /// Hardware FLOPs (counters): HFU.
+    pub hw: FlopTotals,
+    /// DRAM bytes, and the GPU time of the launches with them.
     pub bytes: f64,
     pub bytes_ns: u64,
-    /// GPU time of the launches MFU covers (FLOPs and peak known), and MBU covers
-    /// (bytes and bandwidth known).
-    pub mfu_ns: u64,
+    /// GPU time of the launches MBU covers (bytes and bandwidth known).
     pub mbu_ns: u64,
     /// Where `bytes` come from; `None` when no launch has bytes.
     pub bytes_source: Option<BytesSource>,
-    /// FLOP/byte.
-    pub intensity: Option<f64>,
-    /// FLOP/s.
-    pub achieved: Option<f64>,
-    /// Fractions.
-    pub mfu: Option<f64>,
+    /// A fraction.
     pub mbu: Option<f64>,
     /// GPU wall time, ns: for an NVTX range its instances' summed duration times the
     /// GPUs its kernels ran on, for the run each GPU's span from its first kernel's
     /// start to its last kernel's end, summed; `None` for a family (not one stretch of
     /// time).
     pub wall_ns: Option<u64>,
-    /// MFU over the wall time: the same FLOPs at peak as [`Rollup::mfu`], over
-    /// `wall_ns` instead of the GPU time of the launches it covers; `None` without
-    /// wall time or FLOPs.
+}
+
+/// One kind of FLOPs (model or hardware) of a rollup's launches.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct FlopTotals {
+    /// The FLOPs of the launches that have this kind; `None` when none has.
+    pub flops: Option<f64>,
+    /// GPU time of the launches with these FLOPs.
+    pub flops_ns: u64,
+    /// FLOP/byte, over the launches with these FLOPs and DRAM bytes.
+    pub intensity: Option<f64>,
+    /// FLOP/s over `flops_ns`.
+    pub achieved: Option<f64>,
+    /// Time-weighted utilization of the peak (a fraction): MFU for model FLOPs, HFU
+    /// for hardware FLOPs.
+    pub mfu: Option<f64>,
+    /// GPU time of the launches `mfu` covers (FLOPs and peak known).
+    pub mfu_ns: u64,
+    /// The same FLOPs at peak over the rollup's wall time instead (a fraction); `None`
+    /// without wall time or FLOPs.
     pub mfu_wall: Option<f64>,
+}
+
+impl FlopTotals {
+    /// The share of `gpu_ns` (a rollup's GPU time) that `mfu` covers (0 to 1), `None`
+    /// without GPU time.
+    pub fn mfu_coverage(&self, gpu_ns: u64) -> Option<f64> {
+        coverage(self.mfu_ns, gpu_ns)
+    }
+}
+
+/// FLOPs per launch of one kind, and the peak FLOP/s of their precision.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LaunchFlops {
+    pub flops: f64,
+    pub peak: Option<f64>,
 }
 
 /// What each launch of one class contributes to a rollup.
@@ -143,9 +176,11 @@ pub struct Rollup {
 pub struct ClassValues {
     /// The family of the class's row.
     pub family: Family,
-    /// FLOPs per launch.
-    pub flops: Option<f64>,
-    pub source: Option<FlopSource>,
+    /// Model FLOPs per launch: the class has a GEMM shape (a call's later launches,
+    /// split-K reductions, have 0).
+    pub model: Option<LaunchFlops>,
+    /// Hardware FLOPs per launch: the class's kernel row has hardware FLOPs.
+    pub hw: Option<LaunchFlops>,
     /// The DRAM bytes a launch that did not measure them is given: the mean of its
     /// group (see [`crate::analysis::roofline::efficiency`]); `None` when no launch of the group measured
     /// them (then no launch of the class did either). For a class without measured
@@ -153,8 +188,15 @@ pub struct ClassValues {
     pub bytes_mean: Option<f64>,
     /// Where `bytes_mean` comes from (measured, fitted, or fitted reads alone).
     pub bytes_source: BytesSource,
-    pub peak: Option<f64>,
     pub bandwidth: Option<f64>,
+}
+
+impl ClassValues {
+    /// The FLOPs per launch a kernel row's point uses for this class: model FLOPs where
+    /// there are, else hardware FLOPs.
+    pub fn flops(&self) -> Option<f64> {
+        self.model.or(self.hw).map(|f| f.flops)
+    }
 }
 
 /// The DRAM bytes of `t`'s launches: those measured, plus `mean` for each of the
@@ -228,13 +270,15 @@ pub(super) fn rollups(a: &Aggregate, values: &[ClassValues]) -> Rollups {
     }
 }
 
-/// `r` with its wall time and the MFU over it (none over no time).
+/// `r` with its wall time and the utilizations over it (none over no time).
 fn with_wall(mut r: Rollup, wall_ns: u64) -> Rollup {
     r.wall_ns = Some(wall_ns);
-    r.mfu_wall = match (r.mfu, wall_ns) {
-        (Some(mfu), w) if w > 0 => Some(mfu * r.mfu_ns as f64 / w as f64),
-        _ => None,
-    };
+    for f in [&mut r.model, &mut r.hw] {
+        f.mfu_wall = match (f.mfu, wall_ns) {
+            (Some(mfu), w) if w > 0 => Some(mfu * f.mfu_ns as f64 / w as f64),
+            _ => None,
+        };
+    }
     r
 }
 
@@ -260,13 +304,60 @@ pub(super) fn by_session(a: &Aggregate, values: &[ClassValues]) -> Vec<Rollup> {
         .collect()
 }
 
+/// The sums of one kind of FLOPs while a rollup is summed.
+#[derive(Default)]
+struct FlopSums {
+    flops: Option<f64>,
+    flops_ns: u64,
+    at_peak: f64,
+    mfu_ns: u64,
+    ai_flops: f64,
+    ai_bytes: f64,
+}
+
+impl FlopSums {
+    /// `n` launches of `ns` GPU time in all, each with `f` FLOPs and `bytes` in all.
+    fn add(&mut self, f: LaunchFlops, n: f64, ns: u64, bytes: Option<f64>) {
+        let flops = f.flops * n;
+        self.flops = Some(self.flops.unwrap_or(0.0) + flops);
+        self.flops_ns = self.flops_ns.saturating_add(ns);
+        if let Some(p) = f.peak.filter(|p| *p > 0.0) {
+            self.at_peak += f.flops / p * n;
+            self.mfu_ns = self.mfu_ns.saturating_add(ns);
+        } else if f.flops == 0.0 {
+            self.mfu_ns = self.mfu_ns.saturating_add(ns);
+        }
+        if let Some(b) = bytes {
+            self.ai_flops += flops;
+            self.ai_bytes += b;
+        }
+    }
+
+    fn totals(&self) -> FlopTotals {
+        FlopTotals {
+            flops: self.flops,
+            flops_ns: self.flops_ns,
+            intensity: (self.ai_bytes > 0.0).then(|| self.ai_flops / self.ai_bytes),
+            achieved: self.flops.and_then(|f| per_ns(f, self.flops_ns)),
+            mfu: per_ns(self.at_peak, self.mfu_ns),
+            mfu_ns: self.mfu_ns,
+            mfu_wall: None,
+        }
+    }
+}
+
+/// `sum` per second over `ns`, `None` over no time.
+fn per_ns(sum: f64, ns: u64) -> Option<f64> {
+    (ns > 0).then(|| sum * 1e9 / ns as f64)
+}
+
 fn rollup<'a>(name: &str, items: impl Iterator<Item = (&'a ClassValues, &'a Tally)>) -> Rollup {
     let mut r = Rollup {
         name: name.to_string(),
         ..Rollup::default()
     };
-    let (mut flops, mut flops_at_peak, mut bytes_at_bw) = (0.0, 0.0, 0.0);
-    let (mut ai_flops, mut ai_bytes) = (0.0, 0.0);
+    let (mut model, mut hw) = (FlopSums::default(), FlopSums::default());
+    let mut bytes_at_bw = 0.0;
     for (v, t) in items {
         if t.calls == 0 {
             continue;
@@ -275,23 +366,11 @@ fn rollup<'a>(name: &str, items: impl Iterator<Item = (&'a ClassValues, &'a Tall
         r.launches += t.calls;
         r.gpu_ns = r.gpu_ns.saturating_add(t.ns);
         let bytes = v.bytes_mean.map(|m| with_mean(t, m));
-        if let Some(f) = v.flops {
-            flops += f * n;
-            r.flops_ns = r.flops_ns.saturating_add(t.ns);
-            match v.source {
-                Some(FlopSource::Model) => r.model_flops += f * n,
-                _ => r.hw_flops += f * n,
-            }
-            if let Some(p) = v.peak.filter(|p| *p > 0.0) {
-                flops_at_peak += f / p * n;
-                r.mfu_ns = r.mfu_ns.saturating_add(t.ns);
-            } else if f == 0.0 {
-                r.mfu_ns = r.mfu_ns.saturating_add(t.ns);
-            }
-            if let Some(b) = bytes {
-                ai_flops += f * n;
-                ai_bytes += b;
-            }
+        if let Some(f) = v.model {
+            model.add(f, n, t.ns, bytes);
+        }
+        if let Some(f) = v.hw {
+            hw.add(f, n, t.ns, bytes);
         }
         if let Some(b) = bytes {
             r.bytes += b;
@@ -303,21 +382,13 @@ fn rollup<'a>(name: &str, items: impl Iterator<Item = (&'a ClassValues, &'a Tall
             }
         }
     }
-    let per_ns = |sum: f64, ns: u64| (ns > 0).then(|| sum * 1e9 / ns as f64);
-    r.achieved = per_ns(flops, r.flops_ns);
-    r.mfu = per_ns(flops_at_peak, r.mfu_ns);
+    r.model = model.totals();
+    r.hw = hw.totals();
     r.mbu = per_ns(bytes_at_bw, r.mbu_ns);
-    r.intensity = (ai_bytes > 0.0).then(|| ai_flops / ai_bytes);
     r
 }
 
 impl Rollup {
-    /// The share of the rollup's GPU time that MFU covers (0 to 1), `None` without
-    /// GPU time.
-    pub fn mfu_coverage(&self) -> Option<f64> {
-        coverage(self.mfu_ns, self.gpu_ns)
-    }
-
     /// The share of the rollup's GPU time that MBU covers.
     pub fn mbu_coverage(&self) -> Option<f64> {
         coverage(self.mbu_ns, self.gpu_ns)

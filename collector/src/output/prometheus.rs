@@ -203,28 +203,32 @@ fn kernel_totals_series(registry: &mut Registry, s: &Snapshot) {
     );
 }
 
-/// MFU and MBU over the run so far and over the last update's kernels.
+/// MFU, HFU and MBU over the run so far and over the last update's kernels.
 fn utilization_series(registry: &mut Registry, s: &Snapshot) {
     let mfu = gauges(
         registry,
         "gpuprof_mfu_ratio",
-        "Time-weighted model FLOPs utilization: (sum of FLOPs/peak) / GPU time, over the run so far or the kernels of the last update",
+        "Time-weighted model FLOPs utilization: (sum of model FLOPs/peak) / GPU time, over the kernels with a GEMM shape, of the run so far or of the last update",
+    );
+    let hfu = gauges(
+        registry,
+        "gpuprof_hfu_ratio",
+        "Time-weighted hardware FLOPs utilization: (sum of counter FLOPs/peak) / GPU time, over the kernels with FLOP counters, of the run so far or of the last update",
     );
     let mbu = gauges(
         registry,
         "gpuprof_mbu_ratio",
         "Time-weighted memory bandwidth utilization: (sum of bytes/bandwidth) / GPU time, over the run so far or the kernels of the last update",
     );
-    for (window, m, b) in [
-        ("run", s.mfu, s.mbu),
-        ("update", s.window_mfu, s.window_mbu),
+    for (window, values) in [
+        ("run", [s.mfu, s.hfu, s.mbu]),
+        ("update", [s.window_mfu, s.window_hfu, s.window_mbu]),
     ] {
         let l = labels(&[("window", window)]);
-        if let Some(v) = m {
-            mfu.get_or_create(&l).set(v);
-        }
-        if let Some(v) = b {
-            mbu.get_or_create(&l).set(v);
+        for (family, v) in [&mfu, &hfu, &mbu].into_iter().zip(values) {
+            if let Some(v) = v {
+                family.get_or_create(&l).set(v);
+            }
         }
     }
 }

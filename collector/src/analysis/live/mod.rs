@@ -56,14 +56,35 @@ pub fn uuid_string(u: &[u8; 16]) -> String {
     )
 }
 
-/// The run's MFU and MBU numerators (seconds at peak) and the GPU time each covers, at
-/// the previous update: the window values are their changes.
+/// The run's MFU, HFU and MBU numerators (seconds at peak) and the GPU time each
+/// covers, at the previous update: the window values are their changes.
 #[derive(Debug, Default, Clone, Copy)]
 struct PrevRun {
-    at_peak_s: f64,
-    at_bw_s: f64,
-    mfu_ns: u64,
-    mbu_ns: u64,
+    mfu: AtPeak,
+    hfu: AtPeak,
+    mbu: AtPeak,
+}
+
+/// A time-weighted utilization's numerator: seconds at peak, over `ns` of GPU time.
+#[derive(Debug, Default, Clone, Copy)]
+struct AtPeak {
+    s: f64,
+    ns: u64,
+}
+
+impl AtPeak {
+    fn of(value: Option<f64>, ns: u64) -> AtPeak {
+        AtPeak {
+            s: value.unwrap_or(0.0) * ns as f64,
+            ns,
+        }
+    }
+
+    /// The utilization of what was added since `prev`; `None` over no new time.
+    fn since(self, prev: AtPeak) -> Option<f64> {
+        let d_ns = self.ns.saturating_sub(prev.ns);
+        (d_ns > 0).then(|| ((self.s - prev.s) / d_ns as f64).max(0.0))
+    }
 }
 
 /// The live aggregate and what the series need between updates.
@@ -190,22 +211,19 @@ impl Live {
         }
         out.ranges = ranges.into_iter().collect();
         out.run = rollup_totals(&e.run);
-        out.mfu = e.run.mfu;
+        out.mfu = e.run.model.mfu;
+        out.hfu = e.run.hw.mfu;
         out.mbu = e.run.mbu;
         // Σ(FLOPs / peak) and Σ(bytes / bandwidth), in seconds, over the time each covers.
         let now = PrevRun {
-            at_peak_s: e.run.mfu.unwrap_or(0.0) * e.run.mfu_ns as f64,
-            at_bw_s: e.run.mbu.unwrap_or(0.0) * e.run.mbu_ns as f64,
-            mfu_ns: e.run.mfu_ns,
-            mbu_ns: e.run.mbu_ns,
+            mfu: AtPeak::of(e.run.model.mfu, e.run.model.mfu_ns),
+            hfu: AtPeak::of(e.run.hw.mfu, e.run.hw.mfu_ns),
+            mbu: AtPeak::of(e.run.mbu, e.run.mbu_ns),
         };
         let prev = std::mem::replace(&mut self.prev_run, now);
-        let change = |sum: f64, prev_sum: f64, ns: u64, prev_ns: u64| {
-            let d_ns = ns.saturating_sub(prev_ns);
-            (d_ns > 0).then(|| ((sum - prev_sum) / d_ns as f64).max(0.0))
-        };
-        out.window_mfu = change(now.at_peak_s, prev.at_peak_s, now.mfu_ns, prev.mfu_ns);
-        out.window_mbu = change(now.at_bw_s, prev.at_bw_s, now.mbu_ns, prev.mbu_ns);
+        out.window_mfu = now.mfu.since(prev.mfu);
+        out.window_hfu = now.hfu.since(prev.hfu);
+        out.window_mbu = now.mbu.since(prev.mbu);
 
         out.dropped = DropSource::ALL
             .into_iter()
@@ -227,9 +245,9 @@ fn rollup_totals(r: &Rollup) -> Totals {
     Totals {
         launches: r.launches,
         gpu_ns: r.gpu_ns,
-        model_flops: Some(r.model_flops),
-        hw_flops: Some(r.hw_flops),
-        dram_bytes: Some(r.bytes),
+        model_flops: r.model.flops,
+        hw_flops: r.hw.flops,
+        dram_bytes: (r.bytes_ns > 0).then_some(r.bytes),
     }
 }
 

@@ -72,11 +72,14 @@ pub struct Snapshot {
     pub families: Vec<(String, Totals)>,
     pub ranges: Vec<(String, Totals)>,
     pub run: Totals,
-    /// Time-weighted MFU and MBU of the whole run so far, as `gpuprof report` computes
-    /// them, and over the kernels finalized since the previous update.
+    /// Time-weighted MFU (model FLOPs), HFU (hardware FLOPs) and MBU of the whole run
+    /// so far, as `gpuprof report` computes them, and over the kernels finalized since
+    /// the previous update.
     pub mfu: Option<f64>,
+    pub hfu: Option<f64>,
     pub mbu: Option<f64>,
     pub window_mfu: Option<f64>,
+    pub window_hfu: Option<f64>,
     pub window_mbu: Option<f64>,
     /// Records lost, per source name (`gpuprof report`'s dropped section).
     pub dropped: Vec<(&'static str, u64)>,

@@ -56,14 +56,14 @@ use super::dram_bytes::{undetermined_bytes, ClassBytes, RowBytes};
 use super::hw_flops::{ConfigCounters, ConfigFlops, RowHwFlops};
 use super::peaks::{peaks_for, Overrides, Peaks};
 use crate::analysis::aggregate::{aggregate, Aggregate};
-use crate::analysis::classes::{Class, GemmPart};
+use crate::analysis::classes::Class;
 use crate::analysis::family::{classify, Family};
 use crate::analysis::gemm::GemmShape;
 use crate::analysis::names::demangle;
 use crate::analysis::precision::Math;
-pub use crate::analysis::rollup::ClassValues;
 use crate::analysis::rollup::{by_session, rollups};
 pub use crate::analysis::rollup::{BytesSource, FlopSource};
+pub use crate::analysis::rollup::{ClassValues, FlopTotals, LaunchFlops};
 use crate::analysis::roofline::{evaluate, Inputs, Point};
 
 pub use crate::analysis::rollup::Rollup;
@@ -107,6 +107,9 @@ pub struct KernelRow {
     pub flops_source: Option<FlopSource>,
     /// The precision and pipe whose peak applies.
     pub math: Option<Math>,
+    /// The precision and pipe of the counter with the most hardware FLOPs (whose peak
+    /// the rollups' HFU uses); `None` without hardware FLOPs.
+    pub hw_math: Option<Math>,
     /// DRAM bytes, scaled to all launches.
     pub bytes: Option<f64>,
     /// Launches that measured DRAM bytes.
@@ -399,6 +402,7 @@ struct RowFlops {
     hw: Option<f64>,
     source: Option<FlopSource>,
     math: Option<Math>,
+    hw_math: Option<Math>,
 }
 
 impl RowFlops {
@@ -438,6 +442,7 @@ impl RowFlops {
             hw: hw_flops,
             source,
             math,
+            hw_math: hw_flops.and_then(|_| hw.math()),
         }
     }
 
@@ -504,6 +509,7 @@ fn kernel_row(
         hw_flops_launches: hw.launches(),
         flops_source: f.source,
         math: f.math,
+        hw_math: f.hw_math,
         bytes: row_bytes,
         bytes_launches: acc.bytes_launches,
         bytes_source: row_bytes.and(bytes.source),
@@ -592,7 +598,8 @@ fn missing_ceilings(
     missing
 }
 
-/// Per class of `g`: FLOPs per launch, bytes, peak and bandwidth for the rollups.
+/// Per class of `g`: model and hardware FLOPs per launch with their peaks, bytes and
+/// bandwidth, for the rollups.
 fn class_values(
     g: &RowGrouping,
     rows: &[KernelRow],
@@ -607,26 +614,28 @@ fn class_values(
         .enumerate()
         .map(|(i, (c, &row))| {
             let r = &rows[row];
-            let flops = match r.flops_source {
-                Some(FlopSource::Model) => c.key.gemm.as_ref().map(GemmPart::flops),
-                Some(FlopSource::Hardware) => config_flops.per_launch_of(row, c),
-                None => None,
-            };
-            // A launch's own shape decides its peak; others use the row's.
-            let peak = match (&c.key.gemm, r.flops_source) {
-                (Some(g), Some(FlopSource::Model)) => {
-                    let m = g.shape.math().ok();
-                    peaks_of(gpus, &r.gpu).zip(m).and_then(|(p, m)| p.flops(m))
-                }
-                _ => r.peak_flops,
-            };
+            let peaks = peaks_of(gpus, &r.gpu);
+            let peak_of = |m: Option<Math>| peaks.zip(m).and_then(|(p, m)| p.flops(m));
+            // A launch's own shape decides its peak.
+            let model = c.key.gemm.as_ref().map(|g| LaunchFlops {
+                flops: g.flops(),
+                peak: peak_of(g.shape.math().ok()),
+            });
+            // Only where the row has hardware FLOPs: the rollups then add up to the
+            // kernel rows.
+            let hw = r
+                .hw_flops
+                .and_then(|_| config_flops.per_launch_of(row, c))
+                .map(|flops| LaunchFlops {
+                    flops,
+                    peak: peak_of(r.hw_math),
+                });
             ClassValues {
                 family: r.family,
-                flops,
-                source: r.flops_source,
+                model,
+                hw,
                 bytes_mean: bytes.mean[i],
                 bytes_source: bytes.source(i).unwrap_or(BytesSource::Measured),
-                peak,
                 bandwidth: r.bandwidth,
             }
         })

@@ -299,32 +299,54 @@ fn family_range_and_run_rollups() {
     assert_eq!(names, vec!["GEMM", "attention", "reduction", "other"]);
     let gemm_flops = 137_438_953_472.0 + 33_554_432.0;
     let g = &e.families[0];
-    assert_eq!((g.launches, g.gpu_ns, g.flops_ns), (3, 172_000, 172_000));
-    assert_eq!((g.model_flops, g.hw_flops), (gemm_flops, 0.0));
-    assert_eq!(g.mfu, Some(gemm_flops / H100_BF16 * 1e9 / 172_000.0));
+    assert_eq!((g.launches, g.gpu_ns), (3, 172_000));
+    assert_eq!(
+        (g.model.flops, g.model.flops_ns),
+        (Some(gemm_flops), 172_000)
+    );
+    // No launch of the GEMMs measured FLOP counters: no hardware FLOPs, not 0.
+    assert_eq!((g.hw.flops, g.hw.flops_ns, g.hw.mfu), (None, 0, None));
+    assert_eq!(g.model.mfu, Some(gemm_flops / H100_BF16 * 1e9 / 172_000.0));
     // Bytes: the main kernel's two launches; the reduction has none, so MBU is over
     // the main kernel's time, which is what it covers (not 0 % for the reduction).
     assert_eq!((g.bytes, g.bytes_ns), (134_225_920.0, 170_000));
-    assert_eq!((g.mfu_ns, g.mbu_ns), (172_000, 170_000));
+    assert_eq!((g.model.mfu_ns, g.mbu_ns), (172_000, 170_000));
     assert_eq!(g.mbu, Some(134_225_920.0 / H100_BW * 1e9 / 170_000.0));
     assert_eq!(g.mbu_coverage(), Some(170_000.0 / 172_000.0));
-    assert_eq!(g.intensity, Some(gemm_flops / 134_225_920.0));
+    assert_eq!(g.model.intensity, Some(gemm_flops / 134_225_920.0));
 
     let other = &e.families[3];
-    assert_eq!((other.launches, other.gpu_ns, other.flops_ns), (2, 2000, 0));
-    assert_eq!((other.mfu, other.mbu, other.achieved), (None, None, None));
-    assert_eq!((other.mfu_ns, other.mbu_ns), (0, 0));
+    assert_eq!((other.launches, other.gpu_ns), (2, 2000));
+    for f in [&other.model, &other.hw] {
+        assert_eq!(
+            (f.flops, f.flops_ns, f.mfu, f.achieved),
+            (None, 0, None, None)
+        );
+    }
+    assert_eq!((other.mbu, other.mbu_ns), (None, 0));
 
-    // Prefill: the big GEMM (model), RMS norm and flash (hardware).
+    // Prefill: the big GEMM (model FLOPs), RMS norm and flash (hardware FLOPs), each
+    // kind over its own launches' time, never one sum.
     let names: Vec<&str> = e.ranges.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, vec!["prefill", "decode"]);
     let p = &e.ranges[0];
     assert_eq!((p.launches, p.gpu_ns), (3, 270_000));
-    assert_eq!(p.model_flops, 137_438_953_472.0);
-    assert_eq!(p.hw_flops, 2500.0 + 49_470_000_000.0);
-    let at_peak = 137_438_953_472.0 / H100_BF16 + 2500.0 / H100_FP32 + 49_470_000_000.0 / H100_BF16;
-    assert_eq!(p.mfu, Some(at_peak * 1e9 / 270_000.0));
-    assert_eq!(pct1(p.mfu), 70.0);
+    assert_eq!(p.model.flops, Some(137_438_953_472.0));
+    assert_eq!((p.model.flops_ns, p.model.mfu_ns), (160_000, 160_000));
+    assert_eq!(
+        p.model.mfu,
+        Some(137_438_953_472.0 / H100_BF16 * 1e9 / 160_000.0)
+    );
+    assert_eq!(pct1(p.model.mfu), 86.8);
+    assert_eq!(p.hw.flops, Some(2500.0 + 49_470_000_000.0));
+    assert_eq!((p.hw.flops_ns, p.hw.mfu_ns), (110_000, 110_000));
+    let hw_at_peak = 2500.0 / H100_FP32 + 49_470_000_000.0 / H100_BF16;
+    assert_eq!(p.hw.mfu, Some(hw_at_peak * 1e9 / 110_000.0));
+    assert_eq!(pct1(p.hw.mfu), 45.5);
+    assert_eq!(
+        p.hw.intensity,
+        Some((2500.0 + 49_470_000_000.0) / 202_000_000.0)
+    );
     let bytes = 100_663_296.0 + 2_000_000.0 + 200_000_000.0;
     assert_eq!(p.bytes, bytes);
     let at_bw = 100_663_296.0 / H100_BW + 2_000_000.0 / H100_BW + 200_000_000.0 / H100_BW;
@@ -336,14 +358,16 @@ fn family_range_and_run_rollups() {
     // MFU and MBU are over the time they cover, not over all of it with the unknown
     // counted as 0 (which gave 0.1 % and 46.2 %), and say how much that is.
     let d = &e.ranges[1];
-    assert_eq!((d.launches, d.gpu_ns, d.flops_ns), (4, 23_000, 22_000));
-    assert_eq!((d.mfu_ns, d.mbu_ns, d.bytes_ns), (22_000, 20_000, 20_000));
-    assert_eq!(d.model_flops, 33_554_432.0);
-    assert_eq!(d.hw_flops, 2500.0);
+    assert_eq!((d.launches, d.gpu_ns), (4, 23_000));
+    assert_eq!((d.model.flops_ns, d.hw.flops_ns), (12_000, 10_000));
     assert_eq!(
-        d.mfu,
-        Some((33_554_432.0 / H100_BF16 + 2500.0 / H100_FP32) * 1e9 / 22_000.0)
+        (d.model.mfu_ns, d.mbu_ns, d.bytes_ns),
+        (12_000, 20_000, 20_000)
     );
+    assert_eq!(d.model.flops, Some(33_554_432.0));
+    assert_eq!(d.hw.flops, Some(2500.0));
+    assert_eq!(d.model.mfu, Some(33_554_432.0 / H100_BF16 * 1e9 / 12_000.0));
+    assert_eq!(d.hw.mfu, Some(2500.0 / H100_FP32 * 1e9 / 10_000.0));
     assert_eq!(d.bytes, 33_562_624.0 + 2_000_000.0);
     assert_eq!(
         d.mbu,
@@ -352,20 +376,19 @@ fn family_range_and_run_rollups() {
     assert_eq!(pct1(d.mbu), 53.1);
     assert_eq!(d.mbu_coverage(), Some(20_000.0 / 23_000.0));
 
-    // The run: every launch of both processes; pid 2's GPU has no peaks.
+    // The run: every launch of both processes; pid 2's GPU has no peaks. Model FLOPs
+    // cover the GEMMs' 172 µs, hardware FLOPs the RMS norms' and flash's 120 µs.
     let r = &e.run;
     assert_eq!((r.launches, r.gpu_ns), (8, 294_000));
-    assert_eq!(r.model_flops, gemm_flops);
-    assert_eq!(r.hw_flops, 5000.0 + 49_470_000_000.0);
-    // Both workers (one per process) have no FLOPs: MFU covers the other 292 µs.
-    assert_eq!(r.mfu_ns, 292_000);
+    assert_eq!(r.model.flops, Some(gemm_flops));
+    assert_eq!(r.hw.flops, Some(5000.0 + 49_470_000_000.0));
+    assert_eq!((r.model.mfu_ns, r.hw.mfu_ns), (172_000, 120_000));
+    assert_eq!(r.model.mfu, Some(gemm_flops / H100_BF16 * 1e9 / 172_000.0));
     assert_eq!(
-        r.mfu,
-        Some(
-            (gemm_flops / H100_BF16 + 5000.0 / H100_FP32 + 49_470_000_000.0 / H100_BF16) * 1e9
-                / 292_000.0
-        )
+        r.hw.mfu,
+        Some((5000.0 / H100_FP32 + 49_470_000_000.0 / H100_BF16) * 1e9 / 120_000.0)
     );
+    assert_eq!(r.model.mfu_coverage(r.gpu_ns), Some(172_000.0 / 294_000.0));
     assert!(e.any());
 }
 
@@ -540,23 +563,26 @@ Roofline by GEMM shape (tokens x out x in x batch: cuBLAS's N x M x K as PyTorch
       1  160.000      137.44G  1365.33  858.99T   86.8   18.8  compute  4096x4096x4096 x1 bf16·bf16->bf16 (fp32) TN [NVIDIA H100 80GB HBM3]
       1   12.000       33.55M        -    2.80T    0.3      -  -        1x4096x4096 x1 bf16·bf16->bf16 (fp32) TN [NVIDIA H100 80GB HBM3]
 
-Roofline by kernel family (MFU, MBU: time-weighted over the launches with FLOPs, bytes; (N%): GPU time covered)
-  launches   GPU µs  time %  model FLOPs  hw FLOPs     DRAM bytes       AI   FLOP/s  MFU %       MBU %  family
-         3  172.000   58.50      137.47G         0  134.23M (98%)  1024.19  799.26T   80.8  23.6 (98%)  GEMM
-         1  100.000   34.01            0    49.47G        200.00M   247.35  494.70T   50.0        59.7  attention
-         2   20.000    6.80            0     5.00k          4.00M   0.0013  250.00M    0.0         6.0  reduction
-         2    2.000    0.68            0         0              -        -        -      -           -  other
+Roofline by kernel family
+  MFU: model FLOPs (GEMM shapes), HFU: hardware FLOPs (counters), MBU: DRAM bytes, each at peak over the GPU time of the
+    launches that have them ((N%): their share of the GPU time); wall: over the GPUs' wall time, idle included; AI in
+    FLOP/byte
+  launches   GPU µs  time %  model FLOPs  MFU %  hw FLOPs  HFU %     DRAM bytes       MBU %  model AI   hw AI  family
+         3  172.000   58.50      137.47G   80.8         -      -  134.23M (98%)  23.6 (98%)   1024.19       -  GEMM
+         1  100.000   34.01            -      -    49.47G   50.0        200.00M        59.7         -  247.35  attention
+         2   20.000    6.80            -      -     5.00k    0.0          4.00M         6.0         -  0.0013  reduction
+         2    2.000    0.68            -      -         -      -              -           -         -       -  other
 
 Roofline by NVTX range
-  launches   GPU µs  model FLOPs  hw FLOPs    DRAM bytes      AI   FLOP/s  MFU busy %  MFU wall %       MBU %  range
-         3  270.000      137.44G    49.47G       302.66M  617.55  692.26T        70.0        18.9        33.5  prefill
-         4   23.000       33.55M     2.50k  35.56M (86%)  0.9436    1.53T   0.2 (95%)  <0.1 (95%)  53.1 (86%)  decode
-  (time % left out to fit 120 columns: --format csv or json has them)
+  launches   GPU µs  model FLOPs  MFU busy %  MFU wall %  hw FLOPs       HFU %    DRAM bytes       MBU %  range
+         3  270.000      137.44G  86.8 (59%)  13.9 (59%)    49.47G  45.5 (40%)       302.66M        33.5  prefill
+         4   23.000       33.55M   0.3 (52%)  <0.1 (52%)     2.50k   0.0 (43%)  35.56M (86%)  53.1 (86%)  decode
+  (time %, hw AI, model AI left out to fit 120 columns: --format csv or json has them)
 
 Roofline of the run
-  launches   GPU µs  model FLOPs  hw FLOPs     DRAM bytes      AI   FLOP/s  MFU busy %  MFU wall %       MBU %
-         8  294.000      137.47G    49.47G  338.23M (98%)  552.71  640.21T  64.7 (99%)  15.7 (99%)  34.8 (98%)  run
-  (time % left out to fit 120 columns: --format csv or json has them)
+  launches   GPU µs  model FLOPs  MFU busy %  MFU wall %  hw FLOPs       HFU %     DRAM bytes       MBU %  model AI
+         8  294.000      137.47G  80.8 (58%)  11.6 (58%)    49.47G  41.7 (40%)  338.23M (98%)  34.8 (98%)   1024.19  run
+  (time %, hw AI left out to fit 120 columns: --format csv or json has them)
 
 Peaks (dense)
   NVIDIA H100 80GB HBM3 (pid 1 device 0)
@@ -611,7 +637,9 @@ fn report_sections() {
     assert_eq!(r["shapes"][0]["m"], 4096);
     assert_eq!(r["shapes"][0]["a_type"], "bf16");
     assert_eq!(r["ranges"][0]["name"], "prefill");
-    assert_eq!(r["ranges"][0]["mfu_pct"], 69.97);
+    assert_eq!(r["ranges"][0]["mfu_pct"], 86.82);
+    assert_eq!(r["ranges"][0]["hfu_pct"], 45.45);
+    assert_eq!(r["ranges"][0]["mfu_coverage_pct"], 59.26);
     assert_eq!(r["run"]["gpu_ns"], 294_000);
     assert_eq!(r["peaks"][0]["bf16_tensor_flops_per_s"], 989.4e12);
     assert_eq!(
@@ -642,9 +670,14 @@ fn report_sections() {
             "# roofline_missing"
         ]
     );
-    assert!(csv.contains(
-        "\nrun,8,294000,137472507904.0,49470005000.0,292000,338225920.0,290000,measured,552.7149217422485,"
-    ));
+    // name, launches, GPU time; model FLOPs, their GPU time and AI (the GEMMs'
+    // bytes: 134225920); then the hardware FLOPs' own.
+    let ai = 137_472_507_904.0_f64 / 134_225_920.0;
+    assert!(
+        csv.contains(&format!("\nrun,8,294000,137472507904.0,172000,{ai:?},")),
+        "{csv}"
+    );
+    assert!(csv.contains(",49470005000.0,120000,"), "{csv}");
 }
 
 /// Counters measured on some launch configurations of a kernel are scaled to the

@@ -44,10 +44,12 @@ mod cells;
 mod counters;
 mod csv;
 mod devices;
+mod figures;
 mod gpu_activity;
 mod integrity;
 mod json;
 mod launch_shape;
+mod rollups;
 mod roofline;
 mod table;
 mod what_if;
@@ -81,10 +83,10 @@ use what_if::{what_if_json, what_if_table, WHAT_IF_COLUMNS};
 pub use cells::{micros, value, CsvTables};
 pub use counters::{CounterView, PCT_HELP};
 pub use csv::{csv, csv_tables, csv_with};
+pub use figures::si;
+pub use figures::MARKS_HELP;
 pub use json::{json, json_with};
 pub use launch_shape::LAUNCH_SHAPE_HELP;
-pub use roofline::si;
-pub use roofline::MARKS_HELP;
 pub use table::{capture_line, table, table_view, table_view_with, table_with};
 
 /// The formats of `gpuprof report`.

@@ -7,60 +7,22 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use super::cells::{
-    drop_to_fit, fit_last_column, grid, micros, note_left_out, pct, plural, shown_rows, value,
-    wrapped, CsvTables, Names,
+    fit_last_column, grid, micros, plural, shown_rows, value, wrapped, CsvTables, Names,
 };
+use super::figures::{intensity, legend, marked, marked_ai, or_dash, pct_of, pct_value, si};
+use super::rollups::{rollup_grid, rollup_json, rollup_legend, ROLLUP_COLUMNS};
 use crate::analysis::precision::Math;
 use crate::analysis::rollup::{BytesSource, FlopSource};
-use crate::analysis::roofline::efficiency::{Efficiency, KernelRow, Rollup, ShapeRow};
+use crate::analysis::roofline::efficiency::{Efficiency, KernelRow, ShapeRow};
 use crate::analysis::roofline::Point;
 use crate::analysis::short_name::fit_names;
-
-/// A large number with an SI prefix and two decimals ("137.44G"); below 1000 at most
-/// three decimals.
-pub fn si(v: f64) -> String {
-    const PREFIXES: [&str; 6] = ["k", "M", "G", "T", "P", "E"];
-    if !v.is_finite() || v.abs() < 1000.0 {
-        return value(v);
-    }
-    let mut x = v;
-    let mut i = 0;
-    while x.abs() >= 1000.0 && i < PREFIXES.len() {
-        x /= 1000.0;
-        i += 1;
-    }
-    format!("{x:.2}{}", PREFIXES[i - 1])
-}
-
-/// Arithmetic intensity, FLOP/byte: two decimals, four below 1.
-fn intensity(v: f64) -> String {
-    if v.abs() < 1.0 {
-        format!("{v:.4}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-fn or_dash(v: Option<String>) -> String {
-    v.unwrap_or_else(|| "-".to_string())
-}
-
-/// A fraction as a percentage with one decimal.
-fn pct_of(f: Option<f64>) -> String {
-    or_dash(f.map(|f| format!("{:.1}", f * 100.0)))
-}
-
-/// A fraction as a percentage rounded to two decimals, for CSV and JSON.
-fn pct_value(f: Option<f64>) -> Value {
-    json!(f.map(|f| (f * 10_000.0).round() / 100.0))
-}
 
 /// The most characters of a kernel's name in a line of prose ("... missing").
 const PROSE_NAME_WIDTH: usize = 60;
 
 /// The point's columns for tables: AI, FLOP/s, MFU %, MBU %, bound. (The roofline
 /// efficiency, the share of the attainable FLOP/s, is in CSV and JSON.) AI and MBU
-/// end in [`SAMPLED_MARK`] when the bytes are not all measured.
+/// end in `~` ([`super::figures::marked`]) when the bytes are not all measured.
 fn point_cells(p: &Point, bytes: Option<BytesSource>) -> Vec<String> {
     let reads_only = bytes == Some(BytesSource::SampledReads);
     // An upper bound on AI says "memory" for sure, "compute" not at all.
@@ -75,72 +37,6 @@ fn point_cells(p: &Point, bytes: Option<BytesSource>) -> Vec<String> {
         marked(pct_of(p.mbu), bytes),
         or_dash(bound.map(str::to_string)),
     ]
-}
-
-/// What the roofline's and the fitted table's marks mean (`report --help`).
-pub const MARKS_HELP: &str = "\
-Marks on DRAM bytes, AI and MBU (the roofline) and on fitted values:
-  ~       fitted to PM sampling windows (GPUPROF_COUNTERS=sampling, or CUDA graph
-          launches after the hand-over), not measured per kernel
-  ≥ ≤     the windows determined a class's DRAM reads and not its writes: bytes and
-          MBU count the reads alone (a lower bound), AI is an upper bound
-  ± x     in \"Counter samples fitted by kernel class\": 2 standard errors of the fit
-          (a floor on the error: caches and write-backs are not independent noise);
-          a class whose 2 standard errors exceed half its value is not given (\"not
-          determined\", with why)";
-
-/// What ends a figure made from bytes fitted to PM sampling windows.
-const SAMPLED_MARK: &str = "~";
-
-/// The legend of [`SAMPLED_MARK`], under a section's title.
-const SAMPLED_LEGEND: &str =
-    "  (~: DRAM bytes fitted to PM sampling windows, not measured per kernel)\n";
-
-/// The legend of the bounds from fitted reads alone ([`BytesSource::SampledReads`]).
-const READS_ONLY_LEGEND: &str = "  (≥, ≤: the windows did not determine DRAM writes: bytes \
-    and MBU count reads alone, a lower bound; AI an upper bound)\n";
-
-/// The legends the sources of a section's rows need.
-fn legend(sources: impl Iterator<Item = Option<BytesSource>> + Clone) -> String {
-    let mut out = String::new();
-    if any_sampled(sources.clone()) {
-        out.push_str(SAMPLED_LEGEND);
-    }
-    if sources
-        .into_iter()
-        .any(|s| s == Some(BytesSource::SampledReads))
-    {
-        out.push_str(READS_ONLY_LEGEND);
-    }
-    out
-}
-
-/// `cell` with [`SAMPLED_MARK`] when `source` is sampled or mixed and it is a number.
-fn marked(cell: String, source: Option<BytesSource>) -> String {
-    match source {
-        Some(BytesSource::Sampled | BytesSource::Mixed) if cell != "-" => cell + SAMPLED_MARK,
-        Some(BytesSource::SampledReads) if cell != "-" => format!("≥{cell}{SAMPLED_MARK}"),
-        _ => cell,
-    }
-}
-
-/// [`marked`] for AI, which fitted reads alone bound from above.
-fn marked_ai(cell: String, source: Option<BytesSource>) -> String {
-    match source {
-        Some(BytesSource::SampledReads) if cell != "-" => format!("≤{cell}{SAMPLED_MARK}"),
-        _ => marked(cell, source),
-    }
-}
-
-/// Whether any of `sources` is sampled, mixed or sampled reads (the section then has a
-/// legend).
-fn any_sampled(mut sources: impl Iterator<Item = Option<BytesSource>>) -> bool {
-    sources.any(|s| {
-        matches!(
-            s,
-            Some(BytesSource::Sampled | BytesSource::Mixed | BytesSource::SampledReads)
-        )
-    })
 }
 
 /// What kernel and GEMM-shape rows share: the math whose peak applies, DRAM bytes
@@ -201,86 +97,6 @@ fn point_json(p: &Point, row: &mut Value) {
     row["bound"] = json!(p.bound.map(|b| b.name()));
     row["attainable_flops_per_s"] = json!(p.attainable);
     row["roofline_efficiency_pct"] = pct_value(p.efficiency);
-}
-
-/// `cell` followed by the share of `all_ns` that `part_ns` is, when it is not all of
-/// it ("1.20G (94%)"; rounded down, so a part is never shown as 100%); "-" when the
-/// part is empty.
-fn covered(cell: String, part_ns: u64, all_ns: u64) -> String {
-    if part_ns == 0 {
-        return "-".to_string();
-    }
-    if part_ns >= all_ns {
-        return cell;
-    }
-    let share = (u128::from(part_ns) * 100 / u128::from(all_ns.max(1))) as u64;
-    if share == 0 {
-        format!("{cell} (<1%)")
-    } else {
-        format!("{cell} ({share}%)")
-    }
-}
-
-fn rollup_cells(r: &Rollup, kernel_ns: u64) -> Vec<String> {
-    vec![
-        r.launches.to_string(),
-        micros(r.gpu_ns),
-        pct(r.gpu_ns, kernel_ns),
-        si(r.model_flops),
-        si(r.hw_flops),
-        covered(marked(si(r.bytes), r.bytes_source), r.bytes_ns, r.gpu_ns),
-        marked_ai(or_dash(r.intensity.map(intensity)), r.bytes_source),
-        or_dash(r.achieved.map(si)),
-        covered(pct_of(r.mfu), r.mfu_ns, r.gpu_ns),
-        covered(marked(pct_of(r.mbu), r.bytes_source), r.mbu_ns, r.gpu_ns),
-        r.name.clone(),
-    ]
-}
-
-const ROLLUP_HEADERS: [&str; 10] = [
-    "launches",
-    "GPU µs",
-    "time %",
-    "model FLOPs",
-    "hw FLOPs",
-    "DRAM bytes",
-    "AI",
-    "FLOP/s",
-    "MFU %",
-    "MBU %",
-];
-
-/// The rollups as a table; with `wall`, MFU over busy time and over wall time side
-/// by side (NVTX ranges, the run).
-fn rollup_grid(out: &mut String, title: &str, rows: &[Rollup], kernel_ns: u64, wall: bool) {
-    out.push_str(&legend(rows.iter().map(|r| r.bytes_source)));
-    let mut headers: Vec<&str> = ROLLUP_HEADERS.to_vec();
-    let mut cells: Vec<Vec<String>> = rows.iter().map(|r| rollup_cells(r, kernel_ns)).collect();
-    if wall {
-        let mfu = headers
-            .iter()
-            .position(|h| *h == "MFU %")
-            .expect("an MFU column");
-        headers[mfu] = "MFU busy %";
-        headers.insert(mfu + 1, "MFU wall %");
-        for (row, r) in cells.iter_mut().zip(rows) {
-            // An idle GPU's MFU over wall time rounds to 0.0: say how small instead.
-            let cell = match r.mfu_wall {
-                Some(f) if f > 0.0 && f < 0.0005 => "<0.1".to_string(),
-                other => pct_of(other),
-            };
-            row.insert(mfu + 1, covered(cell, r.mfu_ns, r.gpu_ns));
-        }
-    }
-    headers.push(title);
-    let mut right: Vec<bool> = (0..headers.len()).map(|i| i + 1 < headers.len()).collect();
-    let mut headers: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
-    // Too wide (long figures, coverage marks): the time share, then FLOP/s, go.
-    let dropped = drop_to_fit(&mut headers, &mut right, &mut cells, &[2, 7]);
-    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
-    fit_last_column(&headers, &mut cells);
-    grid(out, &headers, &right, &cells);
-    note_left_out(out, &dropped);
 }
 
 /// The table's roofline sections: per kernel, per GEMM shape, per family, per NVTX
@@ -373,10 +189,8 @@ pub(super) fn roofline_table(
         grid_columns(out, &columns.concat(), &mut rows, true);
     }
 
-    out.push_str(
-        "\nRoofline by kernel family (MFU, MBU: time-weighted over the launches with FLOPs, \
-         bytes; (N%): GPU time covered)\n",
-    );
+    out.push_str("\nRoofline by kernel family\n");
+    rollup_legend(out);
     rollup_grid(out, "family", &e.families, kernel_ns, false);
     if !e.ranges.is_empty() {
         out.push_str("\nRoofline by NVTX range\n");
@@ -412,30 +226,6 @@ pub(super) fn roofline_table(
             wrapped(out, 2, &format!("{}: {}", label(&kernel, &m.gpu), m.what));
         }
     }
-}
-
-fn rollup_json(r: &Rollup) -> Value {
-    json!({
-        "name": r.name,
-        "launches": r.launches,
-        "gpu_ns": r.gpu_ns,
-        "model_flops": r.model_flops,
-        "hw_flops": r.hw_flops,
-        "flops_ns": r.flops_ns,
-        "bytes": r.bytes,
-        "bytes_ns": r.bytes_ns,
-        "bytes_source": r.bytes_source.map(BytesSource::name),
-        "intensity": r.intensity,
-        "achieved_flops_per_s": r.achieved,
-        "mfu_pct": pct_value(r.mfu),
-        "mbu_pct": pct_value(r.mbu),
-        "mfu_ns": r.mfu_ns,
-        "mbu_ns": r.mbu_ns,
-        "mfu_coverage_pct": pct_value(r.mfu_coverage()),
-        "mbu_coverage_pct": pct_value(r.mbu_coverage()),
-        "wall_ns": r.wall_ns,
-        "mfu_wall_pct": pct_value(r.mfu_wall),
-    })
 }
 
 /// The peaks used for each GPU, with their source and ridge points.
@@ -644,27 +434,6 @@ fn shape_columns() -> Vec<&'static str> {
     [&own[..], &MEASURED_COLUMNS].concat()
 }
 
-const ROLLUP_COLUMNS: [&str; 19] = [
-    "name",
-    "launches",
-    "gpu_ns",
-    "model_flops",
-    "hw_flops",
-    "flops_ns",
-    "bytes",
-    "bytes_ns",
-    "bytes_source",
-    "intensity",
-    "achieved_flops_per_s",
-    "mfu_pct",
-    "mbu_pct",
-    "mfu_ns",
-    "mbu_ns",
-    "mfu_coverage_pct",
-    "mbu_coverage_pct",
-    "wall_ns",
-    "mfu_wall_pct",
-];
 const PEAK_COLUMNS: [&str; 14] = [
     "gpu",
     "devices",

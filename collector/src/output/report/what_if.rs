@@ -7,7 +7,7 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use super::cells::{grid, micros, wrapped};
-use super::roofline::si;
+use super::figures::si;
 use crate::analysis::roofline::what_if::WhatIf;
 
 /// The CSV columns of the `what_if` section (the JSON keys of a row).

@@ -102,7 +102,7 @@ fn truth_report(scratch: &Scratch, steps: &str) -> Value {
 }
 
 /// Each of `runs`' decode GEMM shapes (DRAM bytes, MBU, AI) and decode range (DRAM
-/// bytes, MBU, AI, and bytes for all of its time) within 5% of `truth`'s.
+/// bytes, MBU, the GEMMs' AI, and bytes for all of its time) within 5% of `truth`'s.
 fn assert_decode_as_truth(truth: &Value, runs: &[(&str, &Value)]) {
     let want = shape_bytes("truth", truth);
     // Per layer QKV, output, gate-up and down projections, and the LM head.
@@ -122,7 +122,7 @@ fn assert_decode_as_truth(truth: &Value, runs: &[(&str, &Value)]) {
             );
         }
         let r = range(report, "decode");
-        for k in ["bytes", "mbu_pct", "intensity"] {
+        for k in ["bytes", "mbu_pct", "model_intensity"] {
             let (got, want) = (r[k].as_f64(), decode[k].as_f64());
             assert!(
                 matches!((got, want), (Some(g), Some(w)) if within(g, w, 0.05)),

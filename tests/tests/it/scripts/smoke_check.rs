@@ -200,6 +200,23 @@ fn mfu_above_peak_fails_mfu_mbu() {
     );
 }
 
+/// The run's HFU (hardware FLOPs) is held to the same ceiling as its MFU.
+#[test]
+fn hfu_above_peak_fails_mfu_mbu() {
+    let mut r = sim_report().clone();
+    assert!(
+        r["roofline"]["run"]["hfu_pct"].is_number(),
+        "the sim run has HFU"
+    );
+    r["roofline"]["run"]["hfu_pct"] = 112.5.into();
+    let out = smoke_check("gpu-smoke-hfu", &r);
+    assert_fails(
+        &out,
+        "mfu-mbu",
+        "FAIL mfu-mbu: run: HFU expected <= 105% (100% + 5% slack), got 112.5%",
+    );
+}
+
 #[test]
 fn missing_decode_range_fails_nvtx_ranges() {
     let mut r = sim_report().clone();

@@ -463,12 +463,19 @@ fn mfu_over_wall_time_counts_the_idle_gpu() {
         .fold((u64::MAX, 0), |(a, b), (s, e)| (a.min(s), b.max(e)));
     let ls = rollup_launches(&launches, &H100_PEAKS);
     let run = expected_rollup(ls.iter(), &H100_PEAKS);
-    let at_peak_s = run.mfu.unwrap() * run.mfu_ns as f64;
+    let at_peak_s = run.model.mfu.unwrap() * run.model.mfu_ns as f64;
     let wall = last - first;
     assert_eq!(r["roofline"]["run"]["wall_ns"], json!(wall));
     assert_eq!(
         r["roofline"]["run"]["mfu_wall_pct"],
         pct(Some(at_peak_s / wall as f64))
+    );
+    // Hardware FLOPs the same way, over their own launches: never added to the model
+    // FLOPs.
+    let hw_at_peak_s = run.hw.mfu.unwrap() * run.hw.mfu_ns as f64;
+    assert_eq!(
+        r["roofline"]["run"]["hfu_wall_pct"],
+        pct(Some(hw_at_peak_s / wall as f64))
     );
     let (_, decode) = ranges_of(&launches);
     let d = expected_rollup(ls[decode].iter(), &H100_PEAKS);
@@ -484,7 +491,9 @@ fn mfu_over_wall_time_counts_the_idle_gpu() {
     assert_eq!(got["wall_ns"], json!(range_wall));
     assert_eq!(
         got["mfu_wall_pct"],
-        pct(Some(d.mfu.unwrap() * d.mfu_ns as f64 / range_wall as f64))
+        pct(Some(
+            d.model.mfu.unwrap() * d.model.mfu_ns as f64 / range_wall as f64
+        ))
     );
     // The GPU sat idle over 90% of the range's wall time.
     assert!(got["mfu_wall_pct"].as_f64().unwrap() < got["mfu_pct"].as_f64().unwrap() / 10.0);
@@ -598,10 +607,14 @@ fn cudarc_prefill_and_decode_rollups_separate() {
         assert_eq!(got["launches"], json!(n));
         assert_eq!(got["launches"], json!(want.launches), "{name}");
         assert_eq!(got["gpu_ns"], json!(want.gpu_ns), "{name}: gpu_ns");
-        assert_eq!(got["flops_ns"], json!(want.flops_ns), "{name}: flops_ns");
+        assert_eq!(
+            got["model_flops_ns"],
+            json!(want.model.flops_ns),
+            "{name}: model_flops_ns"
+        );
         assert_eq!(
             got["model_flops"],
-            num(want.model_flops),
+            num(want.model.flops),
             "{name}: model_flops"
         );
         assert_eq!(got["bytes"], num(want.bytes), "{name}: bytes");
@@ -792,8 +805,8 @@ fn counters_off_leaves_bytes_null_and_names_each_kernel() {
         r["roofline"]["missing"],
         expected_missing(&r, &rows, &expected_shapes(&launches, &H100_PEAKS, &r))
     );
-    // The ranges keep model FLOPs and MFU (kernels without FLOPs count as 0 %), and
-    // have no bytes.
+    // The ranges keep model FLOPs and MFU over the GEMMs' time, and have no bytes
+    // and no hardware FLOPs (null, not 0).
     let ls = rollup_launches(&launches, &H100_PEAKS);
     let (prefill, decode) = ranges_of(&launches);
     for (name, span) in [("prefill", prefill), ("decode", decode)] {
@@ -801,8 +814,8 @@ fn counters_off_leaves_bytes_null_and_names_each_kernel() {
         let got = range(&r, name);
         assert_rollup(got, &want, true, name);
         assert_eq!(
-            (&got["bytes"], &got["mbu_pct"]),
-            (&json!(0.0), &Value::Null)
+            (&got["bytes"], &got["mbu_pct"], &got["hw_flops"]),
+            (&Value::Null, &Value::Null, &Value::Null)
         );
     }
 }
