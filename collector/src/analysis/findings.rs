@@ -8,6 +8,7 @@ use super::aggregate::Aggregate;
 use super::counters::pct_of;
 use super::fitted::fitted_pct;
 use super::integrity::Integrity;
+use super::roles::{model_roles, ModelConfig, ModelRoles};
 use super::roofline::efficiency::{efficiency_of, Efficiency};
 use super::roofline::peaks::Overrides;
 use super::roofline::what_if::{what_if, WhatIfs};
@@ -23,6 +24,9 @@ pub struct Findings {
     /// The roofline at other token counts, when asked for ([`with_what_if`]): the
     /// rows, and the shapes without rows with why.
     pub what_if: Option<WhatIfs>,
+    /// The GEMMs by their role in the model, when its config was given
+    /// ([`with_roles`]).
+    pub roles: Option<ModelRoles>,
 }
 
 /// The findings of `aggregate` (read as `integrity` says) against `peaks`.
@@ -36,11 +40,32 @@ pub fn findings(aggregate: &Aggregate, integrity: &Integrity, peaks: &Overrides)
         summary,
         roofline,
         what_if: None,
+        roles: None,
     }
 }
 
 /// `f` with the roofline of every GEMM shape at `tokens` ([`super::roofline::what_if`]).
 pub fn with_what_if(mut f: Findings, tokens: &[u64]) -> Findings {
     f.what_if = Some(what_if(&f.roofline, tokens));
+    f
+}
+
+/// `f` with its GEMMs named by their role in the model `config` describes, at
+/// tensor-parallel degree `tp` or the one that fits best ([`super::roles`]); `aggregate`
+/// is the one `f` was found in.
+pub fn with_roles(
+    mut f: Findings,
+    aggregate: &Aggregate,
+    config: &ModelConfig,
+    tp: Option<u64>,
+) -> Findings {
+    let ranges: Vec<String> = f.roofline.ranges.iter().map(|r| r.name.clone()).collect();
+    f.roles = Some(model_roles(
+        aggregate,
+        &f.roofline.classes,
+        &ranges,
+        config,
+        tp,
+    ));
     f
 }

@@ -119,6 +119,19 @@ impl GemmShape {
     }
 }
 
+impl GemmShape {
+    /// "1x32000x1024", with " x8" for a batch of 8: tokens x out x in as
+    /// [`GemmShape::label_as_read`] orders them, without the types.
+    pub fn dims_as_read(&self) -> String {
+        let batch = if self.batch > 1 {
+            format!(" x{}", self.batch)
+        } else {
+            String::new()
+        };
+        format!("{}x{}x{}{batch}", self.n, self.m, self.k)
+    }
+}
+
 /// `cublasOperation_t` as cuBLAS's documentation writes it: N, T, C (conjugate
 /// transpose); another value as its number in brackets.
 pub fn op_name(op: u32) -> String {

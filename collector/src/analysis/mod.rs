@@ -54,6 +54,7 @@ pub mod nvtx;
 pub mod occupancy;
 pub mod precision;
 pub mod range_cover;
+pub mod roles;
 pub mod rollup;
 pub mod roofline;
 pub mod sampled;

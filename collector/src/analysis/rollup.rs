@@ -231,19 +231,7 @@ pub(super) fn rollups(a: &Aggregate, values: &[ClassValues]) -> Rollups {
         })
         .collect();
 
-    // NVTX ranges, by "domain: name" (or the name), with their wall time.
-    let mut covered: BTreeMap<String, (BTreeMap<usize, Tally>, u64)> = BTreeMap::new();
-    for ((domain, name), t) in a.ranges.names.iter().zip(&a.ranges.totals) {
-        if t.classes.is_empty() {
-            continue;
-        }
-        let e = covered.entry(range_label(domain, name)).or_default();
-        for (c, tally) in &t.classes {
-            e.0.entry(*c).or_default().merge(tally);
-        }
-        e.1 = e.1.saturating_add(t.wall_ns);
-    }
-    let mut ranges: Vec<Rollup> = covered
+    let mut ranges: Vec<Rollup> = range_classes(a)
         .iter()
         .map(|(name, (cs, wall_ns))| {
             let r = rollup(name, cs.iter().map(|(c, t)| (&values[*c], t)));
@@ -268,6 +256,23 @@ pub(super) fn rollups(a: &Aggregate, values: &[ClassValues]) -> Rollups {
         ranges,
         run: with_wall(run, spans),
     }
+}
+
+/// The launches of each NVTX range with kernels, by "domain: name" (or the name): per
+/// class its launches inside, and the range's wall time.
+pub(super) fn range_classes(a: &Aggregate) -> BTreeMap<String, (BTreeMap<usize, Tally>, u64)> {
+    let mut covered: BTreeMap<String, (BTreeMap<usize, Tally>, u64)> = BTreeMap::new();
+    for ((domain, name), t) in a.ranges.names.iter().zip(&a.ranges.totals) {
+        if t.classes.is_empty() {
+            continue;
+        }
+        let e = covered.entry(range_label(domain, name)).or_default();
+        for (c, tally) in &t.classes {
+            e.0.entry(*c).or_default().merge(tally);
+        }
+        e.1 = e.1.saturating_add(t.wall_ns);
+    }
+    covered
 }
 
 /// `r` with its wall time and the utilizations over it (none over no time).
@@ -351,7 +356,10 @@ fn per_ns(sum: f64, ns: u64) -> Option<f64> {
     (ns > 0).then(|| sum * 1e9 / ns as f64)
 }
 
-fn rollup<'a>(name: &str, items: impl Iterator<Item = (&'a ClassValues, &'a Tally)>) -> Rollup {
+pub(super) fn rollup<'a>(
+    name: &str,
+    items: impl Iterator<Item = (&'a ClassValues, &'a Tally)>,
+) -> Rollup {
     let mut r = Rollup {
         name: name.to_string(),
         ..Rollup::default()

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::analysis::aggregate::Aggregate;
-use crate::analysis::findings::{findings, with_what_if};
+use crate::analysis::findings::{findings, with_roles, with_what_if};
+use crate::analysis::roles::ModelConfig;
 use crate::analysis::roofline::peaks::Overrides;
 use crate::analysis::Integrity;
 use crate::cli::sessions::{
@@ -68,6 +69,17 @@ pub struct ReportArgs {
     /// GEMM shape", JSON what_if, CSV what_if.
     #[arg(long, value_name = "tokens=N,N,..", value_parser = parse_what_if)]
     what_if: Option<WhatIfTokens>,
+    /// The model's Hugging Face config.json: names each GEMM shape by its role
+    /// (qkv_proj, o_proj, gate_up_proj, down_proj, lm_head, attention, router,
+    /// experts) and gives per role and NVTX range its calls, calls per forward pass,
+    /// time share, model FLOPs, MFU, MBU, AI and bound. Table "GEMMs by role in the
+    /// model", JSON model_roles, CSV model_roles.
+    #[arg(long, value_name = "CONFIG")]
+    model: Option<PathBuf>,
+    /// The tensor-parallel degree the model ran at (default: the one whose roles cover
+    /// the most GEMM time, said in the report).
+    #[arg(long, value_name = "N", requires = "model", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    tp: Option<u64>,
 }
 
 /// The token counts of `--what-if`.
@@ -116,6 +128,12 @@ pub fn long_help() -> String {
 pub fn report(args: &ReportArgs) -> Result<ExitCode> {
     // A bad peaks file fails before any output.
     let peaks = load_peaks(args.peaks.as_deref())?;
+    let model = args
+        .model
+        .as_deref()
+        .map(ModelConfig::read)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
     let sessions = expand_sessions(&args.sessions)?;
     let analysed = analyse_with_progress(&sessions)?;
     warn_damage(&analysed, "report");
@@ -126,6 +144,9 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode> {
     let mut found = findings(&analysed.aggregate, &analysed.integrity, &peaks);
     if let Some(WhatIfTokens(tokens)) = &args.what_if {
         found = with_what_if(found, tokens);
+    }
+    if let Some(config) = &model {
+        found = with_roles(found, &analysed.aggregate, config, args.tp);
     }
     match (&args.output, args.format) {
         (Some(dir), Format::Csv) => {

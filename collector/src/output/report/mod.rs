@@ -49,6 +49,7 @@ mod gpu_activity;
 mod integrity;
 mod json;
 mod launch_shape;
+mod roles;
 mod rollups;
 mod roofline;
 mod table;
@@ -77,6 +78,7 @@ use integrity::{integrity_csv, integrity_json, integrity_table};
 use launch_shape::{
     launch_shape_json, launch_shape_rows, launch_shape_table, LAUNCH_SHAPE_COLUMNS,
 };
+use roles::{role_columns, roles_csv_rows, roles_json};
 use roofline::{roofline_csv, roofline_json, roofline_table};
 use what_if::{what_if_json, what_if_table, WHAT_IF_COLUMNS};
 
@@ -124,7 +126,7 @@ pub fn report_with(f: &Findings, format: Format, top: Option<usize>, view: &View
         Format::Table => table_view_with(
             summary,
             Some(roofline),
-            f.what_if.as_ref(),
+            (f.what_if.as_ref(), f.roles.as_ref()),
             Some(top.unwrap_or(20)),
             view,
         ),
@@ -133,6 +135,9 @@ pub fn report_with(f: &Findings, format: Format, top: Option<usize>, view: &View
             let mut v = json_with(summary, Some(roofline), top);
             if let Some((rows, skipped)) = &f.what_if {
                 v["what_if"] = what_if_json(rows, skipped);
+            }
+            if let Some(r) = &f.roles {
+                v["model_roles"] = roles_json(r);
             }
             let mut s = serde_json::to_string_pretty(&v).expect("JSON values serialise");
             s.push('\n');
@@ -149,6 +154,9 @@ pub fn report_csv_tables(f: &Findings, top: Option<usize>) -> CsvTables {
         let v = what_if_json(rows, skipped);
         let rows = v["rows"].as_array().cloned().unwrap_or_default();
         tables.table("what_if", &WHAT_IF_COLUMNS, rows);
+    }
+    if let Some(r) = &f.roles {
+        tables.table("model_roles", &role_columns(), roles_csv_rows(r));
     }
     tables
 }

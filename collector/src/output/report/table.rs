@@ -1,7 +1,9 @@
 //! The report as aligned text for people: a section per table, the kernel table cut
 //! to `top` rows and the terminal's width.
 
+use super::roles::roles_table;
 use super::*;
+use crate::analysis::roles::ModelRoles;
 use crate::analysis::roofline::what_if::WhatIfs;
 
 /// The report as aligned text. `top` limits the kernel table (`None` or 0: all).
@@ -22,14 +24,15 @@ pub fn table_view(
     top: Option<usize>,
     view: &View,
 ) -> String {
-    table_view_with(s, roofline, None, top, view)
+    table_view_with(s, roofline, (None, None), top, view)
 }
 
-/// [`table_view`] with the what-if section after the roofline's, when given.
+/// [`table_view`] with the sections asked for after the roofline's, when given: the
+/// GEMMs by role in the model, and the what-if.
 pub fn table_view_with(
     s: &Summary,
     roofline: Option<&Efficiency>,
-    what_if: Option<&WhatIfs>,
+    (what_if, roles): (Option<&WhatIfs>, Option<&ModelRoles>),
     top: Option<usize>,
     view: &View,
 ) -> String {
@@ -52,6 +55,9 @@ pub fn table_view_with(
              see GPUPROF_GEMM and GPUPROF_COUNTERS)\n",
         ),
         _ => {}
+    }
+    if let Some(r) = roles {
+        roles_table(&mut out, r);
     }
     if let Some((rows, skipped)) = what_if {
         what_if_table(&mut out, rows, skipped);

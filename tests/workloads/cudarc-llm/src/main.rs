@@ -4,6 +4,11 @@
 //! strided-batched GEMM for the scores, paged for decode), an output projection, a
 //! gated MLP (GEMMs around a SiLU-and-multiply) and residual adds; the LM head runs
 //! through cuBLASLt. Prefill and decode are NVTX ranges named "prefill" and "decode".
+//! Attention may group its KV heads (`--kv-heads`) and have a head size of its own
+//! (`--head-dim`); with `--experts` the MLP is a mixture of experts: a router GEMM,
+//! then the experts' GEMMs grouped into one strided-batched GEMM per projection, a
+//! batch entry per expert given tokens. `--config` takes these dimensions from a
+//! Hugging Face `config.json`.
 //!
 //! It checks what a CUDA program can check: every call succeeds and a host -> device
 //! -> host round trip returns the same bytes. Prints one summary line.
@@ -22,7 +27,7 @@ use half::bf16;
 mod kernels;
 
 /// Model and run shape; small defaults keep a simulated run fast.
-#[derive(Debug, Clone, Copy, clap::Parser)]
+#[derive(Debug, Clone, clap::Parser)]
 #[command(
     name = "cudarc-llm",
     about = "An LLM-inference-shaped CUDA workload on cudarc: a prefill pass and decode \
@@ -42,9 +47,27 @@ struct Shape {
     /// Attention heads.
     #[arg(long, default_value_t = 8, value_parser = positive)]
     heads: usize,
+    /// Key/value heads (grouped-query attention; a divisor of --heads) [default: --heads].
+    #[arg(long, value_parser = positive)]
+    kv_heads: Option<usize>,
+    /// The size of one attention head [default: --hidden / --heads].
+    #[arg(long, value_parser = positive)]
+    head_dim: Option<usize>,
+    /// Experts of a mixture-of-experts MLP (0: a dense MLP); --ffn is one expert's
+    /// inner size.
+    #[arg(long, default_value_t = 0)]
+    experts: usize,
+    /// Experts each token is routed to.
+    #[arg(long, default_value_t = 2, value_parser = positive)]
+    experts_per_token: usize,
     /// Vocabulary size (the LM head's N).
     #[arg(long, default_value_t = 32000, value_parser = positive)]
     vocab: usize,
+    /// A Hugging Face config.json whose dimensions replace --hidden, --ffn, --heads,
+    /// --kv-heads, --head-dim, --experts, --experts-per-token and --vocab (its layer
+    /// count does not: --layers).
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
     /// Prompt tokens in the prefill pass.
     #[arg(long, default_value_t = 128, value_parser = positive)]
     prompt: usize,
@@ -89,15 +112,86 @@ fn positive(v: &str) -> Result<usize, String> {
 
 impl Shape {
     fn from_args() -> Result<Shape> {
-        let s = <Shape as clap::Parser>::parse();
-        if !s.hidden.is_multiple_of(s.heads) {
+        let mut s = <Shape as clap::Parser>::parse();
+        if let Some(path) = s.config.clone() {
+            s.read_config(&path)
+                .with_context(|| format!("--config {}", path.display()))?;
+        }
+        if s.head_dim.is_none() && !s.hidden.is_multiple_of(s.heads) {
             bail!(
-                "--hidden {} is not a multiple of --heads {}",
+                "--hidden {} is not a multiple of --heads {} (give --head-dim)",
                 s.hidden,
                 s.heads
             );
         }
+        if !s.heads.is_multiple_of(s.kv_heads()) {
+            bail!(
+                "--heads {} is not a multiple of --kv-heads {}",
+                s.heads,
+                s.kv_heads()
+            );
+        }
         Ok(s)
+    }
+
+    /// The dimensions of a Hugging Face config.json (a multimodal one's
+    /// `text_config`): an expert's inner size is `moe_intermediate_size`, else
+    /// `intermediate_size`.
+    fn read_config(&mut self, path: &std::path::Path) -> Result<()> {
+        let text = std::fs::read_to_string(path)?;
+        let mut v: serde_json::Value = serde_json::from_str(&text)?;
+        if v.get("text_config").is_some() {
+            v = v["text_config"].take();
+        }
+        let get = |key: &str| {
+            v.get(key)
+                .and_then(serde_json::Value::as_u64)
+                .map(|n| n as usize)
+        };
+        let need = |key: &str| get(key).with_context(|| format!("no {key:?}"));
+        self.hidden = need("hidden_size")?;
+        self.heads = need("num_attention_heads")?;
+        self.vocab = need("vocab_size")?;
+        self.kv_heads = get("num_key_value_heads");
+        self.head_dim = get("head_dim");
+        self.experts = ["num_local_experts", "num_experts", "n_routed_experts"]
+            .iter()
+            .find_map(|k| get(k))
+            .unwrap_or(0);
+        if let Some(k) = get("num_experts_per_tok") {
+            self.experts_per_token = k;
+        }
+        self.ffn = match get("moe_intermediate_size") {
+            Some(f) if self.experts > 0 => f,
+            _ => need("intermediate_size")?,
+        };
+        Ok(())
+    }
+
+    fn kv_heads(&self) -> usize {
+        self.kv_heads.unwrap_or(self.heads)
+    }
+
+    fn head_dim(&self) -> usize {
+        self.head_dim.unwrap_or(self.hidden / self.heads)
+    }
+
+    /// The fused QKV projection's output features.
+    fn qkv_out(&self) -> usize {
+        (self.heads + 2 * self.kv_heads()) * self.head_dim()
+    }
+
+    /// The attention's output features (the output projection's input).
+    fn attn_out(&self) -> usize {
+        self.heads * self.head_dim()
+    }
+
+    /// Experts given tokens, and tokens per expert, for `tokens` tokens: every token
+    /// to `experts_per_token` experts, spread evenly.
+    fn routed(&self, tokens: usize) -> (usize, usize) {
+        let slots = tokens * self.experts_per_token;
+        let active = self.experts.min(slots).max(1);
+        (active, slots.div_ceil(active))
     }
 }
 
@@ -120,6 +214,8 @@ struct Model {
     w_gate_up: CudaSlice<bf16>,
     w_down: CudaSlice<bf16>,
     w_lm: CudaSlice<bf16>,
+    /// The router of a mixture of experts (none for a dense MLP).
+    w_router: Option<CudaSlice<bf16>>,
     launches: usize,
     gemms: usize,
 }
@@ -156,6 +252,11 @@ impl Model {
         Ok(())
     }
 
+    /// The residual add over `n` elements of `x`.
+    fn add_residual(&mut self, x: &CudaSlice<bf16>, n: usize) -> Result<()> {
+        self.launch(kernels::ADD_RESIDUAL, n.div_ceil(1024) as u32, 1024, x, n)
+    }
+
     fn layer(&mut self, shape: &Shape, tokens: usize, prefill: bool) -> Result<()> {
         let mut b = Buffers::new(&self.stream, shape, tokens)?;
         self.layer_in(&mut b, shape, tokens, prefill)
@@ -177,12 +278,19 @@ impl Model {
             attn,
             gate_up,
             out,
+            moe,
         } = b;
 
         self.launch(kernels::RMS_NORM, tokens as u32, 256, x, h * tokens)?;
-        gemm(&self.blas, &self.w_qkv, x, qkv, (3 * h, tokens, h))?;
+        gemm(
+            &self.blas,
+            &self.w_qkv,
+            x,
+            qkv,
+            (shape.qkv_out(), tokens, h),
+        )?;
         self.gemms += 1;
-        let head_dim = h / shape.heads;
+        let head_dim = shape.head_dim();
         if prefill {
             // Attention scores per head: S[t x t] = K^T Q, a strided-batched GEMM.
             let mut scores = s.alloc_zeros::<bf16>(tokens * tokens * shape.heads)?;
@@ -204,8 +312,8 @@ impl Model {
                 stride_b: (head_dim * tokens) as i64,
                 stride_c: (tokens * tokens) as i64,
             };
-            // SAFETY: qkv holds 3*h*tokens >= heads*head_dim*tokens elements for A and B;
-            // scores holds heads*tokens*tokens.
+            // SAFETY: qkv holds qkv_out*tokens >= heads*head_dim*tokens elements for A and
+            // B; scores holds heads*tokens*tokens.
             unsafe {
                 self.blas
                     .gemm_strided_batched(cfg, &*qkv, &*qkv, &mut scores)
@@ -217,7 +325,7 @@ impl Model {
                 (tokens.div_ceil(128) * shape.heads) as u32,
                 128,
                 attn,
-                h * tokens,
+                shape.attn_out() * tokens,
             )?;
         } else {
             self.launch(
@@ -225,19 +333,22 @@ impl Model {
                 (shape.heads * tokens) as u32,
                 128,
                 attn,
-                h * tokens,
+                shape.attn_out() * tokens,
             )?;
         }
-        gemm(&self.blas, &self.w_o, attn, out, (h, tokens, h))?;
-        self.gemms += 1;
-        self.launch(
-            kernels::ADD_RESIDUAL,
-            (h * tokens).div_ceil(1024) as u32,
-            1024,
+        gemm(
+            &self.blas,
+            &self.w_o,
+            attn,
             out,
-            h * tokens,
+            (h, tokens, shape.attn_out()),
         )?;
+        self.gemms += 1;
+        self.add_residual(out, h * tokens)?;
         self.launch(kernels::RMS_NORM, tokens as u32, 256, out, h * tokens)?;
+        if let Some(moe) = moe {
+            return self.experts(moe, out, shape, tokens);
+        }
         gemm(
             &self.blas,
             &self.w_gate_up,
@@ -261,13 +372,60 @@ impl Model {
             (h, tokens, shape.ffn),
         )?;
         self.gemms += 1;
-        self.launch(
-            kernels::ADD_RESIDUAL,
-            (h * tokens).div_ceil(1024) as u32,
-            1024,
-            attn,
-            h * tokens,
+        self.add_residual(attn, h * tokens)?;
+        Ok(())
+    }
+
+    /// A mixture-of-experts MLP on `x`: the router's GEMM, then each projection of
+    /// the experts given tokens as one strided-batched GEMM (a batch entry per
+    /// expert; the experts share one weight buffer, stride 0: only shapes matter
+    /// here), a SiLU-and-multiply between them and the residual add.
+    fn experts(
+        &mut self,
+        m: &mut MoeBuffers,
+        x: &CudaSlice<bf16>,
+        shape: &Shape,
+        tokens: usize,
+    ) -> Result<()> {
+        let (h, ffn) = (shape.hidden, shape.ffn);
+        let (active, per) = shape.routed(tokens);
+        let router = self.w_router.as_ref().context("a router")?;
+        gemm(
+            &self.blas,
+            router,
+            x,
+            &mut m.router,
+            (shape.experts, tokens, h),
         )?;
+        self.gemms += 1;
+        let batch = (active, [0, h * per, 2 * ffn * per]);
+        strided_gemm(
+            &self.blas,
+            &self.w_gate_up,
+            &m.input,
+            &mut m.gate_up,
+            (2 * ffn, per, h),
+            batch,
+        )?;
+        self.gemms += 1;
+        self.launch(
+            kernels::SILU_AND_MUL,
+            (ffn * per * active).div_ceil(1024) as u32,
+            1024,
+            &m.gate_up,
+            ffn * per * active,
+        )?;
+        let batch = (active, [0, 2 * ffn * per, h * per]);
+        strided_gemm(
+            &self.blas,
+            &self.w_down,
+            &m.gate_up,
+            &mut m.output,
+            (h, per, ffn),
+            batch,
+        )?;
+        self.gemms += 1;
+        self.add_residual(&m.output, h * tokens)?;
         Ok(())
     }
 
@@ -313,17 +471,45 @@ struct Buffers {
     attn: CudaSlice<bf16>,
     gate_up: CudaSlice<bf16>,
     out: CudaSlice<bf16>,
+    /// A mixture of experts' (none for a dense MLP).
+    moe: Option<MoeBuffers>,
 }
 
 impl Buffers {
     fn new(s: &Arc<CudaStream>, shape: &Shape, tokens: usize) -> Result<Buffers> {
         let h = shape.hidden;
+        let moe = (shape.experts > 0)
+            .then(|| MoeBuffers::new(s, shape, tokens))
+            .transpose()?;
         Ok(Buffers {
             x: s.alloc_zeros::<bf16>(h * tokens)?,
-            qkv: s.alloc_zeros::<bf16>(3 * h * tokens)?,
-            attn: s.alloc_zeros::<bf16>(h * tokens)?,
+            qkv: s.alloc_zeros::<bf16>(shape.qkv_out() * tokens)?,
+            attn: s.alloc_zeros::<bf16>(shape.attn_out().max(h) * tokens)?,
             gate_up: s.alloc_zeros::<bf16>(2 * shape.ffn * tokens)?,
             out: s.alloc_zeros::<bf16>(h * tokens)?,
+            moe,
+        })
+    }
+}
+
+/// A mixture of experts' activations: router logits, then per expert given tokens
+/// its tokens in, its gate and up projections and its output.
+struct MoeBuffers {
+    router: CudaSlice<bf16>,
+    input: CudaSlice<bf16>,
+    gate_up: CudaSlice<bf16>,
+    output: CudaSlice<bf16>,
+}
+
+impl MoeBuffers {
+    fn new(s: &Arc<CudaStream>, shape: &Shape, tokens: usize) -> Result<MoeBuffers> {
+        let (active, per) = shape.routed(tokens);
+        let (h, slots) = (shape.hidden, active * per);
+        Ok(MoeBuffers {
+            router: s.alloc_zeros::<bf16>(shape.experts * tokens)?,
+            input: s.alloc_zeros::<bf16>(h * slots)?,
+            gate_up: s.alloc_zeros::<bf16>(2 * shape.ffn * slots)?,
+            output: s.alloc_zeros::<bf16>(h * slots)?,
         })
     }
 }
@@ -343,15 +529,9 @@ impl LmBuffers {
     }
 }
 
-/// C[m x n] = W[m x k] * X[k x n], column-major, BF16 in and out, FP32 accumulate.
-fn gemm(
-    blas: &CudaBlas,
-    w: &CudaSlice<bf16>,
-    x: &CudaSlice<bf16>,
-    y: &mut CudaSlice<bf16>,
-    (m, n, k): (usize, usize, usize),
-) -> Result<()> {
-    let cfg = GemmConfig {
+/// C[m x n] = W[m x k] * X[k x n], neither transposed, column-major and packed.
+fn nn_config(m: usize, n: usize, k: usize) -> GemmConfig<bf16> {
+    GemmConfig {
         transa: cublasOperation_t::CUBLAS_OP_N,
         transb: cublasOperation_t::CUBLAS_OP_N,
         m: m as i32,
@@ -362,9 +542,43 @@ fn gemm(
         ldb: k as i32,
         beta: bf16::ZERO,
         ldc: m as i32,
-    };
+    }
+}
+
+/// C[m x n] = W[m x k] * X[k x n], column-major, BF16 in and out, FP32 accumulate.
+fn gemm(
+    blas: &CudaBlas,
+    w: &CudaSlice<bf16>,
+    x: &CudaSlice<bf16>,
+    y: &mut CudaSlice<bf16>,
+    (m, n, k): (usize, usize, usize),
+) -> Result<()> {
+    let cfg = nn_config(m, n, k);
     // SAFETY: w has m*k, x has k*n and y has m*n elements (allocated by the caller).
     unsafe { blas.gemm(cfg, w, x, y) }.with_context(|| format!("GEMM {m}x{n}x{k}"))
+}
+
+/// `batch.0` GEMMs C_i[m x n] = W_i[m x k] * X_i[k x n] in one strided-batched call,
+/// the strides of W, X and C in `batch.1` (elements), BF16, FP32 accumulate.
+fn strided_gemm(
+    blas: &CudaBlas,
+    w: &CudaSlice<bf16>,
+    x: &CudaSlice<bf16>,
+    y: &mut CudaSlice<bf16>,
+    (m, n, k): (usize, usize, usize),
+    (batch, [stride_w, stride_x, stride_y]): (usize, [usize; 3]),
+) -> Result<()> {
+    let cfg = StridedBatchedConfig {
+        gemm: nn_config(m, n, k),
+        batch_size: batch as i32,
+        stride_a: stride_w as i64,
+        stride_b: stride_x as i64,
+        stride_c: stride_y as i64,
+    };
+    // SAFETY: the caller's buffers hold the last batch entry's matrices at the
+    // strides given (W: m*k at stride_w, X: k*n at stride_x, C: m*n at stride_y).
+    unsafe { blas.gemm_strided_batched(cfg, w, x, y) }
+        .with_context(|| format!("grouped GEMM {m}x{n}x{k} x{batch}"))
 }
 
 fn main() -> Result<()> {
@@ -411,11 +625,14 @@ fn main() -> Result<()> {
     let mut model = Model {
         blas: CudaBlas::new(stream.clone()).context("cublasCreate")?,
         blas_lt: CudaBlasLT::new(stream.clone()).context("cublasLtCreate")?,
-        w_qkv: stream.alloc_zeros::<bf16>(3 * h * h)?,
-        w_o: stream.alloc_zeros::<bf16>(h * h)?,
+        w_qkv: stream.alloc_zeros::<bf16>(shape.qkv_out() * h)?,
+        w_o: stream.alloc_zeros::<bf16>(h * shape.attn_out())?,
         w_gate_up: stream.alloc_zeros::<bf16>(2 * shape.ffn * h)?,
         w_down: stream.alloc_zeros::<bf16>(shape.ffn * h)?,
         w_lm: stream.alloc_zeros::<bf16>(shape.vocab * h)?,
+        w_router: (shape.experts > 0)
+            .then(|| stream.alloc_zeros::<bf16>(shape.experts * h))
+            .transpose()?,
         stream: stream.clone(),
         funcs,
         launches: 0,

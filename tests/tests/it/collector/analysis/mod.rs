@@ -5,5 +5,6 @@ mod counter_pct;
 mod counters;
 mod deconvolve;
 mod h200_sessions;
+mod model_roles;
 mod occupancy;
 mod roofline;

@@ -1,0 +1,255 @@
+//! GEMMs named by their role in the model (`gpuprof report --model config.json`), end
+//! to end on the simulated H100: cudarc-llm runs with the dimensions of a public
+//! model's config.json (`tests/models/`: TinyLlama-1.1B, Llama-style grouped-query
+//! attention; Qwen3-0.6B, a head size of its own; OLMoE-1B-7B, 64 experts, 8 per token,
+//! run as grouped GEMMs), 2 layers, a 16-token prompt and 2 decode steps. The test
+//! works out from the config's numbers alone which GEMMs the workload calls and what
+//! each one is, and checks every shape's role, each role's calls per forward pass and
+//! its model FLOPs (2·M·N·K·batch per call) in the report.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gpuprof_tests::{artifact, gpuprof_command, record_session_on_sim, Scratch, TimedChild};
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(120);
+const LAYERS: u64 = 2;
+const PROMPT: u64 = 16;
+const STEPS: u64 = 2;
+
+fn model_file(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("models")
+        .join(name)
+}
+
+/// cudarc-llm with `config`'s dimensions, recorded; `gpuprof report --format json
+/// --model config` and the table, and the config.
+fn run(name: &str, extra: &[&str]) -> (Value, String, Value) {
+    let config = model_file(name);
+    let scratch = Scratch::new(&format!("model-roles-{name}"));
+    let out = scratch.join("out");
+    let mut workload: Vec<OsString> = vec![artifact("cudarc-llm").into(), "--config".into()];
+    workload.push(config.clone().into());
+    for (flag, v) in [
+        ("--layers", LAYERS),
+        ("--prompt", PROMPT),
+        ("--decode-steps", STEPS),
+    ] {
+        workload.extend([flag.into(), v.to_string().into()]);
+    }
+    let workload: Vec<&OsStr> = workload.iter().map(OsString::as_os_str).collect();
+    let cmd = record_session_on_sim(&out, "13.4", &[], &workload);
+    let o = TimedChild::spawn(cmd, LIMIT).wait();
+    assert!(o.status.success(), "gpuprof record: {o:?}");
+    let report = |format: &str| {
+        let mut cmd = gpuprof_command();
+        cmd.args(["report", "--format", format, "--model"])
+            .arg(&config)
+            .args(extra)
+            .arg(&out);
+        let r = TimedChild::spawn(cmd, LIMIT).wait();
+        assert!(r.status.success(), "gpuprof report: {r:?}");
+        r.stdout
+    };
+    let json: Value = serde_json::from_str(&report("json")).unwrap();
+    let text = report("table");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    (json, text, c)
+}
+
+/// One GEMM the workload calls: cuBLAS's (M, N, K, batch), its role, and its calls
+/// in prefill and in decode.
+struct Call {
+    shape: (u64, u64, u64, u64),
+    role: &'static str,
+    prefill: u64,
+    decode: u64,
+}
+
+/// The GEMMs cudarc-llm calls with `c`'s dimensions (tests/workloads/cudarc-llm): per
+/// layer QKV, the prompt's attention scores (prefill), the output projection and the
+/// MLP (dense: gate and up fused, down; experts: the router, then per projection one
+/// strided-batched GEMM over the experts given tokens, each token to k experts spread
+/// evenly), and the LM head on one token per forward pass.
+fn calls(c: &Value) -> Vec<Call> {
+    let n = |k: &str| c[k].as_u64();
+    let hidden = n("hidden_size").unwrap();
+    let heads = n("num_attention_heads").unwrap();
+    let kv = n("num_key_value_heads").unwrap_or(heads);
+    let d = n("head_dim").unwrap_or(hidden / heads);
+    let mut out = Vec::new();
+    let mut layer = |shape: (u64, u64, u64, u64), role, tokens: u64| {
+        let (prefill, decode) = if tokens == PROMPT {
+            (LAYERS, 0)
+        } else {
+            (0, LAYERS * STEPS)
+        };
+        out.push(Call {
+            shape,
+            role,
+            prefill,
+            decode,
+        });
+    };
+    for tokens in [PROMPT, 1] {
+        layer(
+            ((heads + 2 * kv) * d, tokens, hidden, 1),
+            "qkv_proj",
+            tokens,
+        );
+        if tokens == PROMPT {
+            layer((tokens, tokens, d, heads), "attn_scores", tokens);
+        }
+        layer((hidden, tokens, heads * d, 1), "o_proj", tokens);
+        match n("num_experts") {
+            None => {
+                let i = n("intermediate_size").unwrap();
+                layer((2 * i, tokens, hidden, 1), "gate_up_proj", tokens);
+                layer((hidden, tokens, i, 1), "down_proj", tokens);
+            }
+            Some(e) => {
+                let i = n("intermediate_size").unwrap();
+                let slots = tokens * n("num_experts_per_tok").unwrap();
+                let active = e.min(slots);
+                let per = slots.div_ceil(active);
+                layer((e, tokens, hidden, 1), "router", tokens);
+                layer((2 * i, per, hidden, active), "experts.gate_up", tokens);
+                layer((hidden, per, i, active), "experts.down", tokens);
+            }
+        }
+    }
+    out.push(Call {
+        shape: (n("vocab_size").unwrap(), 1, hidden, 1),
+        role: "lm_head",
+        prefill: 1,
+        decode: STEPS,
+    });
+    out
+}
+
+/// Every shape of the report's model_roles with its roles, as (M, N, K, batch).
+fn shape_roles(r: &Value) -> BTreeMap<(u64, u64, u64, u64), String> {
+    r["model_roles"]["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let n = |k: &str| s[k].as_u64().unwrap();
+            let roles: Vec<&str> = s["roles"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_str().unwrap())
+                .collect();
+            ((n("m"), n("n"), n("k"), n("batch")), roles.join("|"))
+        })
+        .collect()
+}
+
+fn row<'a>(r: &'a Value, scope: &str, role: &str) -> &'a Value {
+    r["model_roles"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["scope"] == scope && x["role"] == role)
+        .unwrap_or_else(|| panic!("no row {scope} {role}: {:#}", r["model_roles"]["rows"]))
+}
+
+fn check(name: &str) {
+    let (r, text, c) = run(name, &[]);
+    let want = calls(&c);
+    // Every GEMM gets the role the config implies, and nothing else ran.
+    let expected: BTreeMap<(u64, u64, u64, u64), String> =
+        want.iter().map(|w| (w.shape, w.role.to_string())).collect();
+    assert_eq!(shape_roles(&r), expected, "{name}");
+    let m = &r["model_roles"];
+    assert_eq!(
+        (m["tp"].as_u64(), &m["tp_source"]),
+        (Some(1), &Value::from("inferred"))
+    );
+    assert_eq!(m["tp_fits"], serde_json::json!([1]), "{name}");
+    // Per role: calls, calls per forward pass in decode (the layers, 1 for the LM
+    // head), and model FLOPs over the run equal to the formula's.
+    let mut by_role: BTreeMap<&str, (u64, u64, f64)> = BTreeMap::new();
+    for w in &want {
+        let (mm, nn, kk, b) = w.shape;
+        let e = by_role.entry(w.role).or_default();
+        e.0 += w.prefill;
+        e.1 += w.decode;
+        e.2 += 2.0 * (mm * nn * kk * b) as f64 * (w.prefill + w.decode) as f64;
+    }
+    for (role, (prefill, decode, flops)) in &by_role {
+        let run = row(&r, "run", role);
+        assert_eq!(
+            run["calls"].as_u64(),
+            Some(prefill + decode),
+            "{name} {role}"
+        );
+        assert_eq!(
+            run["model_flops"].as_f64(),
+            Some(*flops),
+            "{name} {role}: FLOPs"
+        );
+        assert_eq!(
+            run["mfu_ns"], run["gpu_ns"],
+            "{name} {role}: MFU covers it all"
+        );
+        if *decode > 0 {
+            let per = row(&r, "decode", role)["per_forward"].as_f64();
+            let layers = if *role == "lm_head" {
+                1.0
+            } else {
+                LAYERS as f64
+            };
+            assert_eq!(per, Some(layers), "{name} {role}: per forward");
+        }
+    }
+    // The table names them too, within 120 columns.
+    let section = &text[text
+        .find("\nGEMMs by role in the model")
+        .expect("the section")..];
+    for role in by_role.keys() {
+        assert!(
+            section.contains(&format!("  {role} ")),
+            "{name}: {role} in {section}"
+        );
+    }
+    for line in text.lines() {
+        assert!(line.chars().count() <= 120, "{name}: {line}");
+    }
+}
+
+#[test]
+fn tinyllama_gemms_get_their_roles() {
+    check("tinyllama-1.1b.json");
+}
+
+#[test]
+fn qwen3_gemms_get_their_roles() {
+    check("qwen3-0.6b.json");
+}
+
+#[test]
+fn olmoe_experts_run_as_grouped_gemms_get_their_roles() {
+    check("olmoe-1b-7b.json");
+}
+
+/// `--tp` decides the degree: at TP 2 TinyLlama's TP-1 shapes fit fewer roles, and
+/// the report says the degree was given.
+#[test]
+fn a_given_degree_is_used_and_said() {
+    let (r, text, _) = run("tinyllama-1.1b.json", &["--tp", "2"]);
+    let m = &r["model_roles"];
+    assert_eq!(
+        (m["tp"].as_u64(), &m["tp_source"]),
+        (Some(2), &Value::from("given"))
+    );
+    assert!(text.contains("TP 2 (--tp)"), "{text}");
+    // The LM head (vocab 32000 split 2 ways is 16000, not 32000) fits no role at TP 2.
+    let roles = shape_roles(&r);
+    assert_eq!(roles[&(32000, 1, 2048, 1)], "");
+}
