@@ -9,11 +9,10 @@ use std::process::ExitCode;
 
 use crate::analysis::aggregate::Aggregate;
 use crate::analysis::findings::{findings, with_roles, with_what_if};
-use crate::analysis::roles::ModelConfig;
 use crate::analysis::roofline::peaks::Overrides;
 use crate::analysis::Integrity;
 use crate::cli::sessions::{
-    analyse_with_progress, expand_sessions, finish, load_peaks, warn_damage,
+    analyse_with_progress, expand_sessions, finish, load_model, load_peaks, warn_damage,
 };
 use crate::output::report as render;
 use crate::store::output_file;
@@ -128,12 +127,7 @@ pub fn long_help() -> String {
 pub fn report(args: &ReportArgs) -> Result<ExitCode> {
     // A bad peaks file fails before any output.
     let peaks = load_peaks(args.peaks.as_deref())?;
-    let model = args
-        .model
-        .as_deref()
-        .map(ModelConfig::read)
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
+    let model = load_model(args.model.as_deref())?;
     let sessions = expand_sessions(&args.sessions)?;
     let analysed = analyse_with_progress(&sessions)?;
     warn_damage(&analysed, "report");

@@ -8,6 +8,7 @@
 //! [`EXIT_INCOMPLETE`] after writing its output. A session that cannot be read at all
 //! (not a session, the old format, a newer version) is an error, exit status 2.
 
+use crate::analysis::roles::ModelConfig;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -27,6 +28,14 @@ const WARN_REGIONS: usize = 10;
 
 /// The environment variable naming the default peaks file.
 pub const PEAKS_ENV: &str = "GPUPROF_PEAKS";
+
+/// The model config `--model` names, read; none without. An unreadable or invalid
+/// file is an error naming it and what is wrong.
+pub fn load_model(path: Option<&Path>) -> Result<Option<ModelConfig>> {
+    path.map(ModelConfig::read)
+        .transpose()
+        .map_err(anyhow::Error::msg)
+}
 
 /// The peaks file `explicit` (`--peaks`), else `$GPUPROF_PEAKS`, parsed; no overrides
 /// when neither is given. An unreadable or invalid file is an error naming it.

@@ -20,7 +20,9 @@ use std::process::ExitCode;
 use std::rc::Rc;
 
 use crate::analysis::classes::ClassKey;
+use crate::analysis::gemm::GemmShape;
 use crate::analysis::integrity::{screen, DamagedFile, Integrity, Unsealed};
+use crate::analysis::roles::{shape_roles, ModelConfig};
 use crate::analysis::roofline::efficiency::fitted_bytes_per_ns;
 use crate::analysis::session::analyse;
 use crate::output::trace::chrome::ChromeWriter;
@@ -67,6 +69,15 @@ pub struct Args {
     /// timestamp (see --from). Default: the end of the session.
     #[arg(long, value_name = "S", value_parser = seconds, allow_hyphen_values = true)]
     to: Option<f64>,
+    /// The model's Hugging Face config.json: each GEMM kernel gets its role in the
+    /// model (`gemm_role`: qkv_proj, o_proj, ..., or "(no role)"), as `report
+    /// --model` names it. One more pass over the session.
+    #[arg(long, value_name = "CONFIG")]
+    model: Option<PathBuf>,
+    /// The tensor-parallel degree the model ran at (default: the one whose roles
+    /// cover the most GEMM time).
+    #[arg(long, value_name = "N", requires = "model", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    tp: Option<u64>,
 }
 
 impl Args {
@@ -79,6 +90,8 @@ impl Args {
             gzip: false,
             from: None,
             to: None,
+            model: None,
+            tp: None,
         }
     }
 }
@@ -136,12 +149,40 @@ fn origin(store: &Store) -> Result<Option<u64>> {
     Ok(prepass(store)?.first)
 }
 
-/// The DRAM bytes per ns each kernel class's launches moved, fitted to the session's
-/// PM sampling windows (one more pass: the analysis `report` makes), for the launches
-/// that measured none.
-fn fitted_rates(session: &Path) -> Result<HashMap<ClassKey, f64>> {
-    let analysed = analyse(session, |_, _| {})?;
-    Ok(fitted_bytes_per_ns(&analysed.aggregate))
+/// What the trace takes from the analysis `report` makes (one more pass over the
+/// session, made only when needed): the DRAM bytes per ns each kernel class's
+/// launches moved, fitted to the session's PM sampling windows (for the launches
+/// without counters of their own), and, with `--model`, each GEMM shape's role. A
+/// failed pass costs the fitted bytes only, with a warning; the roles were asked for,
+/// so it is an error there.
+fn from_analysis(
+    args: &Args,
+    store: &Store,
+    model: Option<&ModelConfig>,
+) -> Result<(HashMap<ClassKey, f64>, HashMap<GemmShape, String>)> {
+    let sampled = store.holds_rows_of(TableId::CounterSamples);
+    if !sampled && model.is_none() {
+        return Ok((HashMap::new(), HashMap::new()));
+    }
+    let analysed = match analyse(&args.session, |_, _| {}) {
+        Ok(a) => a,
+        Err(e) if model.is_none() => {
+            eprintln!(
+                "gpuprof: warning: {e:#}; the trace gives no DRAM bytes fitted to PM sampling"
+            );
+            return Ok((HashMap::new(), HashMap::new()));
+        }
+        Err(e) => return Err(e.context("the GEMM roles (--model) need the session's analysis")),
+    };
+    let fitted = if sampled {
+        fitted_bytes_per_ns(&analysed.aggregate)
+    } else {
+        HashMap::new()
+    };
+    let roles = model
+        .map(|c| shape_roles(&analysed.aggregate, c, args.tp))
+        .unwrap_or_default();
+    Ok((fitted, roles))
 }
 
 /// The Kineto trace's files, written under temporary names in the output directory
@@ -369,6 +410,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             bail!("--from {from} is after --to {to}: the window would hold nothing");
         }
     }
+    let model = sessions::load_model(args.model.as_deref())?;
     let store = Store::open(&args.session)?;
     let output = match &args.output {
         Some(o) => o.clone(),
@@ -381,16 +423,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     }
     let windowed = args.from.is_some() || args.to.is_some();
     let mut headers = Vec::new();
-    let fitted = if store.holds_rows_of(TableId::CounterSamples) {
-        fitted_rates(&args.session).unwrap_or_else(|e| {
-            eprintln!(
-                "gpuprof: warning: {e:#}; the trace gives no DRAM bytes fitted to PM sampling"
-            );
-            HashMap::new()
-        })
-    } else {
-        HashMap::new()
-    };
+    let (fitted, roles) = from_analysis(args, &store, model.as_ref())?;
     let origin = match args.format {
         TraceFormat::Kineto => {
             let p = prepass(&store)?;
@@ -424,7 +457,9 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         let writer = KinetoWriter::new(files, origin.unwrap_or(0), headers.clone());
         let streamed = stream(
             &store,
-            TraceBuilder::new(writer, window).with_fitted(fitted),
+            TraceBuilder::new(writer, window)
+                .with_fitted(fitted)
+                .with_roles(roles),
             &mut integrity,
             &mut failed,
         );
@@ -476,7 +511,9 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             TraceFormat::Perfetto => {
                 stream(
                     &store,
-                    TraceBuilder::new(PerfettoWriter::new(w), window).with_fitted(fitted),
+                    TraceBuilder::new(PerfettoWriter::new(w), window)
+                        .with_fitted(fitted)
+                        .with_roles(roles),
                     &mut integrity,
                     &mut failed,
                 )?
@@ -486,7 +523,8 @@ pub fn run(args: &Args) -> Result<ExitCode> {
                 stream(
                     &store,
                     TraceBuilder::new(ChromeWriter::new(w, origin.unwrap_or(0))?, window)
-                        .with_fitted(fitted),
+                        .with_fitted(fitted)
+                        .with_roles(roles),
                     &mut integrity,
                     &mut failed,
                 )?

@@ -9,4 +9,4 @@ pub mod rows;
 
 pub use config::ModelConfig;
 pub use matching::{Assignment, Role, TpSource};
-pub use rows::{model_roles, ModelRoles, RoleRow, NO_ROLE};
+pub use rows::{model_roles, shape_roles, ModelRoles, RoleRow, NO_ROLE};

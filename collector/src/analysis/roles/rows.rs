@@ -66,12 +66,7 @@ pub fn model_roles(
     tp: Option<u64>,
 ) -> ModelRoles {
     let classes = &a.classes.list;
-    let mut shape_ns: BTreeMap<GemmShape, u64> = BTreeMap::new();
-    for c in classes {
-        if let Some(g) = &c.key.gemm {
-            *shape_ns.entry(g.shape.clone()).or_default() += c.tally.ns;
-        }
-    }
+    let shape_ns = gemm_time_by_shape(a);
     let assignment = assign(config, &shape_ns, tp);
     let mut in_ranges = range_classes(a);
     let mut scopes: Vec<(String, BTreeMap<usize, Tally>)> = ranges
@@ -93,6 +88,38 @@ pub fn model_roles(
         assignment,
         rows,
     }
+}
+
+/// The GPU time of each GEMM shape's launches.
+fn gemm_time_by_shape(a: &Aggregate) -> BTreeMap<GemmShape, u64> {
+    let mut shape_ns: BTreeMap<GemmShape, u64> = BTreeMap::new();
+    for c in &a.classes.list {
+        if let Some(g) = &c.key.gemm {
+            *shape_ns.entry(g.shape.clone()).or_default() += c.tally.ns;
+        }
+    }
+    shape_ns
+}
+
+/// The roles of `a`'s GEMM shapes under `config` (at `tp`, or the degree that fits
+/// best): each shape's label ([`super::matching::label`]), or [`NO_ROLE`].
+pub fn shape_roles(
+    a: &Aggregate,
+    config: &ModelConfig,
+    tp: Option<u64>,
+) -> std::collections::HashMap<GemmShape, String> {
+    assign(config, &gemm_time_by_shape(a), tp)
+        .shapes
+        .into_iter()
+        .map(|(s, roles)| {
+            let name = if roles.is_empty() {
+                NO_ROLE.to_string()
+            } else {
+                label(&roles)
+            };
+            (s, name)
+        })
+        .collect()
 }
 
 /// The role rows of one scope, whose launches per class are `tallies`.

@@ -134,6 +134,8 @@ pub struct KernelFacts {
     /// The GEMM behind it: shape (M, N, K, batch), its label
     /// ([`crate::analysis::gemm::GemmShape::label`]), which launch of the call it is.
     pub gemm: Option<GemmFacts>,
+    /// The GEMM's role in the model (`trace --model`): "qkv_proj", or "(no role)".
+    pub role: Option<String>,
     /// Model FLOPs credited to this launch (2·M·N·K·batch on a call's first launch).
     pub model_flops: Option<f64>,
     /// DRAM bytes read and written, when this launch measured both counters.
@@ -167,7 +169,7 @@ impl KernelFacts {
     }
 
     /// The facts as arguments of a kernel slice of `dur_ns`, those known only: the
-    /// GEMM (`gemm` its label, `gemm_m` ... `gemm_call_launch`), `model_flops`,
+    /// GEMM (`gemm` its label, `gemm_m` ... `gemm_call_launch`, `gemm_role`), `model_flops`,
     /// `dram_bytes` and `arithmetic_intensity` when the launch measured its bytes,
     /// else `dram_bytes_fitted` and `arithmetic_intensity_fitted` (its class's rate
     /// fitted to PM sampling), `mfu_pct`.
@@ -180,6 +182,9 @@ impl KernelFacts {
             push("gemm_k", Value::U64(g.k));
             push("gemm_batch", Value::U64(g.batch));
             push("gemm_call_launch", Value::U64(g.launch_index.into()));
+        }
+        if let Some(role) = &self.role {
+            push("gemm_role", Value::Str(role));
         }
         let numbers = [
             ("model_flops", self.model_flops),

@@ -38,6 +38,8 @@ pub(super) struct JoinState {
     pub ranges: GpuRanges,
     /// DRAM bytes per ns fitted to PM sampling windows, per class (empty without).
     pub fitted: HashMap<ClassKey, f64>,
+    /// Each GEMM shape's role in the model (`trace --model`; empty without).
+    pub roles: HashMap<GemmShape, String>,
     /// Kernels waiting in the joiner whose launch the builder did not hold when they
     /// arrived (the launch came [`super::HOLD_PARTS`] parts or more before, or not
     /// at all), by (pid, correlation id, graph node id, start): they get no flow, as
@@ -53,6 +55,7 @@ impl JoinState {
             peaks: AHashMap::new(),
             ranges: GpuRanges::default(),
             fitted: HashMap::new(),
+            roles: HashMap::new(),
             unmatched: AHashSet::new(),
         }
     }
@@ -110,8 +113,12 @@ impl JoinState {
                     .map(|per_ns| per_ns * ns as f64)
             }
         };
+        let role = gemm
+            .as_ref()
+            .and_then(|(shape, _)| self.roles.get(shape).cloned());
         KernelFacts {
             launch_written,
+            role,
             model_flops: gemm
                 .as_ref()
                 .map(|(shape, i)| if *i == 0 { shape.model_flops() } else { 0.0 }),

@@ -571,6 +571,9 @@ fn kernel_args(a: &mut String, k: &wire::Kernel, facts: Option<&KernelFacts>) {
             g.launch_index
         );
     }
+    if let Some(role) = &f.role {
+        let _ = write!(a, ", \"GEMM role\": {}", quoted(role));
+    }
     let dur = k.end_ns.saturating_sub(k.start_ns);
     if let Some(v) = f.model_flops {
         push_number(a, "model FLOPs", v);

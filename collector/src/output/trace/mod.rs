@@ -41,6 +41,7 @@ use std::io::{self, Write};
 use wire::{marker_flags, Record};
 
 use crate::analysis::classes::ClassKey;
+use crate::analysis::gemm::GemmShape;
 use crate::analysis::join;
 use crate::analysis::names::{copy_kind_name, demangle, launch_api_name};
 use event::{Arg, Category, FlowIn, Process, Sink, Slice, Source, Track, TrackKind, Value};
@@ -185,6 +186,14 @@ impl<S: Sink> TraceBuilder<S> {
     pub fn with_fitted(mut self, fitted: HashMap<ClassKey, f64>) -> TraceBuilder<S> {
         if let Some(j) = &mut self.join {
             j.fitted = fitted;
+        }
+        self
+    }
+
+    /// Each GEMM shape's role in the model (`trace --model`), given to its kernels.
+    pub fn with_roles(mut self, roles: HashMap<GemmShape, String>) -> TraceBuilder<S> {
+        if let Some(j) = &mut self.join {
+            j.roles = roles;
         }
         self
     }

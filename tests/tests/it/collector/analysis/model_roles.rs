@@ -12,7 +12,9 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gpuprof_tests::{artifact, gpuprof_command, record_session_on_sim, Scratch, TimedChild};
+use gpuprof_tests::{
+    artifact, gpuprof_command, read_perfetto_trace, record_session_on_sim, Scratch, TimedChild,
+};
 use serde_json::Value;
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -26,9 +28,21 @@ fn model_file(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A recorded session: its scratch directory (removed when dropped) and the session.
+struct Session {
+    _scratch: Scratch,
+    dir: PathBuf,
+}
+
 /// cudarc-llm with `config`'s dimensions, recorded; `gpuprof report --format json
 /// --model config` and the table, and the config.
 fn run(name: &str, extra: &[&str]) -> (Value, String, Value) {
+    let (r, text, c, _) = run_kept(name, extra);
+    (r, text, c)
+}
+
+/// [`run`], the session kept.
+fn run_kept(name: &str, extra: &[&str]) -> (Value, String, Value, Session) {
     let config = model_file(name);
     let scratch = Scratch::new(&format!("model-roles-{name}"));
     let out = scratch.join("out");
@@ -58,7 +72,11 @@ fn run(name: &str, extra: &[&str]) -> (Value, String, Value) {
     let json: Value = serde_json::from_str(&report("json")).unwrap();
     let text = report("table");
     let c: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-    (json, text, c)
+    let session = Session {
+        _scratch: scratch,
+        dir: out,
+    };
+    (json, text, c, session)
 }
 
 /// One GEMM the workload calls: cuBLAS's (M, N, K, batch), its role, and its calls
@@ -252,4 +270,42 @@ fn a_given_degree_is_used_and_said() {
     // The LM head (vocab 32000 split 2 ways is 16000, not 32000) fits no role at TP 2.
     let roles = shape_roles(&r);
     assert_eq!(roles[&(32000, 1, 2048, 1)], "");
+}
+
+/// The Perfetto trace (`gpuprof trace --model`, read back with Perfetto's own
+/// classes) gives every GEMM kernel its role, the report's for its shape, beside its
+/// shape, model FLOPs and MFU.
+#[test]
+fn the_perfetto_trace_names_each_gemm_kernel_by_its_role() {
+    let (r, _, _, session) = run_kept("qwen3-0.6b.json", &[]);
+    let roles = shape_roles(&r);
+    let trace = session.dir.join("roles.perfetto-trace");
+    let mut cmd = gpuprof_command();
+    cmd.args(["trace", "--model"])
+        .arg(model_file("qwen3-0.6b.json"))
+        .arg("-o")
+        .arg(&trace)
+        .arg(&session.dir);
+    let o = TimedChild::spawn(cmd, LIMIT).wait();
+    assert!(o.status.success(), "gpuprof trace: {o:?}");
+    let t = read_perfetto_trace(&trace);
+    let mut named = 0;
+    for s in t["slices"].as_array().unwrap() {
+        let a = &s["args"];
+        let Some(m) = a["gemm_m"].as_u64() else {
+            assert!(a["gemm_role"].is_null(), "{s}");
+            continue;
+        };
+        let n = |k: &str| a[k].as_u64().unwrap();
+        let shape = (m, n("gemm_n"), n("gemm_k"), n("gemm_batch"));
+        assert_eq!(a["gemm_role"].as_str(), Some(roles[&shape].as_str()), "{s}");
+        assert!(
+            a["model_flops"].is_number() && a["mfu_pct"].is_number(),
+            "{s}"
+        );
+        named += 1;
+    }
+    // Per forward pass: 2 layers of QKV, output, gate-up and down projections, the
+    // prompt's attention scores, and the LM head; 1 prefill and 2 decode passes.
+    assert_eq!(named, 2 * 5 + 1 + 2 * (2 * 4 + 1));
 }
