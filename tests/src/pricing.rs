@@ -1067,6 +1067,78 @@ pub fn assert_rollup(got: &Value, want: &ExpectedRollup, with_bytes: bool, what:
     }
 }
 
+/// verdict.rs's rules (its module documentation's table) on shape `s` run by
+/// `kernels`, with `(FLOPs, bytes, GPU ns, peak)` in `math`: the bound against the
+/// ridge and the ceiling's 60%, then the fill of the CTA tile a `tilesize` kernel name
+/// gives, when under 90%.
+fn expected_verdicts(
+    s: &Shape,
+    (flops, bytes, ns, peak): (f64, Option<f64>, u64, Option<f64>),
+    math: Math,
+    c: &Ceilings,
+    kernels: &[&str],
+) -> Value {
+    let mut out = Vec::new();
+    let pct = |f: f64| format!("{:.1}%", f * 100.0);
+    if let (Some(b), Some(p)) = (bytes.filter(|b| *b > 0.0), peak) {
+        let (ai, ridge) = (flops / b, p / c.dram);
+        let secs = ns as f64 * 1e-9;
+        let (mbu, mfu) = (b / secs / c.dram, flops / secs / p);
+        let peak = format!("{} {}", math.precision(), math.pipe());
+        out.push(
+            match (ai < ridge, if ai < ridge { mbu } else { mfu } >= 0.6) {
+                (true, true) => (
+                    "memory_bound",
+                    format!(
+                "memory-bound at {} of DRAM peak (AI {ai:.1} < ridge {ridge:.1}): more tokens \
+                 per call raise its AI", pct(mbu)),
+                ),
+                (true, false) => (
+                    "memory_bound_slow",
+                    format!(
+                "memory-bound but at {} of DRAM peak: not bandwidth-limited; see its launch \
+                 shape", pct(mbu)),
+                ),
+                (false, true) => (
+                    "compute_bound",
+                    format!("compute-bound at {} of the {peak} peak", pct(mfu)),
+                ),
+                (false, false) => (
+                    "compute_bound_slow",
+                    format!(
+                "compute-bound but at {} of the {peak} peak: see tile padding and its launch \
+                 shape", pct(mfu)),
+                ),
+            },
+        );
+    }
+    let tile = kernels.iter().find_map(|k| {
+        let dims = &k[k.find("tilesize")? + "tilesize".len()..];
+        let mut d = dims.split('x').map(|x| x.parse::<u64>().ok());
+        Some((d.next()??, d.next()??))
+    });
+    if let Some((tm, tn)) = tile {
+        let (pm, pn) = (s.m.div_ceil(tm) * tm, s.n.div_ceil(tn) * tn);
+        let fill = (s.m * s.n) as f64 / (pm * pn) as f64;
+        if fill < 0.9 {
+            out.push((
+                "tile_padding",
+                format!(
+                    "tile {tm}x{tn} (kernel name): the GEMM fills {} of its tiles (M, out: {} of \
+                 {pm}; N, tokens: {} of {pn})",
+                    pct(fill),
+                    s.m,
+                    s.n
+                ),
+            ));
+        }
+    }
+    json!(out
+        .iter()
+        .map(|(rule, text)| json!({"rule": rule, "text": text}))
+        .collect::<Vec<_>>())
+}
+
 /// The shape rows: per shape, its launches' time, model FLOPs and bytes (null when no
 /// launch of the shape measured them), by GPU time.
 pub fn expected_shapes(launches: &[Priced], c: &Ceilings, report: &Value) -> Vec<Value> {
@@ -1135,6 +1207,8 @@ pub fn expected_shapes(launches: &[Priced], c: &Ceilings, report: &Value) -> Vec
             });
             let p = point(Some(model_flops), b, gpu_ns, math.peak(c), Some(c.dram));
             row.as_object_mut().unwrap().extend(p);
+            let at = (model_flops, b, gpu_ns, math.peak(c));
+            row["verdicts"] = expected_verdicts(&s, at, math, c, &kernels);
             (gpu_ns, s, norm(row))
         })
         .collect();

@@ -143,6 +143,25 @@ pub fn op_name(op: u32) -> String {
     }
 }
 
+/// A BF16 GEMM (FP32 compute, op(A) = T, op(B) = N) of cuBLAS's M x N x K x batch,
+/// for tests.
+#[cfg(test)]
+pub fn bf16_shape(m: u64, n: u64, k: u64, batch: u64) -> GemmShape {
+    GemmShape {
+        m,
+        n,
+        k,
+        batch,
+        a_type: 14,
+        b_type: 14,
+        c_type: 14,
+        d_type: 14,
+        compute_type: 68,
+        trans_a: 1,
+        trans_b: 0,
+    }
+}
+
 #[cfg(test)]
 #[path = "gemm_tests.rs"]
 pub(crate) mod tests;

@@ -116,9 +116,10 @@ fn parse_what_if(s: &str) -> Result<WhatIfTokens, String> {
 /// formulas, the roofline's marks, the launch shape rules and the peaks file's format.
 pub fn long_help() -> String {
     format!(
-        "{}\n\n{}\n\n{}\n\n{}",
+        "{}\n\n{}\n\n{}\n\n{}\n\n{}",
         render::PCT_HELP,
         render::MARKS_HELP,
+        render::VERDICT_HELP,
         render::LAUNCH_SHAPE_HELP,
         crate::analysis::roofline::peaks::PEAKS_FILE_HELP
     )

@@ -305,22 +305,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    fn bf16(m: u64, n: u64, k: u64, batch: u64) -> GemmShape {
-        GemmShape {
-            m,
-            n,
-            k,
-            batch,
-            a_type: 14,
-            b_type: 14,
-            c_type: 14,
-            d_type: 14,
-            compute_type: 68,
-            trans_a: 1,
-            trans_b: 0,
-        }
-    }
+    use crate::analysis::gemm::bf16_shape as bf16;
 
     fn llama() -> ModelConfig {
         ModelConfig::of(&json!({

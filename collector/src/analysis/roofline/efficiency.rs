@@ -55,6 +55,7 @@ pub use super::dram_bytes::fitted_bytes_per_ns;
 use super::dram_bytes::{undetermined_bytes, ClassBytes, RowBytes};
 use super::hw_flops::{ConfigCounters, ConfigFlops, RowHwFlops};
 use super::peaks::{peaks_for, Overrides, Peaks};
+use super::verdict::{shape_verdicts, Verdict};
 use crate::analysis::aggregate::{aggregate, Aggregate};
 use crate::analysis::classes::Class;
 use crate::analysis::family::{classify, Family};
@@ -154,6 +155,8 @@ pub struct ShapeRow {
     pub point: Point,
     /// The kernel names (demangled) that ran this shape.
     pub kernels: Vec<String>,
+    /// Why it is where it is on the roofline ([`super::verdict`]).
+    pub verdicts: Vec<Verdict>,
 }
 
 /// Something a row could not compute, and why.
@@ -713,6 +716,13 @@ fn shape_row(
         .collect();
     kernels.sort();
     kernels.dedup();
+    let point = evaluate(&Inputs {
+        flops: Some(model_flops),
+        bytes: shape_bytes,
+        duration_ns: gpu_ns,
+        peak_flops,
+        bandwidth,
+    });
     ShapeRow {
         label: shape.label(),
         calls: cs
@@ -729,13 +739,8 @@ fn shape_row(
         math,
         peak_flops,
         bandwidth,
-        point: evaluate(&Inputs {
-            flops: Some(model_flops),
-            bytes: shape_bytes,
-            duration_ns: gpu_ns,
-            peak_flops,
-            bandwidth,
-        }),
+        verdicts: shape_verdicts(&shape, &point, math, &kernels),
+        point,
         kernels,
         gpu: gpu.gpu.clone(),
         shape,

@@ -561,6 +561,7 @@ Roofline by kernel (FLOPs: GEMM shapes; hw: counters, * where AI, FLOP/s and MFU
 Roofline by GEMM shape (tokens x out x in x batch: cuBLAS's N x M x K as PyTorch calls it; types; op(A) op(B))
   calls   GPU µs  model FLOPs       AI   FLOP/s  MFU %  MBU %  bound    shape
       1  160.000      137.44G  1365.33  858.99T   86.8   18.8  compute  4096x4096x4096 x1 bf16·bf16->bf16 (fp32) TN [NVIDIA H100 80GB HBM3]
+         └ compute-bound at 86.8% of the BF16 tensor peak
       1   12.000       33.55M        -    2.80T    0.3      -  -        1x4096x4096 x1 bf16·bf16->bf16 (fp32) TN [NVIDIA H100 80GB HBM3]
 
 Roofline by kernel family

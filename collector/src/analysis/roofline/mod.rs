@@ -19,6 +19,7 @@ pub mod efficiency;
 mod hw_flops;
 mod peak_table;
 pub mod peaks;
+pub mod verdict;
 pub mod what_if;
 
 use serde::Serialize;

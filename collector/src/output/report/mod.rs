@@ -89,6 +89,7 @@ pub use figures::si;
 pub use figures::MARKS_HELP;
 pub use json::{json, json_with};
 pub use launch_shape::LAUNCH_SHAPE_HELP;
+pub use roofline::VERDICT_HELP;
 pub use table::{capture_line, table, table_view, table_view_with, table_with};
 
 /// The formats of `gpuprof report`.

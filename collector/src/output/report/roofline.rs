@@ -186,7 +186,19 @@ pub(super) fn roofline_table(
             &POINT_COLUMNS,
             &[("shape", false)],
         ];
-        grid_columns(out, &columns.concat(), &mut rows, true);
+        let mut text = String::new();
+        grid_columns(&mut text, &columns.concat(), &mut rows, true);
+        // Each row, then why it is where it is (analysis::roofline::verdict).
+        let mut lines = text.lines();
+        if let Some(header) = lines.next() {
+            let _ = writeln!(out, "{header}");
+        }
+        for (line, s) in lines.zip(&e.shapes) {
+            let _ = writeln!(out, "{line}");
+            for v in &s.verdicts {
+                wrapped(out, 9, &format!("└ {}", v.text));
+            }
+        }
     }
 
     out.push_str("\nRoofline by kernel family\n");
@@ -325,6 +337,7 @@ pub(super) fn roofline_json(e: &Efficiency, top: Option<usize>) -> Value {
             "gpu_ns": s.gpu_ns,
             "model_flops": s.model_flops,
             "kernels": s.kernels,
+            "verdicts": s.verdicts,
         });
         let measured = Measured {
             math: s.math,
@@ -372,6 +385,18 @@ pub(super) fn roofline_json(e: &Efficiency, top: Option<usize>) -> Value {
     }
     out
 }
+
+/// The verdict rules under the GEMM shape rows ([`crate::analysis::roofline::verdict`]),
+/// for `report --help`.
+pub const VERDICT_HELP: &str = "\
+Verdicts under \"Roofline by GEMM shape\" rows (JSON/CSV verdicts; thresholds worth a line, not NVIDIA's):
+  memory_bound        AI < ridge, MBU >= 60%: at the DRAM ceiling; more tokens per call raise AI
+  memory_bound_slow   AI < ridge, MBU < 60%: below it; the launch shape or latency holds it
+  compute_bound       AI >= ridge, MFU >= 60% of the shape's precision's peak
+  compute_bound_slow  AI >= ridge, MFU < 60%: tile padding or the launch shape hold it
+  tile_padding        the kernel name's CTA tile (tilesize128x128x64, _128x64_ldg8_, CUTLASS
+                      _64x64_64x4_) tiles cuBLAS's M x N; fill = M*N / (whole tiles' M' * N')
+                      under 90%";
 
 /// The CSV columns kernel and GEMM-shape rows share (see [`Measured`]).
 const MEASURED_COLUMNS: [&str; 12] = [
@@ -431,7 +456,7 @@ fn shape_columns() -> Vec<&'static str> {
         "gpu_ns",
         "model_flops",
     ];
-    [&own[..], &MEASURED_COLUMNS].concat()
+    [&own[..], &MEASURED_COLUMNS, &["verdicts"]].concat()
 }
 
 const PEAK_COLUMNS: [&str; 14] = [
@@ -467,10 +492,30 @@ pub(super) fn roofline_csv(out: &mut CsvTables, r: &Value) {
             p
         })
         .collect();
+    // A shape's verdicts as "rule: text; rule: text".
+    let shapes: Vec<Value> = rows("shapes")
+        .into_iter()
+        .map(|mut s| {
+            let verdicts: Vec<String> = s["verdicts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|v| {
+                    format!(
+                        "{}: {}",
+                        v["rule"].as_str().unwrap_or(""),
+                        v["text"].as_str().unwrap_or("")
+                    )
+                })
+                .collect();
+            s["verdicts"] = json!(verdicts.join("; "));
+            s
+        })
+        .collect();
     let (kernel_columns, shape_columns) = (kernel_columns(), shape_columns());
     let sections: [(&str, &[&str], Vec<Value>); 8] = [
         ("roofline_kernels", &kernel_columns, rows("kernels")),
-        ("roofline_shapes", &shape_columns, rows("shapes")),
+        ("roofline_shapes", &shape_columns, shapes),
         ("roofline_families", &ROLLUP_COLUMNS, rows("families")),
         ("roofline_ranges", &ROLLUP_COLUMNS, rows("ranges")),
         ("roofline_run", &ROLLUP_COLUMNS, vec![r["run"].clone()]),

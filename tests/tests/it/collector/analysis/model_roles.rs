@@ -226,6 +226,37 @@ fn check(name: &str) {
             assert_eq!(per, Some(layers), "{name} {role}: per forward");
         }
     }
+    // Why each shape is where it is: the decode GEMVs against the DRAM ceiling (at
+    // it, or below it: the router's 64 outputs), the prompt's GEMMs on cuBLAS's
+    // 128x128 tiles filling M·N of the whole tiles they need.
+    for sh in r["roofline"]["shapes"].as_array().unwrap() {
+        let rules: BTreeMap<&str, &str> = sh["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| (v["rule"].as_str().unwrap(), v["text"].as_str().unwrap()))
+            .collect();
+        let u = |k: &str| sh[k].as_u64().unwrap();
+        if sh["kernels"].to_string().contains("tilesize128x128") {
+            let whole = |d: u64| d.div_ceil(128) * 128;
+            let fill = 100.0 * (u("m") * u("n")) as f64 / (whole(u("m")) * whole(u("n"))) as f64;
+            assert!(
+                rules["tile_padding"].contains(&format!("fills {fill:.1}% of its tiles")),
+                "{name}: {sh:#}"
+            );
+        }
+        if u("n") == 1 {
+            let f = |k: &str| sh[k].as_f64().unwrap();
+            let mbu = f("bytes") * 1e9 / f("gpu_ns") / f("dram_bytes_per_s");
+            let (rule, said) = if mbu >= 0.6 {
+                ("memory_bound", "memory-bound at")
+            } else {
+                ("memory_bound_slow", "memory-bound but at")
+            };
+            let said = format!("{said} {:.1}% of DRAM peak", mbu * 100.0);
+            assert!(rules[rule].starts_with(&said), "{name}: {sh:#}");
+        }
+    }
     // The table names them too, within 120 columns.
     let section = &text[text
         .find("\nGEMMs by role in the model")
