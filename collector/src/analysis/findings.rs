@@ -24,8 +24,8 @@ pub struct Findings {
     /// The roofline at other token counts, when asked for ([`with_what_if`]): the
     /// rows, and the shapes without rows with why.
     pub what_if: Option<WhatIfs>,
-    /// The GEMMs by their role in the model, when its config was given
-    /// ([`with_roles`]).
+    /// The GEMMs by their role in the model: from its config when given
+    /// ([`with_roles`]), else inferred from the shapes; `None` without GEMMs.
     pub roles: Option<ModelRoles>,
 }
 
@@ -36,11 +36,20 @@ pub fn findings(aggregate: &Aggregate, integrity: &Integrity, peaks: &Overrides)
     summary.counters.pct = pct_of(aggregate, &summary.counters.kernels, peaks);
     summary.counters.fitted_pct = fitted_pct(aggregate, peaks);
     let roofline = efficiency_of(aggregate, peaks);
+    // Without a config the roles are inferred from the shapes ([`with_roles`] gives
+    // them from one).
+    let roles = model_roles(
+        aggregate,
+        &roofline.classes,
+        &range_names(&roofline),
+        None,
+        None,
+    );
     Findings {
         summary,
         roofline,
         what_if: None,
-        roles: None,
+        roles,
     }
 }
 
@@ -59,13 +68,12 @@ pub fn with_roles(
     config: &ModelConfig,
     tp: Option<u64>,
 ) -> Findings {
-    let ranges: Vec<String> = f.roofline.ranges.iter().map(|r| r.name.clone()).collect();
-    f.roles = Some(model_roles(
-        aggregate,
-        &f.roofline.classes,
-        &ranges,
-        config,
-        tp,
-    ));
+    let ranges = range_names(&f.roofline);
+    f.roles = model_roles(aggregate, &f.roofline.classes, &ranges, Some(config), tp);
     f
+}
+
+/// The NVTX ranges of the roofline, in its order.
+fn range_names(e: &Efficiency) -> Vec<String> {
+    e.ranges.iter().map(|r| r.name.clone()).collect()
 }

@@ -208,12 +208,16 @@ pub enum TpSource {
     /// covers as much (more than one: the shapes do not decide; none: no degree gives
     /// any shape a role, and `tp` is 1).
     Inferred { fits: Vec<u64> },
+    /// No config: the roles inferred from the shapes alone ([`super::infer`]), no
+    /// degree.
+    NoConfig,
 }
 
 /// The roles of a run's GEMM shapes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Assignment {
-    pub tp: u64,
+    /// The tensor-parallel degree; `None` without a config.
+    pub tp: Option<u64>,
     pub tp_source: TpSource,
     /// Every shape of the run with the roles it fits (none: it fits no role).
     pub shapes: BTreeMap<GemmShape, Vec<Role>>,
@@ -236,7 +240,7 @@ pub fn assign(c: &ModelConfig, shapes: &BTreeMap<GemmShape, u64>, tp: Option<u64
     };
     if let Some(t) = tp {
         return Assignment {
-            tp: t,
+            tp: Some(t),
             tp_source: TpSource::Given,
             shapes: at(t),
         };
@@ -269,7 +273,7 @@ pub fn assign(c: &ModelConfig, shapes: &BTreeMap<GemmShape, u64>, tp: Option<u64
         .find(|(t, _, _)| *t == fits.first().copied().unwrap_or(1))
         .expect("degree 1 divides every head count");
     Assignment {
-        tp,
+        tp: Some(tp),
         tp_source: TpSource::Inferred { fits },
         shapes: roles,
     }
@@ -337,7 +341,7 @@ mod tests {
         .into_iter()
         .collect();
         let a = assign(&llama(), &shapes, None);
-        assert_eq!(a.tp, 2);
+        assert_eq!(a.tp, Some(2));
         assert_eq!(a.tp_source, TpSource::Inferred { fits: vec![2] });
         let want = [
             ("100x8x4096x1", ""),

@@ -4,6 +4,7 @@
 //! rollup of its launches ([`rows`]).
 
 pub mod config;
+pub mod infer;
 pub mod matching;
 pub mod rows;
 

@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::config::ModelConfig;
-use super::matching::{assign, label, Assignment, Role};
+use super::infer::infer;
+use super::matching::{assign, label, Assignment, Role, TpSource};
 use crate::analysis::aggregate::Aggregate;
 use crate::analysis::classes::Tally;
 use crate::analysis::gemm::GemmShape;
@@ -49,25 +50,36 @@ pub struct RoleRow {
 /// The roles of a run's GEMMs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelRoles {
-    pub config: ModelConfig,
+    /// `None`: the roles are inferred from the shapes alone ([`super::infer`]).
+    pub config: Option<ModelConfig>,
     pub assignment: Assignment,
     /// Per scope (each NVTX range by GPU time, then the run), by GPU time.
     pub rows: Vec<RoleRow>,
 }
 
-/// The roles of `a`'s GEMMs under `config` (at `tp`, or the degree that fits best),
-/// `values` per class as the roofline has them and `ranges` the NVTX ranges in the
-/// report's order.
+/// The roles of `a`'s GEMMs under `config` (at `tp`, or the degree that fits best;
+/// without a config, inferred from the shapes), `values` per class as the roofline has
+/// them and `ranges` the NVTX ranges in the report's order. `None` without GEMMs.
 pub fn model_roles(
     a: &Aggregate,
     values: &[ClassValues],
     ranges: &[String],
-    config: &ModelConfig,
+    config: Option<&ModelConfig>,
     tp: Option<u64>,
-) -> ModelRoles {
+) -> Option<ModelRoles> {
     let classes = &a.classes.list;
     let shape_ns = gemm_time_by_shape(a);
-    let assignment = assign(config, &shape_ns, tp);
+    if shape_ns.is_empty() {
+        return None;
+    }
+    let assignment = match config {
+        Some(c) => assign(c, &shape_ns, tp),
+        None => Assignment {
+            tp: None,
+            tp_source: TpSource::NoConfig,
+            shapes: infer(&gemm_calls_by_shape(a)),
+        },
+    };
     let mut in_ranges = range_classes(a);
     let mut scopes: Vec<(String, BTreeMap<usize, Tally>)> = ranges
         .iter()
@@ -83,11 +95,11 @@ pub fn model_roles(
         .iter()
         .flat_map(|(scope, tallies)| scope_rows(a, values, &assignment, scope, tallies, &shape_ns))
         .collect();
-    ModelRoles {
-        config: config.clone(),
+    Some(ModelRoles {
+        config: config.cloned(),
         assignment,
         rows,
-    }
+    })
 }
 
 /// The GPU time of each GEMM shape's launches.
@@ -99,6 +111,18 @@ fn gemm_time_by_shape(a: &Aggregate) -> BTreeMap<GemmShape, u64> {
         }
     }
     shape_ns
+}
+
+/// The GEMM calls (first launches) of each shape.
+fn gemm_calls_by_shape(a: &Aggregate) -> BTreeMap<GemmShape, u64> {
+    let mut calls: BTreeMap<GemmShape, u64> = BTreeMap::new();
+    for c in &a.classes.list {
+        if let Some(g) = &c.key.gemm {
+            let n = if g.first { c.tally.calls } else { 0 };
+            *calls.entry(g.shape.clone()).or_default() += n;
+        }
+    }
+    calls
 }
 
 /// The roles of `a`'s GEMM shapes under `config` (at `tp`, or the degree that fits

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use super::cells::{fit_last_column, grid, micros, wrapped};
+use super::cells::{drop_to_fit, fit_last_column, grid, micros, note_left_out, wrapped};
 use super::figures::{intensity, marked, marked_ai, or_dash, pct_of, pct_value, si};
 use super::rollups::{rollup_json, ROLLUP_COLUMNS};
 use crate::analysis::roles::{ModelRoles, RoleRow, TpSource, NO_ROLE};
@@ -29,8 +29,9 @@ pub(super) fn role_columns() -> Vec<&'static str> {
 
 /// The tensor-parallel degree and where it came from, in words.
 fn tp_words(r: &ModelRoles) -> String {
-    let tp = r.assignment.tp;
+    let tp = r.assignment.tp.unwrap_or(1);
     match &r.assignment.tp_source {
+        TpSource::NoConfig => "no tensor-parallel degree without a config".to_string(),
         TpSource::Given => format!("TP {tp} (--tp)"),
         TpSource::Inferred { fits } if fits.is_empty() => {
             "no tensor-parallel degree fits the shapes".to_string()
@@ -67,13 +68,18 @@ fn row_json(r: &RoleRow) -> Value {
 /// The section as JSON: the config, the degree, every shape's roles and the rows.
 pub(super) fn roles_json(r: &ModelRoles) -> Value {
     let fits = match &r.assignment.tp_source {
-        TpSource::Given => Value::Null,
         TpSource::Inferred { fits } => json!(fits),
+        TpSource::Given | TpSource::NoConfig => Value::Null,
     };
     json!({
         "config": r.config,
         "tp": r.assignment.tp,
-        "tp_source": match r.assignment.tp_source { TpSource::Given => "given", TpSource::Inferred { .. } => "inferred" },
+        "tp_source": match r.assignment.tp_source {
+            TpSource::Given => "given",
+            TpSource::Inferred { .. } => "inferred",
+            TpSource::NoConfig => "none",
+        },
+        "roles_from": if r.config.is_some() { "config" } else { "shapes" },
         "tp_fits": fits,
         "shapes": r.assignment.shapes.iter().map(|(s, roles)| json!({
             "shape": s.label_as_read(),
@@ -107,9 +113,23 @@ fn per_forward(v: Option<f64>) -> String {
 
 /// The text section.
 pub(super) fn roles_table(out: &mut String, r: &ModelRoles) {
-    out.push_str("\nGEMMs by role in the model\n");
-    wrapped(out, 2, &format!("{}; {}", r.config.summary(), tp_words(r)));
-    if r.rows.iter().all(|row| row.role == NO_ROLE) {
+    match &r.config {
+        Some(c) => {
+            out.push_str("\nGEMMs by role in the model\n");
+            wrapped(out, 2, &format!("{}; {}", c.summary(), tp_words(r)));
+        }
+        None => {
+            out.push_str("\nGEMMs by role in the model, inferred from the shapes\n");
+            wrapped(
+                out,
+                2,
+                "no model config: the roles are guessed from the shapes (the hidden size is \
+                 the feature count most shapes share; rules: docs/ARCHITECTURE.md); --model \
+                 config.json names them from the model's dimensions",
+            );
+        }
+    }
+    if r.config.is_some() && r.rows.iter().all(|row| row.role == NO_ROLE) {
         wrapped(
             out,
             2,
@@ -149,7 +169,7 @@ pub(super) fn roles_table(out: &mut String, r: &ModelRoles) {
             ]
         })
         .collect();
-    let headers = [
+    let mut headers: Vec<String> = [
         "range",
         "role",
         "calls",
@@ -162,12 +182,19 @@ pub(super) fn roles_table(out: &mut String, r: &ModelRoles) {
         "AI",
         "bound",
         "shapes",
-    ];
-    let right = [
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut right = vec![
         false, false, true, true, true, true, true, true, true, true, false, false,
     ];
+    // Too wide (long range names, ambiguous roles): model FLOPs, then AI, then the
+    // GPU time go.
+    let dropped = drop_to_fit(&mut headers, &mut right, &mut rows, &[6, 9, 4]);
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     fit_last_column(&headers, &mut rows);
     grid(out, &headers, &right, &rows);
+    note_left_out(out, &dropped);
     let _ = writeln!(
         out,
         "  (JSON and CSV model_roles: the run's rows, HFU, types, and every shape's roles)"

@@ -178,8 +178,21 @@ fn row<'a>(r: &'a Value, scope: &str, role: &str) -> &'a Value {
 }
 
 fn check(name: &str) {
-    let (r, text, c) = run(name, &[]);
+    let (r, text, c, session) = run_kept(name, &[]);
     let want = calls(&c);
+    // Without the config the shapes alone give the same roles (attention's batched
+    // GEMMs say scores or values, which the shape cannot tell apart), said inferred.
+    let mut cmd = gpuprof_command();
+    cmd.args(["report", "--format", "json"]).arg(&session.dir);
+    let plain = TimedChild::spawn(cmd, LIMIT).wait();
+    assert!(plain.status.success(), "gpuprof report: {plain:?}");
+    let plain: Value = serde_json::from_str(&plain.stdout).unwrap();
+    assert_eq!(plain["model_roles"]["roles_from"], "shapes", "{name}");
+    let inferred: BTreeMap<_, _> = shape_roles(&plain)
+        .into_iter()
+        .map(|(s, r)| (s, r.replace("attn_scores|attn_values", "attn_scores")))
+        .collect();
+    assert_eq!(inferred, shape_roles(&r), "{name}: inferred");
     // Every GEMM gets the role the config implies, and nothing else ran.
     let expected: BTreeMap<(u64, u64, u64, u64), String> =
         want.iter().map(|w| (w.shape, w.role.to_string())).collect();
