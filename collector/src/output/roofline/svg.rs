@@ -24,6 +24,7 @@
 //! The same input gives the same bytes: coordinates are printed with at most two
 //! decimals and nothing depends on hashing or the environment.
 
+use crate::analysis::short_name::short_name;
 use std::fmt::Write;
 
 use super::layout::{
@@ -135,6 +136,7 @@ fn write_svg(s: &mut String, chart: &Chart, lay: &Layout, p: Rect) -> std::fmt::
     write_roof(s, lay)?;
     write_ridge(s, lay, p)?;
     write_points(s, chart, lay)?;
+    write_point_labels(s, chart, lay, p)?;
     write_roof_labels(s, chart, lay)?;
     write_legend(s, lay, p)?;
     writeln!(s, "</svg>")
@@ -456,6 +458,53 @@ fn write_points(s: &mut String, chart: &Chart, lay: &Layout) -> std::fmt::Result
     writeln!(s, "</g>")
 }
 
+/// How many of the largest points (by GPU time) are named on the chart.
+const NAMED_POINTS: usize = 5;
+/// The most characters of a point's name on the chart.
+const POINT_NAME_CHARS: usize = 28;
+
+/// The names of the [`NAMED_POINTS`] largest points beside their circles (short
+/// names, cut to [`POINT_NAME_CHARS`]), right of the circle or, where that leaves the
+/// plot `p`, left of it; a name that would overlap one already placed is left out
+/// (the tooltip has it).
+fn write_point_labels(s: &mut String, chart: &Chart, lay: &Layout, p: Rect) -> std::fmt::Result {
+    let mut order: Vec<&PointLayout> = lay.points.iter().collect();
+    order.sort_by(|a, b| {
+        let (ga, gb) = (chart.points[a.index].gpu_ns, chart.points[b.index].gpu_ns);
+        gb.cmp(&ga).then(a.index.cmp(&b.index))
+    });
+    let mut placed: Vec<(f64, f64, f64, f64)> = Vec::new();
+    for pt in order.into_iter().take(NAMED_POINTS) {
+        let mut name = short_name(&chart.points[pt.index].label);
+        if name.chars().count() > POINT_NAME_CHARS {
+            name = name.chars().take(POINT_NAME_CHARS - 1).collect::<String>() + "\u{2026}";
+        }
+        // About 6.5 user units a character at font size 11.
+        let width = name.chars().count() as f64 * 6.5;
+        let right = pt.x + pt.radius + 4.0;
+        let (x0, anchor) = if right + width <= p.right() {
+            (right, "start")
+        } else {
+            (pt.x - pt.radius - 4.0 - width, "end")
+        };
+        let rect = (x0, pt.y - 10.0, x0 + width, pt.y + 4.0);
+        let overlaps =
+            |r: &(f64, f64, f64, f64)| rect.0 < r.2 && r.0 < rect.2 && rect.1 < r.3 && r.1 < rect.3;
+        if placed.iter().any(overlaps) {
+            continue;
+        }
+        placed.push(rect);
+        let x = if anchor == "start" { x0 } else { x0 + width };
+        let attrs = format!(
+            r#"x="{}" y="{}" font-size="11" text-anchor="{anchor}" class="point-name""#,
+            num(x),
+            num(pt.y + 4.0)
+        );
+        halo_text(s, &attrs, "#222222", &escape(&name))?;
+    }
+    Ok(())
+}
+
 /// The roof's labels, over the points, each on a white halo so it stays readable:
 /// the bandwidth along the memory slope (where it fits), then each ceiling's.
 fn write_roof_labels(s: &mut String, chart: &Chart, lay: &Layout) -> std::fmt::Result {
@@ -594,6 +643,53 @@ mod tests {
                     gpu_ns: 500_000,
                 },
             ],
+        }
+    }
+
+    /// The largest points carry their short names, cut to fit, each once, beside its
+    /// circle and inside the plot.
+    #[test]
+    fn roofline_svg_names_the_largest_points() {
+        let chart = h100();
+        let svg = render_svg(&chart);
+        let lay = layout(&chart);
+        let names: Vec<&str> = svg
+            .split(r##"class="point-name" fill="#222222">"##)
+            .skip(1)
+            .map(|t| &t[..t.find("</text>").unwrap()])
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "sm90_xmma_gemm_bf16bf16_bf1\u{2026}",
+                "gemv2T_kernel_val&lt;\u{2026}&gt;",
+                "vectorized_elementwise_kern\u{2026}"
+            ]
+        );
+        // Each beside its circle, 4 units off: right of it, or left where the name
+        // would leave the plot.
+        for (pt, name) in lay.points.iter().zip(&names) {
+            let width = name
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .chars()
+                .count() as f64
+                * 6.5;
+            let y = num(pt.y + 4.0);
+            let right = pt.x + pt.radius + 4.0;
+            let at = if right + width <= lay.plot.right() {
+                format!(
+                    r#"x="{}" y="{y}" font-size="11" text-anchor="start""#,
+                    num(right)
+                )
+            } else {
+                let left = pt.x - pt.radius - 4.0;
+                format!(
+                    r#"x="{}" y="{y}" font-size="11" text-anchor="end""#,
+                    num(left)
+                )
+            };
+            assert!(svg.contains(&at), "{name}: {at}");
         }
     }
 
