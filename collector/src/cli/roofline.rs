@@ -85,7 +85,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         write(&path, &render_svg(chart))?;
         let l = layout(chart);
         eprintln!(
-            "gpuprof: roofline of {gpu} written to {} ({} of {} kernels plotted)",
+            "gpuprof: roofline of {gpu} written to {} ({} of {} points plotted)",
             path.display(),
             l.points.len(),
             chart.points.len()

@@ -2,16 +2,19 @@
 //! model ([`charts`], drawn by [`crate::output::roofline::svg`]) and the points behind it as
 //! CSV and JSON ([`points_csv`], [`points_json`]) for plotting elsewhere.
 //!
-//! A point is one kernel name on one GPU model: x its arithmetic intensity (FLOP per
-//! DRAM byte), y its achieved FLOP/s, size its GPU time, colour its family. A kernel
-//! without both values (no DRAM counters, no FLOPs) is listed with `plotted` false and
-//! the reason, and is not drawn. A chart's ceilings are the DRAM bandwidth and the
+//! A point is one GEMM shape (kind `gemm_shape`: its calls, model FLOPs and bytes, as
+//! the report's shape row) or one kernel name whose launches are not all GEMM calls
+//! (kind `kernel`), on one GPU model: x its arithmetic intensity (FLOP per DRAM
+//! byte), y its achieved FLOP/s, size its GPU time, colour its family. A kernel that
+//! only runs GEMMs is drawn as its shapes, so each launch's time is in one point. A
+//! point without both values (no DRAM counters, no FLOPs) is listed with `plotted`
+//! false and the reason, and is not drawn. A chart's ceilings are the DRAM bandwidth and the
 //! compute peaks of the data types its kernels use (every known one when none has a
 //! type).
 
 use serde_json::{json, Value};
 
-use crate::analysis::roofline::efficiency::{Efficiency, KernelRow};
+use crate::analysis::roofline::efficiency::{Efficiency, KernelRow, ShapeRow};
 use crate::analysis::roofline::Input;
 use crate::output::roofline::layout::{Ceiling, Chart, ChartPoint};
 
@@ -50,9 +53,10 @@ impl Cell {
 }
 
 /// The columns of a point: (CSV column, JSON key), in [`PointRow`] order.
-const COLUMNS: [(&str, &str); 16] = [
+const COLUMNS: [(&str, &str); 17] = [
     ("gpu", "gpu"),
     ("name", "name"),
+    ("kind", "kind"),
     ("family", "family"),
     ("math", "math"),
     ("calls", "calls"),
@@ -74,8 +78,71 @@ const COLUMNS: [(&str, &str); 16] = [
 #[derive(Debug, Clone, PartialEq)]
 pub struct PointRow([Cell; COLUMNS.len()]);
 
-fn point_row(r: &KernelRow) -> PointRow {
-    let p = &r.point;
+/// What a point is drawn from: a kernel row or a GEMM shape row.
+struct Source<'a> {
+    gpu: &'a str,
+    name: String,
+    kind: &'static str,
+    family: &'static str,
+    math: Option<crate::analysis::precision::Math>,
+    calls: u64,
+    gpu_ns: u64,
+    flops_source: &'static str,
+    flops: Option<f64>,
+    bytes: Option<f64>,
+    point: &'a crate::analysis::roofline::Point,
+}
+
+impl<'a> Source<'a> {
+    fn kernel(r: &'a KernelRow) -> Source<'a> {
+        Source {
+            gpu: &r.gpu,
+            name: r.name.clone(),
+            kind: "kernel",
+            family: r.family.name(),
+            math: r.math,
+            calls: r.calls,
+            gpu_ns: r.gpu_ns,
+            flops_source: r.flops_source.map(|s| s.name()).unwrap_or_default(),
+            flops: r.flops(),
+            bytes: r.bytes,
+            point: &r.point,
+        }
+    }
+
+    fn shape(s: &'a ShapeRow) -> Source<'a> {
+        Source {
+            gpu: &s.gpu,
+            name: format!("GEMM {}", s.shape.label_as_read()),
+            kind: "gemm_shape",
+            family: "GEMM",
+            math: s.math,
+            calls: s.calls,
+            gpu_ns: s.gpu_ns,
+            flops_source: "model",
+            flops: Some(s.model_flops),
+            bytes: s.bytes,
+            point: &s.point,
+        }
+    }
+}
+
+/// The points of `e`: its GEMM shapes and the kernels that are not only GEMM calls,
+/// by GPU time, longest first (ties: name).
+fn sources(e: &Efficiency) -> Vec<Source<'_>> {
+    let mut out: Vec<Source> = e
+        .kernels
+        .iter()
+        .filter(|k| !(k.gemm_launches > 0 && k.gemm_launches == k.calls))
+        .map(Source::kernel)
+        .chain(e.shapes.iter().map(Source::shape))
+        .collect();
+    out.sort_by(|a, b| b.gpu_ns.cmp(&a.gpu_ns).then_with(|| a.name.cmp(&b.name)));
+    out
+}
+
+fn point_row(r: &Source) -> PointRow {
+    let p = r.point;
     let plotted = drawable(p.intensity) && drawable(p.achieved);
     let missing = if plotted {
         String::new()
@@ -87,16 +154,16 @@ fn point_row(r: &KernelRow) -> PointRow {
             .join(", ")
     };
     let math = r.math.map(|m| m.to_string()).unwrap_or_default();
-    let flops_source = r.flops_source.map(|s| s.name()).unwrap_or_default();
     PointRow([
-        Cell::Text(r.gpu.clone()),
+        Cell::Text(r.gpu.to_string()),
         Cell::Text(r.name.clone()),
-        Cell::Text(r.family.name().to_string()),
+        Cell::Text(r.kind.to_string()),
+        Cell::Text(r.family.to_string()),
         Cell::Text(math),
         Cell::Count(r.calls),
         Cell::Count(r.gpu_ns),
-        Cell::Text(flops_source.to_string()),
-        Cell::Number(r.flops()),
+        Cell::Text(r.flops_source.to_string()),
+        Cell::Number(r.flops),
         Cell::Number(r.bytes),
         Cell::Number(p.intensity),
         Cell::Number(p.achieved),
@@ -128,9 +195,9 @@ fn drawable(v: Option<f64>) -> bool {
     v.is_some_and(|x| x.is_finite() && x > 0.0)
 }
 
-/// Every kernel row, in the analysis's order (longest GPU time first).
+/// Every point ([`sources`]), longest GPU time first.
 pub fn points(e: &Efficiency) -> Vec<PointRow> {
-    e.kernels.iter().map(point_row).collect()
+    sources(e).iter().map(point_row).collect()
 }
 
 /// One chart per GPU model with known peaks, in the analysis's GPU order.
@@ -138,7 +205,8 @@ pub fn charts(e: &Efficiency) -> Vec<(String, Chart)> {
     let mut out = Vec::new();
     for g in &e.gpus {
         let Some(peaks) = &g.peaks else { continue };
-        let rows: Vec<&KernelRow> = e.kernels.iter().filter(|r| r.gpu == g.gpu).collect();
+        let all = sources(e);
+        let rows: Vec<&Source> = all.iter().filter(|r| r.gpu == g.gpu).collect();
         let used: Vec<_> = rows.iter().filter_map(|r| r.math).collect();
         let ceilings = peaks
             .ceilings()
@@ -153,7 +221,7 @@ pub fn charts(e: &Efficiency) -> Vec<(String, Chart)> {
             .iter()
             .map(|r| ChartPoint {
                 label: r.name.clone(),
-                family: r.family.name().to_string(),
+                family: r.family.to_string(),
                 intensity: r.point.intensity.unwrap_or(f64::NAN),
                 flops_per_s: r.point.achieved.unwrap_or(f64::NAN),
                 gpu_ns: r.gpu_ns,

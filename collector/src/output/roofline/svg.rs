@@ -463,8 +463,8 @@ const NAMED_POINTS: usize = 5;
 /// The most characters of a point's name on the chart.
 const POINT_NAME_CHARS: usize = 28;
 
-/// The names of the [`NAMED_POINTS`] largest points beside their circles (short
-/// names, cut to [`POINT_NAME_CHARS`]), right of the circle or, where that leaves the
+/// The names of the [`NAMED_POINTS`] largest points beside their circles (a GEMM
+/// shape's dimensions, a kernel's short name, cut to [`POINT_NAME_CHARS`]), right of the circle or, where that leaves the
 /// plot `p`, left of it; a name that would overlap one already placed is left out
 /// (the tooltip has it).
 fn write_point_labels(s: &mut String, chart: &Chart, lay: &Layout, p: Rect) -> std::fmt::Result {
@@ -475,7 +475,12 @@ fn write_point_labels(s: &mut String, chart: &Chart, lay: &Layout, p: Rect) -> s
     });
     let mut placed: Vec<(f64, f64, f64, f64)> = Vec::new();
     for pt in order.into_iter().take(NAMED_POINTS) {
-        let mut name = short_name(&chart.points[pt.index].label);
+        let label = &chart.points[pt.index].label;
+        // A GEMM shape by its dimensions, a kernel by its short name.
+        let mut name = match label.strip_prefix("GEMM ") {
+            Some(shape) => format!("GEMM {}", shape.split(' ').next().unwrap_or(shape)),
+            None => short_name(label),
+        };
         if name.chars().count() > POINT_NAME_CHARS {
             name = name.chars().take(POINT_NAME_CHARS - 1).collect::<String>() + "\u{2026}";
         }

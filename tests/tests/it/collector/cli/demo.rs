@@ -42,8 +42,8 @@ fn demo_on_the_simulated_gpu_writes_report_roofline_and_trace() {
                 .to_string(),
             format!("gpuprof: session written to {d} (1 process, 65 kernels, 0 dropped); gpuprof report {d}"),
             // The demo asks for kernel replay, so even kernels launched twice have every
-            // counter and every kernel is drawn.
-            format!("gpuprof: roofline of NVIDIA H100 80GB HBM3 written to {d}/roofline.svg (8 of 8 kernels plotted)"),
+            // counter and every point (10 GEMM shapes, 5 other kernels) is drawn.
+            format!("gpuprof: roofline of NVIDIA H100 80GB HBM3 written to {d}/roofline.svg (15 of 15 points plotted)"),
             format!("gpuprof: the points: {d}/roofline.csv and {d}/roofline.json"),
         ]
     );

@@ -1,7 +1,8 @@
 //! `gpuprof roofline` on a session of the cudarc workload recorded on the simulated
 //! H100: the SVG is exactly the chart of the points the CSV lists (rebuilt from the
-//! CSV, it renders to the same bytes), it renders (resvg), and each plotted kernel's
-//! circle is where the CSV puts it, in its family's colour.
+//! CSV, it renders to the same bytes), it renders (resvg), and each plotted point's
+//! circle (a GEMM shape, or a kernel that is not only GEMMs) is where the CSV puts it,
+//! in its family's colour.
 
 use gpuprof_collector::analysis::roofline::peaks;
 use gpuprof_collector::output::roofline::layout::{
@@ -52,6 +53,44 @@ fn the_chart_is_the_csv_drawn() {
         String::from_utf8_lossy(&out.stderr)
     );
 
+    // The points: the report's GEMM shape rows, and its kernel rows whose launches are
+    // not all GEMM calls (a kernel that only runs GEMMs is drawn as its shapes).
+    let report = gpuprof_command()
+        .args(["report", "--format", "json"])
+        .arg(&session)
+        .output()
+        .expect("run gpuprof report");
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).expect("report JSON");
+    let kernels: Vec<&serde_json::Value> = report["roofline"]["kernels"]
+        .as_array()
+        .expect("roofline kernels")
+        .iter()
+        .filter(|k| !(k["gemm_launches"].as_u64() > Some(0) && k["gemm_launches"] == k["calls"]))
+        .collect();
+    let shapes = report["roofline"]["shapes"]
+        .as_array()
+        .expect("roofline shapes");
+    // A shape as a row-major caller reads it: tokens x out x in, batch, types, ops.
+    let as_read = |s: &serde_json::Value| {
+        let t = |k: &str| s[k].as_str().unwrap().to_string();
+        format!(
+            "GEMM {}x{}x{} x{} {}·{}->{} ({}) {}{}",
+            s["n"],
+            s["m"],
+            s["k"],
+            s["batch"],
+            t("a_type"),
+            t("b_type"),
+            t("d_type"),
+            t("compute_type"),
+            t("trans_a"),
+            t("trans_b")
+        )
+    };
+    let n_points = kernels.len() + shapes.len();
+    // 5 kernels besides the GEMMs (attention, elementwise, reduction), 10 GEMM shapes.
+    assert_eq!((kernels.len(), shapes.len()), (5, 10));
+
     let svg_path = scratch.join("chart.svg");
     let out = gpuprof_command()
         .arg("roofline")
@@ -65,7 +104,7 @@ fn the_chart_is_the_csv_drawn() {
     assert_eq!(
         stderr,
         format!(
-            "gpuprof: roofline of {GPU} written to {} (8 of 8 kernels plotted)\n\
+            "gpuprof: roofline of {GPU} written to {} ({n_points} of {n_points} points plotted)\n\
              gpuprof: the points: {} and {}\n",
             svg_path.display(),
             scratch.join("chart.csv").display(),
@@ -83,25 +122,23 @@ fn the_chart_is_the_csv_drawn() {
     let header = fields(lines.next().expect("header"));
     let col = |name: &str| header.iter().position(|h| h == name).expect(name);
     let rows: Vec<Vec<String>> = lines.map(fields).collect();
-    assert_eq!(rows.len(), 8);
-    assert_eq!(json.as_array().map(Vec::len), Some(8));
+    assert_eq!(rows.len(), n_points);
+    assert_eq!(json.as_array().map(Vec::len), Some(n_points));
 
-    // One name, one unit: each point's figures are the report's roofline kernel row's,
-    // under the same names (MFU and MBU in percent), in the CSV and the JSON alike.
-    let report = gpuprof_command()
-        .args(["report", "--format", "json"])
-        .arg(&session)
-        .output()
-        .expect("run gpuprof report");
-    let report: serde_json::Value = serde_json::from_slice(&report.stdout).expect("report JSON");
-    let kernels = report["roofline"]["kernels"]
-        .as_array()
-        .expect("roofline kernels");
+    // One name, one unit: each point's figures are the report's row's (kernel or GEMM
+    // shape), under the same names (MFU and MBU in percent), in the CSV and the JSON
+    // alike.
     for (r, j) in rows.iter().zip(json.as_array().unwrap()) {
-        let k = kernels
-            .iter()
-            .find(|k| k["name"].as_str() == Some(r[col("name")].as_str()))
-            .expect("the point's kernel row");
+        let name = r[col("name")].as_str();
+        let k = match r[col("kind")].as_str() {
+            "kernel" => kernels
+                .iter()
+                .copied()
+                .find(|k| k["name"].as_str() == Some(name)),
+            "gemm_shape" => shapes.iter().find(|s| as_read(s) == name),
+            other => panic!("kind {other}"),
+        }
+        .unwrap_or_else(|| panic!("the point's report row: {name}"));
         for key in [
             "bytes",
             "intensity",
@@ -109,14 +146,15 @@ fn the_chart_is_the_csv_drawn() {
             "mfu_pct",
             "mbu_pct",
         ] {
+            // The CSV's shortest round-trip text, parsed exactly by Rust; the report's
+            // JSON parsed by serde_json, whose parser may be an ulp off.
             let csv_value: f64 = r[col(key)].parse().expect(key);
-            assert_eq!(
-                Some(csv_value),
-                k[key].as_f64(),
-                "{key} of {}",
-                r[col("name")]
+            let want = k[key].as_f64().expect(key);
+            assert!(
+                (csv_value - want).abs() <= want.abs() * 4.0 * f64::EPSILON,
+                "{key} of {name}: {csv_value} vs {want}"
             );
-            assert_eq!(j[key], k[key], "{key} of {}", r[col("name")]);
+            assert_eq!(j[key], k[key], "{key} of {name}");
         }
     }
     let num = |r: &Vec<String>, c: &str| r[col(c)].parse::<f64>().expect(c);
@@ -175,7 +213,7 @@ fn the_chart_is_the_csv_drawn() {
         &mut pixmap.as_mut(),
     );
     let l = layout(&chart);
-    assert_eq!(l.points.len(), 8);
+    assert_eq!(l.points.len(), n_points);
     assert!(l.skipped.is_empty());
     let mut checked = 0;
     for p in &l.points {
