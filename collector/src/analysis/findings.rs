@@ -11,7 +11,7 @@ use super::integrity::Integrity;
 use super::roles::{model_roles, ModelConfig, ModelRoles};
 use super::roofline::efficiency::{efficiency_of, Efficiency};
 use super::roofline::peaks::Overrides;
-use super::roofline::what_if::{what_if, WhatIfs};
+use super::roofline::what_if::{what_if, WhatIfRoles, WhatIfs};
 use super::summary::{summarize_aggregate, Summary};
 
 /// A session's numbers, as every report form shows them.
@@ -53,9 +53,16 @@ pub fn findings(aggregate: &Aggregate, integrity: &Integrity, peaks: &Overrides)
     }
 }
 
-/// `f` with the roofline of every GEMM shape at `tokens` ([`super::roofline::what_if`]).
-pub fn with_what_if(mut f: Findings, tokens: &[u64]) -> Findings {
-    f.what_if = Some(what_if(&f.roofline, tokens));
+/// `f` with the roofline of every GEMM shape at `tokens`, and with the roles of a
+/// config ([`with_roles`] first) of each single-role shape at `degrees`
+/// ([`super::roofline::what_if`]).
+pub fn with_what_if(mut f: Findings, tokens: &[u64], degrees: &[u64]) -> Findings {
+    let roles = f.roles.as_ref().map(|r| WhatIfRoles {
+        shapes: &r.assignment.shapes,
+        config: r.config.as_ref().zip(r.assignment.tp),
+    });
+    let w = what_if(&f.roofline, tokens, degrees, roles.as_ref());
+    f.what_if = Some(w);
     f
 }
 

@@ -16,7 +16,7 @@ use crate::cli::sessions::{
 };
 use crate::output::report as render;
 use crate::store::output_file;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 pub use crate::output::report::{CounterView, Format};
 
@@ -64,10 +64,12 @@ pub struct ReportArgs {
     /// The roofline of every GEMM shape at other token counts: tokens=1,8,64 gives,
     /// beside each shape as it ran, the time per call the roofline allows with cuBLAS's
     /// N (the tokens, as PyTorch calls cuBLAS) set to each, its bound and its MFU
-    /// there; a model (each matrix moved once), not a measurement. Table "What-if by
-    /// GEMM shape", JSON what_if, CSV what_if.
-    #[arg(long, value_name = "tokens=N,N,..", value_parser = parse_what_if)]
-    what_if: Option<WhatIfTokens>,
+    /// there; a model (each matrix moved once), not a measurement. With --model,
+    /// tp=1,2,4 gives each GEMM role's shape at those tensor-parallel degrees (from the
+    /// model's dimensions, the tokens as run). Both may be given: --what-if tokens=1,64
+    /// --what-if tp=2,8. Table "What-if by GEMM shape", JSON what_if, CSV what_if.
+    #[arg(long, value_name = "tokens=N,..|tp=N,..", value_parser = parse_what_if, action = clap::ArgAction::Append)]
+    what_if: Vec<WhatIf>,
     /// The model's Hugging Face config.json: names each GEMM shape by its role
     /// (qkv_proj, o_proj, gate_up_proj, down_proj, lm_head, attention, router,
     /// experts) and gives per role and NVTX range its calls, calls per forward pass,
@@ -81,35 +83,54 @@ pub struct ReportArgs {
     tp: Option<u64>,
 }
 
-/// The token counts of `--what-if`.
+/// One `--what-if`: token counts or tensor-parallel degrees.
 #[derive(Clone, Debug)]
-pub struct WhatIfTokens(Vec<u64>);
+pub enum WhatIf {
+    Tokens(Vec<u64>),
+    Degrees(Vec<u64>),
+}
 
-/// The most token counts `--what-if` takes, and the largest.
+/// The most values one `--what-if` takes, and the largest token count and degree.
 const WHAT_IF_MAX_COUNTS: usize = 64;
 const WHAT_IF_MAX_TOKENS: u64 = 1 << 31;
+const WHAT_IF_MAX_DEGREE: u64 = 1024;
 
-/// `tokens=1,8,64` -> [1, 8, 64].
-fn parse_what_if(s: &str) -> Result<WhatIfTokens, String> {
-    let list = s
-        .strip_prefix("tokens=")
-        .ok_or_else(|| format!("{s:?}: expected tokens=N,N,... (e.g. tokens=1,8,64)"))?;
-    let tokens = list
+/// A [`WhatIf`] of its values.
+type MakeWhatIf = fn(Vec<u64>) -> WhatIf;
+
+/// `tokens=1,8,64` -> tokens [1, 8, 64]; `tp=2,4` -> degrees [2, 4].
+fn parse_what_if(s: &str) -> Result<WhatIf, String> {
+    let (list, max, what, make): (&str, u64, &str, MakeWhatIf) =
+        if let Some(l) = s.strip_prefix("tokens=") {
+            (l, WHAT_IF_MAX_TOKENS, "a token count", WhatIf::Tokens)
+        } else if let Some(l) = s.strip_prefix("tp=") {
+            (
+                l,
+                WHAT_IF_MAX_DEGREE,
+                "a tensor-parallel degree",
+                WhatIf::Degrees,
+            )
+        } else {
+            return Err(format!(
+                "{s:?}: expected tokens=N,N,... (e.g. tokens=1,8,64) or tp=N,N,... (e.g. tp=1,2,8)"
+            ));
+        };
+    let values = list
         .split(',')
         .map(|t| match t.trim().parse::<u64>() {
-            Ok(n) if (1..=WHAT_IF_MAX_TOKENS).contains(&n) => Ok(n),
+            Ok(n) if (1..=max).contains(&n) => Ok(n),
             _ => Err(format!(
-                "{t:?} in {s:?}: a token count is a whole number from 1 to {WHAT_IF_MAX_TOKENS}"
+                "{t:?} in {s:?}: {what} is a whole number from 1 to {max}"
             )),
         })
         .collect::<Result<Vec<u64>, String>>()?;
-    if tokens.len() > WHAT_IF_MAX_COUNTS {
+    if values.len() > WHAT_IF_MAX_COUNTS {
         return Err(format!(
-            "{} token counts in {s:?}: at most {WHAT_IF_MAX_COUNTS}",
-            tokens.len()
+            "{} values in {s:?}: at most {WHAT_IF_MAX_COUNTS}",
+            values.len()
         ));
     }
-    Ok(WhatIfTokens(tokens))
+    Ok(make(values))
 }
 
 /// What `gpuprof report --help` prints after the options: the counter percentages'
@@ -129,6 +150,12 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode> {
     // A bad peaks file fails before any output.
     let peaks = load_peaks(args.peaks.as_deref())?;
     let model = load_model(args.model.as_deref())?;
+    if model.is_none() && args.what_if.iter().any(|w| matches!(w, WhatIf::Degrees(_))) {
+        bail!(
+            "--what-if tp=... needs --model: the model's config gives each GEMM role's shape \
+             at another tensor-parallel degree"
+        );
+    }
     let sessions = expand_sessions(&args.sessions)?;
     let analysed = analyse_with_progress(&sessions)?;
     warn_damage(&analysed, "report");
@@ -137,11 +164,18 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode> {
         counters: args.counters,
     };
     let mut found = findings(&analysed.aggregate, &analysed.integrity, &peaks);
-    if let Some(WhatIfTokens(tokens)) = &args.what_if {
-        found = with_what_if(found, tokens);
-    }
     if let Some(config) = &model {
         found = with_roles(found, &analysed.aggregate, config, args.tp);
+    }
+    if !args.what_if.is_empty() {
+        let (mut tokens, mut degrees) = (Vec::new(), Vec::new());
+        for w in &args.what_if {
+            match w {
+                WhatIf::Tokens(t) => tokens.extend(t),
+                WhatIf::Degrees(d) => degrees.extend(d),
+            }
+        }
+        found = with_what_if(found, &tokens, &degrees);
     }
     match (&args.output, args.format) {
         (Some(dir), Format::Csv) => {

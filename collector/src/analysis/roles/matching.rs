@@ -169,6 +169,37 @@ fn linears(c: &ModelConfig, t: u64) -> Vec<Linear> {
     out
 }
 
+/// A shape of role `role` (cuBLAS's M, K, batch as it ran at degree `ran`) at degree
+/// `t` instead, from the model's dimensions: a linear layer's (out, in) features at
+/// `t` ([`linears`]), attention's batch scaled with the heads per rank, the router's
+/// unchanged; `None` where `t` does not divide the dimension the role splits.
+pub fn at_degree(
+    c: &ModelConfig,
+    role: Role,
+    (m, k, batch): (u64, u64, u64),
+    ran: u64,
+    t: u64,
+) -> Option<(u64, u64, u64)> {
+    if !c.heads.is_multiple_of(t) || !c.heads.is_multiple_of(ran) {
+        return None;
+    }
+    match role {
+        Role::AttnScores | Role::AttnValues => {
+            let (before, after) = (c.heads / ran, c.heads / t);
+            (batch % before == 0).then(|| (m, k, batch / before * after))
+        }
+        Role::Router => Some((m, k, batch)),
+        _ => {
+            let of = |d: u64| linears(c, d).into_iter().find(|l| l.role == role);
+            // The same variant as ran (the LM head's vocabulary padded or not).
+            let variant = of(ran)?.out.iter().position(|o| *o == m).unwrap_or(0);
+            let layer = of(t)?;
+            let out = layer.out.get(variant).or(layer.out.last())?;
+            Some((*out, layer.inp, batch))
+        }
+    }
+}
+
 /// The roles shape `s` fits at degree `t`, before the fused-role rule.
 fn fits(c: &ModelConfig, t: u64, layers: &[Linear], s: &GemmShape) -> Vec<Role> {
     if s.batch > 1 {

@@ -836,7 +836,7 @@ fn bytes_fitted_to_sampling_windows_are_marked_sampled() {
 fn what_if_gives_the_roofline_at_other_token_counts() {
     use crate::analysis::roofline::what_if::what_if;
     let e = efficiency(&session(), &Overrides::default());
-    let (rows, skipped) = what_if(&e, &[1, 64, 4096]);
+    let (rows, skipped) = what_if(&e, &[1, 64, 4096], &[], None);
     assert!(skipped.is_empty(), "{skipped:?}");
     // (tokens as run, tokens, FLOPs, bytes, bound, roofline ns, measured ns)
     type Row = (u64, u64, f64, f64, Bound, f64, Option<f64>);

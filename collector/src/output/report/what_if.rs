@@ -11,9 +11,15 @@ use super::figures::si;
 use crate::analysis::roofline::what_if::WhatIf;
 
 /// The CSV columns of the `what_if` section (the JSON keys of a row).
-pub(super) const WHAT_IF_COLUMNS: [&str; 12] = [
+pub(super) const WHAT_IF_COLUMNS: [&str; 18] = [
     "shape",
     "gpu",
+    "role",
+    "tp_as_run",
+    "tp",
+    "m",
+    "k",
+    "batch",
     "tokens_as_run",
     "tokens",
     "flops",
@@ -32,6 +38,12 @@ pub(super) fn what_if_json(rows: &[WhatIf], skipped: &[(String, String)]) -> Val
         "rows": rows.iter().map(|r| json!({
             "shape": r.shape,
             "gpu": r.gpu,
+            "role": r.role,
+            "tp_as_run": r.tp_as_run,
+            "tp": r.tp,
+            "m": r.m,
+            "k": r.k,
+            "batch": r.batch,
             "tokens_as_run": r.tokens_as_run,
             "tokens": r.tokens,
             "flops": r.flops,
@@ -50,8 +62,8 @@ pub(super) fn what_if_json(rows: &[WhatIf], skipped: &[(String, String)]) -> Val
 /// The text section.
 pub(super) fn what_if_table(out: &mut String, rows: &[WhatIf], skipped: &[(String, String)]) {
     out.push_str(
-        "\nWhat-if by GEMM shape (the roofline's time per call at other token counts: a model, \
-         each matrix moved once)\n",
+        "\nWhat-if by GEMM shape (the roofline's time per call at other tokens and TP degrees: \
+         a model, each matrix moved once)\n",
     );
     if rows.is_empty() && skipped.is_empty() {
         out.push_str("  (no GEMM shapes in this session)\n");
@@ -61,9 +73,13 @@ pub(super) fn what_if_table(out: &mut String, rows: &[WhatIf], skipped: &[(Strin
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            let as_run = r.tokens == r.tokens_as_run;
+            let as_run = r.tokens == r.tokens_as_run && r.tp.is_none();
+            let what = match r.tp {
+                Some(t) => format!("TP {t} ({}x{}x{})", r.tokens, r.m, r.k),
+                None => format!("{}{}", r.tokens, if as_run { " (ran)" } else { "" }),
+            };
             vec![
-                format!("{}{}", r.tokens, if as_run { " (ran)" } else { "" }),
+                what,
                 si(r.flops),
                 si(r.bytes),
                 format!("{:.2}", r.intensity),
@@ -80,7 +96,7 @@ pub(super) fn what_if_table(out: &mut String, rows: &[WhatIf], skipped: &[(Strin
     grid(
         &mut text,
         &[
-            "tokens",
+            "tokens / TP",
             "FLOPs",
             "bytes",
             "AI",
@@ -106,7 +122,11 @@ pub(super) fn what_if_table(out: &mut String, rows: &[WhatIf], skipped: &[(Strin
             } else {
                 String::new()
             };
-            let _ = writeln!(out, "  {}{gpu}", r.shape);
+            let role = r
+                .role
+                .as_ref()
+                .map_or_else(String::new, |role| format!("  ({role})"));
+            let _ = writeln!(out, "  {}{gpu}{role}", r.shape);
             last = Some((&r.shape, &r.gpu));
         }
         let _ = writeln!(out, "  {line}");

@@ -353,3 +353,56 @@ fn the_perfetto_trace_names_each_gemm_kernel_by_its_role() {
     // prompt's attention scores, and the LM head; 1 prefill and 2 decode passes.
     assert_eq!(named, 2 * 5 + 1 + 2 * (2 * 4 + 1));
 }
+
+/// `--what-if tp=2,4` with the config: every single-role shape gets a row per degree
+/// with the role's shape there from TinyLlama's dimensions (32 heads, 4 KV heads of
+/// 64, MLP 5632, vocab 32000), the tokens as run; without `--model` it is an error.
+#[test]
+fn what_if_gives_each_role_at_other_tensor_parallel_degrees() {
+    let (r, text, _) = run("tinyllama-1.1b.json", &["--what-if", "tp=2,4"]);
+    let rows = r["what_if"]["rows"].as_array().unwrap();
+    let at = |role: &str, tokens: u64, tp: u64| {
+        rows.iter()
+            .find(|x| x["role"] == role && x["tokens"] == tokens && x["tp"] == tp)
+            .map(|x| {
+                (
+                    x["m"].as_u64().unwrap(),
+                    x["k"].as_u64().unwrap(),
+                    x["batch"].as_u64().unwrap(),
+                )
+            })
+            .unwrap_or_else(|| panic!("no {role} row at {tokens} tokens, TP {tp}"))
+    };
+    for tokens in [1, PROMPT] {
+        for t in [2, 4] {
+            let kv = (4 / t).max(1) * 64;
+            assert_eq!(at("qkv_proj", tokens, t), ((32 / t) * 64 + 2 * kv, 2048, 1));
+            assert_eq!(at("o_proj", tokens, t), (2048, 32 / t * 64, 1));
+            assert_eq!(at("gate_up_proj", tokens, t), (2 * 5632 / t, 2048, 1));
+            assert_eq!(at("down_proj", tokens, t), (2048, 5632 / t, 1));
+        }
+    }
+    assert_eq!(at("lm_head", 1, 4), (8000, 2048, 1));
+    assert_eq!(at("attn_scores", PROMPT, 2), (PROMPT, 64, 16));
+    // Each degree row is the roofline of its shape: FLOPs 2·M·N·K·batch.
+    for x in rows.iter().filter(|x| x["tp"].is_u64()) {
+        let u = |k: &str| x[k].as_u64().unwrap() as f64;
+        assert_eq!(
+            x["flops"].as_f64(),
+            Some(2.0 * u("m") * u("tokens") * u("k") * u("batch"))
+        );
+        assert_eq!(x["tp_as_run"], 1);
+    }
+    assert!(text.contains("TP 4 (1x8000x2048)"), "{text}");
+
+    let mut cmd = gpuprof_command();
+    cmd.args(["report", "--what-if", "tp=2"])
+        .arg(model_file("tinyllama-1.1b.json"));
+    let o = TimedChild::spawn(cmd, LIMIT).wait();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        o.stderr.contains("--what-if tp=... needs --model"),
+        "{}",
+        o.stderr
+    );
+}

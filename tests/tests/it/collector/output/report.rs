@@ -943,7 +943,14 @@ fn what_if_values_are_checked_and_a_session_without_gemms_says_so() {
     let (dir, _) = session("report-what-if");
     let path = dir.path().to_str().unwrap();
     for (bad, says) in [
-        ("batch=8", "expected tokens=N,N,... (e.g. tokens=1,8,64)"),
+        (
+            "batch=8",
+            "expected tokens=N,N,... (e.g. tokens=1,8,64) or tp=N,N,... (e.g. tp=1,2,8)",
+        ),
+        (
+            "tp=0",
+            "a tensor-parallel degree is a whole number from 1 to 1024",
+        ),
         (
             "tokens=0",
             "a token count is a whole number from 1 to 2147483648",
@@ -965,8 +972,8 @@ fn what_if_values_are_checked_and_a_session_without_gemms_says_so() {
     let out = run(&["report", path, "--what-if", "tokens=1,64"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains(
-        "\nWhat-if by GEMM shape (the roofline's time per call at other token counts: a model, \
-         each matrix moved once)\n  (no GEMM shapes in this session)\n"
+        "\nWhat-if by GEMM shape (the roofline's time per call at other tokens and TP degrees: \
+         a model, each matrix moved once)\n  (no GEMM shapes in this session)\n"
     ));
     let as_format = |format: &str| {
         run(&[
@@ -983,7 +990,7 @@ fn what_if_values_are_checked_and_a_session_without_gemms_says_so() {
     assert_eq!(v["what_if"], serde_json::json!({"rows": [], "skipped": []}));
     let out = as_format("csv");
     assert!(text(&out.stdout).ends_with(
-        "\n# what_if\nshape,gpu,tokens_as_run,tokens,flops,bytes,intensity,bound,roofline_ns,\
-         ns_per_token,mfu_pct,measured_ns\n"
+        "\n# what_if\nshape,gpu,role,tp_as_run,tp,m,k,batch,tokens_as_run,tokens,flops,bytes,\
+         intensity,bound,roofline_ns,ns_per_token,mfu_pct,measured_ns\n"
     ));
 }
