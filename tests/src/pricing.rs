@@ -1069,12 +1069,13 @@ pub fn assert_rollup(got: &Value, want: &ExpectedRollup, with_bytes: bool, what:
 
 /// verdict.rs's rules (its module documentation's table) on shape `s` run by
 /// `kernels`, with `(FLOPs, bytes, GPU ns, peak)` in `math`: the bound against the
-/// ridge and the ceiling's 60%, then the fill of the CTA tile a `tilesize` kernel name
-/// gives, when under 90%.
+/// ridge and the ceiling's 60%, the pipe the kernel's counters put its FLOPs on
+/// (`counted`) against the shape's, then the fill of the CTA tile a `tilesize` kernel
+/// name gives, when under 90%.
 fn expected_verdicts(
     s: &Shape,
     (flops, bytes, ns, peak): (f64, Option<f64>, u64, Option<f64>),
-    math: Math,
+    (math, counted): (Math, Option<Math>),
     c: &Ceilings,
     kernels: &[&str],
 ) -> Value {
@@ -1111,6 +1112,20 @@ fn expected_verdicts(
                 ),
             },
         );
+    }
+    if let Some(hw) = counted.filter(|hw| math.pipe() == "tensor" && hw.pipe() == "CUDA cores") {
+        let name = |m: Math| format!("{} {}", m.precision(), m.pipe());
+        let ceiling = hw.peak(c).map_or_else(String::new, |p| {
+            format!(": its ceiling is the {}' {:.1} TFLOP/s", name(hw), p / 1e12)
+        });
+        out.push((
+            "off_tensor_pipe",
+            format!(
+                "its kernel's FLOPs ran on the {} (counters), not the {}{ceiling}",
+                name(hw),
+                name(math)
+            ),
+        ));
     }
     let tile = kernels.iter().find_map(|k| {
         let dims = &k[k.find("tilesize")? + "tilesize".len()..];
@@ -1208,7 +1223,20 @@ pub fn expected_shapes(launches: &[Priced], c: &Ceilings, report: &Value) -> Vec
             let p = point(Some(model_flops), b, gpu_ns, math.peak(c), Some(c.dram));
             row.as_object_mut().unwrap().extend(p);
             let at = (model_flops, b, gpu_ns, math.peak(c));
-            row["verdicts"] = expected_verdicts(&s, at, math, c, &kernels);
+            // The precision its longest-running kernel's FLOP counters put most FLOPs
+            // on (that kernel's launches of every shape: the kernel row's).
+            let by_kernel = |name: &str| -> Vec<&Priced> {
+                launches.iter().filter(|l| l.mangled == name).collect()
+            };
+            let longest = ls
+                .iter()
+                .map(|&i| launches[i].mangled.as_str())
+                .max_by_key(|name| by_kernel(name).iter().map(|l| l.ns).sum::<u64>());
+            let counted = longest.and_then(|name| {
+                let hw = row_hw(&by_kernel(name));
+                hw.complete.then(|| most_flops(&hw.by_math)).flatten()
+            });
+            row["verdicts"] = expected_verdicts(&s, at, (math, counted), c, &kernels);
             (gpu_ns, s, norm(row))
         })
         .collect();

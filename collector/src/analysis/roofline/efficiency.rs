@@ -723,6 +723,13 @@ fn shape_row(
         peak_flops,
         bandwidth,
     });
+    // Where the counters of its longest-running kernel put most FLOPs.
+    let counted = cs
+        .iter()
+        .map(|&i| &rows[g.class_row[i]])
+        .max_by_key(|r| r.gpu_ns)
+        .and_then(|r| r.hw_math)
+        .map(|m| (m, ceilings(gpu, Some(m)).0));
     ShapeRow {
         label: shape.label(),
         calls: cs
@@ -739,7 +746,7 @@ fn shape_row(
         math,
         peak_flops,
         bandwidth,
-        verdicts: shape_verdicts(&shape, &point, math, &kernels),
+        verdicts: shape_verdicts(&shape, &point, math, &kernels, counted),
         point,
         kernels,
         gpu: gpu.gpu.clone(),

@@ -8,6 +8,7 @@
 //! | `memory_bound_slow` | AI < ridge and MBU < 60% | "memory-bound but at MBU% of DRAM peak: not bandwidth-limited; see its launch shape" | the same |
 //! | `compute_bound` | AI ≥ ridge and MFU ≥ 60% | "compute-bound at MFU% of the P peak" | above the ridge, time is FLOPs / peak |
 //! | `compute_bound_slow` | AI ≥ ridge and MFU < 60% | "compute-bound but at MFU% of the P peak: see tile padding and its launch shape" | the same |
+//! | `off_tensor_pipe` | the shape's precision runs on the tensor pipe, and the FLOP counters of the kernel that ran it put most of its FLOPs on the CUDA cores | "its kernel's FLOPs ran on the P' (counters), not the P: its ceiling is P''s X TFLOP/s" | the counters of [`super::efficiency`]'s hardware FLOPs, by the pipe of each counter |
 //! | `tile_padding` | the kernel's name gives its tile and the GEMM fills under 90% of the tiles it needs | "tile TMxTN (kernel name): the GEMM fills E% of its tiles (M, out: M of M'; N, tokens: N of N')", E = M·N / (M'·N'), M' and N' rounded up to whole tiles | a CTA computes a whole TM x TN tile of C, padding included |
 //!
 //! The 60% and 90% thresholds are where a rule starts to be worth a line, not NVIDIA
@@ -21,7 +22,7 @@ use serde::Serialize;
 
 use super::{Bound, Point};
 use crate::analysis::gemm::GemmShape;
-use crate::analysis::precision::Math;
+use crate::analysis::precision::{Math, Pipe};
 
 /// One rule that applies to a row, and what it says.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -37,12 +38,15 @@ const AT_CEILING: f64 = 0.6;
 const TILE_FILL: f64 = 0.9;
 
 /// The verdicts of GEMM shape `s` whose roofline point is `p` in precision `math`,
-/// run by the kernels `kernels` (demangled names).
+/// run by the kernels `kernels` (demangled names); `counted` is the precision and
+/// pipe the FLOP counters of its longest-running kernel put most FLOPs on, with its
+/// peak.
 pub fn shape_verdicts(
     s: &GemmShape,
     p: &Point,
     math: Option<Math>,
     kernels: &[String],
+    counted: Option<(Math, Option<f64>)>,
 ) -> Vec<Verdict> {
     let mut out = Vec::new();
     let pct = |f: f64| format!("{:.1}%", f * 100.0);
@@ -83,6 +87,19 @@ pub fn shape_verdicts(
             None => {}
         },
         _ => {}
+    }
+    if let (Some(m), Some((hw, hw_peak))) = (math, counted) {
+        if m.pipe == Pipe::Tensor && hw.pipe == Pipe::Cuda {
+            let ceiling = hw_peak.map_or_else(String::new, |p| {
+                format!(": its ceiling is the {hw}' {:.1} TFLOP/s", p / 1e12)
+            });
+            out.push(Verdict {
+                rule: "off_tensor_pipe",
+                text: format!(
+                    "its kernel's FLOPs ran on the {hw} (counters), not the {m}{ceiling}"
+                ),
+            });
+        }
     }
     if let Some((tm, tn)) = kernels.iter().find_map(|k| tile_of(k)) {
         let padded = |d: u64, t: u64| d.div_ceil(t) * t;
@@ -135,7 +152,7 @@ fn dims_at(s: &str) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::precision::{Pipe, Precision};
+    use crate::analysis::precision::Precision;
 
     fn point(bound: Bound, ai: f64, mfu: f64, mbu: f64) -> Point {
         Point {
@@ -163,6 +180,7 @@ mod tests {
             &point(Bound::Memory, 7.9, 0.02, 0.896),
             None,
             &kernels,
+            None,
         );
         let texts: Vec<(&str, &str)> = v.iter().map(|v| (v.rule, v.text.as_str())).collect();
         assert_eq!(
@@ -190,11 +208,33 @@ mod tests {
             &point(Bound::Compute, 1365.0, 0.42, 0.2),
             Some(bf16),
             &kernels,
+            None,
         );
         assert_eq!(v.len(), 1, "{v:?}");
         assert_eq!(
             v[0].text,
             "compute-bound but at 42.0% of the BF16 tensor peak: see tile padding and its launch shape"
+        );
+        // Its kernel's counters on FP32 FMAs: the BF16 tensor peak is out of reach.
+        let fp32 = Math {
+            precision: Precision::Fp32,
+            pipe: Pipe::Cuda,
+        };
+        let v = shape_verdicts(
+            &big,
+            &point(Bound::Compute, 1365.0, 0.42, 0.2),
+            Some(bf16),
+            &kernels,
+            Some((fp32, Some(67e12))),
+        );
+        assert_eq!(
+            v[1],
+            Verdict {
+                rule: "off_tensor_pipe",
+                text: "its kernel's FLOPs ran on the FP32 CUDA cores (counters), not the BF16 \
+                       tensor: its ceiling is the FP32 CUDA cores' 67.0 TFLOP/s"
+                    .to_string()
+            }
         );
     }
 

@@ -394,6 +394,8 @@ Verdicts under \"Roofline by GEMM shape\" rows (JSON/CSV verdicts; thresholds wo
   memory_bound_slow   AI < ridge, MBU < 60%: below it; the launch shape or latency holds it
   compute_bound       AI >= ridge, MFU >= 60% of the shape's precision's peak
   compute_bound_slow  AI >= ridge, MFU < 60%: tile padding or the launch shape hold it
+  off_tensor_pipe     a tensor-pipe precision whose kernel's FLOP counters put most FLOPs on
+                      CUDA cores: that pipe's peak is its ceiling
   tile_padding        the kernel name's CTA tile (tilesize128x128x64, _128x64_ldg8_, CUTLASS
                       _64x64_64x4_) tiles cuBLAS's M x N; fill = M*N / (whole tiles' M' * N')
                       under 90%";
