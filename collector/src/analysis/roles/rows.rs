@@ -14,13 +14,22 @@ use super::config::ModelConfig;
 use super::infer::infer;
 use super::matching::{assign, label, Assignment, Role, TpSource};
 use crate::analysis::aggregate::Aggregate;
-use crate::analysis::classes::Tally;
+use crate::analysis::classes::{GemmPart, Tally};
 use crate::analysis::gemm::GemmShape;
 use crate::analysis::rollup::{range_classes, rollup, ClassValues, Rollup};
 use crate::analysis::roofline::Bound;
 
 /// What a role's row says of launches whose shapes fit no role.
 pub const NO_ROLE: &str = "(no role)";
+
+/// A shape's roles as a row names them: their label, or [`NO_ROLE`].
+fn role_name(roles: &[Role]) -> String {
+    if roles.is_empty() {
+        NO_ROLE.to_string()
+    } else {
+        label(roles)
+    }
+}
 
 /// One role in one scope.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -102,27 +111,25 @@ pub fn model_roles(
     })
 }
 
-/// The GPU time of each GEMM shape's launches.
-fn gemm_time_by_shape(a: &Aggregate) -> BTreeMap<GemmShape, u64> {
-    let mut shape_ns: BTreeMap<GemmShape, u64> = BTreeMap::new();
+/// `of(tally, part)` summed over each GEMM shape's classes.
+fn by_shape(a: &Aggregate, of: impl Fn(&Tally, &GemmPart) -> u64) -> BTreeMap<GemmShape, u64> {
+    let mut out: BTreeMap<GemmShape, u64> = BTreeMap::new();
     for c in &a.classes.list {
         if let Some(g) = &c.key.gemm {
-            *shape_ns.entry(g.shape.clone()).or_default() += c.tally.ns;
+            *out.entry(g.shape.clone()).or_default() += of(&c.tally, g);
         }
     }
-    shape_ns
+    out
+}
+
+/// The GPU time of each GEMM shape's launches.
+fn gemm_time_by_shape(a: &Aggregate) -> BTreeMap<GemmShape, u64> {
+    by_shape(a, |t, _| t.ns)
 }
 
 /// The GEMM calls (first launches) of each shape.
 fn gemm_calls_by_shape(a: &Aggregate) -> BTreeMap<GemmShape, u64> {
-    let mut calls: BTreeMap<GemmShape, u64> = BTreeMap::new();
-    for c in &a.classes.list {
-        if let Some(g) = &c.key.gemm {
-            let n = if g.first { c.tally.calls } else { 0 };
-            *calls.entry(g.shape.clone()).or_default() += n;
-        }
-    }
-    calls
+    by_shape(a, |t, g| if g.first { t.calls } else { 0 })
 }
 
 /// The roles of `a`'s GEMM shapes under `config` (at `tp`, or the degree that fits
@@ -136,11 +143,7 @@ pub fn shape_roles(
         .shapes
         .into_iter()
         .map(|(s, roles)| {
-            let name = if roles.is_empty() {
-                NO_ROLE.to_string()
-            } else {
-                label(&roles)
-            };
+            let name = role_name(&roles);
             (s, name)
         })
         .collect()
@@ -180,11 +183,7 @@ fn scope_rows(
     let mut rows: Vec<RoleRow> = by_role
         .iter()
         .map(|(roles, cs)| {
-            let name = if roles.is_empty() {
-                NO_ROLE.to_string()
-            } else {
-                label(roles)
-            };
+            let name = role_name(roles);
             let r = rollup(&name, cs.iter().map(|&c| (&values[c], &tallies[&c])));
             let shapes: BTreeSet<&GemmShape> = cs
                 .iter()
