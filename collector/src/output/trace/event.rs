@@ -2,6 +2,7 @@
 //! slices, each declared before anything that refers to it.
 
 use std::io;
+use std::sync::Arc;
 
 /// What a slice is, as the trace's category names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -135,7 +136,7 @@ pub struct KernelFacts {
     /// ([`crate::analysis::gemm::GemmShape::label`]), which launch of the call it is.
     pub gemm: Option<GemmFacts>,
     /// The GEMM's role in the model (`trace --model`): "qkv_proj", or "(no role)".
-    pub role: Option<String>,
+    pub role: Option<Arc<str>>,
     /// Model FLOPs credited to this launch (2·M·N·K·batch on a call's first launch).
     pub model_flops: Option<f64>,
     /// DRAM bytes read and written, when this launch measured both counters.

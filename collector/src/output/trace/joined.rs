@@ -17,6 +17,7 @@
 //!   they are not projected.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use ahash::{AHashMap, AHashSet};
 
@@ -39,7 +40,8 @@ pub(super) struct JoinState {
     /// DRAM bytes per ns fitted to PM sampling windows, per class (empty without).
     pub fitted: HashMap<ClassKey, f64>,
     /// Each GEMM shape's role in the model (`trace --model`; empty without).
-    pub roles: HashMap<GemmShape, String>,
+    /// Shared, not copied, into each kernel's facts.
+    pub roles: HashMap<GemmShape, Arc<str>>,
     /// Kernels waiting in the joiner whose launch the builder did not hold when they
     /// arrived (the launch came [`super::HOLD_PARTS`] parts or more before, or not
     /// at all), by (pid, correlation id, graph node id, start): they get no flow, as

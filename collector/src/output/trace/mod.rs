@@ -34,6 +34,7 @@ mod proto;
 mod proto_writer;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use ahash::AHashMap;
 use std::io::{self, Write};
@@ -193,7 +194,7 @@ impl<S: Sink> TraceBuilder<S> {
     /// Each GEMM shape's role in the model (`trace --model`), given to its kernels.
     pub fn with_roles(mut self, roles: HashMap<GemmShape, String>) -> TraceBuilder<S> {
         if let Some(j) = &mut self.join {
-            j.roles = roles;
+            j.roles = roles.into_iter().map(|(s, r)| (s, Arc::from(r))).collect();
         }
         self
     }
