@@ -13,6 +13,7 @@
 //! the config gives the experts their own size (`moe_intermediate_size`: dense layers
 //! beside MoE ones), or has no experts.
 
+use std::io::Read;
 use std::path::Path;
 
 use serde::Serialize;
@@ -52,17 +53,19 @@ impl ModelConfig {
     /// Reads `path`: a clear error naming the file and what is wrong.
     pub fn read(path: &Path) -> Result<ModelConfig, String> {
         let what = path.display();
-        let len = std::fs::metadata(path)
-            .map_err(|e| format!("cannot read the model config {what}: {e}"))?
-            .len();
-        if len > MAX_CONFIG_BYTES {
+        let cannot = |e: std::io::Error| format!("cannot read the model config {what}: {e}");
+        // Read at most one byte past the bound, whatever the file says its size is
+        // (a FIFO or /dev/zero says 0).
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_CONFIG_BYTES + 1).read_to_string(&mut text))
+            .map_err(cannot)?;
+        if text.len() as u64 > MAX_CONFIG_BYTES {
             return Err(format!(
-                "the model config {what} is {len} bytes: a config.json is a few kilobytes \
-                 (at most {MAX_CONFIG_BYTES} read)"
+                "the model config {what} is over {MAX_CONFIG_BYTES} bytes: a config.json is a \
+                 few kilobytes"
             ));
         }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the model config {what}: {e}"))?;
         let v: Value = serde_json::from_str(&text)
             .map_err(|e| format!("the model config {what} is not JSON: {e}"))?;
         ModelConfig::of(&v).map_err(|e| format!("the model config {what}: {e}"))

@@ -406,3 +406,40 @@ fn what_if_gives_each_role_at_other_tensor_parallel_degrees() {
         o.stderr
     );
 }
+
+/// A config that is missing, not JSON, a directory, endless (/dev/zero says it is
+/// empty) or over the 4 MiB bound is an error naming it, exit 2, before any session
+/// is read and without reading past the bound.
+#[test]
+fn a_bad_model_config_is_an_error_naming_it() {
+    let scratch = Scratch::new("model-roles-bad-config");
+    let not_json = scratch.join("not.json");
+    std::fs::write(&not_json, "not json").unwrap();
+    let big = scratch.join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(5 << 20)
+        .unwrap();
+    let missing = scratch.join("missing.json");
+    let cases: [(&Path, &str); 5] = [
+        (&missing, "cannot read the model config"),
+        (&not_json, "is not JSON"),
+        (scratch.path(), "cannot read the model config"),
+        (Path::new("/dev/zero"), "is over 4194304 bytes"),
+        (&big, "is over 4194304 bytes"),
+    ];
+    for (config, says) in cases {
+        let mut cmd = gpuprof_command();
+        cmd.args(["report", "--model"])
+            .arg(config)
+            .arg(scratch.join("no-session"));
+        let o = TimedChild::spawn(cmd, LIMIT).wait();
+        assert_eq!(o.status.code(), Some(2), "{config:?}: {o:?}");
+        assert!(
+            o.stderr.contains(says) && o.stderr.contains(&config.display().to_string()),
+            "{config:?}: {}",
+            o.stderr
+        );
+        assert_eq!(o.stdout, "", "{config:?}");
+    }
+}
