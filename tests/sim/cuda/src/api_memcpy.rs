@@ -4,7 +4,9 @@
 //!
 //! Synchronous copies return when the copy has completed, except device-to-device
 //! ones, which (as NVIDIA's "API synchronization behavior" documents) do not
-//! synchronise with the host; synchronous sets do not either.
+//! synchronise with the host; synchronous sets do not either. An asynchronous copy
+//! from device to pageable host memory returns only once it has completed (the same
+//! document); other asynchronous copies return at once.
 
 use std::ffi::{c_uchar, c_uint, c_ushort, c_void};
 
@@ -80,7 +82,15 @@ fn memcpy(
                 bytes: n,
                 kind,
             };
-            let wait = sync && !(sd && dd);
+            // A synchronous copy returns when it has completed, except device to
+            // device; an asynchronous one from device to pageable host memory does
+            // too (NVIDIA's "API synchronization behavior").
+            let to_pageable = kind.dst == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE as u8;
+            let wait = if sync {
+                !(sd && dd)
+            } else {
+                sd && !dd && to_pageable
+            };
             ops::issue(&mut d, s, op).map(|i| Some((i, wait)))
         })();
         match r {

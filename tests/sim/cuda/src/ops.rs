@@ -187,6 +187,10 @@ pub(crate) fn run(
             let mut r = OpRecord::new(OP_MEMSET, 0, 0);
             r.op.bytes = bytes;
             r.op.value = *value;
+            // CUPTI's memset record names the memory set; every set the sim makes is
+            // of device memory (`cuMemsetD*` accept device addresses only).
+            r.op.dst_kind =
+                cupti_sys::CUpti_ActivityMemoryKind::CUPTI_ACTIVITY_MEMORY_KIND_DEVICE as u8;
             (model::transfer_ns(bytes, model::DEVICE_BYTES_PER_NS), r)
         }
     };

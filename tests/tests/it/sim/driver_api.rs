@@ -102,7 +102,7 @@ api enter cuLaunchKernel cbid=307 corr=108 ctx=1 symbol=fill
 op kind=1 corr=108 dur=1008 ctx=1 stream=2 name=fill grid=4 block=128 regs=40 smem=1024
 api exit  cuLaunchKernel cbid=307 corr=108 ctx=1 symbol=fill result=0
 api enter cuMemsetD32Async cbid=220 corr=109 ctx=1
-op kind=3 corr=109 dur=1003 ctx=1 stream=2 bytes=4096 copy=0 src=0 dst=0 value=7
+op kind=3 corr=109 dur=1003 ctx=1 stream=2 bytes=4096 copy=0 src=0 dst=3 value=7
 api exit  cuMemsetD32Async cbid=220 corr=109 ctx=1 result=0
 api enter cuStreamBeginCapture_v2 cbid=539 corr=110 ctx=1
 resource cbid=9 ctx=1 graph=1
@@ -125,11 +125,11 @@ resource cbid=18 ctx=1 graph=1 exec=set
 api exit  cuGraphInstantiateWithFlags cbid=643 corr=114 ctx=1 result=0
 api enter cuGraphLaunch cbid=514 corr=115 ctx=1
 op kind=1 corr=115 dur=1003 ctx=1 stream=2 name=scale grid=3 block=64 regs=32 smem=0 graph=1 node=3
-op kind=3 corr=115 dur=1001 ctx=1 stream=2 bytes=64 copy=0 src=0 dst=0 value=9 graph=1 node=4
+op kind=3 corr=115 dur=1001 ctx=1 stream=2 bytes=64 copy=0 src=0 dst=3 value=9 graph=1 node=4
 api exit  cuGraphLaunch cbid=514 corr=115 ctx=1 result=0
 api enter cuGraphLaunch cbid=514 corr=116 ctx=1
 op kind=1 corr=116 dur=1003 ctx=1 stream=2 name=scale grid=3 block=64 regs=32 smem=0 graph=1 node=3
-op kind=3 corr=116 dur=1001 ctx=1 stream=2 bytes=64 copy=0 src=0 dst=0 value=9 graph=1 node=4
+op kind=3 corr=116 dur=1001 ctx=1 stream=2 bytes=64 copy=0 src=0 dst=3 value=9 graph=1 node=4
 api exit  cuGraphLaunch cbid=514 corr=116 ctx=1 result=0
 api enter cuMemcpyDtoH_v2 cbid=278 corr=117 ctx=1
 op kind=2 corr=117 dur=1003 ctx=1 stream=1 bytes=64 copy=2 src=3 dst=1 value=0
