@@ -53,25 +53,33 @@ cargo build --workspace --all-targets --locked >target/build-output.txt 2>&1 &
 build=$!
 trap 'kill "$build" 2>/dev/null || true' EXIT
 
-step "Python environment for the Python clients (target/venv)"
-scripts/python-env.sh
-step "pandas, which reads the report's CSV tables (target/venv-pandas)"
-scripts/python-env.sh pandas
-
-step "Go, whose pprof reads gpuprof pprof's profiles (tests/tests/it/collector/output/pprof_go.rs)"
-scripts/debian-tools.sh golang-go
-
-step "Python environment for Holistic Trace Analysis (target/venv-hta)"
-scripts/python-env.sh hta
-
-step "NVIDIA's NVML bindings, a client of the simulated NVML (target/venv-nvml)"
-scripts/python-env.sh nvml
-
-step "Prometheus server (scrapes gpuprof record --serve in tests/tests/it/collector/collect/serve/prometheus.rs)"
-scripts/debian-tools.sh prometheus
-
-step "AIPerf, whose collectors read gpuprof record --serve (target/venv-aiperf)"
-scripts/python-env.sh aiperf
+# The tools install side by side: each waits on the network more than on the CPU.
+# pip installs into separate venvs need no lock; apt-get does, so the two Debian
+# packages install one after the other in one job. Each job's output goes to
+# target/install-NAME.txt and is printed if it fails.
+step "test tools, installing side by side (target/install-*.txt):"
+echo "  target/venv (the Python clients), target/venv-pandas (reads the report's CSV)," >&2
+echo "  target/venv-hta (Holistic Trace Analysis), target/venv-nvml (NVIDIA's NVML bindings)," >&2
+echo "  target/venv-aiperf (AIPerf's collectors read record --serve), golang-go (Go's pprof)," >&2
+echo "  prometheus (scrapes record --serve)" >&2
+installs=()
+install_bg() { # NAME COMMAND...: runs COMMAND in the background, logged
+    local name=$1
+    shift
+    "$@" >"target/install-$name.txt" 2>&1 &
+    installs+=("$!:$name")
+}
+install_bg venv scripts/python-env.sh
+install_bg venv-pandas scripts/python-env.sh pandas
+install_bg venv-hta scripts/python-env.sh hta
+install_bg venv-nvml scripts/python-env.sh nvml
+install_bg venv-aiperf scripts/python-env.sh aiperf
+install_bg debian bash -c 'scripts/debian-tools.sh golang-go && scripts/debian-tools.sh prometheus'
+for job in "${installs[@]}"; do
+    wait_for "${job%%:*}" "target/install-${job#*:}.txt" "installing ${job#*:} failed"
+done
+# debian-tools.sh says here which packages it could not install (no root).
+cat target/install-debian.txt >&2
 
 step "build (waiting for it)"
 wait_for "$build" target/build-output.txt "cargo build failed"
