@@ -73,10 +73,13 @@ const OFF_FLAGS: usize = 28;
 const OFF_DROPPED_RECORDS: usize = 32;
 const OFF_DROPPED_FRAMES: usize = 40;
 const OFF_TALLY: usize = 48;
-const OFF_WRITE_POS: usize = 128;
+/// Offset in the header of the producer's write position (u64, little-endian): bytes
+/// published since the ring was made.
+pub const OFF_WRITE_POS: usize = 128;
 // The tally fits between its offset and the write position.
 const _: () = assert!(OFF_TALLY + std::mem::size_of::<Tally>() <= OFF_WRITE_POS);
-const OFF_READ_POS: usize = 256;
+/// Offset in the header of the reader's position (u64, little-endian): bytes read.
+pub const OFF_READ_POS: usize = 256;
 
 /// What went wrong with a ring.
 #[derive(Debug, thiserror::Error)]

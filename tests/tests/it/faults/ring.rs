@@ -372,6 +372,28 @@ struct Truncated {
     gpuprof: u32,
 }
 
+/// Whether ring `path` has had its read position at its write position for `time`.
+fn drained_for(path: &Path, time: Duration) -> bool {
+    let positions = || -> Option<(u64, u64)> {
+        let mut header = vec![0u8; wire::ring::HEADER_SIZE];
+        std::io::Read::read_exact(&mut std::fs::File::open(path).ok()?, &mut header).ok()?;
+        let at = |off: usize| -> Option<u64> {
+            Some(u64::from_le_bytes(
+                header.get(off..off + 8)?.try_into().ok()?,
+            ))
+        };
+        Some((
+            at(wire::ring::OFF_WRITE_POS)?,
+            at(wire::ring::OFF_READ_POS)?,
+        ))
+    };
+    let Some(first) = positions().filter(|(w, r)| w == r) else {
+        return false;
+    };
+    std::thread::sleep(time);
+    positions() == Some(first)
+}
+
 fn truncated_run(size: u64) -> Truncated {
     let scratch = Scratch::new("truncated");
     let out = scratch.join("out");
@@ -382,8 +404,14 @@ fn truncated_run(size: u64) -> Truncated {
     let run = TimedChild::spawn(cmd, LIMIT);
     let gpuprof = run.id();
     let ring = live_ring(gpuprof);
-    // Some frames first, so both sides have used the mapping.
+    // Some frames first, so both sides have used the mapping; then all of them read
+    // (for 100 ms), so that what the collector meets is the truncation, not a frame
+    // it was reading when the file was cut (a race the test would otherwise lose
+    // now and then, the collector then rightly saying "truncated while it was read").
     std::thread::sleep(Duration::from_millis(300));
+    wait_for("the collector to read the ring up to its producer", || {
+        drained_for(&ring, Duration::from_millis(100))
+    });
     std::fs::OpenOptions::new()
         .write(true)
         .open(&ring)
