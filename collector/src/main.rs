@@ -42,7 +42,8 @@ enum Command {
     /// Print the report of a recorded session: processes, kernels by GPU time, counters,
     /// the roofline (FLOPs, DRAM bytes, arithmetic intensity, MFU, MBU per kernel, GEMM
     /// shape, kernel family, NVTX range and run) with the peaks used, memory copies and
-    /// sets, NVTX ranges, dropped records.
+    /// sets, CPU time in CUDA calls (blocked in synchronize, copies, sets, allocations)
+    /// per thread and NVTX range, NVTX ranges, dropped records.
     ///
     /// SESSION is the output directory of `gpuprof record`. Damaged files of the
     /// session are skipped and everything else is reported; the report lists what was

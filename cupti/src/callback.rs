@@ -187,6 +187,25 @@ pub unsafe fn context_ids(c: &Cupti, ctx: CUcontext) -> Result<(u32, u32)> {
     Ok((context, device))
 }
 
+/// `cuptiGetStreamIdEx`: CUPTI's id of stream `stream` of context `ctx` (the NULL
+/// stream, or the per-thread default stream when `per_thread`, for a null handle).
+///
+/// # Safety
+/// `ctx` and `stream` are what CUPTI passed to a driver API callback (its context,
+/// a stream handle the application passed to the call), during that callback.
+pub unsafe fn stream_id(
+    c: &Cupti,
+    ctx: CUcontext,
+    stream: cupti_sys::CUstream,
+    per_thread: bool,
+) -> Result<u32> {
+    let f = c.fns().cuptiGetStreamIdEx.ok_or(NOT_SUPPORTED)?;
+    let mut id = 0u32;
+    // SAFETY: the caller's contract for the handles; the out pointer is valid.
+    CuptiError::check(unsafe { f(ctx, stream, u8::from(per_thread), &mut id) })?;
+    Ok(id)
+}
+
 /// `cuptiGetGraphNodeId` of a node CUPTI passed to a callback.
 ///
 /// # Safety

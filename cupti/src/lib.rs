@@ -12,6 +12,7 @@
 pub mod activity;
 pub mod callback;
 mod candidate;
+pub mod cbids;
 mod discovery;
 mod elf_check;
 mod error;

@@ -28,7 +28,9 @@ use crate::log::warn;
 use crate::state::{self, State};
 use cupti::callback;
 
-use crate::{capture_window, counters, device, gemm, nvtx_markers, nvtx_ranges, tally, tracer};
+use crate::{
+    api_calls, capture_window, counters, device, gemm, nvtx_markers, nvtx_ranges, tally, tracer,
+};
 
 /// The driver-API calls that launch GPU work whose kernels we attribute.
 pub const LAUNCH_CBIDS: &[u32] = &[
@@ -115,16 +117,20 @@ pub unsafe extern "C" fn on_callback(
 
 fn on_api(cbid: u32, d: &CUpti_CallbackData) {
     let Some(t) = tracer::get() else { return };
-    if counters::waits::on_api(cbid, d) {
-        return;
-    }
-    if capture_window::active() {
-        // The whole driver domain is on: decide every call, go on with launches
-        // made inside the window only.
-        let launch = LAUNCH_CBIDS.contains(&cbid);
-        if !capture_window::on_api(cbid, d, launch) || !launch {
+    if !LAUNCH_CBIDS.contains(&cbid) {
+        counters::waits::on_api(cbid, d);
+        // With a capture window the whole driver domain is on: decide every call.
+        if capture_window::active() && !capture_window::on_api(cbid, d, false) {
             return;
         }
+        if api_calls::traced(cbid) {
+            api_calls::on_api(t, cbid, d, thread_id());
+        }
+        return;
+    }
+    // Launches made inside the window only.
+    if capture_window::active() && !capture_window::on_api(cbid, d, true) {
+        return;
     }
     let slot = d.correlationData;
     let graph_launch = counters::is_graph_launch(cbid);

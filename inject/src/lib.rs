@@ -12,6 +12,7 @@
 //! one `gpuprof:` warning on stderr and the profiler turns itself off.
 
 mod activity;
+mod api_calls;
 mod callbacks;
 mod capture_window;
 mod counters;

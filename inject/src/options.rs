@@ -27,6 +27,9 @@
 //!   set of the chip (it is then one group, which must fit in one pass), or a preset
 //!   name (`dcgm`), expanded for the chip when the counters are planned
 //!   (`cupti::metrics::presets`).
+//! - `GPUPROF_API`: which CUDA API calls other than launches are traced one by one
+//!   (`api_calls.rs`): `sync` (default: those that copy, set, allocate, free, record
+//!   or wait for events and synchronise), `all` (every driver API call), or `off`.
 //!
 //! The capture window (`capture_window.rs`): `GPUPROF_DELAY` and `GPUPROF_DURATION`
 //! (seconds, fractions allowed) and `GPUPROF_CAPTURE_RANGE` (`cudaProfilerApi` or
@@ -96,6 +99,8 @@ pub struct Options {
     pub counter_range: Option<String>,
     /// `GPUPROF_GEMM`: on (default) or off: record cuBLAS / cuBLASLt GEMM shapes.
     pub gemm: bool,
+    /// `GPUPROF_API`: sync (default), all or off.
+    pub api: ApiTrace,
     /// `GPUPROF_DELAY`: record only from this long after the process started (ns).
     pub delay_ns: u64,
     /// `GPUPROF_DURATION`: record only for this long after the delay (ns; 0: to the
@@ -104,6 +109,18 @@ pub struct Options {
     /// `GPUPROF_CAPTURE_RANGE`: record only inside these ranges
     /// (`capture_window.rs`).
     pub capture_range: Option<CaptureRange>,
+}
+
+/// `GPUPROF_API`: which API calls other than launches are traced one by one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiTrace {
+    /// None: only launches.
+    Off,
+    /// The calls that copy, set, allocate, free, record or wait for events and
+    /// synchronise (`api_calls::TRACED`).
+    Sync,
+    /// Every driver API call.
+    All,
 }
 
 /// `GPUPROF_REPLAY`.
@@ -148,6 +165,7 @@ impl Default for Options {
             graph_replay: false,
             counter_range: None,
             gemm: true,
+            api: ApiTrace::Sync,
             delay_ns: 0,
             duration_ns: 0,
             capture_range: None,
@@ -390,6 +408,21 @@ impl Options {
                 false
             }
         };
+        let api = match r
+            .value("GPUPROF_API", "using sync")
+            .as_deref()
+            .map(str::trim)
+        {
+            None | Some("sync") => ApiTrace::Sync,
+            Some("all") => ApiTrace::All,
+            Some("off") | Some("0") => ApiTrace::Off,
+            Some(v) => {
+                r.warnings.push(format!(
+                    "GPUPROF_API={v:?} is not one of sync, all, off; using sync"
+                ));
+                ApiTrace::Sync
+            }
+        };
         let gemm = match r
             .value("GPUPROF_GEMM", "using on")
             .as_deref()
@@ -450,6 +483,7 @@ impl Options {
             graph_replay,
             counter_range,
             gemm,
+            api,
             delay_ns,
             duration_ns,
             capture_range,

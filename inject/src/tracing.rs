@@ -16,7 +16,7 @@ use crate::activity;
 use crate::callbacks::{self, LAUNCH_CBIDS};
 use crate::decode::{self, Layouts};
 use crate::log::{debug, warn};
-use crate::options::Options;
+use crate::options::{ApiTrace, Options};
 use crate::tracer::{self, Tracer};
 use cupti::callback;
 
@@ -60,6 +60,7 @@ pub fn start(cupti: &'static Cupti, opts: &Options) -> Result<(), String> {
     crate::counters::configure(opts);
     crate::capture_window::configure(opts);
     crate::gemm::install(opts);
+    crate::api_calls::configure(opts);
     let tracer = tracer::set(Tracer {
         cupti,
         subscriber,
@@ -116,6 +117,7 @@ fn enable(t: &Tracer) -> Result<(), String> {
             debug!("driver callback {cbid} not enabled: {e}");
         }
     }
+    enable_api_calls(c, s)?;
     if crate::counters::follows_waits() {
         for cbid in crate::counters::waits::cbids() {
             if let Err(e) = callback::enable_callback(c, s, CUPTI_CB_DOMAIN_DRIVER_API, cbid) {
@@ -168,6 +170,27 @@ fn enable(t: &Tracer) -> Result<(), String> {
             "CUPTI refused activity kinds {}; those records are missing",
             refused.join(", ")
         );
+    }
+    Ok(())
+}
+
+/// The driver callbacks of the API calls traced one by one (`api_calls.rs`). A
+/// callback id this CUPTI does not know is left out (the call is then not traced).
+fn enable_api_calls(c: &Cupti, s: &cupti::callback::Subscriber) -> Result<(), String> {
+    match crate::api_calls::mode() {
+        ApiTrace::Off => {}
+        ApiTrace::Sync => {
+            for cbid in crate::api_calls::TRACED {
+                if let Err(e) = callback::enable_callback(c, s, CUPTI_CB_DOMAIN_DRIVER_API, *cbid) {
+                    debug!("driver callback {cbid} not enabled: {e}");
+                }
+            }
+        }
+        ApiTrace::All => {
+            callback::enable_domain(c, s, CUPTI_CB_DOMAIN_DRIVER_API).map_err(|e| {
+                format!("cannot enable CUPTI's driver-API callbacks for GPUPROF_API=all: {e}")
+            })?;
+        }
     }
     Ok(())
 }

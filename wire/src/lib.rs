@@ -44,8 +44,9 @@ pub mod user;
 
 pub use record::*;
 
-/// Version of the record schema and ring layout. 8: a batch ends with its CRC-32C.
-pub const PROTOCOL_VERSION: u32 = 8;
+/// Version of the record schema and ring layout. 8: a batch ends with its CRC-32C;
+/// 9: [`Record::ApiCall`].
+pub const PROTOCOL_VERSION: u32 = 9;
 
 /// Encodes a batch of records as one frame payload (see the module documentation).
 pub fn encode_batch(records: &[Record]) -> Result<Vec<u8>, rmp_serde::encode::Error> {
@@ -159,6 +160,7 @@ impl serde::Serialize for Indexed<'_> {
             Record::Dropped(r) => map.serialize_entry(&18u8, r)?,
             Record::End(r) => map.serialize_entry(&19u8, r)?,
             Record::Capture(r) => map.serialize_entry(&20u8, r)?,
+            Record::ApiCall(r) => map.serialize_entry(&21u8, r)?,
         }
         map.end()
     }

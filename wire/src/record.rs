@@ -59,6 +59,10 @@ pub enum Record {
     /// What a capture window let through in a process (`gpuprof record --delay,
     /// --duration, --capture-range`), sent once before [`Record::End`].
     Capture(Capture),
+    /// A CUDA API call other than a kernel launch, traced one by one: it copies,
+    /// sets, allocates or frees memory, records or waits for an event, or waits for
+    /// the GPU.
+    ApiCall(ApiCall),
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -202,6 +206,36 @@ pub struct Launch {
     /// CUPTI timestamps at API entry and exit.
     pub start_ns: u64,
     pub end_ns: u64,
+}
+
+/// [`ApiCall::stream_id`] of a call that names no stream (context or event
+/// synchronisation, allocation).
+pub const NO_STREAM: u32 = u32::MAX;
+
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiCall {
+    pub correlation_id: u32,
+    /// `CUpti_driver_api_trace_cbid` (or runtime cbid when `runtime`).
+    pub cbid: u32,
+    pub runtime: bool,
+    /// [`InternedString`] id of the function's name as CUPTI gives it.
+    pub name: u32,
+    /// CUPTI's id of the context the call ran in (see [`ContextInfo`]).
+    pub context_id: u32,
+    pub thread_id: u64,
+    /// CUPTI timestamps at API entry and exit.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Bytes the call copies, sets or allocates; 0 for other calls.
+    pub bytes: u64,
+    /// CUPTI's id of the stream the call enqueues on or waits for ([`NO_STREAM`]
+    /// when it names none).
+    pub stream_id: u32,
+    /// The event the call records or waits for: its handle, a number unique among
+    /// the process's live events; 0 when the call names none.
+    pub event: u64,
+    /// Whether the call returned success.
+    pub ok: bool,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -22,6 +22,7 @@ use ahash::AHashMap;
 use serde::Serialize;
 use wire::{Capture, CounterMode, CounterPlan, CounterSample, DeviceInfo, DropSource, Record};
 
+use super::api_calls::ApiCallTotals;
 use super::classes::{ClassKey, Classes};
 use super::deconvolve::{ClassSpan, Deconvolver, Fitted};
 use super::flop_metrics::{flop_metric, DRAM_READ, DRAM_WRITE};
@@ -165,6 +166,8 @@ pub struct Aggregate {
     pub gemm_unjoined: u64,
     pub gemm_cycles: u64,
     pub ranges: RangeCover,
+    /// CPU time in the CUDA calls traced one by one ([`super::api_calls`]).
+    pub api_calls: ApiCallTotals,
     /// (pid, device) -> (earliest kernel start, latest kernel end), ns of the
     /// session's clock; kernels without timestamps left out.
     pub kernel_spans: AHashMap<(u32, u32), (u64, u64)>,
@@ -427,7 +430,7 @@ impl Aggregator {
 
     /// Records the join window holds now.
     pub fn held(&self) -> usize {
-        self.joiner.held() + self.spans.len() + self.windows.len()
+        self.joiner.held() + self.spans.len() + self.windows.len() + self.out.api_calls.held()
     }
 
     /// Folds in NVML readings of the session being read, in the order taken.
@@ -453,6 +456,7 @@ impl Aggregator {
         let mut joiner = std::mem::take(&mut self.joiner);
         joiner.finish(|j| self.finalize(j));
         self.joiner = joiner;
+        self.place_calls(|_| true);
         self.attribute(true);
         self.session = self.out.sessions.len();
         self.out.sessions.push(name);
@@ -511,8 +515,9 @@ impl Aggregator {
         let rows = std::mem::take(&mut self.rows);
         let mut joiner = std::mem::take(&mut self.joiner);
         joiner.end_part(rows, |j| self.finalize(j));
-        self.joiner = joiner;
         self.part += 1;
+        self.place_calls(|p| joiner.waited(p, 1));
+        self.joiner = joiner;
         let joiner = &self.joiner;
         self.out.ranges.forget(|p| joiner.waited(p, 2));
         self.attribute(false);
@@ -544,6 +549,7 @@ impl Aggregator {
         let mut joiner = std::mem::take(&mut self.joiner);
         joiner.finish(|j| self.finalize(j));
         self.joiner = joiner;
+        self.place_calls(|_| true);
         self.attribute(true);
         if let Some(a) = self.attributor.take() {
             self.out.sampled = Some(a.finish());
@@ -573,6 +579,7 @@ impl Aggregator {
     pub fn finish(mut self) -> Aggregate {
         let mut joiner = std::mem::take(&mut self.joiner);
         joiner.finish(|j| self.finalize(j));
+        self.place_calls(|_| true);
         self.attribute(true);
         self.out.gemm_unjoined = joiner.gemm_unjoined;
         self.out.gemm_cycles = joiner.gemm_cycles;
@@ -748,8 +755,26 @@ impl Aggregator {
                 let pid = self.out.pid(pid);
                 self.out.gemm_statuses.push((pid, s.message))
             }
+            Record::ApiCall(c) => self.out.api_calls.push(self.part, pid, c),
             Record::Context(_) | Record::Overhead(_) => {}
         }
+    }
+
+    /// Places the traced API calls of the parts `ready` accepts among the threads and
+    /// NVTX ranges (after the kernels of the same parts, before their ranges go).
+    fn place_calls(&mut self, ready: impl Fn(usize) -> bool) {
+        let Aggregate {
+            api_calls,
+            ranges,
+            strings,
+            ..
+        } = &mut self.out;
+        api_calls.place(ranges, ready, |pid, id| {
+            strings
+                .get(&(pid, id))
+                .cloned()
+                .unwrap_or_else(|| format!("#{id}"))
+        });
     }
 
     /// One joined kernel into its class, its ranges and the sampling spans.

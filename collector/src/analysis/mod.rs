@@ -32,6 +32,7 @@
 //!   GEMM shape, family, NVTX range and run: FLOPs, bytes, AI, MFU, MBU, bound.
 
 pub mod aggregate;
+pub mod api_calls;
 pub mod chunked_queue;
 pub mod classes;
 pub mod correlation_map;

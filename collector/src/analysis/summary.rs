@@ -9,6 +9,7 @@ use wire::{DropSource, Record};
 
 use super::aggregate::{aggregate, Aggregate};
 pub use super::aggregate::{DeviceSummary, ProcessSummary};
+use super::api_calls::{ApiCallSummary, CallClass, RangeCalls, ThreadCalls};
 use super::counters::{counters_of, Counters};
 use super::durations::Durations;
 use super::gpu_activity::{gpu_activity, GpuActivity};
@@ -56,6 +57,9 @@ pub struct Summary {
     /// ([`super::launch_shape`]).
     #[serde(skip)]
     pub launch_shapes: Vec<LaunchShape>,
+    /// CPU time in the CUDA calls traced one by one ([`super::api_calls`]).
+    #[serde(skip_serializing_if = "ApiCallSummary::is_empty")]
+    pub api_calls: ApiCallSummary,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -316,6 +320,57 @@ pub fn summarize_aggregate(a: &Aggregate) -> Summary {
         telemetry: a.telemetry.clone(),
         gpu_activity: gpu_activity(a),
         launch_shapes: launch_shapes(a),
+        api_calls: api_call_summary(a),
+    }
+}
+
+/// The traced calls other than launches placed in aggregate `a`
+/// ([`super::api_calls`]), as the report shows them.
+fn api_call_summary(a: &Aggregate) -> ApiCallSummary {
+    let t = &a.api_calls;
+    let mut by_thread: Vec<ThreadCalls> = t
+        .by_thread
+        .iter()
+        .map(|((key, thread, function), tally)| ThreadCalls {
+            pid: a.pid(*key),
+            session: a.session(*key),
+            thread_id: *thread,
+            function: function.clone(),
+            class: CallClass::of(function),
+            tally: *tally,
+        })
+        .collect();
+    by_thread.sort_by(|x, y| {
+        (x.session, x.pid, x.thread_id)
+            .cmp(&(y.session, y.pid, y.thread_id))
+            .then(y.tally.total_ns.cmp(&x.tally.total_ns))
+            .then_with(|| x.function.cmp(&y.function))
+    });
+    let mut by_range: Vec<RangeCalls> = t
+        .by_range
+        .iter()
+        .map(|((name, function), tally)| {
+            let (domain, range) = a.ranges.names[*name].clone();
+            RangeCalls {
+                domain,
+                range,
+                range_wall_ns: a.ranges.totals[*name].wall_ns,
+                function: function.clone(),
+                class: CallClass::of(function),
+                tally: *tally,
+            }
+        })
+        .collect();
+    by_range.sort_by(|x, y| {
+        y.range_wall_ns
+            .cmp(&x.range_wall_ns)
+            .then_with(|| (&x.domain, &x.range).cmp(&(&y.domain, &y.range)))
+            .then(y.tally.total_ns.cmp(&x.tally.total_ns))
+            .then_with(|| x.function.cmp(&y.function))
+    });
+    ApiCallSummary {
+        by_thread,
+        by_range,
     }
 }
 

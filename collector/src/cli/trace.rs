@@ -620,8 +620,27 @@ fn summary(output: &Path, args: &Args, s: &TraceStats, headers: &[ProcessHeader]
     } else {
         String::new()
     };
+    // Calls other than launches (copies, sets, waits...) only when the session has them.
+    let calls = if s.api_calls > 0 {
+        let syncs = if args.format == TraceFormat::Kineto {
+            format!(" ({} on the GPU)", plural(s.syncs, "wait", "waits"))
+        } else {
+            String::new()
+        };
+        format!(
+            ", {}{syncs}",
+            plural(s.api_calls, "other CUDA call", "other CUDA calls")
+        )
+    } else {
+        String::new()
+    };
+    let flows_from = if s.api_calls > 0 {
+        "from CPU call to GPU work"
+    } else {
+        "from launch to kernel"
+    };
     eprintln!(
-        "gpuprof: {what}: {}, {}, {}, {}, {}{gpu_ranges}, {} from launch to kernel{window}; {viewer}",
+        "gpuprof: {what}: {}, {}, {}, {}{calls}, {}{gpu_ranges}, {} {flows_from}{window}; {viewer}",
         plural(s.kernels, "kernel", "kernels"),
         plural(s.memcpys, "copy", "copies"),
         plural(s.memsets, "set", "sets"),

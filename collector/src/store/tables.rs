@@ -202,6 +202,20 @@ tables! {
         start_ns => "start_ns": U64;
         end_ns => "end_ns": U64;
     ];
+    ApiCalls = "api_calls", ApiCall(ApiCall) [
+        correlation_id => "correlation_id": U32;
+        cbid => "cbid": U32;
+        runtime => "runtime": Bool;
+        name => "name": U32;
+        context_id => "context_id": U32;
+        thread_id => "thread_id": U64;
+        start_ns => "start_ns": U64;
+        end_ns => "end_ns": U64;
+        bytes => "bytes": U64;
+        stream_id => "stream_id": U32;
+        event => "event": U64;
+        ok => "ok": Bool;
+    ];
     Gemms = "gemms", Gemm(Gemm) [
         correlation_id => "correlation_id": U32;
         call => "call": U64;

@@ -2,6 +2,7 @@
 // CUPTI 13.5.25 (CUDA runtime headers 13.5.37). Do not edit.
 
 pub type wchar_t = ::core::ffi::c_int;
+pub type cuuint32_t = u32;
 pub type cuuint64_t = u64;
 pub type CUdeviceptr_v2 = ::core::ffi::c_ulonglong;
 pub type CUdeviceptr = CUdeviceptr_v2;
@@ -158,6 +159,7 @@ pub type cuCtxPopCurrent_v2_params = cuCtxPopCurrent_v2_params_st;
 pub type cuEventDestroy_v2_params = cuEventDestroy_v2_params_st;
 pub type cuStreamDestroy_v2_params = cuStreamDestroy_v2_params_st;
 pub type cuStreamCreateWithPriority_params = cuStreamCreateWithPriority_params_st;
+pub type cuMemAllocManaged_params = cuMemAllocManaged_params_st;
 pub type cuDevicePrimaryCtxRetain_params = cuDevicePrimaryCtxRetain_params_st;
 pub type cuDevicePrimaryCtxGetState_params = cuDevicePrimaryCtxGetState_params_st;
 pub type cuLaunchKernel_ptsz_params = cuLaunchKernel_ptsz_params_st;
@@ -178,6 +180,7 @@ pub type cuDevicePrimaryCtxRelease_v2_params = cuDevicePrimaryCtxRelease_v2_para
 pub type cuDevicePrimaryCtxReset_v2_params = cuDevicePrimaryCtxReset_v2_params_st;
 pub type cuDevicePrimaryCtxSetFlags_v2_params = cuDevicePrimaryCtxSetFlags_v2_params_st;
 pub type cuGraphInstantiate_v2_params = cuGraphInstantiate_v2_params_st;
+pub type cuEventRecordWithFlags_params = cuEventRecordWithFlags_params_st;
 pub type cuMemAllocAsync_params = cuMemAllocAsync_params_st;
 pub type cuMemFreeAsync_params = cuMemFreeAsync_params_st;
 pub type cuStreamGetCaptureInfo_v2_params = cuStreamGetCaptureInfo_v2_params_st;
@@ -185,6 +188,8 @@ pub type cuGraphInstantiateWithFlags_params = cuGraphInstantiateWithFlags_params
 pub type cuCtxCreate_v3_params = cuCtxCreate_v3_params_st;
 pub type cuLaunchKernelEx_params = cuLaunchKernelEx_params_st;
 pub type cuLaunchKernelEx_ptsz_params = cuLaunchKernelEx_ptsz_params_st;
+pub type cuStreamWaitValue32_v2_params = cuStreamWaitValue32_v2_params_st;
+pub type cuStreamWaitValue64_v2_params = cuStreamWaitValue64_v2_params_st;
 pub type cuLibraryLoadData_params = cuLibraryLoadData_params_st;
 pub type cuLibraryUnload_params = cuLibraryUnload_params_st;
 pub type cuLibraryGetKernel_params = cuLibraryGetKernel_params_st;
@@ -1038,6 +1043,13 @@ pub struct cuStreamCreateWithPriority_params_st {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
+pub struct cuMemAllocManaged_params_st {
+    pub dptr: *mut CUdeviceptr,
+    pub bytesize: usize,
+    pub flags: ::core::ffi::c_uint,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
 pub struct cuDevicePrimaryCtxRetain_params_st {
     pub pctx: *mut CUcontext,
     pub dev: CUdevice,
@@ -1185,6 +1197,13 @@ pub struct cuGraphInstantiate_v2_params_st {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
+pub struct cuEventRecordWithFlags_params_st {
+    pub hEvent: CUevent,
+    pub hStream: CUstream,
+    pub flags: ::core::ffi::c_uint,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
 pub struct cuMemAllocAsync_params_st {
     pub dptr: *mut CUdeviceptr,
     pub bytesize: usize,
@@ -1237,6 +1256,22 @@ pub struct cuLaunchKernelEx_ptsz_params_st {
     pub f: CUfunction,
     pub kernelParams: *mut *mut ::core::ffi::c_void,
     pub extra: *mut *mut ::core::ffi::c_void,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuStreamWaitValue32_v2_params_st {
+    pub stream: CUstream,
+    pub addr: CUdeviceptr,
+    pub value: cuuint32_t,
+    pub flags: ::core::ffi::c_uint,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuStreamWaitValue64_v2_params_st {
+    pub stream: CUstream,
+    pub addr: CUdeviceptr,
+    pub value: cuuint64_t,
+    pub flags: ::core::ffi::c_uint,
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -4650,6 +4685,24 @@ const _: () = {
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     [
+        "Size of cuMemAllocManaged_params_st",
+    ][::core::mem::size_of::<cuMemAllocManaged_params_st>() - 24usize];
+    [
+        "Alignment of cuMemAllocManaged_params_st",
+    ][::core::mem::align_of::<cuMemAllocManaged_params_st>() - 8usize];
+    [
+        "Offset of field: cuMemAllocManaged_params_st::dptr",
+    ][::core::mem::offset_of!(cuMemAllocManaged_params_st, dptr) - 0usize];
+    [
+        "Offset of field: cuMemAllocManaged_params_st::bytesize",
+    ][::core::mem::offset_of!(cuMemAllocManaged_params_st, bytesize) - 8usize];
+    [
+        "Offset of field: cuMemAllocManaged_params_st::flags",
+    ][::core::mem::offset_of!(cuMemAllocManaged_params_st, flags) - 16usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
         "Size of cuDevicePrimaryCtxRetain_params_st",
     ][::core::mem::size_of::<cuDevicePrimaryCtxRetain_params_st>() - 16usize];
     [
@@ -5042,6 +5095,24 @@ const _: () = {
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     [
+        "Size of cuEventRecordWithFlags_params_st",
+    ][::core::mem::size_of::<cuEventRecordWithFlags_params_st>() - 24usize];
+    [
+        "Alignment of cuEventRecordWithFlags_params_st",
+    ][::core::mem::align_of::<cuEventRecordWithFlags_params_st>() - 8usize];
+    [
+        "Offset of field: cuEventRecordWithFlags_params_st::hEvent",
+    ][::core::mem::offset_of!(cuEventRecordWithFlags_params_st, hEvent) - 0usize];
+    [
+        "Offset of field: cuEventRecordWithFlags_params_st::hStream",
+    ][::core::mem::offset_of!(cuEventRecordWithFlags_params_st, hStream) - 8usize];
+    [
+        "Offset of field: cuEventRecordWithFlags_params_st::flags",
+    ][::core::mem::offset_of!(cuEventRecordWithFlags_params_st, flags) - 16usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
         "Size of cuMemAllocAsync_params_st",
     ][::core::mem::size_of::<cuMemAllocAsync_params_st>() - 24usize];
     [
@@ -5186,6 +5257,48 @@ const _: () = {
     [
         "Offset of field: cuLaunchKernelEx_ptsz_params_st::extra",
     ][::core::mem::offset_of!(cuLaunchKernelEx_ptsz_params_st, extra) - 24usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cuStreamWaitValue32_v2_params_st",
+    ][::core::mem::size_of::<cuStreamWaitValue32_v2_params_st>() - 24usize];
+    [
+        "Alignment of cuStreamWaitValue32_v2_params_st",
+    ][::core::mem::align_of::<cuStreamWaitValue32_v2_params_st>() - 8usize];
+    [
+        "Offset of field: cuStreamWaitValue32_v2_params_st::stream",
+    ][::core::mem::offset_of!(cuStreamWaitValue32_v2_params_st, stream) - 0usize];
+    [
+        "Offset of field: cuStreamWaitValue32_v2_params_st::addr",
+    ][::core::mem::offset_of!(cuStreamWaitValue32_v2_params_st, addr) - 8usize];
+    [
+        "Offset of field: cuStreamWaitValue32_v2_params_st::value",
+    ][::core::mem::offset_of!(cuStreamWaitValue32_v2_params_st, value) - 16usize];
+    [
+        "Offset of field: cuStreamWaitValue32_v2_params_st::flags",
+    ][::core::mem::offset_of!(cuStreamWaitValue32_v2_params_st, flags) - 20usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cuStreamWaitValue64_v2_params_st",
+    ][::core::mem::size_of::<cuStreamWaitValue64_v2_params_st>() - 32usize];
+    [
+        "Alignment of cuStreamWaitValue64_v2_params_st",
+    ][::core::mem::align_of::<cuStreamWaitValue64_v2_params_st>() - 8usize];
+    [
+        "Offset of field: cuStreamWaitValue64_v2_params_st::stream",
+    ][::core::mem::offset_of!(cuStreamWaitValue64_v2_params_st, stream) - 0usize];
+    [
+        "Offset of field: cuStreamWaitValue64_v2_params_st::addr",
+    ][::core::mem::offset_of!(cuStreamWaitValue64_v2_params_st, addr) - 8usize];
+    [
+        "Offset of field: cuStreamWaitValue64_v2_params_st::value",
+    ][::core::mem::offset_of!(cuStreamWaitValue64_v2_params_st, value) - 16usize];
+    [
+        "Offset of field: cuStreamWaitValue64_v2_params_st::flags",
+    ][::core::mem::offset_of!(cuStreamWaitValue64_v2_params_st, flags) - 24usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -10065,6 +10178,15 @@ impl Default for cuStreamCreateWithPriority_params_st {
         }
     }
 }
+impl Default for cuMemAllocManaged_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
 impl Default for cuDevicePrimaryCtxRetain_params_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -10218,6 +10340,15 @@ impl Default for cuGraphInstantiate_v2_params_st {
         }
     }
 }
+impl Default for cuEventRecordWithFlags_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
 impl Default for cuMemAllocAsync_params_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -10273,6 +10404,24 @@ impl Default for cuLaunchKernelEx_params_st {
     }
 }
 impl Default for cuLaunchKernelEx_ptsz_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cuStreamWaitValue32_v2_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cuStreamWaitValue64_v2_params_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {

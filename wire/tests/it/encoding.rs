@@ -92,6 +92,20 @@ fn every_variant() -> Vec<Record> {
             launches: 40,
             captured_launches: 12,
         }),
+        Record::ApiCall(ApiCall {
+            correlation_id: 77,
+            cbid: 131,
+            runtime: false,
+            name: 9,
+            context_id: 3,
+            thread_id: 1 << 35,
+            start_ns: 1_700_000_000_000_000_000,
+            end_ns: 1_700_000_000_000_004_000,
+            bytes: 1 << 33,
+            stream_id: NO_STREAM,
+            event: 0x7f00_dead_beef,
+            ok: true,
+        }),
     ]);
     all
 }
@@ -120,6 +134,7 @@ fn index_of(r: &Record) -> u8 {
         Record::Dropped(_) => 18,
         Record::End(_) => 19,
         Record::Capture(_) => 20,
+        Record::ApiCall(_) => 21,
     }
 }
 
@@ -129,7 +144,7 @@ fn every_variant_round_trips() {
     let mut indices: Vec<u8> = all.iter().map(index_of).collect();
     indices.sort();
     indices.dedup();
-    assert_eq!(indices, (0..21).collect::<Vec<u8>>(), "one of each variant");
+    assert_eq!(indices, (0..22).collect::<Vec<u8>>(), "one of each variant");
     for record in &all {
         let bytes = encode_batch(std::slice::from_ref(record)).unwrap();
         assert_eq!(decode_batch(&bytes).unwrap(), vec![record.clone()]);
@@ -406,10 +421,10 @@ fn a_newer_reader_defaults_fields_this_writer_lacks() {
 fn a_missing_field_or_an_unknown_variant_is_an_error() {
     // End without its one value.
     assert!(decode_batch(&framed(&[0x91, 0x81, 0x13, 0x90])).is_err());
-    // Variant index 21: past the last variant.
-    let err = decode_batch(&framed(&[0x91, 0x81, 0x15, 0x91, 0x05])).unwrap_err();
+    // Variant index 22: past the last variant.
+    let err = decode_batch(&framed(&[0x91, 0x81, 0x16, 0x91, 0x05])).unwrap_err();
     assert!(
-        err.to_string().contains("variant index 0 <= i < 21"),
+        err.to_string().contains("variant index 0 <= i < 22"),
         "{err}"
     );
     // A negative index, a name no variant has, a map of two variants.

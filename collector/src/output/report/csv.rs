@@ -94,6 +94,18 @@ pub fn csv_tables(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>
         let rows = csv_rows(name, &v);
         out.table(name, columns, rows);
     }
+    if let Some(a) = v.get("api_calls") {
+        for (name, key, columns) in [
+            ("api_calls_by_thread", "by_thread", &THREAD_CALL_COLUMNS[..]),
+            ("api_calls_by_range", "by_range", &RANGE_CALL_COLUMNS[..]),
+        ] {
+            out.table(
+                name,
+                columns,
+                a[key].as_array().cloned().unwrap_or_default(),
+            );
+        }
+    }
     fitted_csv(&mut out, &v);
     if let Some(r) = v.get("roofline") {
         roofline_csv(&mut out, r);

@@ -155,6 +155,9 @@ pub fn json_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>)
     if !s.launch_shapes.is_empty() {
         out["launch_shapes"] = launch_shape_json(&s.launch_shapes, s.kernel_ns, top);
     }
+    if let Some(v) = api_calls_json(&s.api_calls) {
+        out["api_calls"] = v;
+    }
     if let Some(e) = roofline.filter(|e| e.any()) {
         out["roofline"] = roofline_json(e, top);
     }

@@ -40,6 +40,7 @@
 //! `csv_cell`, `micros`, `value`, ...) are in `cells`, the counters sections in
 //! `counters`, the roofline sections in `roofline`.
 
+mod api_calls;
 mod cells;
 mod counters;
 mod csv;
@@ -62,6 +63,10 @@ use serde_json::{json, Value};
 use crate::analysis::findings::Findings;
 use crate::analysis::roofline::efficiency::Efficiency;
 use crate::analysis::{dims, percent, KernelStats, Summary};
+use api_calls::{
+    api_calls_json, api_calls_table, RANGE_COLUMNS as RANGE_CALL_COLUMNS,
+    THREAD_COLUMNS as THREAD_CALL_COLUMNS,
+};
 use cells::{
     cut_to_width, drop_to_fit, fit_last_column, grid, grid_or_none, mean_ns, note_left_out, pct,
     shown, wrapped, Names,

@@ -64,6 +64,7 @@ pub fn table_view_with(
     }
     launch_shape_table(&mut out, &s.launch_shapes, s.kernel_ns, top, &names);
     transfers_table(&mut out, s);
+    api_calls_table(&mut out, &s.api_calls, top);
     ranges_table(&mut out, s);
     dropped_table(&mut out, s);
     integrity_table(&mut out, &s.integrity);

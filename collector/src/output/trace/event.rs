@@ -18,16 +18,20 @@ pub enum Category {
     /// to the end of the last kernel launched inside it (innermost) on that stream.
     /// Only for sinks that ask for them ([`Sink::projects_ranges`]).
     GpuNvtx,
+    /// A wait for the GPU (a synchronize call, a stream made to wait for an event)
+    /// as the GPU side sees it; only for sinks that ask ([`Sink::wants_syncs`]).
+    CudaSync,
 }
 
 impl Category {
-    pub const ALL: [Category; 6] = [
+    pub const ALL: [Category; 7] = [
         Category::Kernel,
         Category::Memcpy,
         Category::Memset,
         Category::CudaApi,
         Category::Nvtx,
         Category::GpuNvtx,
+        Category::CudaSync,
     ];
 
     pub fn name(self) -> &'static str {
@@ -38,6 +42,7 @@ impl Category {
             Category::CudaApi => "cuda_api",
             Category::Nvtx => "nvtx",
             Category::GpuNvtx => "gpu_nvtx",
+            Category::CudaSync => "cuda_sync",
         }
     }
 
@@ -232,6 +237,29 @@ pub enum Source<'a> {
     Memcpy(&'a wire::Memcpy),
     Memset(&'a wire::Memset),
     Launch(&'a wire::Launch),
+    /// A CUDA call traced one by one (not a launch).
+    ApiCall(&'a wire::ApiCall),
+    /// A wait ([`Category::CudaSync`]).
+    Sync(&'a SyncFacts),
+}
+
+/// A wait as the trace shows it ([`Sink::wants_syncs`], made in `api_calls.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncFacts {
+    /// The process (its file, for Kineto).
+    pub pid: u32,
+    /// Kineto's name of CUPTI's synchronization type.
+    pub kind: &'static str,
+    pub device: u32,
+    /// The stream synchronised or made to wait; `None` for context and event syncs.
+    pub stream: Option<u32>,
+    pub context: u32,
+    pub correlation: u32,
+    /// For an event: its last record before the wait (stream, correlation id), when
+    /// the trace holds it.
+    pub waits_on: Option<(u32, u32)>,
+    /// The event's handle, for an event.
+    pub event: u64,
 }
 
 /// A span of time on a track.
@@ -270,6 +298,12 @@ pub trait Sink {
     /// Whether push/pop NVTX ranges also come projected onto the GPU streams their
     /// kernels ran on ([`Category::GpuNvtx`]); only for a sink that joins kernels.
     fn projects_ranges(&self) -> bool {
+        false
+    }
+    /// Whether waits also come as [`Category::CudaSync`] slices (`api_calls.rs`);
+    /// such a slice has no track (0): the sink places it from its
+    /// [`Source::Sync`] facts.
+    fn wants_syncs(&self) -> bool {
         false
     }
 }

@@ -52,7 +52,9 @@ use std::io::{self, Write};
 use serde_json::{json, Value as Json};
 use wire::{DeviceInfo, ProcessInfo};
 
-use super::event::{Category, KernelFacts, Process, Sink, Slice, Source, Track, TrackKind};
+use super::event::{
+    Category, KernelFacts, Process, Sink, Slice, Source, SyncFacts, Track, TrackKind,
+};
 
 /// What a file says about its process, known before the first event is written
 /// (from a pass over the session's processes and devices).
@@ -492,6 +494,33 @@ impl<F: Files> KinetoWriter<F> {
         written
     }
 
+    /// A wait as Kineto writes CUPTI's synchronization record: on the GPU (`pid` the
+    /// device), `tid` its stream (1 for a wait without one: Kineto's -1 made
+    /// positive), with Kineto's arguments.
+    fn sync(&mut self, f: &SyncFacts, span: (u64, u64)) -> io::Result<()> {
+        let stream = f.stream.map_or(-1, i64::from);
+        let at = (u64::from(f.device), stream.unsigned_abs());
+        self.complete_with(f.pid, "cuda_sync", f.kind, at, span, |a| {
+            a.push_str("\"cuda_sync_kind\": ");
+            a.push_str(&quoted(f.kind));
+            if f.event != 0 {
+                let (on_stream, on_correlation) = f
+                    .waits_on
+                    .map_or((-1, -1), |(s, c)| (i64::from(s), i64::from(c)));
+                let _ = write!(
+                    a,
+                    ", \"wait_on_stream\": {on_stream}, \"wait_on_cuda_event_record_corr_id\": {on_correlation}, \"wait_on_cuda_event_id\": {}",
+                    f.event
+                );
+            }
+            let _ = write!(
+                a,
+                ", \"stream\": {stream}, \"correlation\": {}, \"device\": {}, \"context\": {}",
+                f.correlation, f.device, f.context
+            );
+        })
+    }
+
     fn flow(
         &mut self,
         file_pid: u32,
@@ -673,6 +702,9 @@ impl<F: Files> Sink for KinetoWriter<F> {
     }
 
     fn slice(&mut self, s: &Slice) -> io::Result<()> {
+        if let (Category::CudaSync, Source::Sync(f)) = (s.category, s.source) {
+            return self.sync(f, (s.start_ns, s.end_ns));
+        }
         let Some(&(pid, kind)) = self.tracks.get(&s.track) else {
             return Ok(());
         };
@@ -708,7 +740,11 @@ impl<F: Files> Sink for KinetoWriter<F> {
                     m.bytes,
                     dur,
                 );
-                self.complete(pid, "gpu_memcpy", &name, at, span, &args)
+                self.complete(pid, "gpu_memcpy", &name, at, span, &args)?;
+                if s.flow_in.is_some() {
+                    self.flow(pid, true, m.correlation_id, at, s.start_ns)?;
+                }
+                Ok(())
             }
             (Category::Memset, Source::Memset(m)) => {
                 let name = format!("Memset ({})", memory_kind(m.memory_kind));
@@ -720,7 +756,33 @@ impl<F: Files> Sink for KinetoWriter<F> {
                     m.bytes,
                     dur,
                 );
-                self.complete(pid, "gpu_memset", &name, at, span, &args)
+                self.complete(pid, "gpu_memset", &name, at, span, &args)?;
+                if s.flow_in.is_some() {
+                    self.flow(pid, true, m.correlation_id, at, s.start_ns)?;
+                }
+                Ok(())
+            }
+            (Category::CudaApi, Source::ApiCall(c)) => {
+                let cat = if c.runtime {
+                    "cuda_runtime"
+                } else {
+                    "cuda_driver"
+                };
+                self.complete_with(pid, cat, s.name, at, span, |a| {
+                    a.push_str("\"cbid\": ");
+                    push_int(a, c.cbid);
+                    a.push_str(", \"correlation\": ");
+                    push_int(a, c.correlation_id);
+                    // No `stream`: HTA takes every event with one for GPU work.
+                    if c.bytes > 0 {
+                        a.push_str(", \"bytes\": ");
+                        push_int(a, c.bytes);
+                    }
+                })?;
+                if s.flow_out.is_some() {
+                    self.flow(pid, false, c.correlation_id, at, s.start_ns)?;
+                }
+                Ok(())
             }
             (Category::CudaApi, Source::Launch(l)) => {
                 let cat = if l.runtime {
@@ -761,6 +823,9 @@ impl<F: Files> Sink for KinetoWriter<F> {
         true
     }
     fn projects_ranges(&self) -> bool {
+        true
+    }
+    fn wants_syncs(&self) -> bool {
         true
     }
 }

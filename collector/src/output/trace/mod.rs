@@ -24,6 +24,7 @@
 //! With a [`Window`], only slices that overlap it are written, whole; a flow is
 //! written when both its launch and its kernel are.
 
+pub mod api_calls;
 pub mod chrome;
 pub mod event;
 mod joined;
@@ -102,6 +103,10 @@ pub struct TraceStats {
     pub ranges_ending_before_start: u64,
     /// Push/pop NVTX ranges projected onto a GPU stream (joined builds only).
     pub gpu_ranges: u64,
+    /// CUDA calls traced one by one (not launches) written.
+    pub api_calls: u64,
+    /// Waits written as the GPU sees them ([`event::Sink::wants_syncs`]).
+    pub syncs: u64,
 }
 
 impl TraceStats {
@@ -111,6 +116,7 @@ impl TraceStats {
             .saturating_add(self.memcpys)
             .saturating_add(self.memsets)
             .saturating_add(self.launches)
+            .saturating_add(self.api_calls)
             .saturating_add(self.ranges)
     }
 }
@@ -126,6 +132,7 @@ pub fn first_timestamp(records: &[(u32, Record)]) -> Option<u64> {
             Record::Memcpy(m) => Some(m.start_ns),
             Record::Memset(m) => Some(m.start_ns),
             Record::Launch(l) => Some(l.start_ns),
+            Record::ApiCall(c) => Some(c.start_ns),
             Record::Marker(m) => Some(m.timestamp_ns),
             _ => None,
         })
@@ -144,6 +151,10 @@ struct ProcessState {
     /// Threads and streams declared so far.
     tracks: u32,
 }
+
+/// A copy's or set's call waiting for its copy or set: the part it was read in, and
+/// its track and the middle of the call when it was written.
+type PendingCall = (u64, Option<(u64, u64)>);
 
 struct PendingLaunch {
     /// The part it was read in.
@@ -174,6 +185,12 @@ pub struct TraceBuilder<S: Sink> {
     kernel_names: AHashMap<(u32, u32), String>,
     launch_names: AHashMap<(u32, bool), String>,
     pending: AHashMap<(u32, u32), PendingLaunch>,
+    /// Copy and set calls waiting for their copy or set (`api_calls.rs`).
+    pending_calls: AHashMap<(u32, u32), PendingCall>,
+    /// Per process: each event handle's last record (stream, correlation id).
+    event_records: AHashMap<u32, AHashMap<u64, (u32, u32)>>,
+    /// (pid, context id) -> device.
+    context_devices: AHashMap<(u32, u32), u32>,
     open_ranges: AHashMap<(u32, u32), OpenRange>,
     stats: TraceStats,
     /// When the sink joins kernels ([`Sink::joined`]).
@@ -212,6 +229,9 @@ impl<S: Sink> TraceBuilder<S> {
             kernel_names: AHashMap::new(),
             launch_names: AHashMap::new(),
             pending: AHashMap::new(),
+            pending_calls: AHashMap::new(),
+            event_records: AHashMap::new(),
+            context_devices: AHashMap::new(),
             open_ranges: AHashMap::new(),
             stats: TraceStats::default(),
             join,
@@ -280,6 +300,7 @@ impl<S: Sink> TraceBuilder<S> {
             keep
         });
         self.stats.launches_without_kernel += lost;
+        self.expire_calls();
         if self.join.is_some() {
             self.end_joined_part(records.len() as u64, false)?;
         }
@@ -398,7 +419,12 @@ impl<S: Sink> TraceBuilder<S> {
             Record::String(s) => {
                 self.strings.insert((pid, s.id), s.text.clone());
             }
+            Record::Context(c) => {
+                self.context_devices
+                    .insert((pid, c.context_id), c.device_id);
+            }
             Record::Launch(l) => self.launch(pid, l)?,
+            Record::ApiCall(c) => self.api_call(pid, c)?,
             Record::Kernel(k) => self.kernel(pid, k)?,
             Record::Memcpy(m) => {
                 let args = [
@@ -411,13 +437,13 @@ impl<S: Sink> TraceBuilder<S> {
                 ];
                 let stream = (pid, m.device_id, m.stream_id);
                 let name = memcpy_name(m.copy_kind);
+                let flow_in = self.transfer_flow(pid, m.correlation_id);
                 if self.transfer(
                     stream,
-                    Category::Memcpy,
-                    name,
+                    (Category::Memcpy, name),
                     (m.start_ns, m.end_ns),
                     &args,
-                    Source::Memcpy(m),
+                    (Source::Memcpy(m), flow_in),
                 )? {
                     self.stats.memcpys += 1;
                 }
@@ -432,8 +458,8 @@ impl<S: Sink> TraceBuilder<S> {
                 ];
                 let stream = (pid, m.device_id, m.stream_id);
                 let span = (m.start_ns, m.end_ns);
-                let source = Source::Memset(m);
-                if self.transfer(stream, Category::Memset, "memset", span, &args, source)? {
+                let source = (Source::Memset(m), self.transfer_flow(pid, m.correlation_id));
+                if self.transfer(stream, (Category::Memset, "memset"), span, &args, source)? {
                     self.stats.memsets += 1;
                 }
             }
@@ -443,16 +469,15 @@ impl<S: Sink> TraceBuilder<S> {
         Ok(())
     }
 
-    /// A copy or set on its stream's track, when it overlaps the window; whether it
-    /// was written.
+    /// A copy or set on its stream's track, when it overlaps the window, with the
+    /// flow from its call when that was written; whether it was written.
     fn transfer(
         &mut self,
         (pid, device, stream): (u32, u32, u32),
-        category: Category,
-        name: &str,
+        (category, name): (Category, &str),
         (start_ns, end_ns): (u64, u64),
         args: &[Arg],
-        source: Source,
+        (source, flow_in): (Source, Option<FlowIn>),
     ) -> io::Result<bool> {
         if !self.keep(start_ns, end_ns) {
             return Ok(false);
@@ -466,9 +491,12 @@ impl<S: Sink> TraceBuilder<S> {
             end_ns,
             args,
             flow_out: None,
-            flow_in: None,
+            flow_in,
             source,
         })?;
+        if flow_in.is_some() {
+            self.stats.flows += 1;
+        }
         Ok(true)
     }
 

@@ -130,9 +130,11 @@ fn columns_of(id: TableId) -> Option<Columns> {
     Some(match id {
         TableId::Processes | TableId::Devices => return None,
         _ if rows_may_fail(id) => return None,
-        TableId::Kernels | TableId::Memcpys | TableId::Memsets | TableId::Launches => {
-            Columns::Span { timed: true }
-        }
+        TableId::Kernels
+        | TableId::Memcpys
+        | TableId::Memsets
+        | TableId::Launches
+        | TableId::ApiCalls => Columns::Span { timed: true },
         TableId::Overheads => Columns::Span { timed: false },
         TableId::Gemms => Columns::Shape,
         TableId::Markers => Columns::Timestamp,

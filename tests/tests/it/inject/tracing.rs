@@ -322,7 +322,8 @@ fn check_cudarc(release: &str, mode: Injection) {
         assert_eq!(l.thread_id, pid, "{ctx}: {l:?}");
     }
 
-    // The host -> device -> host round trip of 4096 u32, at the simulated link's rate.
+    // The host -> device -> host round trip of 4096 u32, at the simulated link's rate,
+    // then each of the four decode steps' token (one bf16) read back.
     let copies: Vec<&Memcpy> = d
         .records
         .iter()
@@ -336,7 +337,10 @@ fn check_cudarc(release: &str, mode: Injection) {
         .map(|m| (m.copy_kind, m.bytes, m.end_ns - m.start_ns))
         .collect();
     let t = sim_core::transfer::transfer_ns(16384, sim_core::transfer::HOST_LINK_BYTES_PER_NS);
-    assert_eq!(round_trip, vec![(1, 16384, t), (2, 16384, t)], "{ctx}");
+    let token = sim_core::transfer::transfer_ns(2, sim_core::transfer::HOST_LINK_BYTES_PER_NS);
+    let mut want = vec![(1, 16384, t), (2, 16384, t)];
+    want.extend([(2, 2, token); 4]);
+    assert_eq!(round_trip, want, "{ctx}");
 
     // NVTX ranges through CUPTI: one "prefill", four "decode".
     let starts: Vec<&str> = d

@@ -3,7 +3,10 @@
 //! norm, a QKV projection (cuBLAS GEMM), attention (flash-style for prefill with a
 //! strided-batched GEMM for the scores, paged for decode), an output projection, a
 //! gated MLP (GEMMs around a SiLU-and-multiply) and residual adds; the LM head runs
-//! through cuBLASLt. Prefill and decode are NVTX ranges named "prefill" and "decode".
+//! through cuBLASLt. Prefill and decode are NVTX ranges named "prefill" and "decode";
+//! each decode step ends by reading its token back (a one-element copy to pageable
+//! host memory, then a stream synchronize, as PyTorch's `.item()`), as a server does
+//! before the next step.
 //! Attention may group its KV heads (`--kv-heads`) and have a head size of its own
 //! (`--head-dim`); with `--experts` the MLP is a mixture of experts: a router GEMM,
 //! then the experts' GEMMs grouped into one strided-batched GEMM per projection, a
@@ -430,9 +433,22 @@ impl Model {
     }
 
     /// Logits[vocab x tokens] = W_lm[vocab x hidden] * X, through cuBLASLt.
-    fn lm_head(&mut self, shape: &Shape, tokens: usize) -> Result<()> {
+    fn lm_head(&mut self, shape: &Shape, tokens: usize) -> Result<LmBuffers> {
         let mut b = LmBuffers::new(&self.stream, shape, tokens)?;
-        self.lm_head_in(&mut b, shape, tokens)
+        self.lm_head_in(&mut b, shape, tokens)?;
+        Ok(b)
+    }
+
+    /// Reads the step's first logit back to the host, as a server reads each decode
+    /// step's token before the next step, and as PyTorch's `.item()` does: a copy to
+    /// (pageable) host memory, then the stream synchronised.
+    fn read_token(&self, b: &LmBuffers) -> Result<()> {
+        self.stream
+            .clone_dtoh(&b.logits.slice(0..1))
+            .context("reading the step's token back")?;
+        self.stream
+            .synchronize()
+            .context("synchronising after the token's copy")
     }
 
     /// The LM head on preallocated activations.
@@ -644,7 +660,7 @@ fn main() -> Result<()> {
         for _ in 0..shape.layers {
             model.layer(&shape, shape.prompt, true)?;
         }
-        model.lm_head(&shape, 1)?;
+        drop(model.lm_head(&shape, 1)?);
     }
     // Tests that break something mid-run hold the decode steps until they are done.
     if let Some(flag) = std::env::var_os("CUDARC_LLM_WAIT_FOR") {
@@ -671,6 +687,7 @@ fn main() -> Result<()> {
         for _ in 0..shape.decode_steps {
             let decode = cudarc::nvtx::scoped_range("decode");
             graph.launch().context("replaying the decode step")?;
+            model.read_token(&lm)?;
             drop(decode);
             idle(&stream, shape.step_gap_ms)?;
         }
@@ -680,7 +697,8 @@ fn main() -> Result<()> {
             for _ in 0..shape.layers {
                 model.layer(&shape, 1, false)?;
             }
-            model.lm_head(&shape, 1)?;
+            let lm = model.lm_head(&shape, 1)?;
+            model.read_token(&lm)?;
             drop(decode);
             idle(&stream, shape.step_gap_ms)?;
         }

@@ -1,6 +1,7 @@
 //! The numbers of a report (`collector/src/analysis`): counters, percentages of peak,
 //! the roofline, PM sampling deconvolved.
 
+mod api_calls;
 mod counter_pct;
 mod counters;
 mod deconvolve;

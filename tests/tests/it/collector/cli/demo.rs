@@ -49,8 +49,9 @@ fn demo_on_the_simulated_gpu_writes_report_roofline_and_trace() {
     );
     assert!(
         lines[4].starts_with(&format!(
-            "gpuprof: trace written to {d}/trace.perfetto-trace: 65 kernels, "
-        )) && lines[4].ends_with(" 65 flows from launch to kernel; open it in ui.perfetto.dev"),
+            "gpuprof: trace written to {d}/trace.perfetto-trace: 65 kernels, " // A flow from each launch, and from the calls of the 4 copies and 43 sets.
+        )) && lines[4]
+            .ends_with(" 112 flows from CPU call to GPU work; open it in ui.perfetto.dev"),
         "{}",
         lines[4]
     );

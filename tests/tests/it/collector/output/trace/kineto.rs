@@ -58,6 +58,49 @@ fn hta(dir: &Path) -> Value {
     serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout))
 }
 
+/// HTA's critical path of rank 0 over the first `annotation` range in `dir`.
+fn hta_critical_path(dir: &Path, annotation: &str) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("hta/analyse.py");
+    let mut cmd = Command::new(venv_python_of("hta"));
+    cmd.arg(script)
+        .arg(dir)
+        .args(["--critical-path", annotation]);
+    let o = TimedChild::spawn(cmd, LIMIT).wait();
+    assert_eq!(o.status.code(), Some(0), "HTA: {}", o.stderr);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
+    v["critical_path"].clone()
+}
+
+/// The report's copies (of every kind).
+fn copies_of(v: &Value) -> u64 {
+    transfers_of(v, |kind| kind != "memset")
+}
+
+/// The report's sets.
+fn sets_of(v: &Value) -> u64 {
+    transfers_of(v, |kind| kind == "memset")
+}
+
+fn transfers_of(v: &Value, kind: impl Fn(&str) -> bool) -> u64 {
+    v["transfers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| kind(t["kind"].as_str().unwrap()))
+        .map(|t| t["count"].as_u64().unwrap())
+        .sum()
+}
+
+/// The report's traced calls other than launches: calls per function.
+fn api_calls(v: &Value) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for r in v["api_calls"]["by_thread"].as_array().unwrap() {
+        *out.entry(r["function"].as_str().unwrap().to_string())
+            .or_default() += r["calls"].as_u64().unwrap();
+    }
+    out
+}
+
 /// The report's kernels by name: (launches, total ns).
 fn report_kernels(v: &Value) -> BTreeMap<String, (u64, u64)> {
     let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
@@ -156,7 +199,21 @@ fn the_demo_workload_reads_in_hta_as_in_the_report() {
         )),
         "{stderr}"
     );
-    assert!(stderr.contains(", 5 NVTX ranges, 5 NVTX ranges on the GPU, 107 flows from launch to kernel; analyse it with HTA: TraceAnalysis(trace_dir="), "{stderr}");
+    // The calls other than launches are the report's; the flows run from each
+    // launch to its kernel and from each copy's or set's call to the copy or set.
+    let calls = api_calls(&v);
+    let waits = calls["cuStreamSynchronize"];
+    let others: u64 = calls.values().sum();
+    assert_eq!(waits, 5, "a token read back per decode step, and the end");
+    let flows = 107 + copies_of(&v) + sets_of(&v);
+    assert!(
+        stderr.contains(&format!(
+        ", 107 launch calls, {others} other CUDA calls ({waits} waits on the GPU), 5 NVTX ranges, \
+         5 NVTX ranges on the GPU, {flows} flows from CPU call to GPU work; analyse it with \
+         HTA: TraceAnalysis(trace_dir="
+    )),
+        "{stderr}"
+    );
     // One file, named as PyTorch names a worker's trace.
     let file = dir.join(format!("{host}_{pid}.pt.trace.json"));
     assert_eq!(files_in(&dir), vec![file.clone()]);
@@ -223,24 +280,12 @@ fn the_demo_workload_reads_in_hta_as_in_the_report() {
             ))
             .or_default() += 1;
     }
-    let copies: u64 = v["transfers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["kind"] != "memset")
-        .map(|t| t["count"].as_u64().unwrap())
-        .sum();
-    let sets: u64 = v["transfers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["kind"] == "memset")
-        .map(|t| t["count"].as_u64().unwrap())
-        .sum();
+    let (copies, sets) = (copies_of(&v), sets_of(&v));
     assert_eq!(cats["X kernel"], 107);
-    assert_eq!(cats["X cuda_driver"], 107);
-    assert_eq!(cats["s ac2g"], 107);
-    assert_eq!(cats["f ac2g"], 107);
+    assert_eq!(cats["X cuda_driver"], 107 + others);
+    assert_eq!(cats["s ac2g"], 107 + copies + sets);
+    assert_eq!(cats["f ac2g"], 107 + copies + sets);
+    assert_eq!(cats["X cuda_sync"], waits);
     assert_eq!(cats["X gpu_memcpy"], copies);
     assert_eq!(cats["X gpu_memset"], sets);
     assert_eq!(cats["X user_annotation"], 5);
@@ -271,8 +316,24 @@ fn the_demo_workload_reads_in_hta_as_in_the_report() {
         }
     }
     for e in events.iter().filter(|e| e["cat"] == "cuda_driver") {
-        assert_eq!(e["name"], "cuLaunchKernel");
         assert_eq!(e["pid"], pid);
+        // No `stream` on the CPU: HTA takes every event with one for GPU work.
+        assert!(e["args"]["stream"].is_null(), "{e}");
+        if e["name"] != "cuLaunchKernel" {
+            // A copy's or set's call: a flow to its copy or set, same correlation id.
+            let corr = &e["args"]["correlation"];
+            let moved = events
+                .iter()
+                .find(|g| &g["args"]["correlation"] == corr && g["pid"] == 0);
+            let name = e["name"].as_str().unwrap();
+            if name.starts_with("cuMemcpy") || name.starts_with("cuMemset") {
+                let g = moved.unwrap_or_else(|| panic!("no GPU work for {e}"));
+                assert_eq!(g["args"]["bytes"], e["args"]["bytes"], "{e} {g}");
+                let s = events.iter().find(|f| f["ph"] == "s" && &f["id"] == corr);
+                assert_eq!(s.unwrap()["ts"], e["ts"]);
+            }
+            continue;
+        }
         assert!(e["args"]["stream"].is_null(), "{e}");
         let corr = &e["args"]["correlation"];
         let s = events
@@ -357,8 +418,30 @@ fn the_demo_workload_reads_in_hta_as_in_the_report() {
     // cudaLaunchKernelExC, cudaMemcpyAsync, cudaMemsetAsync), and gpuprof records the
     // driver API's cuLaunchKernel, which HTA 0.5.0 leaves out there.
     assert_eq!(h["linked_launches"], json!({"0": 107}));
-    assert_eq!(h["launch_names"], json!({"0": ["cuLaunchKernel"]}));
+    // HTA links each copy's, set's and wait's call to its GPU side by correlation id.
+    assert_eq!(
+        h["launch_names"],
+        json!({"0": ["cuLaunchKernel", "cuMemcpyDtoHAsync_v2", "cuMemcpyHtoDAsync_v2",
+                     "cuMemsetD8Async", "cuStreamSynchronize"]})
+    );
     assert_eq!(h["launch_stats_rows"], 0);
+    // The waits on the GPU, as the report counts the calls; HTA's critical path over
+    // "prefill" with no warning about missing CUDA synchronization events.
+    assert_eq!(h["syncs"], json!({"0": {"Stream Sync": waits}}));
+    let cp = hta_critical_path(&dir, "prefill");
+    assert_eq!(cp["ok"], true, "{cp}");
+    assert!(!cp.to_string().contains("Synchronization"), "{cp}");
+    // What HTA still warns of: it counts a copy's or set's call into a stream's queue
+    // only under its runtime API names (cudaMemcpyAsync, cudaMemsetAsync), so for the
+    // driver's (cuMemsetD8Async here) it finds no queue length.
+    for w in cp["warnings"].as_array().unwrap() {
+        let w = w.as_str().unwrap();
+        assert!(
+            w.starts_with("No edge was added - queue length is nan")
+                && (w.contains("name = Memset (Device)") || w.contains("name = Memcpy ")),
+            "{cp}"
+        );
+    }
 
     // Again: the earlier trace's file is replaced, nothing else is made.
     let o = gpuprof(&["trace", out.to_str().unwrap(), "--format", "kineto"]);

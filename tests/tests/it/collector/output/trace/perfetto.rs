@@ -44,7 +44,7 @@ fn ids(s: &Value) -> (u64, u64) {
 type End = (String, (u64, u64));
 /// A slice as (track name, category, name, start ns, duration ns, arguments).
 type Row = (String, String, String, u64, u64, String);
-/// A flow as (launch correlation id, kernel ids).
+/// A flow as (call correlation id, the ids of the kernel, copy or set it goes into).
 type LaunchFlow = (u64, (u64, u64));
 
 /// Each flow as (category, ids) of its two slices.
@@ -123,19 +123,19 @@ fn chrome_slices(v: &Value) -> (Vec<Row>, BTreeSet<LaunchFlow>) {
     }
     out.sort();
     // A flow's ends: the slice on its (pid, tid) holding its timestamp.
-    let holding = |f: &Value, cat: &str| {
+    let holding = |f: &Value, cats: &[&str]| {
         let t = ns(&f["ts"]);
         events
             .iter()
             .find(|e| {
                 e["ph"] == "X"
-                    && e["cat"] == cat
+                    && cats.iter().any(|c| e["cat"] == *c)
                     && e["pid"] == f["pid"]
                     && e["tid"] == f["tid"]
                     && ns(&e["ts"]) <= t
                     && t <= ns(&e["ts"]) + (e["dur"].as_f64().unwrap() * 1000.0).round() as u64
             })
-            .unwrap_or_else(|| panic!("no {cat} under the flow event {f}"))
+            .unwrap_or_else(|| panic!("no {cats:?} under the flow event {f}"))
     };
     let flows = events
         .iter()
@@ -146,10 +146,10 @@ fn chrome_slices(v: &Value) -> (Vec<Row>, BTreeSet<LaunchFlow>) {
                 .find(|x| x["ph"] == "f" && x["id"] == s["id"])
                 .unwrap();
             (
-                holding(s, "cuda_api")["args"]["correlation_id"]
+                holding(s, &["cuda_api"])["args"]["correlation_id"]
                     .as_u64()
                     .unwrap(),
-                ids(holding(f, "kernel")),
+                ids(holding(f, &["kernel", "memcpy", "memset"])),
             )
         })
         .collect();
@@ -177,14 +177,20 @@ fn perfetto_slices(t: &Value) -> (Vec<Row>, BTreeSet<LaunchFlow>) {
     out.sort();
     let slices = t["slices"].as_array().unwrap();
     // A flow into a kernel comes from its launch, or (a graph's) from the kernel
-    // before it in the chain, whose launch is the same.
+    // before it in the chain, whose launch is the same; into a copy or set, from
+    // its call.
     let flows = t["flows"]
         .as_array()
         .unwrap()
         .iter()
         .map(|f| {
             let to = &slices[f[1].as_u64().unwrap() as usize];
-            assert_eq!(to["category"], "kernel", "a flow into {to}");
+            assert!(
+                ["kernel", "memcpy", "memset"]
+                    .iter()
+                    .any(|c| to["category"] == *c),
+                "a flow into {to}"
+            );
             (to["args"]["correlation_id"].as_u64().unwrap(), ids(to))
         })
         .collect();
@@ -241,10 +247,20 @@ fn a_recorded_run_reads_back_with_its_report_and_its_chrome_json() {
             .sum::<u64>()
     };
     let (copies, sets) = (count_of(false), count_of(true));
+    // The traced calls other than launches: as many as the report's.
+    let api_calls: u64 = v["api_calls"]["by_thread"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["calls"].as_u64().unwrap())
+        .sum();
     let summary = format!(
-        "107 kernels, {}, {}, 107 launch calls, 5 NVTX ranges, 107 flows from launch to kernel",
+        "107 kernels, {}, {}, 107 launch calls, {}, 5 NVTX ranges, {} flows from CPU call to GPU work",
         plural(copies, "copy", "copies"),
-        plural(sets, "set", "sets")
+        plural(sets, "set", "sets"),
+        plural(api_calls, "other CUDA call", "other CUDA calls"),
+        // A flow from each launch to its kernel and from each copy's and set's call.
+        107 + copies + sets
     );
     assert_eq!(
         text(&o.stderr),
@@ -286,7 +302,7 @@ fn a_recorded_run_reads_back_with_its_report_and_its_chrome_json() {
     );
 
     // Slices per track and category, as the report counts them: every launch call of
-    // the workload runs one kernel.
+    // the workload runs one kernel; the other traced calls are the report's.
     let thread = format!("thread {pid}");
     let stream = "GPU 0 stream 1".to_string();
     let nvtx: u64 = v["nvtx_ranges"]
@@ -298,7 +314,7 @@ fn a_recorded_run_reads_back_with_its_report_and_its_chrome_json() {
     assert_eq!(
         slices_per_track(&t),
         BTreeMap::from([
-            ((thread.clone(), "cuda_api".to_string()), 107),
+            ((thread.clone(), "cuda_api".to_string()), 107 + api_calls),
             ((thread, "nvtx".to_string()), nvtx),
             ((stream.clone(), "kernel".to_string()), 107),
             ((stream.clone(), "memcpy".to_string()), copies),
@@ -356,27 +372,35 @@ fn a_recorded_run_reads_back_with_its_report_and_its_chrome_json() {
         .map(|(n, (c, d, _))| (n, (c, d)))
         .collect();
     assert_eq!(got, ranges);
-    // Every launch is inside "prefill" or a "decode" step on its thread.
+    // Every launch is inside "prefill" or a "decode" step on its thread (the other
+    // calls may be outside: allocations before, frees after).
     for s in t["slices"].as_array().unwrap() {
+        if s["category"] == "cuda_api" && s["name"] != "cuLaunchKernel" {
+            continue;
+        }
         let depth = if s["category"] == "cuda_api" { 1 } else { 0 };
         assert_eq!(s["depth"], depth, "{s}");
     }
 
-    // A flow from each launch call to its kernel, the same correlation id at both
-    // ends, the launch starting first.
+    // A flow from each launch call to its kernel and from each copy's or set's call to
+    // its copy or set, the same correlation id at both ends, the call starting first.
     let slices = t["slices"].as_array().unwrap();
     let f = t["flows"].as_array().unwrap();
-    assert_eq!(f.len(), 107);
+    assert_eq!(f.len() as u64, 107 + copies + sets);
     let mut into = BTreeSet::new();
     for pair in f {
         let (a, b) = (
             &slices[pair[0].as_u64().unwrap() as usize],
             &slices[pair[1].as_u64().unwrap() as usize],
         );
-        assert_eq!(
-            (&a["category"], &b["category"]),
-            (&json!("cuda_api"), &json!("kernel"))
-        );
+        assert_eq!(a["category"], json!("cuda_api"));
+        let kind = match a["name"].as_str().unwrap() {
+            "cuLaunchKernel" => "kernel",
+            n if n.starts_with("cuMemcpy") => "memcpy",
+            n if n.starts_with("cuMemset") => "memset",
+            n => panic!("a flow from {n}"),
+        };
+        assert_eq!(b["category"], json!(kind), "{a} {b}");
         assert_eq!(a["args"]["correlation_id"], b["args"]["correlation_id"]);
         assert!(a["ts"].as_u64() < b["ts"].as_u64(), "{a} {b}");
         assert!(into.insert(pair[1].as_u64().unwrap()), "two flows into {b}");
@@ -429,10 +453,10 @@ fn a_recorded_run_reads_back_with_its_report_and_its_chrome_json() {
     let (p_slices, p_flows) = perfetto_slices(&t);
     assert_eq!(
         p_slices.len(),
-        107 + 107 + copies as usize + sets as usize + nvtx as usize
+        (107 + 107 + api_calls + copies + sets + nvtx) as usize
     );
     assert_eq!(p_slices, c_slices);
-    assert_eq!(p_flows.len(), 107);
+    assert_eq!(p_flows.len() as u64, 107 + copies + sets);
     assert_eq!(p_flows, c_flows);
 }
 

@@ -1,0 +1,248 @@
+//! CPU-side time in the CUDA calls traced one by one (`Record::ApiCall`: copies,
+//! sets, allocations and frees, event records and waits, synchronisation), per thread
+//! and per NVTX range name.
+//!
+//! A call counts for a range name when an instance of that name encloses it: a
+//! push/pop range of its thread open at its API entry, or a start/end range of its
+//! process open then ([`super::range_cover::RangeCover::enclosing`]); once per name,
+//! however many instances of the name enclose it. Calls wait in the join window as
+//! kernels do, so that the markers of their part are in before they are placed.
+//! Launches are not here: their records are `Record::Launch`, counted with kernels.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::Serialize;
+use wire::ApiCall;
+
+use super::range_cover::RangeCover;
+
+/// What a traced call does, by its function's name ([`CallClass::of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallClass {
+    /// Waits on the host for the GPU: `cu*Synchronize*`, `cuda*Synchronize*`.
+    Synchronize,
+    /// `cuMemcpy*`, `cudaMemcpy*`.
+    Copy,
+    /// `cuMemset*`, `cudaMemset*`.
+    Set,
+    /// Allocations and frees of device, host and managed memory.
+    Memory,
+    /// Event records and stream waits (on an event or a memory value): enqueued, the
+    /// host does not wait.
+    EventWait,
+    /// Any other call (`GPUPROF_API=all`).
+    Other,
+}
+
+impl CallClass {
+    /// Every class, in the order of the report's columns.
+    pub const ALL: [CallClass; 6] = [
+        CallClass::Synchronize,
+        CallClass::Copy,
+        CallClass::Set,
+        CallClass::Memory,
+        CallClass::EventWait,
+        CallClass::Other,
+    ];
+
+    /// The class of the call named `name` (driver `cu*` or runtime `cuda*`).
+    pub fn of(name: &str) -> CallClass {
+        let f = name
+            .strip_prefix("cuda")
+            .or_else(|| name.strip_prefix("cu"))
+            .unwrap_or(name);
+        if f.contains("Synchronize") {
+            CallClass::Synchronize
+        } else if f.starts_with("Memcpy") {
+            CallClass::Copy
+        } else if f.starts_with("Memset") {
+            CallClass::Set
+        } else if f.starts_with("MemAlloc")
+            || f.starts_with("MemFree")
+            || f.starts_with("MemHostAlloc")
+            || f.starts_with("Malloc")
+            || f.starts_with("Free")
+            || f.starts_with("HostAlloc")
+        {
+            CallClass::Memory
+        } else if f.starts_with("EventRecord") || f.starts_with("StreamWait") {
+            CallClass::EventWait
+        } else {
+            CallClass::Other
+        }
+    }
+
+    /// The report's name for the class.
+    pub fn label(self) -> &'static str {
+        match self {
+            CallClass::Synchronize => "synchronize",
+            CallClass::Copy => "copy",
+            CallClass::Set => "set",
+            CallClass::Memory => "alloc/free",
+            CallClass::EventWait => "event/wait",
+            CallClass::Other => "other",
+        }
+    }
+}
+
+/// Calls of one kind summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CallTally {
+    pub calls: u64,
+    /// Calls that returned an error.
+    pub failed: u64,
+    /// Sum of their durations (API entry to exit).
+    pub total_ns: u64,
+    pub max_ns: u64,
+    /// Bytes copied, set or allocated.
+    pub bytes: u64,
+}
+
+impl CallTally {
+    fn add(&mut self, c: &ApiCall) {
+        let ns = c.end_ns.saturating_sub(c.start_ns);
+        self.calls += 1;
+        self.failed += u64::from(!c.ok);
+        self.total_ns = self.total_ns.saturating_add(ns);
+        self.max_ns = self.max_ns.max(ns);
+        self.bytes = self.bytes.saturating_add(c.bytes);
+    }
+
+    pub fn merge(&mut self, o: &CallTally) {
+        self.calls += o.calls;
+        self.failed += o.failed;
+        self.total_ns = self.total_ns.saturating_add(o.total_ns);
+        self.max_ns = self.max_ns.max(o.max_ns);
+        self.bytes = self.bytes.saturating_add(o.bytes);
+    }
+}
+
+/// The totals, keyed by function name.
+#[derive(Debug, Default)]
+pub struct ApiCallTotals {
+    /// Per (process key, thread, function).
+    pub by_thread: BTreeMap<(u32, u64, String), CallTally>,
+    /// Per (range name index in [`RangeCover::names`], function).
+    pub by_range: BTreeMap<(usize, String), CallTally>,
+    /// Calls waiting for their part's markers: (part, process key, call).
+    waiting: VecDeque<(usize, u32, ApiCall)>,
+}
+
+impl ApiCallTotals {
+    /// A call of part `part`, placed once that part has waited ([`Self::place`]).
+    pub fn push(&mut self, part: usize, pid: u32, call: ApiCall) {
+        self.waiting.push_back((part, pid, call));
+    }
+
+    /// Calls waiting now.
+    pub fn held(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Places the waiting calls of the parts for which `ready(part)` holds (every
+    /// one when `ready` always does), in arrival order; `name` resolves a call's
+    /// interned function name.
+    pub fn place(
+        &mut self,
+        ranges: &RangeCover,
+        ready: impl Fn(usize) -> bool,
+        name: impl Fn(u32, u32) -> String,
+    ) {
+        while let Some((part, _, _)) = self.waiting.front() {
+            if !ready(*part) {
+                break;
+            }
+            let (_, pid, c) = self.waiting.pop_front().expect("a front call");
+            let function = name(pid, c.name);
+            self.by_thread
+                .entry((pid, c.thread_id, function.clone()))
+                .or_default()
+                .add(&c);
+            let mut names = ranges.enclosing(pid, Some((c.thread_id, c.start_ns)), c.start_ns);
+            names.sort_unstable();
+            names.dedup();
+            for n in names {
+                self.by_range
+                    .entry((n, function.clone()))
+                    .or_default()
+                    .add(&c);
+            }
+        }
+    }
+}
+
+/// One row of the per-thread table: a function's calls on one thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadCalls {
+    pub pid: u32,
+    /// The session the process is in, when several are read together (0 otherwise).
+    #[serde(skip)]
+    pub session: usize,
+    pub thread_id: u64,
+    pub function: String,
+    pub class: CallClass,
+    #[serde(flatten)]
+    pub tally: CallTally,
+}
+
+/// One row of the per-range table: a function's calls inside a range name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RangeCalls {
+    /// Empty for the default domain.
+    pub domain: String,
+    pub range: String,
+    /// The range name's wall time (its closed instances' durations summed).
+    pub range_wall_ns: u64,
+    pub function: String,
+    pub class: CallClass,
+    #[serde(flatten)]
+    pub tally: CallTally,
+}
+
+/// The traced calls as the report shows them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ApiCallSummary {
+    /// By process, thread, then total time (longest first) and function.
+    pub by_thread: Vec<ThreadCalls>,
+    /// By range wall time (longest first), range, then total time and function.
+    pub by_range: Vec<RangeCalls>,
+}
+
+impl ApiCallSummary {
+    pub fn is_empty(&self) -> bool {
+        self.by_thread.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_follow_the_function_names() {
+        for (name, class) in [
+            ("cuStreamSynchronize", CallClass::Synchronize),
+            ("cuStreamSynchronize_ptsz", CallClass::Synchronize),
+            ("cuCtxSynchronize_v2", CallClass::Synchronize),
+            ("cuEventSynchronize", CallClass::Synchronize),
+            ("cudaDeviceSynchronize", CallClass::Synchronize),
+            ("cuMemcpyHtoDAsync_v2", CallClass::Copy),
+            ("cudaMemcpyAsync", CallClass::Copy),
+            ("cuMemsetD32_v2", CallClass::Set),
+            ("cuMemAlloc_v2", CallClass::Memory),
+            ("cuMemAllocHost_v2", CallClass::Memory),
+            ("cuMemHostAlloc", CallClass::Memory),
+            ("cuMemFreeAsync", CallClass::Memory),
+            ("cudaMalloc", CallClass::Memory),
+            ("cudaFree", CallClass::Memory),
+            ("cuEventRecord", CallClass::EventWait),
+            ("cuStreamWaitEvent", CallClass::EventWait),
+            ("cuStreamWaitValue32_v2", CallClass::EventWait),
+            ("cuCtxGetCurrent", CallClass::Other),
+            ("", CallClass::Other),
+        ] {
+            assert_eq!(CallClass::of(name), class, "{name}");
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! The report's section of CPU time in the CUDA calls traced one by one
+//! (`analysis::api_calls`): per thread, the time in each class of call (the
+//! `synchronize` column is the time the thread was blocked waiting for the GPU); per
+//! NVTX range name, the same as a share of the range's wall time; and the functions
+//! behind them. Only when the session holds such calls (sessions recorded with
+//! `GPUPROF_API=off` or before these calls were traced show nothing).
+//!
+//! CSV `api_calls_by_thread` and `api_calls_by_range`, JSON `api_calls.by_thread` and
+//! `api_calls.by_range`: one row per function, with the same columns.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::analysis::api_calls::{ApiCallSummary, CallClass, CallTally};
+use crate::analysis::range_cover::range_label;
+
+/// The columns of the CSV tables (and the JSON rows' fields).
+pub const THREAD_COLUMNS: [&str; 10] = [
+    "pid",
+    "thread_id",
+    "function",
+    "class",
+    "calls",
+    "failed",
+    "total_ns",
+    "mean_ns",
+    "max_ns",
+    "bytes",
+];
+pub const RANGE_COLUMNS: [&str; 12] = [
+    "domain",
+    "range",
+    "range_wall_ns",
+    "function",
+    "class",
+    "calls",
+    "failed",
+    "total_ns",
+    "mean_ns",
+    "max_ns",
+    "bytes",
+    "range_wall_pct",
+];
+
+fn tally_json(v: &mut Value, t: &CallTally) {
+    v["calls"] = json!(t.calls);
+    v["failed"] = json!(t.failed);
+    v["total_ns"] = json!(t.total_ns);
+    v["mean_ns"] = json!(mean_ns(t.total_ns, t.calls));
+    v["max_ns"] = json!(t.max_ns);
+    v["bytes"] = json!(t.bytes);
+}
+
+/// JSON `api_calls`, `None` when the session has no traced calls.
+pub fn api_calls_json(a: &ApiCallSummary) -> Option<Value> {
+    if a.is_empty() {
+        return None;
+    }
+    let by_thread: Vec<Value> = a
+        .by_thread
+        .iter()
+        .map(|r| {
+            let mut v = json!({
+                "pid": r.pid,
+                "thread_id": r.thread_id,
+                "function": r.function,
+                "class": r.class,
+            });
+            tally_json(&mut v, &r.tally);
+            v
+        })
+        .collect();
+    let by_range: Vec<Value> = a
+        .by_range
+        .iter()
+        .map(|r| {
+            let mut v = json!({
+                "domain": r.domain,
+                "range": r.range,
+                "range_wall_ns": r.range_wall_ns,
+                "function": r.function,
+                "class": r.class,
+            });
+            tally_json(&mut v, &r.tally);
+            v["range_wall_pct"] = json!(percent(r.tally.total_ns, r.range_wall_ns));
+            v
+        })
+        .collect();
+    Some(json!({ "by_thread": by_thread, "by_range": by_range }))
+}
+
+/// The classes any row has, in column order.
+fn classes_present(a: &ApiCallSummary) -> Vec<CallClass> {
+    CallClass::ALL
+        .into_iter()
+        .filter(|c| a.by_thread.iter().any(|r| r.class == *c))
+        .collect()
+}
+
+/// Per-class time of rows grouped by `key`, in the keys' first order.
+fn per_class<K: Ord + Clone>(
+    rows: impl Iterator<Item = (K, CallClass, CallTally)>,
+) -> (Vec<K>, BTreeMap<(K, CallClass), CallTally>) {
+    let mut order = Vec::new();
+    let mut sums: BTreeMap<(K, CallClass), CallTally> = BTreeMap::new();
+    for (k, class, t) in rows {
+        if !order.contains(&k) {
+            order.push(k.clone());
+        }
+        sums.entry((k, class)).or_default().merge(&t);
+    }
+    (order, sums)
+}
+
+/// The text section (see the module documentation); nothing without traced calls.
+pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>) {
+    if a.is_empty() {
+        return;
+    }
+    let classes = classes_present(a);
+    let class_headers: Vec<String> = classes
+        .iter()
+        .map(|c| format!("{} µs", c.label()))
+        .collect();
+
+    out.push_str("\nCPU time in CUDA calls by thread (synchronize: blocked waiting for the GPU)\n");
+    let (threads, sums) = per_class(
+        a.by_thread
+            .iter()
+            .map(|r| ((r.session, r.pid, r.thread_id), r.class, r.tally)),
+    );
+    let rows: Vec<Vec<String>> = threads
+        .iter()
+        .map(|k| {
+            let mut row = vec![k.1.to_string(), k.2.to_string()];
+            let mut calls = 0;
+            for c in &classes {
+                let t = sums.get(&(*k, *c)).copied().unwrap_or_default();
+                calls += t.calls;
+                row.push(micros(t.total_ns));
+            }
+            row.push(calls.to_string());
+            row
+        })
+        .collect();
+    let mut headers: Vec<&str> = vec!["pid", "thread"];
+    headers.extend(class_headers.iter().map(String::as_str));
+    headers.push("calls");
+    let right = vec![true; headers.len()];
+    grid(out, &headers, &right, &rows);
+
+    let ranges = &a.by_range;
+    if !ranges.is_empty() {
+        out.push_str("\nCPU time in CUDA calls by NVTX range (% of the range's wall time)\n");
+        let (names, sums) = per_class(ranges.iter().map(|r| {
+            (
+                (r.range_wall_ns, range_label(&r.domain, &r.range)),
+                r.class,
+                r.tally,
+            )
+        }));
+        let mut rows: Vec<Vec<String>> = names
+            .iter()
+            .map(|k| {
+                let mut row = vec![micros(k.0)];
+                for c in &classes {
+                    let t = sums.get(&(k.clone(), *c)).copied().unwrap_or_default();
+                    row.push(format!(
+                        "{} ({}%)",
+                        micros(t.total_ns),
+                        pct_short(t.total_ns, k.0)
+                    ));
+                }
+                row.push(k.1.clone());
+                row
+            })
+            .collect();
+        let mut headers: Vec<&str> = vec!["wall µs"];
+        headers.extend(class_headers.iter().map(String::as_str));
+        headers.push("range");
+        fit_last_column(&headers, &mut rows);
+        let mut right = vec![true; headers.len()];
+        *right.last_mut().expect("a range column") = false;
+        grid(out, &headers, &right, &rows);
+    }
+
+    out.push_str("\nCUDA calls by function\n");
+    let mut by_function: Vec<_> = a.by_thread.iter().collect();
+    by_function.sort_by(|x, y| {
+        y.tally
+            .total_ns
+            .cmp(&x.tally.total_ns)
+            .then_with(|| (x.pid, x.thread_id, &x.function).cmp(&(y.pid, y.thread_id, &y.function)))
+    });
+    let all = by_function.len();
+    let shown_rows = top.map_or(all, |n| n.min(all));
+    let mut rows: Vec<Vec<String>> = by_function[..shown_rows]
+        .iter()
+        .map(|r| {
+            vec![
+                r.pid.to_string(),
+                r.thread_id.to_string(),
+                r.tally.calls.to_string(),
+                r.tally.failed.to_string(),
+                micros(r.tally.total_ns),
+                micros(mean_ns(r.tally.total_ns, r.tally.calls)),
+                micros(r.tally.max_ns),
+                r.tally.bytes.to_string(),
+                r.function.clone(),
+            ]
+        })
+        .collect();
+    let headers = [
+        "pid",
+        "thread",
+        "calls",
+        "failed",
+        "total µs",
+        "mean µs",
+        "max µs",
+        "bytes",
+        "function",
+    ];
+    fit_last_column(&headers, &mut rows);
+    let mut right = vec![true; headers.len()];
+    right[headers.len() - 1] = false;
+    grid(out, &headers, &right, &rows);
+    if shown_rows < all {
+        let _ = writeln!(
+            out,
+            "  ({} more rows: --top, or --format csv / json for all)",
+            all - shown_rows
+        );
+    }
+}
+
+/// A share in percent with one decimal.
+fn pct_short(part: u64, whole: u64) -> String {
+    format!("{:.1}", percent(part, whole))
+}
