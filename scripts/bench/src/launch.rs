@@ -1,12 +1,16 @@
 //! Added cost per kernel launch on the application's thread: the same launch flood
 //! (tests/c/launch_flood.c, timing its own launch loop in wall time and in the
-//! launching thread's CPU time) on the simulated stack, five ways, in alternating
+//! launching thread's CPU time) on the simulated stack, eight ways, in alternating
 //! runs: unprofiled; under the baseline tool (scripts/bench/baseline-tool: CUPTI
 //! with libgpuprof.so's subscriptions and nothing done with them); under the baseline
 //! tool with a range profiler enabled on the context as libgpuprof.so enables one for
 //! per-kernel counters (and never started); under `gpuprof record` with counters off;
-//! and under `gpuprof record` with its defaults (tracing, per-kernel counters, GEMM
-//! hooks). gpuprof's own cost is the difference of the medians against the baseline
+//! under `gpuprof record` with its defaults (tracing, per-kernel counters, GEMM
+//! hooks); under `gpuprof record`, counters off, with `GPUPROF_API=off` (launches the
+//! only calls traced, as before gpuprof traced others: the launch path's figure
+//! before and after); and the baseline tool and `gpuprof record` (counters off) with
+//! a `cuEventRecord` after each launch, a call traced by default: what gpuprof adds
+//! per traced call. gpuprof's own cost is the difference of the medians against the baseline
 //! that pays what CUPTI charges for the same setup: counters off against the plain
 //! baseline, default counters against the baseline with a range profiler.
 
@@ -41,35 +45,50 @@ pub fn run(args: &[String]) -> Result<()> {
         std::env::temp_dir().join(format!("gpuprof-bench-launch-{}", std::process::id()));
     let cupti = sim_dir.join("libcupti.so.13");
 
-    let mut runs_of: [Vec<PerLaunch>; 5] = Default::default();
+    // The ways the flood runs, each `runs` times, alternating (see `Way`).
+    let ways = Way::ALL;
+    let mut runs_of: Vec<Vec<PerLaunch>> = vec![Vec::new(); ways.len()];
     for i in 0..runs {
-        runs_of[0].push(one(Command::new(&flood), &sim_dir, launches)?);
-        for (with_profiler, into) in [(false, 1), (true, 2)] {
-            let mut cmd = Command::new(&flood);
-            cmd.env("CUDA_INJECTION64_PATH", &baseline)
-                .env("GPUPROF_CUPTI_LIB", &cupti);
-            if with_profiler {
-                cmd.env("GPUPROF_BASELINE_RANGE_PROFILER", "1");
+        for (w, way) in ways.iter().enumerate() {
+            let mut cmd = match way.tool {
+                Tool::None => Command::new(&flood),
+                Tool::Baseline { range_profiler } => {
+                    let mut cmd = Command::new(&flood);
+                    cmd.env("CUDA_INJECTION64_PATH", &baseline)
+                        .env("GPUPROF_CUPTI_LIB", &cupti);
+                    if range_profiler {
+                        cmd.env("GPUPROF_BASELINE_RANGE_PROFILER", "1");
+                    }
+                    cmd
+                }
+                Tool::Gpuprof { counters, api } => {
+                    let mut cmd = Command::new(&gpuprof);
+                    let out = out_root.join(format!("run{i}-{w}"));
+                    cmd.arg("record").arg("-o").arg(&out).arg("--").arg(&flood);
+                    cmd.env("GPUPROF_LIB", &lib)
+                        .env("GPUPROF_CUPTI_LIB", &cupti)
+                        .env("GPUPROF_COUNTERS", counters)
+                        .env("GPUPROF_API", api);
+                    cmd
+                }
+            };
+            cmd.arg(launches.to_string());
+            if way.events {
+                cmd.arg("event");
             }
-            runs_of[into].push(one(cmd, &sim_dir, launches)?);
-        }
-        for (counters, into) in [("off", 3), ("kernel", 4)] {
-            let mut cmd = Command::new(&gpuprof);
-            let out = out_root.join(format!("run{i}-{counters}"));
-            cmd.arg("record").arg("-o").arg(&out).arg("--").arg(&flood);
-            cmd.env("GPUPROF_LIB", &lib)
-                .env("GPUPROF_CUPTI_LIB", &cupti)
-                .env("GPUPROF_COUNTERS", counters);
-            runs_of[into].push(one(cmd, &sim_dir, launches)?);
+            runs_of[w].push(one(cmd, &sim_dir)?);
         }
     }
     let _ = std::fs::remove_dir_all(&out_root);
-    let [p, b, br, off, on] = runs_of.each_ref().map(|r| median(r));
+    let m: Vec<PerLaunch> = runs_of.iter().map(|r| median(r)).collect();
+    let [p, b, br, off, on, off_no_api, b_ev, off_ev] = m[..] else {
+        unreachable!("one median per way")
+    };
     println!(
         "launch: {launches} launches of one tiny kernel, {runs} alternating runs of each, medians, ns per launch"
     );
     println!("                                                   wall     thread CPU   program's peak RSS");
-    let row = |what: &str, v: PerLaunch| {
+    let row = |v: PerLaunch, what: &str| {
         println!(
             "  {what:<47} {:>6.0}   {:>6.0}       {:>6.1} MiB",
             v.wall,
@@ -77,11 +96,9 @@ pub fn run(args: &[String]) -> Result<()> {
             v.rss_kb / 1024.0
         )
     };
-    row("unprofiled", p);
-    row("baseline tool (same subscriptions)", b);
-    row("baseline tool + a range profiler enabled", br);
-    row("gpuprof record, GPUPROF_COUNTERS=off", off);
-    row("gpuprof record (defaults: per-kernel counters)", on);
+    for (v, way) in m.iter().zip(&ways) {
+        row(*v, way.what);
+    }
     let added = |what: &str, q: PerLaunch, base: PerLaunch| {
         println!(
             "  added by gpuprof, {what}: {:+.0} ns wall, {:+.0} ns thread CPU per launch, \
@@ -93,9 +110,21 @@ pub fn run(args: &[String]) -> Result<()> {
     };
     added("counters off, over the baseline tool", off, b);
     added(
+        "counters off and GPUPROF_API=off (launches alone traced, as before other calls were), over the baseline tool",
+        off_no_api,
+        b,
+    );
+    added(
         "default counters, over the baseline with a range profiler",
         on,
         br,
+    );
+    // A cuEventRecord after each launch: what gpuprof adds per traced call is what it
+    // adds per iteration then, less what it adds per launch alone.
+    println!(
+        "  added by gpuprof per traced call (a cuEventRecord after each launch; counters off, over the baseline tool, less the launch's): {:+.0} ns wall, {:+.0} ns thread CPU",
+        (off_ev.wall - b_ev.wall) - (off.wall - b.wall),
+        (off_ev.cpu - b_ev.cpu) - (off.cpu - b.cpu)
     );
     // Per-kernel counters build their configurations and evaluate their metrics
     // through CUPTI's Profiler Host API, which loads NVIDIA's libnvperf_host: its
@@ -130,9 +159,92 @@ fn median(v: &[PerLaunch]) -> PerLaunch {
     }
 }
 
-/// Runs the flood and returns its figures.
-fn one(mut cmd: Command, sim_dir: &Path, launches: u64) -> Result<PerLaunch> {
-    cmd.arg(launches.to_string());
+/// What runs the flood.
+#[derive(Clone, Copy)]
+enum Tool {
+    None,
+    Baseline {
+        range_profiler: bool,
+    },
+    Gpuprof {
+        counters: &'static str,
+        api: &'static str,
+    },
+}
+
+/// One way the flood runs: under what, with a `cuEventRecord` after each launch or
+/// not, and its row's label.
+struct Way {
+    tool: Tool,
+    events: bool,
+    what: &'static str,
+}
+
+impl Way {
+    const ALL: [Way; 8] = [
+        Way::of(Tool::None, false, "unprofiled"),
+        Way::of(
+            Tool::Baseline {
+                range_profiler: false,
+            },
+            false,
+            "baseline tool (same subscriptions)",
+        ),
+        Way::of(
+            Tool::Baseline {
+                range_profiler: true,
+            },
+            false,
+            "baseline tool + a range profiler enabled",
+        ),
+        Way::of(
+            Tool::Gpuprof {
+                counters: "off",
+                api: "sync",
+            },
+            false,
+            "gpuprof record, GPUPROF_COUNTERS=off",
+        ),
+        Way::of(
+            Tool::Gpuprof {
+                counters: "kernel",
+                api: "sync",
+            },
+            false,
+            "gpuprof record (defaults: per-kernel counters)",
+        ),
+        Way::of(
+            Tool::Gpuprof {
+                counters: "off",
+                api: "off",
+            },
+            false,
+            "gpuprof record, counters off, GPUPROF_API=off",
+        ),
+        Way::of(
+            Tool::Baseline {
+                range_profiler: false,
+            },
+            true,
+            "baseline tool, a cuEventRecord per launch",
+        ),
+        Way::of(
+            Tool::Gpuprof {
+                counters: "off",
+                api: "sync",
+            },
+            true,
+            "gpuprof, counters off, a cuEventRecord per launch",
+        ),
+    ];
+
+    const fn of(tool: Tool, events: bool, what: &'static str) -> Way {
+        Way { tool, events, what }
+    }
+}
+
+/// Runs the flood (its arguments given) and returns its figures.
+fn one(mut cmd: Command, sim_dir: &Path) -> Result<PerLaunch> {
     cmd.env("LD_LIBRARY_PATH", sim_dir);
     let out = cmd.output().context("running the launch flood")?;
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -7,7 +7,8 @@
 //! (`cupti::discover`, so `GPUPROF_CUPTI_LIB` is honoured) and makes the same calls
 //! through the same wrappers (`cupti::callback`, `cupti::activity`): subscribe, the
 //! context-created and graph-node resource callbacks, the driver-API launch
-//! callbacks, system thread ids, buffer callbacks, the same activity kinds. Its
+//! callbacks and those of the calls traced by default (`cupti::cbids::TRACED_CALLS`:
+//! copies, sets, waits...), system thread ids, buffer callbacks, the same activity kinds. Its
 //! callback returns at once; its buffer callbacks hand CUPTI a buffer from a pool
 //! made at start (gpuprof's default pool: 8 buffers of 8 MiB) and take it back when
 //! completed, without reading it.
@@ -115,7 +116,8 @@ fn start() -> Result<(), String> {
         callback::enable_callback(cupti, s, CUPTI_CB_DOMAIN_RESOURCE, id)
             .map_err(|e| format!("resource callback {id}: {e}"))?;
     }
-    for &id in LAUNCH_CBIDS {
+    // The calls libgpuprof.so traces by default (`GPUPROF_API=sync`) besides launches.
+    for &id in LAUNCH_CBIDS.iter().chain(cupti::cbids::TRACED_CALLS) {
         // As in libgpuprof.so, a release without one of them still traces the rest.
         let _ = callback::enable_callback(cupti, s, CUPTI_CB_DOMAIN_DRIVER_API, id);
     }
