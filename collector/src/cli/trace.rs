@@ -57,6 +57,13 @@ pub struct Args {
     /// as it reads `*.pt.trace.json`), about a tenth of the bytes.
     #[arg(long)]
     gzip: bool,
+    /// With --format kineto: each instance of the NVTX range with this message (a
+    /// decode step, an iteration) is also written as a `ProfilerStep#N` annotation
+    /// (N = 0, 1, ... per process), as the PyTorch profiler marks its steps: HTA then
+    /// splits the trace into iterations (it leaves out the last one by default) and
+    /// its critical path takes `annotation="ProfilerStep"`.
+    #[arg(long, value_name = "RANGE")]
+    steps: Option<String>,
     /// Write only what overlaps the window from S seconds after the session's first
     /// timestamp: the earliest start of any kernel, copy, set, launch call or NVTX
     /// marker in the session (time 0 of the Chrome JSON). A slice (kernel, copy, set,
@@ -88,6 +95,7 @@ impl Args {
             output: None,
             format: TraceFormat::Perfetto,
             gzip: false,
+            steps: None,
             from: None,
             to: None,
             model: None,
@@ -420,6 +428,10 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         check_kineto_dir(&output)?;
     } else if args.gzip {
         anyhow::bail!("--gzip is for --format kineto (a Perfetto trace is compact already)");
+    } else if args.steps.is_some() {
+        anyhow::bail!(
+            "--steps is for --format kineto (ProfilerStep annotations are the PyTorch profiler's)"
+        );
     }
     let windowed = args.from.is_some() || args.to.is_some();
     let mut headers = Vec::new();
@@ -454,7 +466,8 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             gzip: args.gzip,
             files: Rc::clone(&temps),
         };
-        let writer = KinetoWriter::new(files, origin.unwrap_or(0), headers.clone());
+        let writer = KinetoWriter::new(files, origin.unwrap_or(0), headers.clone())
+            .with_steps(args.steps.clone());
         let streamed = stream(
             &store,
             TraceBuilder::new(writer, window)
@@ -610,11 +623,16 @@ fn summary(output: &Path, args: &Args, s: &TraceStats, headers: &[ProcessHeader]
     };
     let gpu_ranges = if args.format == TraceFormat::Kineto {
         format!(
-            ", {}",
+            ", {}, {}",
             plural(
                 s.gpu_ranges,
                 "NVTX range on the GPU",
                 "NVTX ranges on the GPU"
+            ),
+            plural(
+                s.gemm_ops,
+                "GEMM call as an operator",
+                "GEMM calls as operators"
             )
         )
     } else {

@@ -21,10 +21,14 @@ pub enum Category {
     /// A wait for the GPU (a synchronize call, a stream made to wait for an event)
     /// as the GPU side sees it; only for sinks that ask ([`Sink::wants_syncs`]).
     CudaSync,
+    /// A cuBLAS / cuBLASLt GEMM call as the operator PyTorch would have run for it
+    /// (`aten::mm`, ...), over its launches; only for sinks that ask
+    /// ([`Sink::wants_gemm_ops`]).
+    GemmOp,
 }
 
 impl Category {
-    pub const ALL: [Category; 7] = [
+    pub const ALL: [Category; 8] = [
         Category::Kernel,
         Category::Memcpy,
         Category::Memset,
@@ -32,6 +36,7 @@ impl Category {
         Category::Nvtx,
         Category::GpuNvtx,
         Category::CudaSync,
+        Category::GemmOp,
     ];
 
     pub fn name(self) -> &'static str {
@@ -43,6 +48,7 @@ impl Category {
             Category::Nvtx => "nvtx",
             Category::GpuNvtx => "gpu_nvtx",
             Category::CudaSync => "cuda_sync",
+            Category::GemmOp => "gemm_op",
         }
     }
 
@@ -241,6 +247,31 @@ pub enum Source<'a> {
     ApiCall(&'a wire::ApiCall),
     /// A wait ([`Category::CudaSync`]).
     Sync(&'a SyncFacts),
+    /// A GEMM call as an operator ([`Category::GemmOp`]).
+    GemmOp(&'a GemmOp),
+}
+
+/// A GEMM call as the operator PyTorch would have run for it (`gemm_ops.rs`), with
+/// the arguments PyTorch's profiler records for one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GemmOp {
+    /// `aten::mm`, `aten::bmm` or `aten::_scaled_mm`.
+    pub name: &'static str,
+    /// PyTorch's `Input Dims`: A then B, `[M, K], [K, N]` (batched: `[B, M, K], [B, K,
+    /// N]`).
+    pub dims: [Vec<u64>; 2],
+    /// PyTorch's `Input type` of A and B (`c10::BFloat16`, ...).
+    pub types: [&'static str; 2],
+    /// Numbers the process's operators (Kineto's `External id`).
+    pub external_id: u64,
+    /// The call's id in the session (`gemms.call`).
+    pub call: u64,
+    /// The shape as the report labels it.
+    pub label: String,
+    /// 2·M·N·K·batch.
+    pub model_flops: f64,
+    /// The kernels it launched.
+    pub launches: u32,
 }
 
 /// A wait as the trace shows it ([`Sink::wants_syncs`], made in `api_calls.rs`).
@@ -304,6 +335,12 @@ pub trait Sink {
     /// such a slice has no track (0): the sink places it from its
     /// [`Source::Sync`] facts.
     fn wants_syncs(&self) -> bool {
+        false
+    }
+    /// Whether each cuBLAS / cuBLASLt GEMM call also comes as a
+    /// [`Category::GemmOp`] slice on its thread, once its last kernel is finalized
+    /// (a sink that joins kernels only).
+    fn wants_gemm_ops(&self) -> bool {
         false
     }
 }

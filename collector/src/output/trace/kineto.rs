@@ -53,7 +53,7 @@ use serde_json::{json, Value as Json};
 use wire::{DeviceInfo, ProcessInfo};
 
 use super::event::{
-    Category, KernelFacts, Process, Sink, Slice, Source, SyncFacts, Track, TrackKind,
+    Category, GemmOp, KernelFacts, Process, Sink, Slice, Source, SyncFacts, Track, TrackKind,
 };
 
 /// What a file says about its process, known before the first event is written
@@ -306,6 +306,10 @@ pub struct KinetoWriter<F: Files> {
     line: String,
     /// The args of the event being written (reused, as `line`).
     args: String,
+    /// The NVTX range name whose instances are also written as `ProfilerStep#N`
+    /// ([`KinetoWriter::with_steps`]), and each process's next N.
+    steps: Option<String>,
+    step_numbers: AHashMap<u32, u64>,
 }
 
 impl<F: Files> KinetoWriter<F> {
@@ -323,7 +327,18 @@ impl<F: Files> KinetoWriter<F> {
             named_devices: AHashMap::new(),
             line: String::with_capacity(1024),
             args: String::with_capacity(512),
+            steps: None,
+            step_numbers: AHashMap::new(),
         }
+    }
+
+    /// Each instance of the NVTX range named `name` (its message) is also written as
+    /// a `ProfilerStep#N` annotation (N = 0, 1, ... per process, in the order they
+    /// close), the name the PyTorch profiler gives its steps and HTA splits a trace
+    /// into iterations by.
+    pub fn with_steps(mut self, name: Option<String>) -> KinetoWriter<F> {
+        self.steps = name;
+        self
     }
 
     /// The files written, by file name, in the order they were opened.
@@ -801,7 +816,19 @@ impl<F: Files> Sink for KinetoWriter<F> {
                 }
                 Ok(())
             }
-            (Category::Nvtx, _) => self.complete(pid, "user_annotation", s.name, at, span, ""),
+            (Category::Nvtx, _) => {
+                self.complete(pid, "user_annotation", s.name, at, span, "")?;
+                if self.steps.as_deref() == Some(s.name) {
+                    let n = self.step_numbers.entry(pid).or_insert(0);
+                    let name = format!("ProfilerStep#{n}");
+                    *n += 1;
+                    self.complete(pid, "user_annotation", &name, at, span, "")?;
+                }
+                Ok(())
+            }
+            (Category::GemmOp, Source::GemmOp(op)) => {
+                self.complete_with(pid, "cpu_op", s.name, at, span, |a| gemm_op_args(a, op))
+            }
             (Category::GpuNvtx, _) => {
                 self.complete(pid, "gpu_user_annotation", s.name, at, span, "")
             }
@@ -828,6 +855,32 @@ impl<F: Files> Sink for KinetoWriter<F> {
     fn wants_syncs(&self) -> bool {
         true
     }
+    fn wants_gemm_ops(&self) -> bool {
+        true
+    }
+}
+
+/// A GEMM operator's arguments as PyTorch's profiler writes an `aten::mm`'s
+/// (`External id`, `Input Dims`, `Input type`), then gpuprof's.
+fn gemm_op_args(a: &mut String, op: &GemmOp) {
+    let dims = |d: &[u64]| {
+        let inner: Vec<String> = d.iter().map(u64::to_string).collect();
+        format!("[{}]", inner.join(", "))
+    };
+    let _ = write!(
+        a,
+        "\"External id\": {}, \"Input Dims\": [{}, {}], \"Input type\": [{}, {}], \
+         \"GEMM\": {}, \"GEMM call\": {}, \"launches\": {}",
+        op.external_id,
+        dims(&op.dims[0]),
+        dims(&op.dims[1]),
+        quoted(op.types[0]),
+        quoted(op.types[1]),
+        quoted(&op.label),
+        op.call,
+        op.launches
+    );
+    push_number(a, "model FLOPs", op.model_flops);
 }
 
 #[cfg(test)]

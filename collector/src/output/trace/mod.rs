@@ -27,6 +27,7 @@
 pub mod api_calls;
 pub mod chrome;
 pub mod event;
+mod gemm_ops;
 mod joined;
 pub mod kineto;
 pub mod perfetto;
@@ -107,6 +108,8 @@ pub struct TraceStats {
     pub api_calls: u64,
     /// Waits written as the GPU sees them ([`event::Sink::wants_syncs`]).
     pub syncs: u64,
+    /// GEMM calls written as operators ([`event::Sink::wants_gemm_ops`]).
+    pub gemm_ops: u64,
 }
 
 impl TraceStats {
@@ -156,6 +159,16 @@ struct ProcessState {
 /// its track and the middle of the call when it was written.
 type PendingCall = (u64, Option<(u64, u64)>);
 
+/// A GEMM call whose kernels are still coming (`gemm_ops.rs`): its record, the span
+/// of its launches so far, and how many.
+#[derive(Debug, Clone, Copy)]
+struct OpenGemmCall {
+    gemm: wire::Gemm,
+    start_ns: u64,
+    end_ns: u64,
+    launches: u32,
+}
+
 struct PendingLaunch {
     /// The part it was read in.
     part: u64,
@@ -191,6 +204,10 @@ pub struct TraceBuilder<S: Sink> {
     event_records: AHashMap<u32, AHashMap<u64, (u32, u32)>>,
     /// (pid, context id) -> device.
     context_devices: AHashMap<(u32, u32), u32>,
+    /// Per (pid, thread): the GEMM call whose kernels are coming (`gemm_ops.rs`).
+    gemm_calls: AHashMap<(u32, u64), OpenGemmCall>,
+    /// Per process: the operators written so far.
+    gemm_op_ids: AHashMap<u32, u64>,
     open_ranges: AHashMap<(u32, u32), OpenRange>,
     stats: TraceStats,
     /// When the sink joins kernels ([`Sink::joined`]).
@@ -232,6 +249,8 @@ impl<S: Sink> TraceBuilder<S> {
             pending_calls: AHashMap::new(),
             event_records: AHashMap::new(),
             context_devices: AHashMap::new(),
+            gemm_calls: AHashMap::new(),
+            gemm_op_ids: AHashMap::new(),
             open_ranges: AHashMap::new(),
             stats: TraceStats::default(),
             join,
@@ -367,6 +386,9 @@ impl<S: Sink> TraceBuilder<S> {
         self.write_kernel(j.pid, k, flow_in, Some(&facts))?;
         if launch_written {
             self.stats.flows += 1;
+        }
+        if self.sink.wants_gemm_ops() {
+            self.gemm_kernel(j)?;
         }
         Ok(())
     }
@@ -740,6 +762,7 @@ impl<S: Sink> TraceBuilder<S> {
     /// After the last part: counts what was left waiting, finishes the output.
     pub fn finish(mut self) -> io::Result<(S, TraceStats)> {
         self.end_joined_part(0, true)?;
+        self.finish_gemm_ops()?;
         self.stats.launches_without_kernel +=
             self.pending.values().filter(|l| !l.matched).count() as u64;
         self.stats.ranges_never_closed += self.open_ranges.len() as u64;

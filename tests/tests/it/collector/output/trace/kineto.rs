@@ -209,8 +209,8 @@ fn the_demo_workload_reads_in_hta_as_in_the_report() {
     assert!(
         stderr.contains(&format!(
         ", 107 launch calls, {others} other CUDA calls ({waits} waits on the GPU), 5 NVTX ranges, \
-         5 NVTX ranges on the GPU, {flows} flows from CPU call to GPU work; analyse it with \
-         HTA: TraceAnalysis(trace_dir="
+         5 NVTX ranges on the GPU, 47 GEMM calls as operators, {flows} flows from CPU call to \
+         GPU work; analyse it with HTA: TraceAnalysis(trace_dir="
     )),
         "{stderr}"
     );
@@ -286,6 +286,8 @@ fn the_demo_workload_reads_in_hta_as_in_the_report() {
     assert_eq!(cats["s ac2g"], 107 + copies + sets);
     assert_eq!(cats["f ac2g"], 107 + copies + sets);
     assert_eq!(cats["X cuda_sync"], waits);
+    // A cpu_op per GEMM call (the workload's GEMMs launch one kernel each).
+    assert_eq!(cats["X cpu_op"], 47);
     assert_eq!(cats["X gpu_memcpy"], copies);
     assert_eq!(cats["X gpu_memset"], sets);
     assert_eq!(cats["X user_annotation"], 5);
@@ -406,6 +408,9 @@ fn the_demo_workload_reads_in_hta_as_in_the_report() {
         assert!(e["args"]["stream"].is_null());
     }
 
+    // What TraceLens reads, by the rules of its source (see `as_tracelens_reads`).
+    as_tracelens_reads(events, &v);
+
     // HTA: per kernel name, the count and total duration the report has, exactly.
     let h = hta(&dir);
     assert_eq!(h["ranks"], json!({"0": {"distributedInfo": {"rank": 0}}}));
@@ -502,6 +507,132 @@ fn the_demo_workload_reads_in_hta_as_in_the_report() {
         .filter(|e| e["ph"] == "X")
         .count();
     assert!(n >= 1 && n < events.len(), "{n}");
+
+    // --steps decode: each decode step is also a ProfilerStep#N, with its span, and
+    // HTA's critical path over "ProfilerStep" runs (it found none before).
+    let steps = scratch.join("steps");
+    let o = kineto_to(&out, &steps, &["--steps", "decode"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let t = read_json(&files_in(&steps)[0]);
+    let events = t["traceEvents"].as_array().unwrap();
+    let named = |name: &str| -> Vec<(Value, Value)> {
+        events
+            .iter()
+            .filter(|e| e["cat"] == "user_annotation" && e["name"] == name)
+            .map(|e| (e["ts"].clone(), e["dur"].clone()))
+            .collect()
+    };
+    let decode = named("decode");
+    assert_eq!(decode.len(), 4);
+    for (i, d) in decode.iter().enumerate() {
+        assert_eq!(named(&format!("ProfilerStep#{i}")), vec![d.clone()]);
+    }
+    let cp = hta_critical_path(&steps, "ProfilerStep");
+    assert_eq!(cp["ok"], true, "{cp}");
+    let o = gpuprof(&["trace", out.to_str().unwrap(), "--steps", "decode"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--steps is for --format kineto"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// TraceLens (AMD's analyser of PyTorch traces; not in any package registry, so its
+/// rules are read from its source, AMD-AGI/TraceLens, and held here):
+/// - it builds its GEMM tables from `cpu_op` events named `aten::mm`, `aten::bmm`
+///   (`PerfModel/torch_op_mapping.py`), reading `Input Dims` (`[[M, K], [K, N]]`,
+///   `[[B, M, K], [B, K, N]]`) and `Input type` (`c10::BFloat16`, ...:
+///   `PerfModel/utils.py`, `name2bpe`), FLOPs 2·M·N·K(·B) (`PerfModel/perf_model.py`);
+/// - it puts an event under a `cpu_op` when, on the same pid and tid, it starts at or
+///   after the op and ends at or before it (`Trace2Tree/trace_to_tree.py`, events
+///   sorted by start, stably);
+/// - it links a CPU call to its GPU work by `correlation` and an `ac2g` pair (`s`
+///   anywhere, `f` on the GPU event's pid and tid), copies and sets as kernels;
+///   GPU work it cannot link is left out of its timeline by default.
+///
+/// So: every GEMM call of the report is a `cpu_op` whose FLOPs, computed as TraceLens
+/// does, are gpuprof's, and whose span holds the launch calls of exactly its kernels;
+/// and every copy and set is linked to its call.
+fn as_tracelens_reads(events: &[Value], report: &Value) {
+    let ns = |v: &Value| (v.as_f64().unwrap() * 1000.0).round() as u64;
+    let span = |e: &Value| (ns(&e["ts"]), ns(&e["ts"]) + ns(&e["dur"]));
+    let of = |cat: &str| -> Vec<&Value> { events.iter().filter(|e| e["cat"] == cat).collect() };
+    let (ops, launches, kernels) = (of("cpu_op"), of("cuda_driver"), of("kernel"));
+    // Model FLOPs per GEMM shape label: the report's.
+    let mut want: BTreeMap<String, f64> = BTreeMap::new();
+    for k in &kernels {
+        if let Some(label) = k["args"]["GEMM"].as_str() {
+            *want.entry(label.to_string()).or_default() +=
+                k["args"]["model FLOPs"].as_f64().unwrap_or(0.0);
+        }
+    }
+    let report_flops: f64 = report["roofline"]["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["model_flops"].as_f64().unwrap())
+        .sum();
+    assert_eq!(want.values().sum::<f64>(), report_flops);
+    let mut got: BTreeMap<String, f64> = BTreeMap::new();
+    for op in &ops {
+        let a = &op["args"];
+        let dims: Vec<Vec<u64>> = serde_json::from_value(a["Input Dims"].clone()).unwrap();
+        let flops = match op["name"].as_str().unwrap() {
+            "aten::mm" => 2 * dims[0][0] * dims[1][1] * dims[0][1],
+            "aten::bmm" => 2 * dims[0][0] * dims[0][1] * dims[1][2] * dims[0][2],
+            other => panic!("an operator TraceLens does not model here: {other}"),
+        };
+        assert_eq!(flops as f64, a["model FLOPs"].as_f64().unwrap(), "{op}");
+        assert_eq!(
+            a["Input type"],
+            json!(["c10::BFloat16", "c10::BFloat16"]),
+            "{op}"
+        );
+        *got.entry(a["GEMM"].as_str().unwrap().to_string())
+            .or_default() += flops as f64;
+        // The launch calls inside it on its thread are those of its kernels.
+        let (start, end) = span(op);
+        let inside: Vec<&&Value> = launches
+            .iter()
+            .filter(|l| l["pid"] == op["pid"] && l["tid"] == op["tid"])
+            .filter(|l| {
+                let (s, e) = span(l);
+                start <= s && e <= end
+            })
+            .collect();
+        assert_eq!(inside.len() as u64, a["launches"].as_u64().unwrap(), "{op}");
+        for l in inside {
+            let k = kernels
+                .iter()
+                .find(|k| k["args"]["correlation"] == l["args"]["correlation"])
+                .unwrap();
+            assert_eq!(k["args"]["GEMM"], a["GEMM"], "{op} {k}");
+        }
+    }
+    assert_eq!(got, want);
+    // Copies and sets: a call with their correlation id, and the flow pair.
+    for g in events
+        .iter()
+        .filter(|e| e["cat"] == "gpu_memcpy" || e["cat"] == "gpu_memset")
+    {
+        let corr = &g["args"]["correlation"];
+        assert!(
+            launches.iter().any(|l| &l["args"]["correlation"] == corr),
+            "no call for {g}"
+        );
+        assert!(
+            events.iter().any(|f| f["ph"] == "s" && &f["id"] == corr),
+            "{g}"
+        );
+        assert!(
+            events.iter().any(|f| f["ph"] == "f"
+                && &f["id"] == corr
+                && f["pid"] == g["pid"]
+                && f["tid"] == g["tid"]),
+            "{g}"
+        );
+    }
 }
 
 #[test]
