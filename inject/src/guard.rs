@@ -70,5 +70,27 @@ impl Drop for Entered {
 /// Enters our code on this thread; `None` when it is already inside (a CUDA call our
 /// own code made) or the thread is one of ours.
 pub(crate) fn enter() -> Option<Entered> {
-    (!BUSY.with(|b| b.replace(true))).then_some(Entered(()))
+    // Not `then_some(Entered(()))`: that builds the guard either way, and dropping
+    // the unused one would clear the flag of the call already inside.
+    if BUSY.with(|b| b.replace(true)) {
+        None
+    } else {
+        Some(Entered(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_entry_leaves_the_call_inside_marked() {
+        let outer = enter().expect("the first entry");
+        assert!(enter().is_none(), "a nested entry");
+        // The refused entry must not have cleared the flag (it did when the guard was
+        // built eagerly and dropped): a second nested call is refused too.
+        assert!(enter().is_none(), "a second nested entry");
+        drop(outer);
+        assert!(enter().is_some(), "after the outer call");
+    }
 }
