@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine, with nothing installed by hand:
-# fetches NVIDIA's pinned wheels (cached under target/nvidia), checks formatting,
-# builds while the test tools install, lints, runs every test, runs the README's main
+# checks formatting, builds while NVIDIA's pinned wheels (cached under target/nvidia)
+# and the test tools install, lints, runs every test, runs the README's main
 # command on the simulated GPU (with the debug build just made: a release build would
 # double the compile time, for the same code), and checks the committed bindings
 # regenerate byte-for-byte.
@@ -24,9 +24,6 @@ wait_for() {
     fi
 }
 
-step "NVIDIA wheels (headers and real libraries for the offline tests)"
-python3 scripts/nvidia-wheels.py fetch
-
 step "libclang for bindgen (the bindings check at the end)"
 if ! have_libclang; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -46,12 +43,16 @@ python3 scripts/module-graph.py --self-test
 python3 scripts/module-graph.py inject/src/lib.rs collector/src/main.rs wire/src/lib.rs cupti/src/lib.rs
 python3 scripts/module-graph.py --layers cli,collect,output,analysis,store collector/src/lib.rs
 
-# The build is CPU-bound and the installs below wait on the network: together.
-step "build (in the background while the test tools install; output in target/build-output.txt)"
+# The build is CPU-bound and the downloads below wait on the network: together. The
+# build needs none of them (the bindings are committed; the tests read the wheels).
+step "build (in the background while NVIDIA's wheels and the test tools install; output in target/build-output.txt)"
 mkdir -p target
 cargo build --workspace --all-targets --locked >target/build-output.txt 2>&1 &
 build=$!
 trap 'kill "$build" 2>/dev/null || true' EXIT
+
+step "NVIDIA wheels (headers and real libraries for the offline tests)"
+python3 scripts/nvidia-wheels.py fetch
 
 # The tools install side by side: each waits on the network more than on the CPU.
 # pip installs into separate venvs need no lock; apt-get does, so the two Debian
