@@ -2,9 +2,10 @@
  * overhead benchmark: loads a one-kernel PTX module and launches it N times on one
  * stream, timing the launch loop alone, in wall time (CLOCK_MONOTONIC) and in the
  * launching thread's CPU time (CLOCK_THREAD_CPUTIME_ID), then synchronises.
- * usage: launch_flood N [event]
+ * usage: launch_flood N [event|query]
  * With `event`, each launch is followed by a cuEventRecord of one event on the same
- * stream: a call a profiler traces besides launches (the benchmark's cost per call).
+ * stream: a call a profiler traces besides launches (the benchmark's cost per traced
+ * call); with `query`, by a cuCtxGetCurrent: a call gpuprof only counts.
  * prints: launches=N loop_ns=T ns_per_launch=T/N cpu_ns=C cpu_ns_per_launch=C/N
  *         peak_rss_kb=R (the process's peak resident set, VmHWM, after the synchronise)
  *         nvperf_host_rss_kb=H (of the resident set then, NVIDIA's libnvperf_host's) */
@@ -91,6 +92,7 @@ typedef CUresult (*cuCtxSynchronize_t)(void);
 typedef void *CUevent;
 typedef CUresult (*cuEventCreate_t)(CUevent *, unsigned);
 typedef CUresult (*cuEventRecord_t)(CUevent, CUstream);
+typedef CUresult (*cuCtxGetCurrent_t)(CUcontext *);
 
 static const char PTX[] =
     ".version 8.0\n.target sm_80\n.address_size 64\n"
@@ -99,6 +101,7 @@ static const char PTX[] =
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 100000;
     int record_events = argc > 2 && strcmp(argv[2], "event") == 0;
+    int query_context = argc > 2 && strcmp(argv[2], "query") == 0;
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);
     if (!lib) {
         fprintf(stderr, "launch_flood: %s\n", dlerror());
@@ -106,7 +109,7 @@ int main(int argc, char **argv) {
     }
     LOAD(cuInit) LOAD(cuDeviceGet) LOAD(cuDevicePrimaryCtxRetain) LOAD(cuCtxSetCurrent)
     LOAD(cuModuleLoadData) LOAD(cuModuleGetFunction) LOAD(cuLaunchKernel) LOAD(cuCtxSynchronize)
-    LOAD(cuEventCreate) LOAD(cuEventRecord)
+    LOAD(cuEventCreate) LOAD(cuEventRecord) LOAD(cuCtxGetCurrent)
 
     CUdevice dev;
     CUcontext ctx;
@@ -129,6 +132,10 @@ int main(int argc, char **argv) {
         CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, 0, params, 0));
         if (record_events)
             CHECK(cuEventRecord(ev, 0));
+        if (query_context) {
+            CUcontext current;
+            CHECK(cuCtxGetCurrent(&current));
+        }
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);

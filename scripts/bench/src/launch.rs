@@ -1,6 +1,6 @@
 //! Added cost per kernel launch on the application's thread: the same launch flood
 //! (tests/c/launch_flood.c, timing its own launch loop in wall time and in the
-//! launching thread's CPU time) on the simulated stack, eight ways, in alternating
+//! launching thread's CPU time) on the simulated stack, ten ways, in alternating
 //! runs: unprofiled; under the baseline tool (scripts/bench/baseline-tool: CUPTI
 //! with libgpuprof.so's subscriptions and nothing done with them); under the baseline
 //! tool with a range profiler enabled on the context as libgpuprof.so enables one for
@@ -73,15 +73,15 @@ pub fn run(args: &[String]) -> Result<()> {
                 }
             };
             cmd.arg(launches.to_string());
-            if way.events {
-                cmd.arg("event");
+            if let Some(call) = way.then {
+                cmd.arg(call);
             }
             runs_of[w].push(one(cmd, &sim_dir)?);
         }
     }
     let _ = std::fs::remove_dir_all(&out_root);
     let m: Vec<PerLaunch> = runs_of.iter().map(|r| median(r)).collect();
-    let [p, b, br, off, on, off_no_api, b_ev, off_ev] = m[..] else {
+    let [p, b, br, off, on, off_no_api, b_ev, off_ev, b_q, off_q] = m[..] else {
         unreachable!("one median per way")
     };
     println!(
@@ -125,6 +125,11 @@ pub fn run(args: &[String]) -> Result<()> {
         "  added by gpuprof per traced call (a cuEventRecord after each launch; counters off, over the baseline tool, less the launch's): {:+.0} ns wall, {:+.0} ns thread CPU",
         (off_ev.wall - b_ev.wall) - (off.wall - b.wall),
         (off_ev.cpu - b_ev.cpu) - (off.cpu - b.cpu)
+    );
+    println!(
+        "  added by gpuprof per counted call (a cuCtxGetCurrent after each launch; counters off, over the baseline tool, less the launch's): {:+.0} ns wall, {:+.0} ns thread CPU",
+        (off_q.wall - b_q.wall) - (off.wall - b.wall),
+        (off_q.cpu - b_q.cpu) - (off.cpu - b.cpu)
     );
     // Per-kernel counters build their configurations and evaluate their metrics
     // through CUPTI's Profiler Host API, which loads NVIDIA's libnvperf_host: its
@@ -172,29 +177,29 @@ enum Tool {
     },
 }
 
-/// One way the flood runs: under what, with a `cuEventRecord` after each launch or
-/// not, and its row's label.
+/// One way the flood runs: under what, with a call after each launch (the flood's
+/// `event`: a traced call; `query`: a counted one) or none, and its row's label.
 struct Way {
     tool: Tool,
-    events: bool,
+    then: Option<&'static str>,
     what: &'static str,
 }
 
 impl Way {
-    const ALL: [Way; 8] = [
-        Way::of(Tool::None, false, "unprofiled"),
+    const ALL: [Way; 10] = [
+        Way::of(Tool::None, None, "unprofiled"),
         Way::of(
             Tool::Baseline {
                 range_profiler: false,
             },
-            false,
+            None,
             "baseline tool (same subscriptions)",
         ),
         Way::of(
             Tool::Baseline {
                 range_profiler: true,
             },
-            false,
+            None,
             "baseline tool + a range profiler enabled",
         ),
         Way::of(
@@ -202,7 +207,7 @@ impl Way {
                 counters: "off",
                 api: "sync",
             },
-            false,
+            None,
             "gpuprof record, GPUPROF_COUNTERS=off",
         ),
         Way::of(
@@ -210,7 +215,7 @@ impl Way {
                 counters: "kernel",
                 api: "sync",
             },
-            false,
+            None,
             "gpuprof record (defaults: per-kernel counters)",
         ),
         Way::of(
@@ -218,14 +223,14 @@ impl Way {
                 counters: "off",
                 api: "off",
             },
-            false,
+            None,
             "gpuprof record, counters off, GPUPROF_API=off",
         ),
         Way::of(
             Tool::Baseline {
                 range_profiler: false,
             },
-            true,
+            Some("event"),
             "baseline tool, a cuEventRecord per launch",
         ),
         Way::of(
@@ -233,13 +238,28 @@ impl Way {
                 counters: "off",
                 api: "sync",
             },
-            true,
+            Some("event"),
             "gpuprof, counters off, a cuEventRecord per launch",
+        ),
+        Way::of(
+            Tool::Baseline {
+                range_profiler: false,
+            },
+            Some("query"),
+            "baseline tool, a cuCtxGetCurrent per launch",
+        ),
+        Way::of(
+            Tool::Gpuprof {
+                counters: "off",
+                api: "sync",
+            },
+            Some("query"),
+            "gpuprof, counters off, a cuCtxGetCurrent per launch",
         ),
     ];
 
-    const fn of(tool: Tool, events: bool, what: &'static str) -> Way {
-        Way { tool, events, what }
+    const fn of(tool: Tool, then: Option<&'static str>, what: &'static str) -> Way {
+        Way { tool, then, what }
     }
 }
 

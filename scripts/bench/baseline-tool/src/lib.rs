@@ -6,15 +6,15 @@
 //! `InitializeInjection` during `cuInit`), finds CUPTI the same way
 //! (`cupti::discover`, so `GPUPROF_CUPTI_LIB` is honoured) and makes the same calls
 //! through the same wrappers (`cupti::callback`, `cupti::activity`): subscribe, the
-//! context-created and graph-node resource callbacks, the driver-API launch
-//! callbacks and those of the calls traced by default (`cupti::cbids::TRACED_CALLS`:
-//! copies, sets, waits...), system thread ids, buffer callbacks, the same activity kinds. Its
+//! context-created and graph-node resource callbacks, every driver-API callback
+//! (libgpuprof.so traces launches and copies, sets and waits, and counts the other
+//! calls), system thread ids, buffer callbacks, the same activity kinds. Its
 //! callback returns at once; its buffer callbacks hand CUPTI a buffer from a pool
 //! made at start (gpuprof's default pool: 8 buffers of 8 MiB) and take it back when
 //! completed, without reading it.
 //!
-//! The lists below are those of inject/src/callbacks.rs (`LAUNCH_CBIDS`) and
-//! inject/src/tracing.rs (`KINDS`, the resource callbacks); keep them in step.
+//! The lists below are those of inject/src/tracing.rs (`KINDS`, the resource
+//! callbacks); keep them in step.
 //!
 //! With `GPUPROF_BASELINE_RANGE_PROFILER=1` it also does what libgpuprof.so does for
 //! per-kernel counters when a context is created (inject/src/counters.rs,
@@ -42,22 +42,10 @@ use cupti_sys::CUpti_CallbackIdResource::{
     CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
     CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
 };
-use cupti_sys::CUpti_driver_api_trace_cbid_enum as cbid;
 use cupti_sys::{
     CUcontext, CUpti_BufferCallbackCompleteInfo, CUpti_BufferCallbackRequestInfo,
     CUpti_ResourceData,
 };
-
-const LAUNCH_CBIDS: &[u32] = &[
-    cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-    cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-    cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-    cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-    cbid::CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-    cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
-    cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
-];
 
 const RESOURCE_CBIDS: &[u32] = &[
     CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
@@ -116,11 +104,10 @@ fn start() -> Result<(), String> {
         callback::enable_callback(cupti, s, CUPTI_CB_DOMAIN_RESOURCE, id)
             .map_err(|e| format!("resource callback {id}: {e}"))?;
     }
-    // The calls libgpuprof.so traces by default (`GPUPROF_API=sync`) besides launches.
-    for &id in LAUNCH_CBIDS.iter().chain(cupti::cbids::TRACED_CALLS) {
-        // As in libgpuprof.so, a release without one of them still traces the rest.
-        let _ = callback::enable_callback(cupti, s, CUPTI_CB_DOMAIN_DRIVER_API, id);
-    }
+    // By default (`GPUPROF_API=sync`) libgpuprof.so enables every driver callback:
+    // launches, the calls it traces one by one, and the others, which it counts.
+    callback::enable_domain(cupti, s, CUPTI_CB_DOMAIN_DRIVER_API)
+        .map_err(|e| format!("driver callbacks: {e}"))?;
     activity::use_system_thread_ids(cupti, s).map_err(|e| format!("thread ids: {e}"))?;
     let callbacks = BufferCallbacks {
         request: Some(requested),
