@@ -124,8 +124,19 @@ pub fn on_api(t: &Tracer, cbid: u32, d: &CUpti_CallbackData, thread_id: u64) {
     }));
 }
 
+/// The id of the name of function `cbid`, once a call of it was seen.
+pub fn cached_name(cbid: u32) -> Option<u32> {
+    let id = NAMES.get(cbid as usize)?.load(Ordering::Relaxed);
+    (id != 0).then_some(id)
+}
+
+/// Whether the calls not traced one by one are counted (`GPUPROF_API=sync`).
+pub fn counts_others() -> bool {
+    mode() == ApiTrace::Sync
+}
+
 /// The id of the function's name, interned the first time its cbid is seen.
-fn name_id(cbid: u32, d: &CUpti_CallbackData) -> Option<u32> {
+pub fn name_id(cbid: u32, d: &CUpti_CallbackData) -> Option<u32> {
     let cached = NAMES.get(cbid as usize);
     if let Some(id) = cached
         .map(|c| c.load(Ordering::Relaxed))

@@ -29,7 +29,8 @@ use crate::state::{self, State};
 use cupti::callback;
 
 use crate::{
-    api_calls, capture_window, counters, device, gemm, nvtx_markers, nvtx_ranges, tally, tracer,
+    api_calls, api_tally, capture_window, counters, device, gemm, nvtx_markers, nvtx_ranges, tally,
+    tracer,
 };
 
 /// The driver-API calls that launch GPU work whose kernels we attribute.
@@ -125,6 +126,8 @@ fn on_api(cbid: u32, d: &CUpti_CallbackData) {
         }
         if api_calls::traced(cbid) {
             api_calls::on_api(t, cbid, d, thread_id());
+        } else if api_calls::counts_others() {
+            api_tally::on_api(t, cbid, d, thread_id());
         }
         return;
     }

@@ -13,6 +13,7 @@
 
 mod activity;
 mod api_calls;
+mod api_tally;
 mod callbacks;
 mod capture_window;
 mod counters;

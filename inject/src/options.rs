@@ -29,7 +29,8 @@
 //!   (`cupti::metrics::presets`).
 //! - `GPUPROF_API`: which CUDA API calls other than launches are traced one by one
 //!   (`api_calls.rs`): `sync` (default: those that copy, set, allocate, free, record
-//!   or wait for events and synchronise), `all` (every driver API call), or `off`.
+//!   or wait for events and synchronise; the others are counted, `api_tally.rs`),
+//!   `all` (every driver API call), or `off` (none traced or counted).
 //!
 //! The capture window (`capture_window.rs`): `GPUPROF_DELAY` and `GPUPROF_DURATION`
 //! (seconds, fractions allowed) and `GPUPROF_CAPTURE_RANGE` (`cudaProfilerApi` or
@@ -117,7 +118,7 @@ pub enum ApiTrace {
     /// None: only launches.
     Off,
     /// The calls that copy, set, allocate, free, record or wait for events and
-    /// synchronise (`api_calls::TRACED`).
+    /// synchronise (`api_calls::TRACED`); the other driver calls counted.
     Sync,
     /// Every driver API call.
     All,

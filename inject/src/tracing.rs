@@ -180,9 +180,15 @@ fn enable_api_calls(c: &Cupti, s: &cupti::callback::Subscriber) -> Result<(), St
     match crate::api_calls::mode() {
         ApiTrace::Off => {}
         ApiTrace::Sync => {
-            for cbid in crate::api_calls::TRACED {
-                if let Err(e) = callback::enable_callback(c, s, CUPTI_CB_DOMAIN_DRIVER_API, *cbid) {
-                    debug!("driver callback {cbid} not enabled: {e}");
+            // Every driver call: the others are counted (`api_tally.rs`).
+            if let Err(e) = callback::enable_domain(c, s, CUPTI_CB_DOMAIN_DRIVER_API) {
+                warn!("cannot enable CUPTI's driver-API callbacks ({e}); the calls not traced one by one are not counted");
+                for cbid in crate::api_calls::TRACED {
+                    if let Err(e) =
+                        callback::enable_callback(c, s, CUPTI_CB_DOMAIN_DRIVER_API, *cbid)
+                    {
+                        debug!("driver callback {cbid} not enabled: {e}");
+                    }
                 }
             }
         }

@@ -152,6 +152,10 @@ impl Writer {
                 batch.clear();
             }
             if now >= next_flush {
+                // The counted calls' counts since the last time.
+                if !self.abandoned && self.lost_to_truncation.is_none() {
+                    batch.extend(crate::api_tally::deltas());
+                }
                 // Completed buffers reach us at least this often (CUPTI otherwise
                 // returns a buffer only when it is full). Our buffer callback only
                 // try_sends, so calling from this thread cannot deadlock.
@@ -269,6 +273,8 @@ impl Writer {
             self.ring.finish();
             return;
         }
+        // What the counted calls added since the last time.
+        batch.extend(crate::api_tally::deltas());
         // A full ring is waited for while the collector drains it: data for the first
         // half of the time left, the last frame (losses and End) until the deadline,
         // so the stream ends properly even when data had to be dropped.

@@ -45,7 +45,7 @@ pub mod user;
 pub use record::*;
 
 /// Version of the record schema and ring layout. 8: a batch ends with its CRC-32C;
-/// 9: [`Record::ApiCall`].
+/// 9: [`Record::ApiCall`], [`Record::ApiTally`].
 pub const PROTOCOL_VERSION: u32 = 9;
 
 /// Encodes a batch of records as one frame payload (see the module documentation).
@@ -161,6 +161,7 @@ impl serde::Serialize for Indexed<'_> {
             Record::End(r) => map.serialize_entry(&19u8, r)?,
             Record::Capture(r) => map.serialize_entry(&20u8, r)?,
             Record::ApiCall(r) => map.serialize_entry(&21u8, r)?,
+            Record::ApiTally(r) => map.serialize_entry(&22u8, r)?,
         }
         map.end()
     }

@@ -63,6 +63,9 @@ pub enum Record {
     /// sets, allocates or frees memory, records or waits for an event, or waits for
     /// the GPU.
     ApiCall(ApiCall),
+    /// CUDA API calls of one function on one thread not traced one by one, counted
+    /// since the process's last such record.
+    ApiTally(ApiTally),
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -236,6 +239,21 @@ pub struct ApiCall {
     pub event: u64,
     /// Whether the call returned success.
     pub ok: bool,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiTally {
+    /// The thread; 0 for the threads past the per-thread tables ("other threads").
+    pub thread_id: u64,
+    /// `CUpti_driver_api_trace_cbid` (or runtime cbid when `runtime`).
+    pub cbid: u32,
+    pub runtime: bool,
+    /// [`InternedString`] id of the function's name.
+    pub name: u32,
+    /// Calls counted since the last record of this thread and function.
+    pub calls: u64,
+    /// Their summed duration (CUPTI timestamps at entry and exit).
+    pub total_ns: u64,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -756,6 +756,7 @@ impl Aggregator {
                 self.out.gemm_statuses.push((pid, s.message))
             }
             Record::ApiCall(c) => self.out.api_calls.push(self.part, pid, c),
+            Record::ApiTally(t) => self.out.api_calls.count(pid, &t),
             Record::Context(_) | Record::Overhead(_) => {}
         }
     }

@@ -125,6 +125,10 @@ pub struct ApiCallTotals {
     pub by_thread: BTreeMap<(u32, u64, String), CallTally>,
     /// Per (range name index in [`RangeCover::names`], function).
     pub by_range: BTreeMap<(usize, String), CallTally>,
+    /// The calls counted, not traced (`ApiTally` records): per (process key, thread,
+    /// the function's string id), calls and summed duration. Their names are
+    /// resolved at the end; they have no time of their own, so no range.
+    pub counted: BTreeMap<(u32, u64, u32), (u64, u64)>,
     /// Calls waiting for their part's markers: (part, process key, call).
     waiting: VecDeque<(usize, u32, ApiCall)>,
 }
@@ -133,6 +137,13 @@ impl ApiCallTotals {
     /// A call of part `part`, placed once that part has waited ([`Self::place`]).
     pub fn push(&mut self, part: usize, pid: u32, call: ApiCall) {
         self.waiting.push_back((part, pid, call));
+    }
+
+    /// Counted calls of one thread and function.
+    pub fn count(&mut self, pid: u32, t: &wire::ApiTally) {
+        let e = self.counted.entry((pid, t.thread_id, t.name)).or_default();
+        e.0 = e.0.saturating_add(t.calls);
+        e.1 = e.1.saturating_add(t.total_ns);
     }
 
     /// Calls waiting now.
@@ -182,6 +193,8 @@ pub struct ThreadCalls {
     pub thread_id: u64,
     pub function: String,
     pub class: CallClass,
+    /// Traced one by one (`false`: counted, so only calls and their time are known).
+    pub traced: bool,
     #[serde(flatten)]
     pub tally: CallTally,
 }

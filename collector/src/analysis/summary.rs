@@ -9,7 +9,7 @@ use wire::{DropSource, Record};
 
 use super::aggregate::{aggregate, Aggregate};
 pub use super::aggregate::{DeviceSummary, ProcessSummary};
-use super::api_calls::{ApiCallSummary, CallClass, RangeCalls, ThreadCalls};
+use super::api_calls::{ApiCallSummary, CallClass, CallTally, RangeCalls, ThreadCalls};
 use super::counters::{counters_of, Counters};
 use super::durations::Durations;
 use super::gpu_activity::{gpu_activity, GpuActivity};
@@ -337,9 +337,28 @@ fn api_call_summary(a: &Aggregate) -> ApiCallSummary {
             thread_id: *thread,
             function: function.clone(),
             class: CallClass::of(function),
+            traced: true,
             tally: *tally,
         })
         .collect();
+    for (&(key, thread, name), &(calls, total_ns)) in &t.counted {
+        let function = a
+            .string(key, name)
+            .map_or_else(|| format!("#{name}"), str::to_string);
+        by_thread.push(ThreadCalls {
+            pid: a.pid(key),
+            session: a.session(key),
+            thread_id: thread,
+            class: CallClass::of(&function),
+            function,
+            traced: false,
+            tally: CallTally {
+                calls,
+                total_ns,
+                ..CallTally::default()
+            },
+        });
+    }
     by_thread.sort_by(|x, y| {
         (x.session, x.pid, x.thread_id)
             .cmp(&(y.session, y.pid, y.thread_id))

@@ -216,6 +216,14 @@ tables! {
         event => "event": U64;
         ok => "ok": Bool;
     ];
+    ApiTallies = "api_tallies", ApiTally(ApiTally) [
+        thread_id => "thread_id": U64;
+        cbid => "cbid": U32;
+        runtime => "runtime": Bool;
+        name => "name": U32;
+        calls => "calls": U64;
+        total_ns => "total_ns": U64;
+    ];
     Gemms = "gemms", Gemm(Gemm) [
         correlation_id => "correlation_id": U32;
         call => "call": U64;

@@ -100,6 +100,14 @@ fn every_kind(pid: u32) -> Vec<Record> {
             event: 0x7f00_0000_beef,
             ok: false,
         }),
+        Record::ApiTally(ApiTally {
+            thread_id: 0,
+            cbid: 17,
+            runtime: false,
+            name: 9,
+            calls: 3,
+            total_ns: 12_345,
+        }),
         gemm(77, 5, 1, 4096, 128, 8192),
         Record::Kernel(Kernel {
             device_id: 3,

@@ -1,8 +1,10 @@
 //! The report's section of CPU time in the CUDA calls traced one by one
 //! (`analysis::api_calls`): per thread, the time in each class of call (the
-//! `synchronize` column is the time the thread was blocked waiting for the GPU); per
-//! NVTX range name, the same as a share of the range's wall time; and the functions
-//! behind them. Only when the session holds such calls (sessions recorded with
+//! `synchronize` column is the time the thread was blocked waiting for the GPU; the
+//! calls counted rather than traced, `GPUPROF_API=sync`'s others, are in their class);
+//! per NVTX range name, the same as a share of the range's wall time (traced calls
+//! only: a counted call has no time of its own); and the functions behind them (a
+//! counted function's failures, longest call and bytes are unknown: "-", JSON null). Only when the session holds such calls (sessions recorded with
 //! `GPUPROF_API=off` or before these calls were traced show nothing).
 //!
 //! CSV `api_calls_by_thread` and `api_calls_by_range`, JSON `api_calls.by_thread` and
@@ -15,11 +17,12 @@ use crate::analysis::api_calls::{ApiCallSummary, CallClass, CallTally};
 use crate::analysis::range_cover::range_label;
 
 /// The columns of the CSV tables (and the JSON rows' fields).
-pub const THREAD_COLUMNS: [&str; 10] = [
+pub const THREAD_COLUMNS: [&str; 11] = [
     "pid",
     "thread_id",
     "function",
     "class",
+    "traced",
     "calls",
     "failed",
     "total_ns",
@@ -65,8 +68,15 @@ pub fn api_calls_json(a: &ApiCallSummary) -> Option<Value> {
                 "thread_id": r.thread_id,
                 "function": r.function,
                 "class": r.class,
+                "traced": r.traced,
             });
             tally_json(&mut v, &r.tally);
+            if !r.traced {
+                // Counted calls: only their number and time are known.
+                for k in ["failed", "max_ns", "bytes"] {
+                    v[k] = Value::Null;
+                }
+            }
             v
         })
         .collect();
@@ -184,7 +194,7 @@ pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>)
         grid(out, &headers, &right, &rows);
     }
 
-    out.push_str("\nCUDA calls by function\n");
+    out.push_str("\nCUDA calls by function (\"-\": counted, not traced one by one; GPUPROF_API=all traces all)\n");
     let mut by_function: Vec<_> = a.by_thread.iter().collect();
     by_function.sort_by(|x, y| {
         y.tally
@@ -197,15 +207,17 @@ pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>)
     let mut rows: Vec<Vec<String>> = by_function[..shown_rows]
         .iter()
         .map(|r| {
+            // Counted calls: only their number and time are known.
+            let known = |v: String| if r.traced { v } else { "-".to_string() };
             vec![
                 r.pid.to_string(),
                 r.thread_id.to_string(),
                 r.tally.calls.to_string(),
-                r.tally.failed.to_string(),
+                known(r.tally.failed.to_string()),
                 micros(r.tally.total_ns),
                 micros(mean_ns(r.tally.total_ns, r.tally.calls)),
-                micros(r.tally.max_ns),
-                r.tally.bytes.to_string(),
+                known(micros(r.tally.max_ns)),
+                known(r.tally.bytes.to_string()),
                 r.function.clone(),
             ]
         })

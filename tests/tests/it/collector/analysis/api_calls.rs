@@ -18,10 +18,15 @@ use serde_json::{json, Value};
 const LIMIT: Duration = Duration::from_secs(240);
 const DECODE_STEPS: u64 = 4;
 
-/// The report's `api_calls.by_thread` rows as function -> (calls, failed, total_ns,
-/// max_ns, bytes), every row being of one thread.
+/// The report's `api_calls.by_thread` rows of calls traced one by one as function
+/// -> (calls, failed, total_ns, max_ns, bytes), every row being of one thread.
 fn by_function(v: &Value) -> BTreeMap<String, [u64; 5]> {
-    let rows = v["api_calls"]["by_thread"].as_array().unwrap();
+    let rows: Vec<&Value> = v["api_calls"]["by_thread"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["traced"] == true)
+        .collect();
     let threads: std::collections::BTreeSet<u64> = rows
         .iter()
         .map(|r| r["thread_id"].as_u64().unwrap())
@@ -128,7 +133,14 @@ fn blocked_time_per_thread_and_range_is_the_sum_of_the_traced_calls() {
         GROUP BY r.range, c.function";
     let walls =
         "SELECT range, sum(end_ns - start_ns)::UBIGINT AS wall_ns FROM ranges GROUP BY range";
-    let got = duckdb(&[&setup], &[per_function, per_range, walls]);
+    let counted = format!(
+        "SELECT s.text AS function, sum(t.calls)::UBIGINT AS calls, \
+           sum(t.total_ns)::UBIGINT AS total_ns \
+         FROM read_parquet('{dir}/*/api_tallies.parquet') t \
+         JOIN read_parquet('{dir}/*/strings.parquet') s ON s.pid = t.pid AND s.id = t.name \
+         GROUP BY s.text"
+    );
+    let got = duckdb(&[&setup], &[per_function, per_range, walls, &counted]);
 
     let sql = sql_rows(
         &got[0],
@@ -173,6 +185,38 @@ fn blocked_time_per_thread_and_range_is_the_sum_of_the_traced_calls() {
         assert_eq!(r["range_wall_pct"], json!(pct), "{r}");
     }
 
+    // The calls not traced one by one are counted: per function, calls and time as
+    // the session's tallies sum them, and no counted function is a traced one.
+    let sql = sql_rows(&got[3], &["function"], &["calls", "total_ns"]);
+    let counted: BTreeMap<String, Vec<u64>> = v["api_calls"]["by_thread"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["traced"] == false)
+        .map(|r| {
+            for k in ["failed", "max_ns", "bytes"] {
+                assert!(r[k].is_null(), "{r}");
+            }
+            let f = r["function"].as_str().unwrap().to_string();
+            (
+                f,
+                vec![
+                    r["calls"].as_u64().unwrap(),
+                    r["total_ns"].as_u64().unwrap(),
+                ],
+            )
+        })
+        .collect();
+    assert_eq!(counted, sql);
+    // The workload's context, module and stream set-up, at least.
+    for f in ["cuModuleLoadData", "cuModuleGetFunction", "cuCtxGetCurrent"] {
+        assert!(counted.contains_key(f), "{f}: {counted:?}");
+    }
+    assert!(
+        counted.keys().all(|f| !calls.contains_key(f)),
+        "{counted:?}"
+    );
+
     // The text report: the thread's blocked time is its synchronize calls' sum.
     let o = gpuprof_command().arg("report").arg(&out).output().unwrap();
     assert!(o.status.success());
@@ -195,6 +239,8 @@ fn blocked_time_per_thread_and_range_is_the_sum_of_the_traced_calls() {
             "µs",
             "alloc/free",
             "µs",
+            "other",
+            "µs",
             "calls"
         ],
         "{text}"
@@ -202,7 +248,10 @@ fn blocked_time_per_thread_and_range_is_the_sum_of_the_traced_calls() {
     let micros = |ns: u64| format!("{}.{:03}", ns / 1000, ns % 1000);
     let row: Vec<&str> = section[2].split_whitespace().collect();
     let sum = |f: &[&str]| f.iter().map(|f| c(f)[2]).sum::<u64>();
-    let all: u64 = calls.values().map(|t| t[0]).sum();
+    // The counted calls are all of class "other" here (set-up and queries).
+    let other: u64 = counted.values().map(|t| t[1]).sum();
+    let all: u64 =
+        calls.values().map(|t| t[0]).sum::<u64>() + counted.values().map(|t| t[0]).sum::<u64>();
     assert_eq!(
         row[2..],
         [
@@ -210,14 +259,15 @@ fn blocked_time_per_thread_and_range_is_the_sum_of_the_traced_calls() {
             micros(sum(&["cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2"])),
             micros(sum(&["cuMemsetD8Async"])),
             micros(sum(&["cuMemAllocAsync", "cuMemFreeAsync"])),
+            micros(other),
             all.to_string(),
         ],
         "{text}"
     );
 }
 
-/// `GPUPROF_API=off` traces no call but launches: the report has no section, the
-/// session's `api_calls` table no row; `all` traces every driver call.
+/// `GPUPROF_API=off` traces and counts no call but launches: the report has no
+/// section; `all` traces every driver call, so none is only counted.
 #[test]
 fn gpuprof_api_off_and_all() {
     for (setting, expect_some) in [("off", false), ("all", true)] {
@@ -237,6 +287,9 @@ fn gpuprof_api_off_and_all() {
             assert!(v.get("api_calls").is_none(), "{setting}: {v:#}");
             continue;
         }
+        // Every call traced one by one: none is only counted.
+        let rows = v["api_calls"]["by_thread"].as_array().unwrap();
+        assert!(rows.iter().all(|r| r["traced"] == true), "{rows:?}");
         let calls = by_function(&v);
         // Every driver call: also those the default leaves out (context and module
         // calls), never a launch (those are launch records).

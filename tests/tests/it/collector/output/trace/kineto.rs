@@ -95,6 +95,10 @@ fn transfers_of(v: &Value, kind: impl Fn(&str) -> bool) -> u64 {
 fn api_calls(v: &Value) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     for r in v["api_calls"]["by_thread"].as_array().unwrap() {
+        // Counted calls are not in a trace: only those traced one by one.
+        if r["traced"] != true {
+            continue;
+        }
         *out.entry(r["function"].as_str().unwrap().to_string())
             .or_default() += r["calls"].as_u64().unwrap();
     }

@@ -252,6 +252,7 @@ fn a_recorded_run_reads_back_with_its_report_and_its_chrome_json() {
         .as_array()
         .unwrap()
         .iter()
+        .filter(|r| r["traced"] == true)
         .map(|r| r["calls"].as_u64().unwrap())
         .sum();
     let summary = format!(

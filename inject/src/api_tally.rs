@@ -1,0 +1,162 @@
+//! The driver calls not traced one by one, counted: per thread and function, calls
+//! and their summed duration (CUPTI timestamps at entry and exit), handed to the
+//! writer as `ApiTally` records of what was added since the last time, about once a
+//! second and at exit. With `GPUPROF_API=sync` (the default) every driver callback
+//! is enabled for this; `all` traces every call instead, `off` neither.
+//!
+//! Each thread counts into a table of its own (two atomics per cbid, 16 KiB), made
+//! at its first counted call and kept until exit, so a thread that ended still has
+//! its counts sent. At most [`MAX_THREADS`] threads get one; later threads share one
+//! more table, sent as thread 0 ("other threads"). The counting itself takes no lock
+//! and allocates nothing; a thread's first counted call allocates its table under a
+//! lock, and the first call of each function interns its name.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use cupti_sys::CUpti_ApiCallbackSite::{CUPTI_API_ENTER, CUPTI_API_EXIT};
+use cupti_sys::CUpti_CallbackData;
+use wire::{ApiTally, Record};
+
+use crate::tracer::Tracer;
+use cupti::callback;
+
+/// Callback ids counted (the driver's are below this).
+const MAX_CBID: usize = 1024;
+/// Threads with a table of their own.
+pub const MAX_THREADS: usize = 256;
+
+struct Table {
+    thread_id: u64,
+    /// Per cbid: calls.
+    calls: Box<[AtomicU64]>,
+    /// Per cbid: their summed duration, ns.
+    ns: Box<[AtomicU64]>,
+}
+
+impl Table {
+    /// On the heap from the start: the application's thread may have a small stack.
+    fn new(thread_id: u64) -> Table {
+        let zeros = || (0..MAX_CBID).map(|_| AtomicU64::new(0)).collect();
+        Table {
+            thread_id,
+            calls: zeros(),
+            ns: zeros(),
+        }
+    }
+}
+
+/// Per cbid: the calls and time sent so far.
+type Sent = Box<[(u64, u64)]>;
+
+/// Every table, with what was sent of each count so far (the writer's).
+struct Tables {
+    tables: Vec<(&'static Table, Sent)>,
+    /// The table of the threads past [`MAX_THREADS`].
+    shared: Option<&'static Table>,
+}
+
+static TABLES: Mutex<Tables> = Mutex::new(Tables {
+    tables: Vec::new(),
+    shared: None,
+});
+
+thread_local! {
+    static MINE: Cell<Option<&'static Table>> = const { Cell::new(None) };
+}
+
+/// This thread's table, made at its first call.
+fn table(thread_id: u64) -> &'static Table {
+    if let Some(t) = MINE.with(Cell::get) {
+        return t;
+    }
+    let mut all = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    let t: &'static Table = if all.tables.len() < MAX_THREADS {
+        // Kept until exit: a thread's counts are sent after it ended too.
+        let t: &'static Table = Box::leak(Box::new(Table::new(thread_id)));
+        all.tables
+            .push((t, vec![(0, 0); MAX_CBID].into_boxed_slice()));
+        t
+    } else {
+        match all.shared {
+            Some(t) => t,
+            None => {
+                let t: &'static Table = Box::leak(Box::new(Table::new(0)));
+                all.shared = Some(t);
+                all.tables
+                    .push((t, vec![(0, 0); MAX_CBID].into_boxed_slice()));
+                t
+            }
+        }
+    };
+    MINE.with(|m| m.set(Some(t)));
+    t
+}
+
+/// A counted call's API entry or exit: the entry's time kept in CUPTI's per-call
+/// slot, the exit counted.
+pub fn on_api(t: &Tracer, cbid: u32, d: &CUpti_CallbackData, thread_id: u64) {
+    let i = cbid as usize;
+    if i >= MAX_CBID {
+        return;
+    }
+    let now = callback::timestamp(t.cupti);
+    let slot = d.correlationData;
+    if d.callbackSite == CUPTI_API_ENTER {
+        if !slot.is_null() {
+            // SAFETY: CUPTI gives each API call an 8-byte slot kept from enter to exit.
+            unsafe { *slot = now };
+        }
+        return;
+    }
+    if d.callbackSite != CUPTI_API_EXIT {
+        return;
+    }
+    // The name is interned at the first call of each function.
+    if crate::api_calls::name_id(cbid, d).is_none() {
+        return;
+    }
+    let start = if slot.is_null() {
+        now
+    } else {
+        // SAFETY: as above; it holds what we stored at enter.
+        unsafe { *slot }
+    };
+    let table = table(thread_id);
+    // The time first: a reader that sees the call sees its time (`deltas`).
+    table.ns[i].fetch_add(now.saturating_sub(start), Ordering::Relaxed);
+    table.calls[i].fetch_add(1, Ordering::Release);
+}
+
+/// What was counted since the last call, as records (the writer's, about once a
+/// second and at exit).
+pub fn deltas() -> Vec<Record> {
+    let mut out = Vec::new();
+    let mut all = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    for (table, sent) in &mut all.tables {
+        for (cbid, last) in sent.iter_mut().enumerate() {
+            // The calls first (see `on_api`): the time read holds theirs.
+            let calls = table.calls[cbid].load(Ordering::Acquire);
+            let now = (calls, table.ns[cbid].load(Ordering::Relaxed));
+            if now.0 == last.0 {
+                continue;
+            }
+            let Some(name) = crate::api_calls::cached_name(cbid as u32) else {
+                continue;
+            };
+            out.push(Record::ApiTally(ApiTally {
+                thread_id: table.thread_id,
+                cbid: cbid as u32,
+                runtime: false,
+                name,
+                calls: now.0 - last.0,
+                total_ns: now.1.saturating_sub(last.1),
+            }));
+            *last = now;
+        }
+    }
+    // Records the writer makes are produced too (`handoff`: End.records counts them).
+    crate::tally::produced(out.len() as u64);
+    out
+}
