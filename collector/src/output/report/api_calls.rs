@@ -2,7 +2,7 @@
 //! (`analysis::api_calls`): per thread, the time in each class of call (the
 //! `synchronize` column is the time the thread was blocked waiting for the GPU; the
 //! calls counted rather than traced, `GPUPROF_API=sync`'s others, are in their class);
-//! per NVTX range name, the same as a share of the range's wall time (traced calls
+//! per NVTX range name, each class's share of the range's wall time (traced calls
 //! only: a counted call has no time of its own); and the functions behind them (a
 //! counted function's failures, longest call and bytes are unknown: "-", JSON null). Only when the session holds such calls (sessions recorded with
 //! `GPUPROF_API=off` or before these calls were traced show nothing).
@@ -128,10 +128,6 @@ pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>)
         return;
     }
     let classes = classes_present(a);
-    let class_headers: Vec<String> = classes
-        .iter()
-        .map(|c| format!("{} µs", c.label()))
-        .collect();
 
     out.push_str("\nCPU time in CUDA calls by thread (synchronize: blocked waiting for the GPU)\n");
     let (threads, sums) = per_class(
@@ -139,15 +135,31 @@ pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>)
             .iter()
             .map(|r| ((r.session, r.pid, r.thread_id), r.class, r.tally)),
     );
+    // Each column in the unit its largest value needs (µs, ms, s): a run of hours
+    // still fits.
+    let units: Vec<TimeUnit> = classes
+        .iter()
+        .map(|c| {
+            let largest = threads
+                .iter()
+                .map(|k| sums.get(&(*k, *c)).map_or(0, |t| t.total_ns));
+            TimeUnit::for_column(largest.max().unwrap_or(0))
+        })
+        .collect();
+    let class_headers: Vec<String> = classes
+        .iter()
+        .zip(&units)
+        .map(|(c, u)| format!("{} {}", c.label(), u.name()))
+        .collect();
     let rows: Vec<Vec<String>> = threads
         .iter()
         .map(|k| {
             let mut row = vec![k.1.to_string(), k.2.to_string()];
             let mut calls = 0;
-            for c in &classes {
+            for (c, u) in classes.iter().zip(&units) {
                 let t = sums.get(&(*k, *c)).copied().unwrap_or_default();
                 calls += t.calls;
-                row.push(micros(t.total_ns));
+                row.push(u.show(t.total_ns));
             }
             row.push(calls.to_string());
             row
@@ -161,7 +173,9 @@ pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>)
 
     let ranges = &a.by_range;
     if !ranges.is_empty() {
-        out.push_str("\nCPU time in CUDA calls by NVTX range (% of the range's wall time)\n");
+        out.push_str(
+            "\nCPU time in CUDA calls by NVTX range, % of the range's wall time (µs: JSON, CSV)\n",
+        );
         let (names, sums) = per_class(ranges.iter().map(|r| {
             (
                 (r.range_wall_ns, range_label(&r.domain, &r.range)),
@@ -169,29 +183,36 @@ pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>)
                 r.tally,
             )
         }));
+        // The classes of traced calls only: counted ones are in no range.
+        let classes: Vec<CallClass> = CallClass::ALL
+            .into_iter()
+            .filter(|c| ranges.iter().any(|r| r.class == *c))
+            .collect();
         let mut rows: Vec<Vec<String>> = names
             .iter()
             .map(|k| {
                 let mut row = vec![micros(k.0)];
                 for c in &classes {
                     let t = sums.get(&(k.clone(), *c)).copied().unwrap_or_default();
-                    row.push(format!(
-                        "{} ({}%)",
-                        micros(t.total_ns),
-                        pct_short(t.total_ns, k.0)
-                    ));
+                    row.push(pct_short(t.total_ns, k.0));
                 }
                 row.push(k.1.clone());
                 row
             })
             .collect();
+        let pct_headers: Vec<String> = classes.iter().map(|c| format!("{} %", c.label())).collect();
         let mut headers: Vec<&str> = vec!["wall µs"];
-        headers.extend(class_headers.iter().map(String::as_str));
+        headers.extend(pct_headers.iter().map(String::as_str));
         headers.push("range");
         fit_last_column(&headers, &mut rows);
         let mut right = vec![true; headers.len()];
         *right.last_mut().expect("a range column") = false;
         grid(out, &headers, &right, &rows);
+        if a.by_thread.iter().any(|r| !r.traced) {
+            out.push_str(
+                "  (calls counted, not traced one by one, are in no range: GPUPROF_API=all traces all)\n",
+            );
+        }
     }
 
     out.push_str("\nCUDA calls by function (\"-\": counted, not traced one by one; GPUPROF_API=all traces all)\n");
@@ -204,7 +225,16 @@ pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>)
     });
     let all = by_function.len();
     let shown_rows = top.map_or(all, |n| n.min(all));
-    let mut rows: Vec<Vec<String>> = by_function[..shown_rows]
+    let shown_rows = &by_function[..shown_rows];
+    let unit = |f: fn(&CallTally) -> u64| {
+        TimeUnit::for_column(shown_rows.iter().map(|r| f(&r.tally)).max().unwrap_or(0))
+    };
+    let (total, mean, max) = (
+        unit(|t| t.total_ns),
+        unit(|t| mean_ns(t.total_ns, t.calls)),
+        unit(|t| t.max_ns),
+    );
+    let mut rows: Vec<Vec<String>> = shown_rows
         .iter()
         .map(|r| {
             // Counted calls: only their number and time are known.
@@ -214,34 +244,31 @@ pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>)
                 r.thread_id.to_string(),
                 r.tally.calls.to_string(),
                 known(r.tally.failed.to_string()),
-                micros(r.tally.total_ns),
-                micros(mean_ns(r.tally.total_ns, r.tally.calls)),
-                known(micros(r.tally.max_ns)),
+                total.show(r.tally.total_ns),
+                mean.show(mean_ns(r.tally.total_ns, r.tally.calls)),
+                known(max.show(r.tally.max_ns)),
                 known(r.tally.bytes.to_string()),
                 r.function.clone(),
             ]
         })
         .collect();
+    let (total_h, mean_h, max_h) = (
+        format!("total {}", total.name()),
+        format!("mean {}", mean.name()),
+        format!("max {}", max.name()),
+    );
     let headers = [
-        "pid",
-        "thread",
-        "calls",
-        "failed",
-        "total µs",
-        "mean µs",
-        "max µs",
-        "bytes",
-        "function",
+        "pid", "thread", "calls", "failed", &total_h, &mean_h, &max_h, "bytes", "function",
     ];
     fit_last_column(&headers, &mut rows);
     let mut right = vec![true; headers.len()];
     right[headers.len() - 1] = false;
     grid(out, &headers, &right, &rows);
-    if shown_rows < all {
+    if shown_rows.len() < all {
         let _ = writeln!(
             out,
             "  ({} more rows: --top, or --format csv / json for all)",
-            all - shown_rows
+            all - shown_rows.len()
         );
     }
 }
@@ -249,4 +276,61 @@ pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>)
 /// A share in percent with one decimal.
 fn pct_short(part: u64, whole: u64) -> String {
     format!("{:.1}", percent(part, whole))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::api_calls::{RangeCalls, ThreadCalls};
+
+    #[test]
+    fn every_line_fits_120_columns_with_every_class() {
+        let tally = CallTally {
+            calls: 123_456_789,
+            failed: 12,
+            total_ns: 98_765_432_109_876,
+            max_ns: 9_876_543_210,
+            bytes: 1 << 40,
+        };
+        let functions = [
+            "cuStreamSynchronize_ptsz",
+            "cuMemcpyDtoHAsync_v2_ptsz",
+            "cuMemsetD2D32Async_ptsz",
+            "cuMemAllocFromPoolAsync_ptsz",
+            "cuStreamWaitValue64_v2_ptsz",
+            "cuDevicePrimaryCtxGetState",
+        ];
+        let mut a = ApiCallSummary::default();
+        for (i, f) in functions.iter().enumerate() {
+            a.by_thread.push(ThreadCalls {
+                pid: 4_194_304,
+                session: 0,
+                thread_id: 4_194_303,
+                function: f.to_string(),
+                class: CallClass::of(f),
+                traced: i % 2 == 0,
+                tally,
+            });
+            a.by_range.push(RangeCalls {
+                domain: "a domain with a long name".into(),
+                range: "a range with a name longer than any column could hold".into(),
+                range_wall_ns: 123_456_789_012_345,
+                function: f.to_string(),
+                class: CallClass::of(f),
+                tally,
+            });
+        }
+        let mut out = String::new();
+        api_calls_table(&mut out, &a, None);
+        for class in CallClass::ALL {
+            assert!(out.contains(&format!("{} %", class.label())), "{out}");
+        }
+        for line in out.lines() {
+            assert!(
+                line.chars().count() <= 120,
+                "{} columns: {line}",
+                line.chars().count()
+            );
+        }
+    }
 }

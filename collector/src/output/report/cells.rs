@@ -373,3 +373,39 @@ pub(super) fn cut_to_width(indent: usize, text: &str) -> String {
     s.push('…');
     s
 }
+
+/// The unit of a time column: µs with ns precision while its values stay under a
+/// second, then ms, then s (µs precision), so a long run's column keeps the table
+/// within [`WIDTH`].
+#[derive(Clone, Copy)]
+pub(super) enum TimeUnit {
+    Micros,
+    Millis,
+    Seconds,
+}
+
+impl TimeUnit {
+    pub(super) fn for_column(largest_ns: u64) -> TimeUnit {
+        match largest_ns {
+            0..1_000_000_000 => TimeUnit::Micros,
+            1_000_000_000..1_000_000_000_000 => TimeUnit::Millis,
+            _ => TimeUnit::Seconds,
+        }
+    }
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            TimeUnit::Micros => "µs",
+            TimeUnit::Millis => "ms",
+            TimeUnit::Seconds => "s",
+        }
+    }
+
+    pub(super) fn show(self, ns: u64) -> String {
+        match self {
+            TimeUnit::Micros => micros(ns),
+            TimeUnit::Millis => micros(ns / 1000),
+            TimeUnit::Seconds => micros(ns / 1_000_000),
+        }
+    }
+}

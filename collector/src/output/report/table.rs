@@ -319,42 +319,6 @@ const KERNEL_TABLE_HEADERS: [&str; 11] = [
     "time %", "total", "calls", "mean", "median", "min", "max", "stddev", "grid", "block", "name",
 ];
 
-/// The unit of a time column: µs with ns precision while its values stay under a
-/// second, then ms, then s (µs precision), so a long run's column keeps the table
-/// within [`super::cells::WIDTH`].
-#[derive(Clone, Copy)]
-enum TimeUnit {
-    Micros,
-    Millis,
-    Seconds,
-}
-
-impl TimeUnit {
-    fn for_column(largest_ns: u64) -> TimeUnit {
-        match largest_ns {
-            0..1_000_000_000 => TimeUnit::Micros,
-            1_000_000_000..1_000_000_000_000 => TimeUnit::Millis,
-            _ => TimeUnit::Seconds,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            TimeUnit::Micros => "µs",
-            TimeUnit::Millis => "ms",
-            TimeUnit::Seconds => "s",
-        }
-    }
-
-    fn show(self, ns: u64) -> String {
-        match self {
-            TimeUnit::Micros => micros(ns),
-            TimeUnit::Millis => micros(ns / 1000),
-            TimeUnit::Seconds => micros(ns / 1_000_000),
-        }
-    }
-}
-
 /// One row's times, ns: total, mean, median, min, max, stddev.
 type Times = [u64; 6];
 

@@ -226,44 +226,46 @@ fn blocked_time_per_thread_and_range_is_the_sum_of_the_traced_calls() {
         .skip_while(|l| !l.starts_with("CPU time in CUDA calls by thread"))
         .take(3)
         .collect();
-    assert_eq!(
-        section[1].split_whitespace().collect::<Vec<_>>(),
-        [
-            "pid",
-            "thread",
-            "synchronize",
-            "µs",
-            "copy",
-            "µs",
-            "set",
-            "µs",
-            "alloc/free",
-            "µs",
-            "other",
-            "µs",
-            "calls"
-        ],
-        "{text}"
-    );
-    let micros = |ns: u64| format!("{}.{:03}", ns / 1000, ns % 1000);
-    let row: Vec<&str> = section[2].split_whitespace().collect();
     let sum = |f: &[&str]| f.iter().map(|f| c(f)[2]).sum::<u64>();
     // The counted calls are all of class "other" here (set-up and queries).
     let other: u64 = counted.values().map(|t| t[1]).sum();
     let all: u64 =
         calls.values().map(|t| t[0]).sum::<u64>() + counted.values().map(|t| t[0]).sum::<u64>();
+    let want = [
+        ("synchronize", sum(&["cuStreamSynchronize"])),
+        (
+            "copy",
+            sum(&["cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2"]),
+        ),
+        ("set", sum(&["cuMemsetD8Async"])),
+        ("alloc/free", sum(&["cuMemAllocAsync", "cuMemFreeAsync"])),
+        ("other", other),
+    ];
+    // Each column in the unit its value needs: µs under a second, then ms, then s.
+    let shown = |ns: u64| -> (&'static str, String) {
+        let (unit, v) = match ns {
+            0..1_000_000_000 => ("µs", ns),
+            1_000_000_000..1_000_000_000_000 => ("ms", ns / 1000),
+            _ => ("s", ns / 1_000_000),
+        };
+        (unit, format!("{}.{:03}", v / 1000, v % 1000))
+    };
+    let mut headers = vec!["pid".to_string(), "thread".to_string()];
+    let mut values = Vec::new();
+    for (class, ns) in want {
+        let (unit, v) = shown(ns);
+        headers.extend([class.to_string(), unit.to_string()]);
+        values.push(v);
+    }
+    headers.push("calls".to_string());
+    values.push(all.to_string());
     assert_eq!(
-        row[2..],
-        [
-            micros(sum(&["cuStreamSynchronize"])),
-            micros(sum(&["cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2"])),
-            micros(sum(&["cuMemsetD8Async"])),
-            micros(sum(&["cuMemAllocAsync", "cuMemFreeAsync"])),
-            micros(other),
-            all.to_string(),
-        ],
+        section[1].split_whitespace().collect::<Vec<_>>(),
+        headers,
         "{text}"
     );
+    let row: Vec<&str> = section[2].split_whitespace().collect();
+    assert_eq!(row[2..], values, "{text}");
 }
 
 /// `GPUPROF_API=off` traces and counts no call but launches: the report has no
