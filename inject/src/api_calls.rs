@@ -71,9 +71,10 @@ pub fn traced(cbid: u32) -> bool {
 /// intern at every call.
 static NAMES: [AtomicU32; 1024] = [const { AtomicU32::new(0) }; 1024];
 
-/// One traced call's API entry or exit. At entry it keeps the time in CUPTI's
-/// per-call slot; at exit it hands off the record.
-pub fn on_api(t: &Tracer, cbid: u32, d: &CUpti_CallbackData, thread_id: u64) {
+/// A call's span from its API entry and exit callbacks: at entry the time is kept in
+/// CUPTI's per-call slot and `None` returned; at exit, (entry, exit) CUPTI
+/// timestamps (the exit's twice when CUPTI gave no slot).
+pub fn span(t: &Tracer, d: &CUpti_CallbackData) -> Option<(u64, u64)> {
     let now = callback::timestamp(t.cupti);
     let slot = d.correlationData;
     if d.callbackSite == CUPTI_API_ENTER {
@@ -81,16 +82,24 @@ pub fn on_api(t: &Tracer, cbid: u32, d: &CUpti_CallbackData, thread_id: u64) {
             // SAFETY: CUPTI gives each API call an 8-byte slot kept from enter to exit.
             unsafe { *slot = now };
         }
-        return;
+        return None;
     }
     if d.callbackSite != CUPTI_API_EXIT {
-        return;
+        return None;
     }
     let start = if slot.is_null() {
         now
     } else {
         // SAFETY: as above; it holds what we stored at enter.
         unsafe { *slot }
+    };
+    Some((start, now))
+}
+
+/// One traced call's API entry or exit: at exit it hands off the record.
+pub fn on_api(t: &Tracer, cbid: u32, d: &CUpti_CallbackData, thread_id: u64) {
+    let Some((start, now)) = span(t, d) else {
+        return;
     };
     let Some(name) = name_id(cbid, d) else {
         handoff::lost();

@@ -15,12 +15,10 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use cupti_sys::CUpti_ApiCallbackSite::{CUPTI_API_ENTER, CUPTI_API_EXIT};
 use cupti_sys::CUpti_CallbackData;
 use wire::{ApiTally, Record};
 
 use crate::tracer::Tracer;
-use cupti::callback;
 
 /// Callback ids counted (the driver's are below this).
 const MAX_CBID: usize = 1024;
@@ -94,35 +92,19 @@ fn table(thread_id: u64) -> &'static Table {
     t
 }
 
-/// A counted call's API entry or exit: the entry's time kept in CUPTI's per-call
-/// slot, the exit counted.
+/// A counted call's API entry or exit: its span (`api_calls::span`) counted at exit.
 pub fn on_api(t: &Tracer, cbid: u32, d: &CUpti_CallbackData, thread_id: u64) {
     let i = cbid as usize;
     if i >= MAX_CBID {
         return;
     }
-    let now = callback::timestamp(t.cupti);
-    let slot = d.correlationData;
-    if d.callbackSite == CUPTI_API_ENTER {
-        if !slot.is_null() {
-            // SAFETY: CUPTI gives each API call an 8-byte slot kept from enter to exit.
-            unsafe { *slot = now };
-        }
+    let Some((start, now)) = crate::api_calls::span(t, d) else {
         return;
-    }
-    if d.callbackSite != CUPTI_API_EXIT {
-        return;
-    }
+    };
     // The name is interned at the first call of each function.
     if crate::api_calls::name_id(cbid, d).is_none() {
         return;
     }
-    let start = if slot.is_null() {
-        now
-    } else {
-        // SAFETY: as above; it holds what we stored at enter.
-        unsafe { *slot }
-    };
     let table = table(thread_id);
     // The time first: a reader that sees the call sees its time (`deltas`).
     table.ns[i].fetch_add(now.saturating_sub(start), Ordering::Relaxed);
