@@ -509,6 +509,58 @@ impl<F: Files> KinetoWriter<F> {
         written
     }
 
+    /// A copy or set (`cat`, `name`) on its stream with Kineto's arguments, and the
+    /// end of the flow from its call when the call is in the trace.
+    fn transfer(
+        &mut self,
+        s: &Slice,
+        pid: u32,
+        (cat, name): (&str, &str),
+        at: (u64, u64),
+        (device, context, stream, correlation): (u32, u32, u32, u32),
+        bytes: u64,
+    ) -> io::Result<()> {
+        let dur = s.end_ns.saturating_sub(s.start_ns);
+        let args = transfer_args(device, context, stream, correlation, bytes, dur);
+        self.complete(pid, cat, name, at, (s.start_ns, s.end_ns), &args)?;
+        if s.flow_in.is_some() {
+            self.flow(pid, true, correlation, at, s.start_ns)?;
+        }
+        Ok(())
+    }
+
+    /// A CUDA API call (a launch, or another traced call moving `bytes`, 0 for
+    /// none) as a `cuda_runtime` / `cuda_driver` event, and the start of its flow.
+    fn api_call(
+        &mut self,
+        s: &Slice,
+        pid: u32,
+        at: (u64, u64),
+        (runtime, cbid, correlation): (bool, u32, u32),
+        bytes: u64,
+    ) -> io::Result<()> {
+        let cat = if runtime {
+            "cuda_runtime"
+        } else {
+            "cuda_driver"
+        };
+        self.complete_with(pid, cat, s.name, at, (s.start_ns, s.end_ns), |a| {
+            a.push_str("\"cbid\": ");
+            push_int(a, cbid);
+            a.push_str(", \"correlation\": ");
+            push_int(a, correlation);
+            // No `stream`: HTA takes every event with one for GPU work.
+            if bytes > 0 {
+                a.push_str(", \"bytes\": ");
+                push_int(a, bytes);
+            }
+        })?;
+        if s.flow_out.is_some() {
+            self.flow(pid, false, correlation, at, s.start_ns)?;
+        }
+        Ok(())
+    }
+
     /// A wait as Kineto writes CUPTI's synchronization record: on the GPU (`pid` the
     /// device), `tid` its stream (1 for a wait without one: Kineto's -1 made
     /// positive), with Kineto's arguments.
@@ -729,7 +781,6 @@ impl<F: Files> Sink for KinetoWriter<F> {
             TrackKind::Range => (u64::from(pid), 0),
         };
         let span = (s.start_ns, s.end_ns);
-        let dur = s.end_ns.saturating_sub(s.start_ns);
         match (s.category, s.source) {
             (Category::Kernel, Source::Kernel(k, facts)) => {
                 self.complete_with(pid, "kernel", s.name, at, span, |a| {
@@ -747,74 +798,19 @@ impl<F: Files> Sink for KinetoWriter<F> {
                     memory_kind(m.src_kind),
                     memory_kind(m.dst_kind)
                 );
-                let args = transfer_args(
-                    m.device_id,
-                    m.context_id,
-                    m.stream_id,
-                    m.correlation_id,
-                    m.bytes,
-                    dur,
-                );
-                self.complete(pid, "gpu_memcpy", &name, at, span, &args)?;
-                if s.flow_in.is_some() {
-                    self.flow(pid, true, m.correlation_id, at, s.start_ns)?;
-                }
-                Ok(())
+                let ids = (m.device_id, m.context_id, m.stream_id, m.correlation_id);
+                self.transfer(s, pid, ("gpu_memcpy", &name), at, ids, m.bytes)
             }
             (Category::Memset, Source::Memset(m)) => {
                 let name = format!("Memset ({})", memory_kind(m.memory_kind));
-                let args = transfer_args(
-                    m.device_id,
-                    m.context_id,
-                    m.stream_id,
-                    m.correlation_id,
-                    m.bytes,
-                    dur,
-                );
-                self.complete(pid, "gpu_memset", &name, at, span, &args)?;
-                if s.flow_in.is_some() {
-                    self.flow(pid, true, m.correlation_id, at, s.start_ns)?;
-                }
-                Ok(())
+                let ids = (m.device_id, m.context_id, m.stream_id, m.correlation_id);
+                self.transfer(s, pid, ("gpu_memset", &name), at, ids, m.bytes)
             }
             (Category::CudaApi, Source::ApiCall(c)) => {
-                let cat = if c.runtime {
-                    "cuda_runtime"
-                } else {
-                    "cuda_driver"
-                };
-                self.complete_with(pid, cat, s.name, at, span, |a| {
-                    a.push_str("\"cbid\": ");
-                    push_int(a, c.cbid);
-                    a.push_str(", \"correlation\": ");
-                    push_int(a, c.correlation_id);
-                    // No `stream`: HTA takes every event with one for GPU work.
-                    if c.bytes > 0 {
-                        a.push_str(", \"bytes\": ");
-                        push_int(a, c.bytes);
-                    }
-                })?;
-                if s.flow_out.is_some() {
-                    self.flow(pid, false, c.correlation_id, at, s.start_ns)?;
-                }
-                Ok(())
+                self.api_call(s, pid, at, (c.runtime, c.cbid, c.correlation_id), c.bytes)
             }
             (Category::CudaApi, Source::Launch(l)) => {
-                let cat = if l.runtime {
-                    "cuda_runtime"
-                } else {
-                    "cuda_driver"
-                };
-                self.complete_with(pid, cat, s.name, at, span, |a| {
-                    a.push_str("\"cbid\": ");
-                    push_int(a, l.cbid);
-                    a.push_str(", \"correlation\": ");
-                    push_int(a, l.correlation_id);
-                })?;
-                if s.flow_out.is_some() {
-                    self.flow(pid, false, l.correlation_id, at, s.start_ns)?;
-                }
-                Ok(())
+                self.api_call(s, pid, at, (l.runtime, l.cbid, l.correlation_id), 0)
             }
             (Category::Nvtx, _) => {
                 self.complete(pid, "user_annotation", s.name, at, span, "")?;
