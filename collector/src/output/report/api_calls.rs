@@ -99,11 +99,11 @@ pub fn api_calls_json(a: &ApiCallSummary) -> Option<Value> {
     Some(json!({ "by_thread": by_thread, "by_range": by_range }))
 }
 
-/// The classes any row has, in column order.
-fn classes_present(a: &ApiCallSummary) -> Vec<CallClass> {
+/// The classes that occur among `classes`, in column order.
+fn classes_present(classes: impl Iterator<Item = CallClass> + Clone) -> Vec<CallClass> {
     CallClass::ALL
         .into_iter()
-        .filter(|c| a.by_thread.iter().any(|r| r.class == *c))
+        .filter(|c| classes.clone().any(|r| r == *c))
         .collect()
 }
 
@@ -127,7 +127,7 @@ pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>)
     if a.is_empty() {
         return;
     }
-    let classes = classes_present(a);
+    let classes = classes_present(a.by_thread.iter().map(|r| r.class));
 
     out.push_str("\nCPU time in CUDA calls by thread (synchronize: blocked waiting for the GPU)\n");
     let (threads, sums) = per_class(
@@ -184,10 +184,7 @@ pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>)
             )
         }));
         // The classes of traced calls only: counted ones are in no range.
-        let classes: Vec<CallClass> = CallClass::ALL
-            .into_iter()
-            .filter(|c| ranges.iter().any(|r| r.class == *c))
-            .collect();
+        let classes = classes_present(ranges.iter().map(|r| r.class));
         let mut rows: Vec<Vec<String>> = names
             .iter()
             .map(|k| {
