@@ -92,7 +92,12 @@ pub fn api_calls_json(a: &ApiCallSummary) -> Option<Value> {
                 "class": r.class,
             });
             tally_json(&mut v, &r.tally);
-            v["range_wall_pct"] = json!(percent(r.tally.total_ns, r.range_wall_ns));
+            // A range never closed has no wall time: its share is unknown, not 0.
+            v["range_wall_pct"] = if r.range_wall_ns == 0 {
+                Value::Null
+            } else {
+                json!(percent(r.tally.total_ns, r.range_wall_ns))
+            };
             v
         })
         .collect();
@@ -270,8 +275,12 @@ pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>)
     }
 }
 
-/// A share in percent with one decimal.
+/// A share in percent with one decimal; "-" of nothing.
 fn pct_short(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        // Of a range never closed: no wall time to be a share of.
+        return "-".to_string();
+    }
     format!("{:.1}", percent(part, whole))
 }
 
@@ -329,5 +338,43 @@ mod tests {
                 line.chars().count()
             );
         }
+    }
+
+    #[test]
+    fn a_range_never_closed_has_no_share_not_zero() {
+        let tally = CallTally {
+            calls: 2,
+            total_ns: 5_000,
+            ..CallTally::default()
+        };
+        let a = ApiCallSummary {
+            by_thread: vec![ThreadCalls {
+                pid: 7,
+                session: 0,
+                thread_id: 7,
+                function: "cuStreamSynchronize".into(),
+                class: CallClass::Synchronize,
+                traced: true,
+                tally,
+            }],
+            by_range: vec![RangeCalls {
+                domain: String::new(),
+                range: "decode".into(),
+                range_wall_ns: 0,
+                function: "cuStreamSynchronize".into(),
+                class: CallClass::Synchronize,
+                tally,
+            }],
+        };
+        let v = api_calls_json(&a).unwrap();
+        assert_eq!(v["by_range"][0]["range_wall_pct"], Value::Null);
+        assert_eq!(v["by_range"][0]["total_ns"], json!(5_000));
+        let mut out = String::new();
+        api_calls_table(&mut out, &a, None);
+        let row = out.lines().find(|l| l.ends_with("decode")).unwrap();
+        assert_eq!(
+            row.split_whitespace().collect::<Vec<_>>(),
+            ["0.000", "-", "decode"]
+        );
     }
 }
