@@ -40,6 +40,8 @@ pub type CUctxCigParam = CUctxCigParam_st;
 pub type CUctxCreateParams = CUctxCreateParams_st;
 pub type cudaStream_t = *mut CUstream_st;
 pub type cudaEvent_t = *mut CUevent_st;
+pub type cudaKernel_t = *mut CUkern_st;
+pub type cudaLibrary_t = *mut CUlib_st;
 pub type cudaGraphExec_t = *mut CUgraphExec_st;
 pub type cudaGraphDeviceNode_t = *mut CUgraphDeviceUpdatableNode_st;
 pub type cudaLaunchMemSyncDomainMap = cudaLaunchMemSyncDomainMap_st;
@@ -102,14 +104,56 @@ pub type CUpti_BuffersCallbackCompleteFunc_v2 = ::core::option::Option<
 pub type CUpti_TimestampCallbackFunc = ::core::option::Option<
     unsafe extern "C" fn() -> u64,
 >;
+pub type cudaDriverGetVersion_v3020_params = cudaDriverGetVersion_v3020_params_st;
+pub type cudaRuntimeGetVersion_v3020_params = cudaRuntimeGetVersion_v3020_params_st;
+pub type cudaGetDeviceCount_v3020_params = cudaGetDeviceCount_v3020_params_st;
+pub type cudaSetDevice_v3020_params = cudaSetDevice_v3020_params_st;
+pub type cudaGetDevice_v3020_params = cudaGetDevice_v3020_params_st;
+pub type cudaMalloc_v3020_params = cudaMalloc_v3020_params_st;
+pub type cudaFree_v3020_params = cudaFree_v3020_params_st;
+pub type cudaMallocHost_v3020_params = cudaMallocHost_v3020_params_st;
+pub type cudaFreeHost_v3020_params = cudaFreeHost_v3020_params_st;
+pub type cudaHostAlloc_v3020_params = cudaHostAlloc_v3020_params_st;
+pub type cudaMemcpy_v3020_params = cudaMemcpy_v3020_params_st;
+pub type cudaMemcpyAsync_v3020_params = cudaMemcpyAsync_v3020_params_st;
+pub type cudaMemset_v3020_params = cudaMemset_v3020_params_st;
+pub type cudaMemsetAsync_v3020_params = cudaMemsetAsync_v3020_params_st;
+pub type cudaStreamCreate_v3020_params = cudaStreamCreate_v3020_params_st;
+pub type cudaStreamSynchronize_v3020_params = cudaStreamSynchronize_v3020_params_st;
+pub type cudaStreamQuery_v3020_params = cudaStreamQuery_v3020_params_st;
+pub type cudaEventCreate_v3020_params = cudaEventCreate_v3020_params_st;
+pub type cudaEventCreateWithFlags_v3020_params = cudaEventCreateWithFlags_v3020_params_st;
+pub type cudaEventRecord_v3020_params = cudaEventRecord_v3020_params_st;
+pub type cudaEventDestroy_v3020_params = cudaEventDestroy_v3020_params_st;
+pub type cudaEventSynchronize_v3020_params = cudaEventSynchronize_v3020_params_st;
+pub type cudaEventQuery_v3020_params = cudaEventQuery_v3020_params_st;
+pub type cudaStreamWaitEvent_v3020_params = cudaStreamWaitEvent_v3020_params_st;
+pub type cudaStreamCreateWithFlags_v5000_params = cudaStreamCreateWithFlags_v5000_params_st;
+pub type cudaStreamDestroy_v5050_params = cudaStreamDestroy_v5050_params_st;
+pub type cudaMallocManaged_v6000_params = cudaMallocManaged_v6000_params_st;
 pub type cudaLaunchKernel_v7000_params = cudaLaunchKernel_v7000_params_st;
 pub type cudaLaunchKernel_ptsz_v7000_params = cudaLaunchKernel_ptsz_v7000_params_st;
+pub type cudaMemcpy_ptds_v7000_params = cudaMemcpy_ptds_v7000_params_st;
+pub type cudaMemcpyAsync_ptsz_v7000_params = cudaMemcpyAsync_ptsz_v7000_params_st;
+pub type cudaMemset_ptds_v7000_params = cudaMemset_ptds_v7000_params_st;
+pub type cudaMemsetAsync_ptsz_v7000_params = cudaMemsetAsync_ptsz_v7000_params_st;
+pub type cudaStreamSynchronize_ptsz_v7000_params = cudaStreamSynchronize_ptsz_v7000_params_st;
+pub type cudaEventRecord_ptsz_v7000_params = cudaEventRecord_ptsz_v7000_params_st;
+pub type cudaStreamWaitEvent_ptsz_v7000_params = cudaStreamWaitEvent_ptsz_v7000_params_st;
 pub type cudaLaunchCooperativeKernel_v9000_params = cudaLaunchCooperativeKernel_v9000_params_st;
 pub type cudaLaunchCooperativeKernel_ptsz_v9000_params = cudaLaunchCooperativeKernel_ptsz_v9000_params_st;
 pub type cudaGraphLaunch_v10000_params = cudaGraphLaunch_v10000_params_st;
 pub type cudaGraphLaunch_ptsz_v10000_params = cudaGraphLaunch_ptsz_v10000_params_st;
+pub type cudaEventRecordWithFlags_v11010_params = cudaEventRecordWithFlags_v11010_params_st;
+pub type cudaEventRecordWithFlags_ptsz_v11010_params = cudaEventRecordWithFlags_ptsz_v11010_params_st;
+pub type cudaMallocAsync_v11020_params = cudaMallocAsync_v11020_params_st;
+pub type cudaMallocAsync_ptsz_v11020_params = cudaMallocAsync_ptsz_v11020_params_st;
+pub type cudaFreeAsync_v11020_params = cudaFreeAsync_v11020_params_st;
+pub type cudaFreeAsync_ptsz_v11020_params = cudaFreeAsync_ptsz_v11020_params_st;
 pub type cudaLaunchKernelExC_v11060_params = cudaLaunchKernelExC_v11060_params_st;
 pub type cudaLaunchKernelExC_ptsz_v11060_params = cudaLaunchKernelExC_ptsz_v11060_params_st;
+pub type cudaLibraryLoadData_v12060_params = cudaLibraryLoadData_v12060_params_st;
+pub type cudaLibraryGetKernel_v12060_params = cudaLibraryGetKernel_v12060_params_st;
 pub type cuCtxGetDevice_params = cuCtxGetDevice_params_st;
 pub type cuModuleLoadData_params = cuModuleLoadData_params_st;
 pub type cuModuleLoadDataEx_params = cuModuleLoadDataEx_params_st;
@@ -655,6 +699,164 @@ pub struct CUpti_BufferCallbackCompleteInfo {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
+pub struct cudaDriverGetVersion_v3020_params_st {
+    pub driverVersion: *mut ::core::ffi::c_int,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaRuntimeGetVersion_v3020_params_st {
+    pub runtimeVersion: *mut ::core::ffi::c_int,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaGetDeviceCount_v3020_params_st {
+    pub count: *mut ::core::ffi::c_int,
+}
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct cudaSetDevice_v3020_params_st {
+    pub device: ::core::ffi::c_int,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaGetDevice_v3020_params_st {
+    pub device: *mut ::core::ffi::c_int,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaMalloc_v3020_params_st {
+    pub devPtr: *mut *mut ::core::ffi::c_void,
+    pub size: usize,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaFree_v3020_params_st {
+    pub devPtr: *mut ::core::ffi::c_void,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaMallocHost_v3020_params_st {
+    pub ptr: *mut *mut ::core::ffi::c_void,
+    pub size: usize,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaFreeHost_v3020_params_st {
+    pub ptr: *mut ::core::ffi::c_void,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaHostAlloc_v3020_params_st {
+    pub pHost: *mut *mut ::core::ffi::c_void,
+    pub size: usize,
+    pub flags: ::core::ffi::c_uint,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaMemcpy_v3020_params_st {
+    pub dst: *mut ::core::ffi::c_void,
+    pub src: *const ::core::ffi::c_void,
+    pub count: usize,
+    pub kind: cudaMemcpyKind::Type,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaMemcpyAsync_v3020_params_st {
+    pub dst: *mut ::core::ffi::c_void,
+    pub src: *const ::core::ffi::c_void,
+    pub count: usize,
+    pub kind: cudaMemcpyKind::Type,
+    pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaMemset_v3020_params_st {
+    pub devPtr: *mut ::core::ffi::c_void,
+    pub value: ::core::ffi::c_int,
+    pub count: usize,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaMemsetAsync_v3020_params_st {
+    pub devPtr: *mut ::core::ffi::c_void,
+    pub value: ::core::ffi::c_int,
+    pub count: usize,
+    pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaStreamCreate_v3020_params_st {
+    pub pStream: *mut cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaStreamSynchronize_v3020_params_st {
+    pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaStreamQuery_v3020_params_st {
+    pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaEventCreate_v3020_params_st {
+    pub event: *mut cudaEvent_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaEventCreateWithFlags_v3020_params_st {
+    pub event: *mut cudaEvent_t,
+    pub flags: ::core::ffi::c_uint,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaEventRecord_v3020_params_st {
+    pub event: cudaEvent_t,
+    pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaEventDestroy_v3020_params_st {
+    pub event: cudaEvent_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaEventSynchronize_v3020_params_st {
+    pub event: cudaEvent_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaEventQuery_v3020_params_st {
+    pub event: cudaEvent_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaStreamWaitEvent_v3020_params_st {
+    pub stream: cudaStream_t,
+    pub event: cudaEvent_t,
+    pub flags: ::core::ffi::c_uint,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaStreamCreateWithFlags_v5000_params_st {
+    pub pStream: *mut cudaStream_t,
+    pub flags: ::core::ffi::c_uint,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaStreamDestroy_v5050_params_st {
+    pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaMallocManaged_v6000_params_st {
+    pub devPtr: *mut *mut ::core::ffi::c_void,
+    pub size: usize,
+    pub flags: ::core::ffi::c_uint,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
 pub struct cudaLaunchKernel_v7000_params_st {
     pub func: *const ::core::ffi::c_void,
     pub gridDim: dim3,
@@ -672,6 +874,56 @@ pub struct cudaLaunchKernel_ptsz_v7000_params_st {
     pub args: *mut *mut ::core::ffi::c_void,
     pub sharedMem: usize,
     pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaMemcpy_ptds_v7000_params_st {
+    pub dst: *mut ::core::ffi::c_void,
+    pub src: *const ::core::ffi::c_void,
+    pub count: usize,
+    pub kind: cudaMemcpyKind::Type,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaMemcpyAsync_ptsz_v7000_params_st {
+    pub dst: *mut ::core::ffi::c_void,
+    pub src: *const ::core::ffi::c_void,
+    pub count: usize,
+    pub kind: cudaMemcpyKind::Type,
+    pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaMemset_ptds_v7000_params_st {
+    pub devPtr: *mut ::core::ffi::c_void,
+    pub value: ::core::ffi::c_int,
+    pub count: usize,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaMemsetAsync_ptsz_v7000_params_st {
+    pub devPtr: *mut ::core::ffi::c_void,
+    pub value: ::core::ffi::c_int,
+    pub count: usize,
+    pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaStreamSynchronize_ptsz_v7000_params_st {
+    pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaEventRecord_ptsz_v7000_params_st {
+    pub event: cudaEvent_t,
+    pub stream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaStreamWaitEvent_ptsz_v7000_params_st {
+    pub stream: cudaStream_t,
+    pub event: cudaEvent_t,
+    pub flags: ::core::ffi::c_uint,
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -707,6 +959,46 @@ pub struct cudaGraphLaunch_ptsz_v10000_params_st {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
+pub struct cudaEventRecordWithFlags_v11010_params_st {
+    pub event: cudaEvent_t,
+    pub stream: cudaStream_t,
+    pub flags: ::core::ffi::c_uint,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaEventRecordWithFlags_ptsz_v11010_params_st {
+    pub event: cudaEvent_t,
+    pub stream: cudaStream_t,
+    pub flags: ::core::ffi::c_uint,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaMallocAsync_v11020_params_st {
+    pub devPtr: *mut *mut ::core::ffi::c_void,
+    pub size: usize,
+    pub hStream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaMallocAsync_ptsz_v11020_params_st {
+    pub devPtr: *mut *mut ::core::ffi::c_void,
+    pub size: usize,
+    pub hStream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaFreeAsync_v11020_params_st {
+    pub devPtr: *mut ::core::ffi::c_void,
+    pub hStream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaFreeAsync_ptsz_v11020_params_st {
+    pub devPtr: *mut ::core::ffi::c_void,
+    pub hStream: cudaStream_t,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
 pub struct cudaLaunchKernelExC_v11060_params_st {
     pub config: *const cudaLaunchConfig_t,
     pub func: *const ::core::ffi::c_void,
@@ -718,6 +1010,25 @@ pub struct cudaLaunchKernelExC_ptsz_v11060_params_st {
     pub config: *const cudaLaunchConfig_t,
     pub func: *const ::core::ffi::c_void,
     pub args: *mut *mut ::core::ffi::c_void,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaLibraryLoadData_v12060_params_st {
+    pub library: *mut cudaLibrary_t,
+    pub code: *const ::core::ffi::c_void,
+    pub jitOptions: *mut cudaJitOption::Type,
+    pub jitOptionsValues: *mut *mut ::core::ffi::c_void,
+    pub numJitOptions: ::core::ffi::c_uint,
+    pub libraryOptions: *mut cudaLibraryOption::Type,
+    pub libraryOptionValues: *mut *mut ::core::ffi::c_void,
+    pub numLibraryOptions: ::core::ffi::c_uint,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cudaLibraryGetKernel_v12060_params_st {
+    pub pKernel: *mut cudaKernel_t,
+    pub library: cudaLibrary_t,
+    pub name: *const ::core::ffi::c_char,
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -3672,6 +3983,403 @@ const _: () = {
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     [
+        "Size of cudaDriverGetVersion_v3020_params_st",
+    ][::core::mem::size_of::<cudaDriverGetVersion_v3020_params_st>() - 8usize];
+    [
+        "Alignment of cudaDriverGetVersion_v3020_params_st",
+    ][::core::mem::align_of::<cudaDriverGetVersion_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaDriverGetVersion_v3020_params_st::driverVersion",
+    ][::core::mem::offset_of!(cudaDriverGetVersion_v3020_params_st, driverVersion)
+        - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaRuntimeGetVersion_v3020_params_st",
+    ][::core::mem::size_of::<cudaRuntimeGetVersion_v3020_params_st>() - 8usize];
+    [
+        "Alignment of cudaRuntimeGetVersion_v3020_params_st",
+    ][::core::mem::align_of::<cudaRuntimeGetVersion_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaRuntimeGetVersion_v3020_params_st::runtimeVersion",
+    ][::core::mem::offset_of!(cudaRuntimeGetVersion_v3020_params_st, runtimeVersion)
+        - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaGetDeviceCount_v3020_params_st",
+    ][::core::mem::size_of::<cudaGetDeviceCount_v3020_params_st>() - 8usize];
+    [
+        "Alignment of cudaGetDeviceCount_v3020_params_st",
+    ][::core::mem::align_of::<cudaGetDeviceCount_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaGetDeviceCount_v3020_params_st::count",
+    ][::core::mem::offset_of!(cudaGetDeviceCount_v3020_params_st, count) - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaSetDevice_v3020_params_st",
+    ][::core::mem::size_of::<cudaSetDevice_v3020_params_st>() - 4usize];
+    [
+        "Alignment of cudaSetDevice_v3020_params_st",
+    ][::core::mem::align_of::<cudaSetDevice_v3020_params_st>() - 4usize];
+    [
+        "Offset of field: cudaSetDevice_v3020_params_st::device",
+    ][::core::mem::offset_of!(cudaSetDevice_v3020_params_st, device) - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaGetDevice_v3020_params_st",
+    ][::core::mem::size_of::<cudaGetDevice_v3020_params_st>() - 8usize];
+    [
+        "Alignment of cudaGetDevice_v3020_params_st",
+    ][::core::mem::align_of::<cudaGetDevice_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaGetDevice_v3020_params_st::device",
+    ][::core::mem::offset_of!(cudaGetDevice_v3020_params_st, device) - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMalloc_v3020_params_st",
+    ][::core::mem::size_of::<cudaMalloc_v3020_params_st>() - 16usize];
+    [
+        "Alignment of cudaMalloc_v3020_params_st",
+    ][::core::mem::align_of::<cudaMalloc_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaMalloc_v3020_params_st::devPtr",
+    ][::core::mem::offset_of!(cudaMalloc_v3020_params_st, devPtr) - 0usize];
+    [
+        "Offset of field: cudaMalloc_v3020_params_st::size",
+    ][::core::mem::offset_of!(cudaMalloc_v3020_params_st, size) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaFree_v3020_params_st",
+    ][::core::mem::size_of::<cudaFree_v3020_params_st>() - 8usize];
+    [
+        "Alignment of cudaFree_v3020_params_st",
+    ][::core::mem::align_of::<cudaFree_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaFree_v3020_params_st::devPtr",
+    ][::core::mem::offset_of!(cudaFree_v3020_params_st, devPtr) - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMallocHost_v3020_params_st",
+    ][::core::mem::size_of::<cudaMallocHost_v3020_params_st>() - 16usize];
+    [
+        "Alignment of cudaMallocHost_v3020_params_st",
+    ][::core::mem::align_of::<cudaMallocHost_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaMallocHost_v3020_params_st::ptr",
+    ][::core::mem::offset_of!(cudaMallocHost_v3020_params_st, ptr) - 0usize];
+    [
+        "Offset of field: cudaMallocHost_v3020_params_st::size",
+    ][::core::mem::offset_of!(cudaMallocHost_v3020_params_st, size) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaFreeHost_v3020_params_st",
+    ][::core::mem::size_of::<cudaFreeHost_v3020_params_st>() - 8usize];
+    [
+        "Alignment of cudaFreeHost_v3020_params_st",
+    ][::core::mem::align_of::<cudaFreeHost_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaFreeHost_v3020_params_st::ptr",
+    ][::core::mem::offset_of!(cudaFreeHost_v3020_params_st, ptr) - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaHostAlloc_v3020_params_st",
+    ][::core::mem::size_of::<cudaHostAlloc_v3020_params_st>() - 24usize];
+    [
+        "Alignment of cudaHostAlloc_v3020_params_st",
+    ][::core::mem::align_of::<cudaHostAlloc_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaHostAlloc_v3020_params_st::pHost",
+    ][::core::mem::offset_of!(cudaHostAlloc_v3020_params_st, pHost) - 0usize];
+    [
+        "Offset of field: cudaHostAlloc_v3020_params_st::size",
+    ][::core::mem::offset_of!(cudaHostAlloc_v3020_params_st, size) - 8usize];
+    [
+        "Offset of field: cudaHostAlloc_v3020_params_st::flags",
+    ][::core::mem::offset_of!(cudaHostAlloc_v3020_params_st, flags) - 16usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemcpy_v3020_params_st",
+    ][::core::mem::size_of::<cudaMemcpy_v3020_params_st>() - 32usize];
+    [
+        "Alignment of cudaMemcpy_v3020_params_st",
+    ][::core::mem::align_of::<cudaMemcpy_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaMemcpy_v3020_params_st::dst",
+    ][::core::mem::offset_of!(cudaMemcpy_v3020_params_st, dst) - 0usize];
+    [
+        "Offset of field: cudaMemcpy_v3020_params_st::src",
+    ][::core::mem::offset_of!(cudaMemcpy_v3020_params_st, src) - 8usize];
+    [
+        "Offset of field: cudaMemcpy_v3020_params_st::count",
+    ][::core::mem::offset_of!(cudaMemcpy_v3020_params_st, count) - 16usize];
+    [
+        "Offset of field: cudaMemcpy_v3020_params_st::kind",
+    ][::core::mem::offset_of!(cudaMemcpy_v3020_params_st, kind) - 24usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemcpyAsync_v3020_params_st",
+    ][::core::mem::size_of::<cudaMemcpyAsync_v3020_params_st>() - 40usize];
+    [
+        "Alignment of cudaMemcpyAsync_v3020_params_st",
+    ][::core::mem::align_of::<cudaMemcpyAsync_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaMemcpyAsync_v3020_params_st::dst",
+    ][::core::mem::offset_of!(cudaMemcpyAsync_v3020_params_st, dst) - 0usize];
+    [
+        "Offset of field: cudaMemcpyAsync_v3020_params_st::src",
+    ][::core::mem::offset_of!(cudaMemcpyAsync_v3020_params_st, src) - 8usize];
+    [
+        "Offset of field: cudaMemcpyAsync_v3020_params_st::count",
+    ][::core::mem::offset_of!(cudaMemcpyAsync_v3020_params_st, count) - 16usize];
+    [
+        "Offset of field: cudaMemcpyAsync_v3020_params_st::kind",
+    ][::core::mem::offset_of!(cudaMemcpyAsync_v3020_params_st, kind) - 24usize];
+    [
+        "Offset of field: cudaMemcpyAsync_v3020_params_st::stream",
+    ][::core::mem::offset_of!(cudaMemcpyAsync_v3020_params_st, stream) - 32usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemset_v3020_params_st",
+    ][::core::mem::size_of::<cudaMemset_v3020_params_st>() - 24usize];
+    [
+        "Alignment of cudaMemset_v3020_params_st",
+    ][::core::mem::align_of::<cudaMemset_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaMemset_v3020_params_st::devPtr",
+    ][::core::mem::offset_of!(cudaMemset_v3020_params_st, devPtr) - 0usize];
+    [
+        "Offset of field: cudaMemset_v3020_params_st::value",
+    ][::core::mem::offset_of!(cudaMemset_v3020_params_st, value) - 8usize];
+    [
+        "Offset of field: cudaMemset_v3020_params_st::count",
+    ][::core::mem::offset_of!(cudaMemset_v3020_params_st, count) - 16usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemsetAsync_v3020_params_st",
+    ][::core::mem::size_of::<cudaMemsetAsync_v3020_params_st>() - 32usize];
+    [
+        "Alignment of cudaMemsetAsync_v3020_params_st",
+    ][::core::mem::align_of::<cudaMemsetAsync_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaMemsetAsync_v3020_params_st::devPtr",
+    ][::core::mem::offset_of!(cudaMemsetAsync_v3020_params_st, devPtr) - 0usize];
+    [
+        "Offset of field: cudaMemsetAsync_v3020_params_st::value",
+    ][::core::mem::offset_of!(cudaMemsetAsync_v3020_params_st, value) - 8usize];
+    [
+        "Offset of field: cudaMemsetAsync_v3020_params_st::count",
+    ][::core::mem::offset_of!(cudaMemsetAsync_v3020_params_st, count) - 16usize];
+    [
+        "Offset of field: cudaMemsetAsync_v3020_params_st::stream",
+    ][::core::mem::offset_of!(cudaMemsetAsync_v3020_params_st, stream) - 24usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaStreamCreate_v3020_params_st",
+    ][::core::mem::size_of::<cudaStreamCreate_v3020_params_st>() - 8usize];
+    [
+        "Alignment of cudaStreamCreate_v3020_params_st",
+    ][::core::mem::align_of::<cudaStreamCreate_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaStreamCreate_v3020_params_st::pStream",
+    ][::core::mem::offset_of!(cudaStreamCreate_v3020_params_st, pStream) - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaStreamSynchronize_v3020_params_st",
+    ][::core::mem::size_of::<cudaStreamSynchronize_v3020_params_st>() - 8usize];
+    [
+        "Alignment of cudaStreamSynchronize_v3020_params_st",
+    ][::core::mem::align_of::<cudaStreamSynchronize_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaStreamSynchronize_v3020_params_st::stream",
+    ][::core::mem::offset_of!(cudaStreamSynchronize_v3020_params_st, stream) - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaStreamQuery_v3020_params_st",
+    ][::core::mem::size_of::<cudaStreamQuery_v3020_params_st>() - 8usize];
+    [
+        "Alignment of cudaStreamQuery_v3020_params_st",
+    ][::core::mem::align_of::<cudaStreamQuery_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaStreamQuery_v3020_params_st::stream",
+    ][::core::mem::offset_of!(cudaStreamQuery_v3020_params_st, stream) - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaEventCreate_v3020_params_st",
+    ][::core::mem::size_of::<cudaEventCreate_v3020_params_st>() - 8usize];
+    [
+        "Alignment of cudaEventCreate_v3020_params_st",
+    ][::core::mem::align_of::<cudaEventCreate_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaEventCreate_v3020_params_st::event",
+    ][::core::mem::offset_of!(cudaEventCreate_v3020_params_st, event) - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaEventCreateWithFlags_v3020_params_st",
+    ][::core::mem::size_of::<cudaEventCreateWithFlags_v3020_params_st>() - 16usize];
+    [
+        "Alignment of cudaEventCreateWithFlags_v3020_params_st",
+    ][::core::mem::align_of::<cudaEventCreateWithFlags_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaEventCreateWithFlags_v3020_params_st::event",
+    ][::core::mem::offset_of!(cudaEventCreateWithFlags_v3020_params_st, event) - 0usize];
+    [
+        "Offset of field: cudaEventCreateWithFlags_v3020_params_st::flags",
+    ][::core::mem::offset_of!(cudaEventCreateWithFlags_v3020_params_st, flags) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaEventRecord_v3020_params_st",
+    ][::core::mem::size_of::<cudaEventRecord_v3020_params_st>() - 16usize];
+    [
+        "Alignment of cudaEventRecord_v3020_params_st",
+    ][::core::mem::align_of::<cudaEventRecord_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaEventRecord_v3020_params_st::event",
+    ][::core::mem::offset_of!(cudaEventRecord_v3020_params_st, event) - 0usize];
+    [
+        "Offset of field: cudaEventRecord_v3020_params_st::stream",
+    ][::core::mem::offset_of!(cudaEventRecord_v3020_params_st, stream) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaEventDestroy_v3020_params_st",
+    ][::core::mem::size_of::<cudaEventDestroy_v3020_params_st>() - 8usize];
+    [
+        "Alignment of cudaEventDestroy_v3020_params_st",
+    ][::core::mem::align_of::<cudaEventDestroy_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaEventDestroy_v3020_params_st::event",
+    ][::core::mem::offset_of!(cudaEventDestroy_v3020_params_st, event) - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaEventSynchronize_v3020_params_st",
+    ][::core::mem::size_of::<cudaEventSynchronize_v3020_params_st>() - 8usize];
+    [
+        "Alignment of cudaEventSynchronize_v3020_params_st",
+    ][::core::mem::align_of::<cudaEventSynchronize_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaEventSynchronize_v3020_params_st::event",
+    ][::core::mem::offset_of!(cudaEventSynchronize_v3020_params_st, event) - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaEventQuery_v3020_params_st",
+    ][::core::mem::size_of::<cudaEventQuery_v3020_params_st>() - 8usize];
+    [
+        "Alignment of cudaEventQuery_v3020_params_st",
+    ][::core::mem::align_of::<cudaEventQuery_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaEventQuery_v3020_params_st::event",
+    ][::core::mem::offset_of!(cudaEventQuery_v3020_params_st, event) - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaStreamWaitEvent_v3020_params_st",
+    ][::core::mem::size_of::<cudaStreamWaitEvent_v3020_params_st>() - 24usize];
+    [
+        "Alignment of cudaStreamWaitEvent_v3020_params_st",
+    ][::core::mem::align_of::<cudaStreamWaitEvent_v3020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaStreamWaitEvent_v3020_params_st::stream",
+    ][::core::mem::offset_of!(cudaStreamWaitEvent_v3020_params_st, stream) - 0usize];
+    [
+        "Offset of field: cudaStreamWaitEvent_v3020_params_st::event",
+    ][::core::mem::offset_of!(cudaStreamWaitEvent_v3020_params_st, event) - 8usize];
+    [
+        "Offset of field: cudaStreamWaitEvent_v3020_params_st::flags",
+    ][::core::mem::offset_of!(cudaStreamWaitEvent_v3020_params_st, flags) - 16usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaStreamCreateWithFlags_v5000_params_st",
+    ][::core::mem::size_of::<cudaStreamCreateWithFlags_v5000_params_st>() - 16usize];
+    [
+        "Alignment of cudaStreamCreateWithFlags_v5000_params_st",
+    ][::core::mem::align_of::<cudaStreamCreateWithFlags_v5000_params_st>() - 8usize];
+    [
+        "Offset of field: cudaStreamCreateWithFlags_v5000_params_st::pStream",
+    ][::core::mem::offset_of!(cudaStreamCreateWithFlags_v5000_params_st, pStream)
+        - 0usize];
+    [
+        "Offset of field: cudaStreamCreateWithFlags_v5000_params_st::flags",
+    ][::core::mem::offset_of!(cudaStreamCreateWithFlags_v5000_params_st, flags)
+        - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaStreamDestroy_v5050_params_st",
+    ][::core::mem::size_of::<cudaStreamDestroy_v5050_params_st>() - 8usize];
+    [
+        "Alignment of cudaStreamDestroy_v5050_params_st",
+    ][::core::mem::align_of::<cudaStreamDestroy_v5050_params_st>() - 8usize];
+    [
+        "Offset of field: cudaStreamDestroy_v5050_params_st::stream",
+    ][::core::mem::offset_of!(cudaStreamDestroy_v5050_params_st, stream) - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMallocManaged_v6000_params_st",
+    ][::core::mem::size_of::<cudaMallocManaged_v6000_params_st>() - 24usize];
+    [
+        "Alignment of cudaMallocManaged_v6000_params_st",
+    ][::core::mem::align_of::<cudaMallocManaged_v6000_params_st>() - 8usize];
+    [
+        "Offset of field: cudaMallocManaged_v6000_params_st::devPtr",
+    ][::core::mem::offset_of!(cudaMallocManaged_v6000_params_st, devPtr) - 0usize];
+    [
+        "Offset of field: cudaMallocManaged_v6000_params_st::size",
+    ][::core::mem::offset_of!(cudaMallocManaged_v6000_params_st, size) - 8usize];
+    [
+        "Offset of field: cudaMallocManaged_v6000_params_st::flags",
+    ][::core::mem::offset_of!(cudaMallocManaged_v6000_params_st, flags) - 16usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
         "Size of cudaLaunchKernel_v7000_params_st",
     ][::core::mem::size_of::<cudaLaunchKernel_v7000_params_st>() - 56usize];
     [
@@ -3724,6 +4432,138 @@ const _: () = {
     [
         "Offset of field: cudaLaunchKernel_ptsz_v7000_params_st::stream",
     ][::core::mem::offset_of!(cudaLaunchKernel_ptsz_v7000_params_st, stream) - 48usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemcpy_ptds_v7000_params_st",
+    ][::core::mem::size_of::<cudaMemcpy_ptds_v7000_params_st>() - 32usize];
+    [
+        "Alignment of cudaMemcpy_ptds_v7000_params_st",
+    ][::core::mem::align_of::<cudaMemcpy_ptds_v7000_params_st>() - 8usize];
+    [
+        "Offset of field: cudaMemcpy_ptds_v7000_params_st::dst",
+    ][::core::mem::offset_of!(cudaMemcpy_ptds_v7000_params_st, dst) - 0usize];
+    [
+        "Offset of field: cudaMemcpy_ptds_v7000_params_st::src",
+    ][::core::mem::offset_of!(cudaMemcpy_ptds_v7000_params_st, src) - 8usize];
+    [
+        "Offset of field: cudaMemcpy_ptds_v7000_params_st::count",
+    ][::core::mem::offset_of!(cudaMemcpy_ptds_v7000_params_st, count) - 16usize];
+    [
+        "Offset of field: cudaMemcpy_ptds_v7000_params_st::kind",
+    ][::core::mem::offset_of!(cudaMemcpy_ptds_v7000_params_st, kind) - 24usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemcpyAsync_ptsz_v7000_params_st",
+    ][::core::mem::size_of::<cudaMemcpyAsync_ptsz_v7000_params_st>() - 40usize];
+    [
+        "Alignment of cudaMemcpyAsync_ptsz_v7000_params_st",
+    ][::core::mem::align_of::<cudaMemcpyAsync_ptsz_v7000_params_st>() - 8usize];
+    [
+        "Offset of field: cudaMemcpyAsync_ptsz_v7000_params_st::dst",
+    ][::core::mem::offset_of!(cudaMemcpyAsync_ptsz_v7000_params_st, dst) - 0usize];
+    [
+        "Offset of field: cudaMemcpyAsync_ptsz_v7000_params_st::src",
+    ][::core::mem::offset_of!(cudaMemcpyAsync_ptsz_v7000_params_st, src) - 8usize];
+    [
+        "Offset of field: cudaMemcpyAsync_ptsz_v7000_params_st::count",
+    ][::core::mem::offset_of!(cudaMemcpyAsync_ptsz_v7000_params_st, count) - 16usize];
+    [
+        "Offset of field: cudaMemcpyAsync_ptsz_v7000_params_st::kind",
+    ][::core::mem::offset_of!(cudaMemcpyAsync_ptsz_v7000_params_st, kind) - 24usize];
+    [
+        "Offset of field: cudaMemcpyAsync_ptsz_v7000_params_st::stream",
+    ][::core::mem::offset_of!(cudaMemcpyAsync_ptsz_v7000_params_st, stream) - 32usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemset_ptds_v7000_params_st",
+    ][::core::mem::size_of::<cudaMemset_ptds_v7000_params_st>() - 24usize];
+    [
+        "Alignment of cudaMemset_ptds_v7000_params_st",
+    ][::core::mem::align_of::<cudaMemset_ptds_v7000_params_st>() - 8usize];
+    [
+        "Offset of field: cudaMemset_ptds_v7000_params_st::devPtr",
+    ][::core::mem::offset_of!(cudaMemset_ptds_v7000_params_st, devPtr) - 0usize];
+    [
+        "Offset of field: cudaMemset_ptds_v7000_params_st::value",
+    ][::core::mem::offset_of!(cudaMemset_ptds_v7000_params_st, value) - 8usize];
+    [
+        "Offset of field: cudaMemset_ptds_v7000_params_st::count",
+    ][::core::mem::offset_of!(cudaMemset_ptds_v7000_params_st, count) - 16usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemsetAsync_ptsz_v7000_params_st",
+    ][::core::mem::size_of::<cudaMemsetAsync_ptsz_v7000_params_st>() - 32usize];
+    [
+        "Alignment of cudaMemsetAsync_ptsz_v7000_params_st",
+    ][::core::mem::align_of::<cudaMemsetAsync_ptsz_v7000_params_st>() - 8usize];
+    [
+        "Offset of field: cudaMemsetAsync_ptsz_v7000_params_st::devPtr",
+    ][::core::mem::offset_of!(cudaMemsetAsync_ptsz_v7000_params_st, devPtr) - 0usize];
+    [
+        "Offset of field: cudaMemsetAsync_ptsz_v7000_params_st::value",
+    ][::core::mem::offset_of!(cudaMemsetAsync_ptsz_v7000_params_st, value) - 8usize];
+    [
+        "Offset of field: cudaMemsetAsync_ptsz_v7000_params_st::count",
+    ][::core::mem::offset_of!(cudaMemsetAsync_ptsz_v7000_params_st, count) - 16usize];
+    [
+        "Offset of field: cudaMemsetAsync_ptsz_v7000_params_st::stream",
+    ][::core::mem::offset_of!(cudaMemsetAsync_ptsz_v7000_params_st, stream) - 24usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaStreamSynchronize_ptsz_v7000_params_st",
+    ][::core::mem::size_of::<cudaStreamSynchronize_ptsz_v7000_params_st>() - 8usize];
+    [
+        "Alignment of cudaStreamSynchronize_ptsz_v7000_params_st",
+    ][::core::mem::align_of::<cudaStreamSynchronize_ptsz_v7000_params_st>() - 8usize];
+    [
+        "Offset of field: cudaStreamSynchronize_ptsz_v7000_params_st::stream",
+    ][::core::mem::offset_of!(cudaStreamSynchronize_ptsz_v7000_params_st, stream)
+        - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaEventRecord_ptsz_v7000_params_st",
+    ][::core::mem::size_of::<cudaEventRecord_ptsz_v7000_params_st>() - 16usize];
+    [
+        "Alignment of cudaEventRecord_ptsz_v7000_params_st",
+    ][::core::mem::align_of::<cudaEventRecord_ptsz_v7000_params_st>() - 8usize];
+    [
+        "Offset of field: cudaEventRecord_ptsz_v7000_params_st::event",
+    ][::core::mem::offset_of!(cudaEventRecord_ptsz_v7000_params_st, event) - 0usize];
+    [
+        "Offset of field: cudaEventRecord_ptsz_v7000_params_st::stream",
+    ][::core::mem::offset_of!(cudaEventRecord_ptsz_v7000_params_st, stream) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaStreamWaitEvent_ptsz_v7000_params_st",
+    ][::core::mem::size_of::<cudaStreamWaitEvent_ptsz_v7000_params_st>() - 24usize];
+    [
+        "Alignment of cudaStreamWaitEvent_ptsz_v7000_params_st",
+    ][::core::mem::align_of::<cudaStreamWaitEvent_ptsz_v7000_params_st>() - 8usize];
+    [
+        "Offset of field: cudaStreamWaitEvent_ptsz_v7000_params_st::stream",
+    ][::core::mem::offset_of!(cudaStreamWaitEvent_ptsz_v7000_params_st, stream)
+        - 0usize];
+    [
+        "Offset of field: cudaStreamWaitEvent_ptsz_v7000_params_st::event",
+    ][::core::mem::offset_of!(cudaStreamWaitEvent_ptsz_v7000_params_st, event) - 8usize];
+    [
+        "Offset of field: cudaStreamWaitEvent_ptsz_v7000_params_st::flags",
+    ][::core::mem::offset_of!(cudaStreamWaitEvent_ptsz_v7000_params_st, flags)
+        - 16usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -3828,6 +4668,116 @@ const _: () = {
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     [
+        "Size of cudaEventRecordWithFlags_v11010_params_st",
+    ][::core::mem::size_of::<cudaEventRecordWithFlags_v11010_params_st>() - 24usize];
+    [
+        "Alignment of cudaEventRecordWithFlags_v11010_params_st",
+    ][::core::mem::align_of::<cudaEventRecordWithFlags_v11010_params_st>() - 8usize];
+    [
+        "Offset of field: cudaEventRecordWithFlags_v11010_params_st::event",
+    ][::core::mem::offset_of!(cudaEventRecordWithFlags_v11010_params_st, event)
+        - 0usize];
+    [
+        "Offset of field: cudaEventRecordWithFlags_v11010_params_st::stream",
+    ][::core::mem::offset_of!(cudaEventRecordWithFlags_v11010_params_st, stream)
+        - 8usize];
+    [
+        "Offset of field: cudaEventRecordWithFlags_v11010_params_st::flags",
+    ][::core::mem::offset_of!(cudaEventRecordWithFlags_v11010_params_st, flags)
+        - 16usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaEventRecordWithFlags_ptsz_v11010_params_st",
+    ][::core::mem::size_of::<cudaEventRecordWithFlags_ptsz_v11010_params_st>()
+        - 24usize];
+    [
+        "Alignment of cudaEventRecordWithFlags_ptsz_v11010_params_st",
+    ][::core::mem::align_of::<cudaEventRecordWithFlags_ptsz_v11010_params_st>()
+        - 8usize];
+    [
+        "Offset of field: cudaEventRecordWithFlags_ptsz_v11010_params_st::event",
+    ][::core::mem::offset_of!(cudaEventRecordWithFlags_ptsz_v11010_params_st, event)
+        - 0usize];
+    [
+        "Offset of field: cudaEventRecordWithFlags_ptsz_v11010_params_st::stream",
+    ][::core::mem::offset_of!(cudaEventRecordWithFlags_ptsz_v11010_params_st, stream)
+        - 8usize];
+    [
+        "Offset of field: cudaEventRecordWithFlags_ptsz_v11010_params_st::flags",
+    ][::core::mem::offset_of!(cudaEventRecordWithFlags_ptsz_v11010_params_st, flags)
+        - 16usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMallocAsync_v11020_params_st",
+    ][::core::mem::size_of::<cudaMallocAsync_v11020_params_st>() - 24usize];
+    [
+        "Alignment of cudaMallocAsync_v11020_params_st",
+    ][::core::mem::align_of::<cudaMallocAsync_v11020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaMallocAsync_v11020_params_st::devPtr",
+    ][::core::mem::offset_of!(cudaMallocAsync_v11020_params_st, devPtr) - 0usize];
+    [
+        "Offset of field: cudaMallocAsync_v11020_params_st::size",
+    ][::core::mem::offset_of!(cudaMallocAsync_v11020_params_st, size) - 8usize];
+    [
+        "Offset of field: cudaMallocAsync_v11020_params_st::hStream",
+    ][::core::mem::offset_of!(cudaMallocAsync_v11020_params_st, hStream) - 16usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMallocAsync_ptsz_v11020_params_st",
+    ][::core::mem::size_of::<cudaMallocAsync_ptsz_v11020_params_st>() - 24usize];
+    [
+        "Alignment of cudaMallocAsync_ptsz_v11020_params_st",
+    ][::core::mem::align_of::<cudaMallocAsync_ptsz_v11020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaMallocAsync_ptsz_v11020_params_st::devPtr",
+    ][::core::mem::offset_of!(cudaMallocAsync_ptsz_v11020_params_st, devPtr) - 0usize];
+    [
+        "Offset of field: cudaMallocAsync_ptsz_v11020_params_st::size",
+    ][::core::mem::offset_of!(cudaMallocAsync_ptsz_v11020_params_st, size) - 8usize];
+    [
+        "Offset of field: cudaMallocAsync_ptsz_v11020_params_st::hStream",
+    ][::core::mem::offset_of!(cudaMallocAsync_ptsz_v11020_params_st, hStream) - 16usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaFreeAsync_v11020_params_st",
+    ][::core::mem::size_of::<cudaFreeAsync_v11020_params_st>() - 16usize];
+    [
+        "Alignment of cudaFreeAsync_v11020_params_st",
+    ][::core::mem::align_of::<cudaFreeAsync_v11020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaFreeAsync_v11020_params_st::devPtr",
+    ][::core::mem::offset_of!(cudaFreeAsync_v11020_params_st, devPtr) - 0usize];
+    [
+        "Offset of field: cudaFreeAsync_v11020_params_st::hStream",
+    ][::core::mem::offset_of!(cudaFreeAsync_v11020_params_st, hStream) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaFreeAsync_ptsz_v11020_params_st",
+    ][::core::mem::size_of::<cudaFreeAsync_ptsz_v11020_params_st>() - 16usize];
+    [
+        "Alignment of cudaFreeAsync_ptsz_v11020_params_st",
+    ][::core::mem::align_of::<cudaFreeAsync_ptsz_v11020_params_st>() - 8usize];
+    [
+        "Offset of field: cudaFreeAsync_ptsz_v11020_params_st::devPtr",
+    ][::core::mem::offset_of!(cudaFreeAsync_ptsz_v11020_params_st, devPtr) - 0usize];
+    [
+        "Offset of field: cudaFreeAsync_ptsz_v11020_params_st::hStream",
+    ][::core::mem::offset_of!(cudaFreeAsync_ptsz_v11020_params_st, hStream) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
         "Size of cudaLaunchKernelExC_v11060_params_st",
     ][::core::mem::size_of::<cudaLaunchKernelExC_v11060_params_st>() - 24usize];
     [
@@ -3862,6 +4812,63 @@ const _: () = {
         "Offset of field: cudaLaunchKernelExC_ptsz_v11060_params_st::args",
     ][::core::mem::offset_of!(cudaLaunchKernelExC_ptsz_v11060_params_st, args)
         - 16usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLibraryLoadData_v12060_params_st",
+    ][::core::mem::size_of::<cudaLibraryLoadData_v12060_params_st>() - 64usize];
+    [
+        "Alignment of cudaLibraryLoadData_v12060_params_st",
+    ][::core::mem::align_of::<cudaLibraryLoadData_v12060_params_st>() - 8usize];
+    [
+        "Offset of field: cudaLibraryLoadData_v12060_params_st::library",
+    ][::core::mem::offset_of!(cudaLibraryLoadData_v12060_params_st, library) - 0usize];
+    [
+        "Offset of field: cudaLibraryLoadData_v12060_params_st::code",
+    ][::core::mem::offset_of!(cudaLibraryLoadData_v12060_params_st, code) - 8usize];
+    [
+        "Offset of field: cudaLibraryLoadData_v12060_params_st::jitOptions",
+    ][::core::mem::offset_of!(cudaLibraryLoadData_v12060_params_st, jitOptions)
+        - 16usize];
+    [
+        "Offset of field: cudaLibraryLoadData_v12060_params_st::jitOptionsValues",
+    ][::core::mem::offset_of!(cudaLibraryLoadData_v12060_params_st, jitOptionsValues)
+        - 24usize];
+    [
+        "Offset of field: cudaLibraryLoadData_v12060_params_st::numJitOptions",
+    ][::core::mem::offset_of!(cudaLibraryLoadData_v12060_params_st, numJitOptions)
+        - 32usize];
+    [
+        "Offset of field: cudaLibraryLoadData_v12060_params_st::libraryOptions",
+    ][::core::mem::offset_of!(cudaLibraryLoadData_v12060_params_st, libraryOptions)
+        - 40usize];
+    [
+        "Offset of field: cudaLibraryLoadData_v12060_params_st::libraryOptionValues",
+    ][::core::mem::offset_of!(cudaLibraryLoadData_v12060_params_st, libraryOptionValues)
+        - 48usize];
+    [
+        "Offset of field: cudaLibraryLoadData_v12060_params_st::numLibraryOptions",
+    ][::core::mem::offset_of!(cudaLibraryLoadData_v12060_params_st, numLibraryOptions)
+        - 56usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaLibraryGetKernel_v12060_params_st",
+    ][::core::mem::size_of::<cudaLibraryGetKernel_v12060_params_st>() - 24usize];
+    [
+        "Alignment of cudaLibraryGetKernel_v12060_params_st",
+    ][::core::mem::align_of::<cudaLibraryGetKernel_v12060_params_st>() - 8usize];
+    [
+        "Offset of field: cudaLibraryGetKernel_v12060_params_st::pKernel",
+    ][::core::mem::offset_of!(cudaLibraryGetKernel_v12060_params_st, pKernel) - 0usize];
+    [
+        "Offset of field: cudaLibraryGetKernel_v12060_params_st::library",
+    ][::core::mem::offset_of!(cudaLibraryGetKernel_v12060_params_st, library) - 8usize];
+    [
+        "Offset of field: cudaLibraryGetKernel_v12060_params_st::name",
+    ][::core::mem::offset_of!(cudaLibraryGetKernel_v12060_params_st, name) - 16usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -9719,6 +10726,240 @@ impl Default for CUpti_BufferCallbackCompleteInfo {
         }
     }
 }
+impl Default for cudaDriverGetVersion_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaRuntimeGetVersion_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaGetDeviceCount_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaGetDevice_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaMalloc_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaFree_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaMallocHost_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaFreeHost_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaHostAlloc_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaMemcpy_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaMemcpyAsync_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaMemset_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaMemsetAsync_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaStreamCreate_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaStreamSynchronize_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaStreamQuery_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaEventCreate_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaEventCreateWithFlags_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaEventRecord_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaEventDestroy_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaEventSynchronize_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaEventQuery_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaStreamWaitEvent_v3020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaStreamCreateWithFlags_v5000_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaStreamDestroy_v5050_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaMallocManaged_v6000_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
 impl Default for cudaLaunchKernel_v7000_params_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -9729,6 +10970,69 @@ impl Default for cudaLaunchKernel_v7000_params_st {
     }
 }
 impl Default for cudaLaunchKernel_ptsz_v7000_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaMemcpy_ptds_v7000_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaMemcpyAsync_ptsz_v7000_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaMemset_ptds_v7000_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaMemsetAsync_ptsz_v7000_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaStreamSynchronize_ptsz_v7000_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaEventRecord_ptsz_v7000_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaStreamWaitEvent_ptsz_v7000_params_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {
@@ -9773,6 +11077,60 @@ impl Default for cudaGraphLaunch_ptsz_v10000_params_st {
         }
     }
 }
+impl Default for cudaEventRecordWithFlags_v11010_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaEventRecordWithFlags_ptsz_v11010_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaMallocAsync_v11020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaMallocAsync_ptsz_v11020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaFreeAsync_v11020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaFreeAsync_ptsz_v11020_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
 impl Default for cudaLaunchKernelExC_v11060_params_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -9783,6 +11141,24 @@ impl Default for cudaLaunchKernelExC_v11060_params_st {
     }
 }
 impl Default for cudaLaunchKernelExC_ptsz_v11060_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaLibraryLoadData_v12060_params_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+impl Default for cudaLibraryGetKernel_v12060_params_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {
@@ -12003,6 +13379,16 @@ pub mod CUptiResult {
     #[allow(unused_imports)]
     use super::*;
 }
+pub mod cudaMemcpyKind {
+    pub type Type = ::core::ffi::c_uint;
+    pub const cudaMemcpyHostToHost: Type = 0;
+    pub const cudaMemcpyHostToDevice: Type = 1;
+    pub const cudaMemcpyDeviceToHost: Type = 2;
+    pub const cudaMemcpyDeviceToDevice: Type = 3;
+    pub const cudaMemcpyDefault: Type = 4;
+    #[allow(unused_imports)]
+    use super::*;
+}
 pub mod cudaAccessProperty {
     pub type Type = ::core::ffi::c_uint;
     pub const cudaAccessPropertyNormal: Type = 0;
@@ -12036,6 +13422,35 @@ pub mod cudaSharedMemoryMode {
     pub const cudaSharedMemoryModeAllowNonPortable: Type = 2;
     pub const cudaSharedMemoryModeAllowOversizedSharedMemory: Type = 3;
     pub const cudaSharedMemoryModePreferOversizedSharedMemory: Type = 4;
+    #[allow(unused_imports)]
+    use super::*;
+}
+pub mod cudaJitOption {
+    pub type Type = ::core::ffi::c_uint;
+    pub const cudaJitMaxRegisters: Type = 0;
+    pub const cudaJitThreadsPerBlock: Type = 1;
+    pub const cudaJitWallTime: Type = 2;
+    pub const cudaJitInfoLogBuffer: Type = 3;
+    pub const cudaJitInfoLogBufferSizeBytes: Type = 4;
+    pub const cudaJitErrorLogBuffer: Type = 5;
+    pub const cudaJitErrorLogBufferSizeBytes: Type = 6;
+    pub const cudaJitOptimizationLevel: Type = 7;
+    pub const cudaJitFallbackStrategy: Type = 10;
+    pub const cudaJitGenerateDebugInfo: Type = 11;
+    pub const cudaJitLogVerbose: Type = 12;
+    pub const cudaJitGenerateLineInfo: Type = 13;
+    pub const cudaJitCacheMode: Type = 14;
+    pub const cudaJitPositionIndependentCode: Type = 30;
+    pub const cudaJitMinCtaPerSm: Type = 31;
+    pub const cudaJitMaxThreadsPerBlock: Type = 32;
+    pub const cudaJitOverrideDirectiveValues: Type = 33;
+    #[allow(unused_imports)]
+    use super::*;
+}
+pub mod cudaLibraryOption {
+    pub type Type = ::core::ffi::c_uint;
+    pub const cudaLibraryHostUniversalFunctionAndDataTable: Type = 0;
+    pub const cudaLibraryBinaryIsPreserved: Type = 1;
     #[allow(unused_imports)]
     use super::*;
 }
