@@ -106,11 +106,11 @@ find_libs() {
     mkdir -p "$libs"
     echo "--- CUDA libraries on this machine"
     find /usr/local /opt /usr/lib -xdev \( -name 'libcupti.so*' -o -name 'libcublas.so*' \
-        -o -name 'libcublasLt.so*' -o -name 'libnvrtc.so*' -o -name 'libnvToolsExt.so*' \
+        -o -name 'libcublasLt.so*' -o -name 'libcudart.so*' -o -name 'libnvrtc.so*' -o -name 'libnvToolsExt.so*' \
         -o -name 'libnvtx3interop.so*' -o -name 'libcuda.so*' -o -name 'libnvperf_host.so' \) \
         2>/dev/null | sort
     local name found dirs=
-    for name in cublas cublasLt nvrtc; do
+    for name in cublas cublasLt cudart nvrtc; do
         found=$(find /usr/local /opt /usr/lib -xdev -name "lib$name.so.13*" 2>/dev/null | sort | head -n1)
         [ -n "$found" ] || found=$(find /usr/local /opt /usr/lib -xdev -name "lib$name.so.12*" 2>/dev/null | sort | head -n1)
         if [ -n "$found" ]; then

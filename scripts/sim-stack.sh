@@ -11,7 +11,8 @@ sim_stack() {
     extras=$(python3 scripts/nvidia-wheels.py path)/extras.json
     rm -rf "$dir" && mkdir -p "$dir"
     for n in libcuda.so.1 libcuda.so libcupti.so.13 libcublas.so.12 libcublas.so \
-             libcublasLt.so.12 libcublasLt.so libnvidia-ml.so.1; do
+             libcublasLt.so.12 libcublasLt.so libcudart.so.12 libcudart.so \
+             libnvidia-ml.so.1; do
         built=${n%%.so*}.so
         [ "$built" = libnvidia-ml.so ] && built=libnvidia_ml.so
         ln -s "$bin/$built" "$dir/$n"

@@ -200,10 +200,11 @@ static void set_thread_gemm(const SimGemmShape *shape) {
 }
 
 static int invalidate_captures(void *ctx) { (void)ctx; return 0; }
+static void runtime_api(SimApiCall *call) { (void)call; }
 
 static const SimDriverTable table = {sizeof(SimDriverTable), set_tracer, now_ns, context_id,
                                      context_device, stream_id, graph_id, graph_node_id,
-                                     set_thread_gemm, invalidate_captures};
+                                     set_thread_gemm, invalidate_captures, runtime_api};
 
 CUresult cuGetExportTable(const void **out, const unsigned char *id) {
     if (!out || !id) return CUDA_ERROR_INVALID_VALUE;

@@ -62,6 +62,9 @@ static void gpu_op(void *user, const SimGpuOp *op) {
 
 #define CHECK(label, expr) printf("%s=%d\n", label, (int)(expr))
 
+/* This program makes no runtime API calls: none reach its tracer. */
+static void runtime_api(void *user, SimApiCall *call) { (void)user; (void)call; }
+
 int main(void) {
     void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     void *blas = dlopen("libcublas.so.12", RTLD_NOW | RTLD_LOCAL);
@@ -137,7 +140,7 @@ int main(void) {
         printf("no driver table\n");
         return 1;
     }
-    static SimTracer tracer = {sizeof(SimTracer), NULL, api, resource, gpu_op};
+    static SimTracer tracer = {sizeof(SimTracer), NULL, api, resource, gpu_op, runtime_api};
     CHECK("set_tracer", table->set_tracer(&tracer));
 
     /* Fake device pointers: the sim computes nothing and never dereferences them. */

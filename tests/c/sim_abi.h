@@ -65,6 +65,7 @@ typedef struct {
     void (*api)(void *user, SimApiCall *call);
     void (*resource)(void *user, uint32_t cbid, const void *data);
     void (*gpu_op)(void *user, const SimGpuOp *op);
+    void (*runtime_api)(void *user, SimApiCall *call);
 } SimTracer;
 
 typedef struct {
@@ -78,6 +79,7 @@ typedef struct {
     uint64_t (*graph_node_id)(void *node);
     void (*set_thread_gemm)(const SimGemmShape *shape);
     int (*invalidate_captures)(void *ctx);
+    void (*runtime_api)(SimApiCall *call);
 } SimDriverTable;
 
 #endif

@@ -1,6 +1,7 @@
 //! The simulated CUDA stack laid out as a program finds a real one: one directory with
 //! `libcuda.so.1`, `libcupti.so.12/.13`, `libcublas.so(.12)`, `libcublasLt.so(.12)`,
-//! `libnvidia-ml.so.1` and NVIDIA's real NVTX library as `libnvToolsExt.so`, for `LD_LIBRARY_PATH`.
+//! `libcudart.so(.12)`, `libnvidia-ml.so.1` and NVIDIA's real NVTX library as
+//! `libnvToolsExt.so`, for `LD_LIBRARY_PATH`.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -17,6 +18,8 @@ const LINKS: &[(&str, &str)] = &[
     ("libcublas.so.12", "libcublas.so"),
     ("libcublasLt.so", "libcublasLt.so"),
     ("libcublasLt.so.12", "libcublasLt.so"),
+    ("libcudart.so", "libcudart.so"),
+    ("libcudart.so.12", "libcudart.so"),
     ("libnvidia-ml.so.1", "libnvidia_ml.so"),
 ];
 

@@ -85,6 +85,7 @@ const SIM_LIBRARIES: &[(&str, &[&str])] = &[
     ("libcupti.so", &["libcupti.so.13"]),
     ("libcublas.so", &["libcublas.so.12", "libcublas.so"]),
     ("libcublasLt.so", &["libcublasLt.so.12", "libcublasLt.so"]),
+    ("libcudart.so", &["libcudart.so.12", "libcudart.so"]),
     ("libnvidia_ml.so", &["libnvidia-ml.so.1"]),
 ];
 

@@ -51,6 +51,13 @@ pub struct DriverTable {
     /// `cuStreamEndCapture` then fails with `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`);
     /// returns how many.
     pub invalidate_captures: unsafe extern "C" fn(ctx: CUcontext) -> c_int,
+    /// Reports runtime API call `call` (a `CUpti_runtime_api_trace_cbid` in `cbid`, the
+    /// `cuda*_params` struct of `generated_cuda_runtime_api_meta.h` in `params`) at its
+    /// entry or exit to the installed tracer's [`Tracer::runtime_api`], with the calling
+    /// thread's current context filled in. The simulated CUDA runtime calls it around
+    /// each of its functions, as the real runtime reports to CUPTI through the driver;
+    /// a `correlation_id` still 0 after entry means no tracer saw it (report no exit).
+    pub runtime_api: unsafe extern "C" fn(call: *mut ApiCall),
 }
 
 /// The shape of a GEMM as the cost model sees it.
@@ -82,14 +89,18 @@ pub struct Tracer {
         unsafe extern "C" fn(user: *mut c_void, cbid: u32, data: *const CUpti_ResourceData),
     /// A GPU operation with its simulated start and end.
     pub gpu_op: unsafe extern "C" fn(user: *mut c_void, op: *const GpuOp),
+    /// Around every function of the simulated CUDA runtime ([`DriverTable::runtime_api`]);
+    /// the driver calls the runtime makes inside one come between its entry and exit.
+    pub runtime_api: unsafe extern "C" fn(user: *mut c_void, call: *mut ApiCall),
 }
 
-/// One driver API call, seen at entry and at exit.
+/// One driver (or, through [`DriverTable::runtime_api`], runtime) API call, seen at
+/// entry and at exit.
 #[repr(C)]
 pub struct ApiCall {
     /// [`SITE_ENTER`] or [`SITE_EXIT`].
     pub site: u32,
-    /// `CUpti_driver_api_trace_cbid` of the function.
+    /// `CUpti_driver_api_trace_cbid` (`CUpti_runtime_api_trace_cbid`) of the function.
     pub cbid: u32,
     /// The function's name, e.g. `cuLaunchKernel` (static, NUL-terminated).
     pub function_name: *const c_char,

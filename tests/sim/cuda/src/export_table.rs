@@ -87,6 +87,15 @@ unsafe extern "C" fn set_tracer(tracer: *const sim_abi::Tracer) -> c_int {
     trace::set_tracer(tracer)
 }
 
+/// # Safety
+/// `call` is valid for reading and writing during the call (the `DriverTable` contract).
+unsafe extern "C" fn runtime_api(call: *mut sim_abi::ApiCall) {
+    // SAFETY: per this function's contract.
+    if let Some(call) = unsafe { call.as_mut() } {
+        trace::runtime_call(call);
+    }
+}
+
 static TABLE: DriverTable = DriverTable {
     size: std::mem::size_of::<DriverTable>(),
     set_tracer,
@@ -98,6 +107,7 @@ static TABLE: DriverTable = DriverTable {
     graph_node_id,
     set_thread_gemm,
     invalidate_captures,
+    runtime_api,
 };
 
 /// `CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)`.

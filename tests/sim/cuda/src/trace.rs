@@ -103,6 +103,22 @@ pub(crate) fn traced(
     result
 }
 
+/// Reports a call of the simulated CUDA runtime (`DriverTable::runtime_api`) to the
+/// tracer, with the thread's current context, when the tracer was built with
+/// `Tracer::runtime_api`.
+pub(crate) fn runtime_call(call: &mut ApiCall) {
+    let Some(t) = tracer() else { return };
+    if t.size < std::mem::offset_of!(Tracer, runtime_api) + std::mem::size_of::<usize>() {
+        return;
+    }
+    let ctx = crate::context::current().unwrap_or(0);
+    call.context = ctx as CUcontext;
+    call.context_id = if ctx == 0 { 0 } else { context_id(ctx) };
+    // SAFETY: the tracer's functions are valid while it is installed (its size covers
+    // `runtime_api`); `call` is a live, exclusive ApiCall.
+    unsafe { (t.runtime_api)(t.user, call) };
+}
+
 /// Reports resource event `cbid` (a `CUpti_CallbackIdResource`).
 pub(crate) fn resource(cbid: u32, ctx: usize, stream: usize, descriptor: *mut c_void) {
     if let Some(t) = tracer() {

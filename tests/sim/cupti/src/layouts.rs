@@ -115,9 +115,11 @@ pub struct ContextFacts {
     pub process_id: u32,
 }
 
-/// A driver API call (`CUPTI_ACTIVITY_KIND_DRIVER`, `CUpti_ActivityAPI`).
+/// A driver or runtime API call (`CUpti_ActivityAPI`).
 #[derive(Debug, Clone, Copy)]
 pub struct ApiFacts {
+    /// A runtime API call (`CUPTI_ACTIVITY_KIND_RUNTIME`), else a driver one.
+    pub runtime: bool,
     pub cbid: u32,
     pub start: u64,
     pub end: u64,
@@ -193,6 +195,7 @@ impl Facts {
             Facts::Memset(_) => K::CUPTI_ACTIVITY_KIND_MEMSET,
             Facts::Device(_) => K::CUPTI_ACTIVITY_KIND_DEVICE,
             Facts::Context(_) => K::CUPTI_ACTIVITY_KIND_CONTEXT,
+            Facts::Api(f) if f.runtime => K::CUPTI_ACTIVITY_KIND_RUNTIME,
             Facts::Api(_) => K::CUPTI_ACTIVITY_KIND_DRIVER,
             Facts::Marker(_) => K::CUPTI_ACTIVITY_KIND_MARKER,
             Facts::MarkerData(_) => K::CUPTI_ACTIVITY_KIND_MARKER_DATA,
@@ -412,7 +415,11 @@ macro_rules! release_encoder {
                 }
                 Facts::Api(f) => {
                     let mut a: L::API = zeroed();
-                    a.kind = K::CUPTI_ACTIVITY_KIND_DRIVER;
+                    a.kind = if f.runtime {
+                        K::CUPTI_ACTIVITY_KIND_RUNTIME
+                    } else {
+                        K::CUPTI_ACTIVITY_KIND_DRIVER
+                    };
                     a.cbid = f.cbid;
                     a.start = f.start;
                     a.end = f.end;

@@ -12,17 +12,18 @@
 //!   not set yet, 0 = single, 1 = multiple), which resets when the last unsubscribes.
 //!
 //! Callbacks are enabled per subscriber and callback id in the domains the sim
-//! delivers: driver API, resource and NVTX (`CUpti_nvtx_api_trace_cbid`, see
-//! `nvtx_meta.rs`). Enabling a whole domain enables every valid id of it (1 to size - 1);
-//! `cuptiEnableAllDomains` enables all of them. The runtime API, synchronize and state
-//! domains accept whole-domain enables but deliver nothing.
+//! delivers: driver API, runtime API (from the simulated CUDA runtime), resource and
+//! NVTX (`CUpti_nvtx_api_trace_cbid`, see `nvtx_meta.rs`). Enabling a whole domain
+//! enables every valid id of it (1 to size - 1); `cuptiEnableAllDomains` enables all of
+//! them. The synchronize and state domains accept whole-domain enables but deliver
+//! nothing.
 
 use std::ffi::{c_void, CString};
 use std::sync::Mutex;
 
 use cupti_sys::{
     CUpti_CallbackDomain as D, CUpti_CallbackFunc, CUpti_CallbackIdResource,
-    CUpti_SubscriberHandle, CUpti_driver_api_trace_cbid_enum,
+    CUpti_SubscriberHandle, CUpti_driver_api_trace_cbid_enum, CUpti_runtime_api_trace_cbid_enum,
 };
 
 use crate::activity::lock;
@@ -37,9 +38,10 @@ pub fn domain_size(domain: u32) -> Option<usize> {
             Some(CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_SIZE as usize)
         }
         D::CUPTI_CB_DOMAIN_NVTX => Some(crate::nvtx_meta::cbid::SIZE as usize),
-        D::CUPTI_CB_DOMAIN_RUNTIME_API
-        | D::CUPTI_CB_DOMAIN_SYNCHRONIZE
-        | D::CUPTI_CB_DOMAIN_STATE => Some(0),
+        D::CUPTI_CB_DOMAIN_RUNTIME_API => {
+            Some(CUpti_runtime_api_trace_cbid_enum::CUPTI_RUNTIME_TRACE_CBID_SIZE as usize)
+        }
+        D::CUPTI_CB_DOMAIN_SYNCHRONIZE | D::CUPTI_CB_DOMAIN_STATE => Some(0),
         _ => None,
     }
 }
@@ -51,9 +53,11 @@ pub struct Subscriber {
     pub userdata: usize,
     /// "CUPTI for <subscriberName>".
     pub name: CString,
-    /// Enabled callback ids of the driver API, resource and NVTX domains; whole-domain
-    /// enables of the other domains are remembered but nothing is delivered there.
+    /// Enabled callback ids of the driver API, runtime API, resource and NVTX domains;
+    /// whole-domain enables of the other domains are remembered but nothing is
+    /// delivered there.
     pub driver: Vec<bool>,
+    pub runtime: Vec<bool>,
     pub resource: Vec<bool>,
     pub nvtx: Vec<bool>,
     pub other_domains: Vec<u32>,
@@ -106,6 +110,7 @@ pub fn subscribe(
         userdata: userdata as usize,
         name,
         driver: vec![false; domain_size(D::CUPTI_CB_DOMAIN_DRIVER_API).unwrap_or(0)],
+        runtime: vec![false; domain_size(D::CUPTI_CB_DOMAIN_RUNTIME_API).unwrap_or(0)],
         resource: vec![false; domain_size(D::CUPTI_CB_DOMAIN_RESOURCE).unwrap_or(0)],
         nvtx: vec![false; domain_size(D::CUPTI_CB_DOMAIN_NVTX).unwrap_or(0)],
         other_domains: Vec::new(),
@@ -152,6 +157,7 @@ pub fn enable(handle: CUpti_SubscriberHandle, domain: u32, cbid: Option<u32>, on
     };
     let ids = match domain {
         D::CUPTI_CB_DOMAIN_DRIVER_API => &mut s.driver,
+        D::CUPTI_CB_DOMAIN_RUNTIME_API => &mut s.runtime,
         D::CUPTI_CB_DOMAIN_RESOURCE => &mut s.resource,
         D::CUPTI_CB_DOMAIN_NVTX => &mut s.nvtx,
         _ => {
@@ -180,6 +186,7 @@ pub fn state(handle: CUpti_SubscriberHandle, domain: u32, cbid: u32) -> Option<b
     let s = reg.subs.iter().find(|s| s.handle == handle as usize)?;
     let ids = match domain {
         D::CUPTI_CB_DOMAIN_DRIVER_API => &s.driver,
+        D::CUPTI_CB_DOMAIN_RUNTIME_API => &s.runtime,
         D::CUPTI_CB_DOMAIN_RESOURCE => &s.resource,
         D::CUPTI_CB_DOMAIN_NVTX => &s.nvtx,
         _ => return Some(s.other_domains.contains(&domain)),
@@ -202,6 +209,7 @@ pub fn targets(domain: u32, cbid: u32, out: &mut Vec<Target>) {
     for s in &reg.subs {
         let on = match domain {
             D::CUPTI_CB_DOMAIN_DRIVER_API => s.driver.get(cbid as usize).copied(),
+            D::CUPTI_CB_DOMAIN_RUNTIME_API => s.runtime.get(cbid as usize).copied(),
             D::CUPTI_CB_DOMAIN_RESOURCE => s.resource.get(cbid as usize).copied(),
             D::CUPTI_CB_DOMAIN_NVTX => s.nvtx.get(cbid as usize).copied(),
             _ => None,

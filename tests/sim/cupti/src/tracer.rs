@@ -1,6 +1,13 @@
 //! What the simulated driver reports, turned into CUPTI's outputs: correlation ids,
-//! `CUPTI_CB_DOMAIN_DRIVER_API` / `CUPTI_CB_DOMAIN_RESOURCE` callbacks, and activity
-//! records (driver API, kernel, memcpy, memset, device, context).
+//! `CUPTI_CB_DOMAIN_DRIVER_API` / `CUPTI_CB_DOMAIN_RUNTIME_API` /
+//! `CUPTI_CB_DOMAIN_RESOURCE` callbacks, and activity records (driver and runtime API,
+//! kernel, memcpy, memset, device, context).
+//!
+//! Correlation ids: every API call the program makes gets a new one; a driver call the
+//! CUDA runtime makes inside one of its calls gets the runtime call's (modelled on
+//! what CUPTI's clients rely on: Kineto joins kernels to the runtime's
+//! `cudaLaunchKernel` by correlation id, and Triton's Proton joins them to the driver
+//! launch callback's id for the same kernels; unchecked: needs a GPU).
 
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void, CStr};
@@ -29,11 +36,14 @@ pub fn tracer() -> Tracer {
         api: on_api,
         resource: on_resource,
         gpu_op: on_gpu_op,
+        runtime_api: on_runtime_api,
     }
 }
 
-/// One driver API call in progress on this thread.
+/// One driver or runtime API call in progress on this thread.
 struct Frame {
+    /// `CUPTI_CB_DOMAIN_DRIVER_API` or `CUPTI_CB_DOMAIN_RUNTIME_API`.
+    domain: u32,
     correlation_id: u32,
     cbid: u32,
     start: u64,
@@ -75,22 +85,56 @@ pub unsafe extern "C" fn on_api(_user: *mut c_void, call: *mut ApiCall) {
         // SAFETY: the driver passes a valid ApiCall.
         let call = unsafe { &mut *call };
         if call.site == SITE_ENTER {
-            enter(call)
+            enter(D::CUPTI_CB_DOMAIN_DRIVER_API, call)
         } else {
-            exit(call)
+            exit(D::CUPTI_CB_DOMAIN_DRIVER_API, call)
         }
     })
 }
 
-fn enter(call: &mut ApiCall) {
-    let corr = NEXT_CORRELATION.fetch_add(1, Ordering::Relaxed);
+/// `Tracer::runtime_api`.
+///
+/// # Safety
+/// `call` is valid for reading and writing during the call (the driver's promise).
+pub unsafe extern "C" fn on_runtime_api(_user: *mut c_void, call: *mut ApiCall) {
+    crate::ffi::guard_void(|| {
+        // SAFETY: the driver passes a valid ApiCall.
+        let call = unsafe { &mut *call };
+        if call.site == SITE_ENTER {
+            enter(D::CUPTI_CB_DOMAIN_RUNTIME_API, call)
+        } else {
+            exit(D::CUPTI_CB_DOMAIN_RUNTIME_API, call)
+        }
+    })
+}
+
+/// The correlation id of a call entering now: the innermost runtime call's in progress
+/// on this thread for a driver call inside one, else a new one.
+fn correlation_for(domain: u32) -> u32 {
+    let enclosing = (domain == D::CUPTI_CB_DOMAIN_DRIVER_API)
+        .then(|| {
+            FRAMES.with(|f| {
+                f.borrow()
+                    .iter()
+                    .rev()
+                    .find(|fr| fr.domain == D::CUPTI_CB_DOMAIN_RUNTIME_API)
+                    .map(|fr| fr.correlation_id)
+            })
+        })
+        .flatten();
+    enclosing.unwrap_or_else(|| NEXT_CORRELATION.fetch_add(1, Ordering::Relaxed))
+}
+
+fn enter(domain: u32, call: &mut ApiCall) {
+    let corr = correlation_for(domain);
     call.correlation_id = corr;
     let async_call = !call.function_name.is_null()
         // SAFETY: function_name is a static NUL-terminated string.
         && unsafe { CStr::from_ptr(call.function_name) }.to_bytes().ends_with(b"Async");
     let mut targets = Vec::new();
-    subscribers::targets(D::CUPTI_CB_DOMAIN_DRIVER_API, call.cbid, &mut targets);
+    subscribers::targets(domain, call.cbid, &mut targets);
     let mut frame = Frame {
+        domain,
         correlation_id: corr,
         cbid: call.cbid,
         start: crate::driver::now_ns(),
@@ -106,6 +150,7 @@ fn enter(call: &mut ApiCall) {
             .expect("slot");
         fire_api(
             t,
+            domain,
             call,
             CUpti_ApiCallbackSite::CUPTI_API_ENTER,
             slot,
@@ -129,27 +174,28 @@ fn is_kernel_launch(cbid: u32) -> bool {
     )
 }
 
-fn exit(call: &mut ApiCall) {
+fn exit(domain: u32, call: &mut ApiCall) {
     let end = crate::driver::now_ns();
     let frame = FRAMES.with(|f| {
         let mut f = f.borrow_mut();
         let i = f
             .iter()
-            .rposition(|fr| fr.correlation_id == call.correlation_id)?;
+            .rposition(|fr| fr.domain == domain && fr.correlation_id == call.correlation_id)?;
         Some(f.remove(i))
     });
     let mut frame = frame.unwrap_or(Frame {
+        domain,
         correlation_id: call.correlation_id,
         cbid: call.cbid,
         start: end,
         async_call: false,
         data: Vec::new(),
     });
-    if call.result == 0 && is_kernel_launch(call.cbid) {
+    if domain == D::CUPTI_CB_DOMAIN_DRIVER_API && call.result == 0 && is_kernel_launch(call.cbid) {
         crate::range_profiler::on_launch_exit(call.context_id, call.correlation_id);
     }
     let mut targets = Vec::new();
-    subscribers::targets(D::CUPTI_CB_DOMAIN_DRIVER_API, call.cbid, &mut targets);
+    subscribers::targets(domain, call.cbid, &mut targets);
     let mut result: c_int = call.result;
     for t in &targets {
         if !frame.data.iter().any(|(h, _)| *h == t.handle) {
@@ -162,10 +208,24 @@ fn exit(call: &mut ApiCall) {
             .map(|(_, d)| &mut **d as *mut u64)
             .expect("slot");
         let ret = &mut result as *mut c_int as *mut c_void;
-        fire_api(t, call, CUpti_ApiCallbackSite::CUPTI_API_EXIT, slot, ret);
+        fire_api(
+            t,
+            domain,
+            call,
+            CUpti_ApiCallbackSite::CUPTI_API_EXIT,
+            slot,
+            ret,
+        );
     }
-    if activity::any_enabled(K::CUPTI_ACTIVITY_KIND_DRIVER) {
+    let runtime = domain == D::CUPTI_CB_DOMAIN_RUNTIME_API;
+    let kind = if runtime {
+        K::CUPTI_ACTIVITY_KIND_RUNTIME
+    } else {
+        K::CUPTI_ACTIVITY_KIND_DRIVER
+    };
+    if activity::any_enabled(kind) {
         activity::emit(Facts::Api(ApiFacts {
+            runtime,
             cbid: frame.cbid,
             start: frame.start,
             end,
@@ -177,7 +237,7 @@ fn exit(call: &mut ApiCall) {
     }
 }
 
-fn fire_api(t: &Target, call: &ApiCall, site: u32, slot: *mut u64, ret: *mut c_void) {
+fn fire_api(t: &Target, domain: u32, call: &ApiCall, site: u32, slot: *mut u64, ret: *mut c_void) {
     let Some(cb) = t.callback else { return };
     let data = CUpti_CallbackData {
         callbackSite: site,
@@ -195,7 +255,7 @@ fn fire_api(t: &Target, call: &ApiCall, site: u32, slot: *mut u64, ret: *mut c_v
     unsafe {
         cb(
             t.userdata as *mut c_void,
-            D::CUPTI_CB_DOMAIN_DRIVER_API,
+            domain,
             call.cbid,
             &data as *const CUpti_CallbackData as *const c_void,
         )

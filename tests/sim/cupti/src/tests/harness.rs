@@ -49,6 +49,12 @@ pub(super) unsafe extern "C" fn invalidate_captures(_: cupti_sys::CUcontext) -> 
     0
 }
 
+pub(super) unsafe extern "C" fn runtime_api(call: *mut sim_abi::ApiCall) {
+    let t = crate::tracer::tracer();
+    // SAFETY: the runtime's call, valid for the call (the DriverTable contract).
+    unsafe { (t.runtime_api)(t.user, call) };
+}
+
 pub(super) fn serial() -> MutexGuard<'static, ()> {
     static M: Mutex<()> = Mutex::new(());
     let g = M.lock().unwrap_or_else(|e| e.into_inner());
@@ -65,6 +71,7 @@ pub(super) fn serial() -> MutexGuard<'static, ()> {
             graph_node_id,
             set_thread_gemm,
             invalidate_captures,
+            runtime_api,
         };
         let drv = crate::driver::Driver {
             table,

@@ -285,6 +285,74 @@ fn callbacks_see_correlation_ids_and_share_correlation_data() {
     assert_eq!(cuptiUnsubscribe(s), CUPTI_ERROR_INVALID_PARAMETER);
 }
 
+static SEEN_DOMAINS: Mutex<Vec<(u32, u32, u32, u32)>> = Mutex::new(Vec::new());
+
+unsafe extern "C" fn on_any(_u: *mut c_void, domain: u32, cbid: u32, data: *const c_void) {
+    // SAFETY: driver and runtime API callbacks carry a CUpti_CallbackData.
+    let d = unsafe { &*(data as *const CUpti_CallbackData) };
+    lock(&SEEN_DOMAINS).push((domain, cbid, d.callbackSite, d.correlationId));
+}
+
+/// A runtime call reports to the runtime domain; the driver calls it makes get its
+/// correlation id, and so does the kernel it launches; the next call gets a new one.
+#[test]
+fn a_runtime_call_shares_its_correlation_id_with_the_driver_calls_inside() {
+    use cupti_sys::CUpti_CallbackDomain::{
+        CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RUNTIME_API,
+    };
+    let _g = serial();
+    lock(&SEEN_DOMAINS).clear();
+    let mut s: CUpti_SubscriberHandle = std::ptr::null_mut();
+    // SAFETY: valid out-pointer.
+    let r = unsafe { cuptiSubscribe(&mut s, Some(on_any), std::ptr::null_mut()) };
+    assert_eq!(r, CUPTI_SUCCESS);
+    assert_eq!(
+        cuptiEnableDomain(1, s, CUPTI_CB_DOMAIN_RUNTIME_API),
+        CUPTI_SUCCESS
+    );
+    assert_eq!(
+        cuptiEnableCallback(1, s, CUPTI_CB_DOMAIN_DRIVER_API, 307),
+        CUPTI_SUCCESS
+    );
+    setup_activity();
+    let mut call = sim_abi::ApiCall {
+        site: sim_abi::SITE_ENTER,
+        cbid: 211,
+        function_name: c"cudaLaunchKernel".as_ptr(),
+        params: std::ptr::null(),
+        context: std::ptr::null_mut(),
+        context_id: 0,
+        symbol_name: std::ptr::null(),
+        result: 0,
+        correlation_id: 0,
+    };
+    // SAFETY: a valid ApiCall for each call.
+    unsafe { runtime_api(&mut call) };
+    let outer = call.correlation_id;
+    let inner = launch(2_000);
+    call.site = sim_abi::SITE_EXIT;
+    // SAFETY: as above.
+    unsafe { runtime_api(&mut call) };
+    let next = launch(3_000);
+    assert_eq!(inner, outer);
+    assert_ne!(next, outer);
+    let (rt, drv) = (CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API);
+    assert_eq!(
+        *lock(&SEEN_DOMAINS),
+        vec![
+            (rt, 211, 0, outer),
+            (drv, 307, 0, outer),
+            (drv, 307, 1, outer),
+            (rt, 211, 1, outer),
+            (drv, 307, 0, next),
+            (drv, 307, 1, next),
+        ]
+    );
+    assert_eq!(cuptiActivityFlushAll(1), CUPTI_SUCCESS);
+    assert_eq!(kernel(&records()[0].1).correlationId, outer);
+    assert_eq!(cuptiUnsubscribe(s), CUPTI_SUCCESS);
+}
+
 #[test]
 fn subscriber_rules() {
     let _g = serial();
