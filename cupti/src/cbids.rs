@@ -1,7 +1,9 @@
-//! Groups of CUPTI callback ids, by what the calls do, for the callers that must
-//! enable the same ones (libgpuprof.so, the launch benchmark's baseline tool).
+//! Groups of CUPTI callback ids (driver and runtime API domains), by what the calls
+//! do, for the callers that must enable the same ones (libgpuprof.so, the launch
+//! benchmark's baseline tool).
 
 use cupti_sys::CUpti_driver_api_trace_cbid_enum as c;
+use cupti_sys::CUpti_runtime_api_trace_cbid_enum as r;
 
 /// The driver API calls other than launches that gpuprof traces one by one by
 /// default (`GPUPROF_API=sync`): copies, sets, allocations and frees, event records
@@ -95,4 +97,93 @@ pub const TRACED_CALLS: &[u32] = &[
     c::CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D16Async_ptsz,
     c::CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D32Async,
     c::CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D32Async_ptsz,
+];
+
+/// The runtime API calls that launch GPU work: kernels (`cudaLaunchKernel` and its
+/// siblings) and graphs. Each makes the driver launch call that gpuprof's launch
+/// path follows; the runtime call gives the launch its name and span.
+pub const RUNTIME_LAUNCHES: &[u32] = &[
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_ptsz_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+];
+
+/// The runtime API counterparts of [`TRACED_CALLS`]: copies, sets, allocations and
+/// frees, event records and waits, and synchronisation, in each of their variants.
+pub const TRACED_RUNTIME_CALLS: &[u32] = &[
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMallocPitch_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMalloc3D_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_ptds_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_ptds_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_ptsz_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeer_v4000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeer_ptds_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeerAsync_v4000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeerAsync_ptsz_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_ptds_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_ptsz_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_ptds_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_ptsz_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v12080,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_ptsz_v12080,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DBatchAsync_v12080,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DBatchAsync_ptsz_v12080,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_ptds_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_ptsz_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_ptds_v7000,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_v3020,
+    r::CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_ptsz_v7000,
 ];

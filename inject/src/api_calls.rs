@@ -1,10 +1,11 @@
-//! CUDA driver API calls other than launches, traced one by one (`GPUPROF_API`):
-//! by default the calls that copy, set, allocate or free memory, record or wait for
-//! events and synchronise ([`TRACED`]); with `all`, every driver call. Each becomes a
-//! `Record::ApiCall`: thread, CUPTI timestamps at entry and exit, correlation id (a
-//! copy's or set's activity record carries the same), the bytes it moves or
-//! allocates, the stream it enqueues on or waits for (CUPTI's stream id) and the
-//! event it records or waits for.
+//! CUDA driver and runtime API calls other than launches, traced one by one
+//! (`GPUPROF_API`): by default the calls that copy, set, allocate or free memory,
+//! record or wait for events and synchronise ([`TRACED`], [`TRACED_RUNTIME`]); with
+//! `all`, every call. Each becomes a `Record::ApiCall`: thread, CUPTI timestamps at
+//! entry and exit, correlation id (a copy's or set's activity record carries the
+//! same), the bytes it moves or allocates, the stream it enqueues on or waits for
+//! (CUPTI's stream id) and the event it records or waits for. A driver call the
+//! runtime makes inside one of its calls is not recorded (`runtime_calls.rs`).
 //!
 //! Like the launch callbacks these run inside the application's CUDA calls: no lock
 //! but the string table's, taken once per function name; the stream id is one CUPTI
@@ -25,15 +26,38 @@ use cupti::callback;
 
 /// The driver calls traced by default (`cupti::cbids::TRACED_CALLS`).
 pub use cupti::cbids::TRACED_CALLS as TRACED;
+/// The runtime calls traced by default (`cupti::cbids::TRACED_RUNTIME_CALLS`).
+pub use cupti::cbids::TRACED_RUNTIME_CALLS as TRACED_RUNTIME;
 
-/// [`TRACED`] as a bit set over cbids (all below 1024).
-const TRACED_SET: [u64; 16] = {
-    let mut set = [0u64; 16];
+/// Callback ids of each domain kept per function (the driver's and the runtime's are
+/// below this).
+pub const MAX_CBID: usize = 1024;
+
+/// A function's slot in the per-function tables: the driver's cbids first, then the
+/// runtime's. None past the tables.
+pub fn slot(cbid: u32, runtime: bool) -> Option<usize> {
+    let c = cbid as usize;
+    (c < MAX_CBID).then_some(c + usize::from(runtime) * MAX_CBID)
+}
+
+/// (cbid, runtime) of a [`slot`].
+pub fn unslot(slot: usize) -> (u32, bool) {
+    ((slot % MAX_CBID) as u32, slot >= MAX_CBID)
+}
+
+/// [`TRACED`] and [`TRACED_RUNTIME`] as a bit set over [`slot`]s.
+const TRACED_SET: [u64; 32] = {
+    let mut set = [0u64; 32];
     let mut i = 0;
-    while i < TRACED.len() {
-        let c = TRACED[i] as usize;
-        assert!(c < 1024, "a traced cbid past the set");
-        set[c / 64] |= 1 << (c % 64);
+    while i < TRACED.len() + TRACED_RUNTIME.len() {
+        let (c, runtime) = if i < TRACED.len() {
+            (TRACED[i] as usize, 0)
+        } else {
+            (TRACED_RUNTIME[i - TRACED.len()] as usize, 1)
+        };
+        assert!(c < MAX_CBID, "a traced cbid past the set");
+        let s = c + runtime * MAX_CBID;
+        set[s / 64] |= 1 << (s % 64);
         i += 1;
     }
     set
@@ -56,20 +80,21 @@ pub fn mode() -> ApiTrace {
     }
 }
 
-/// Whether driver call `cbid` (not a launch) is traced in the mode in use.
-pub fn traced(cbid: u32) -> bool {
+/// Whether call `cbid` (not a launch) of the driver or (`runtime`) the runtime is
+/// traced in the mode in use.
+pub fn traced(cbid: u32, runtime: bool) -> bool {
     match mode() {
         ApiTrace::Off => false,
         ApiTrace::All => true,
-        ApiTrace::Sync => TRACED_SET
-            .get(cbid as usize / 64)
-            .is_some_and(|w| w & (1 << (cbid % 64)) != 0),
+        ApiTrace::Sync => {
+            slot(cbid, runtime).is_some_and(|s| TRACED_SET[s / 64] & (1 << (s % 64)) != 0)
+        }
     }
 }
 
-/// Interned name ids per driver cbid (0: not interned yet); cbids past the table
-/// intern at every call.
-static NAMES: [AtomicU32; 1024] = [const { AtomicU32::new(0) }; 1024];
+/// Interned name ids per [`slot`] (0: not interned yet); cbids past the table intern
+/// at every call.
+static NAMES: [AtomicU32; 2 * MAX_CBID] = [const { AtomicU32::new(0) }; 2 * MAX_CBID];
 
 /// A call's span from its API entry and exit callbacks: at entry the time is kept in
 /// CUPTI's per-call slot and `None` returned; at exit, (entry, exit) CUPTI
@@ -96,18 +121,25 @@ pub fn span(t: &Tracer, d: &CUpti_CallbackData) -> Option<(u64, u64)> {
     Some((start, now))
 }
 
-/// One traced call's API entry or exit: at exit it hands off the record.
-pub fn on_api(t: &Tracer, cbid: u32, d: &CUpti_CallbackData, thread_id: u64) {
+/// One traced call's API entry or exit (a runtime call's when `runtime`): at exit it
+/// hands off the record.
+pub fn on_api(t: &Tracer, cbid: u32, runtime: bool, d: &CUpti_CallbackData, thread_id: u64) {
     let Some((start, now)) = span(t, d) else {
         return;
     };
-    let Some(name) = name_id(cbid, d) else {
+    let Some(name) = name_id(cbid, runtime, d) else {
         handoff::lost();
         return;
     };
-    // SAFETY: functionParams is the params struct CUPTI passes for `cbid`, valid
-    // during the callback.
-    let args = unsafe { args_of(cbid, d.functionParams) };
+    // SAFETY: functionParams is the params struct CUPTI passes for `cbid` of the
+    // domain, valid during the callback.
+    let args = unsafe {
+        if runtime {
+            crate::runtime_args::args_of(cbid, d.functionParams)
+        } else {
+            args_of(cbid, d.functionParams)
+        }
+    };
     let stream_id = match args.stream {
         Some((stream, per_thread)) => {
             // SAFETY: the call's context and a stream handle the application passed
@@ -120,7 +152,7 @@ pub fn on_api(t: &Tracer, cbid: u32, d: &CUpti_CallbackData, thread_id: u64) {
     handoff::send(Record::ApiCall(ApiCall {
         correlation_id: d.correlationId,
         cbid,
-        runtime: false,
+        runtime,
         name,
         context_id: d.contextUid,
         thread_id,
@@ -133,9 +165,9 @@ pub fn on_api(t: &Tracer, cbid: u32, d: &CUpti_CallbackData, thread_id: u64) {
     }));
 }
 
-/// The id of the name of function `cbid`, once a call of it was seen.
-pub fn cached_name(cbid: u32) -> Option<u32> {
-    let id = NAMES.get(cbid as usize)?.load(Ordering::Relaxed);
+/// The id of the name of the function in `slot`, once a call of it was seen.
+pub fn cached_name(slot: usize) -> Option<u32> {
+    let id = NAMES.get(slot)?.load(Ordering::Relaxed);
     (id != 0).then_some(id)
 }
 
@@ -145,8 +177,8 @@ pub fn counts_others() -> bool {
 }
 
 /// The id of the function's name, interned the first time its cbid is seen.
-pub fn name_id(cbid: u32, d: &CUpti_CallbackData) -> Option<u32> {
-    let cached = NAMES.get(cbid as usize);
+pub fn name_id(cbid: u32, runtime: bool, d: &CUpti_CallbackData) -> Option<u32> {
+    let cached = slot(cbid, runtime).and_then(|s| NAMES.get(s));
     if let Some(id) = cached
         .map(|c| c.load(Ordering::Relaxed))
         .filter(|&id| id != 0)
@@ -164,10 +196,10 @@ pub fn name_id(cbid: u32, d: &CUpti_CallbackData) -> Option<u32> {
 /// What a call's parameters say: bytes, the stream named (with whether a null
 /// handle means the per-thread default stream), the event named.
 #[derive(Default)]
-struct Args {
-    bytes: u64,
-    stream: Option<(cupti_sys::CUstream, bool)>,
-    event: usize,
+pub struct Args {
+    pub bytes: u64,
+    pub stream: Option<(cupti_sys::CUstream, bool)>,
+    pub event: usize,
 }
 
 /// Whether `cbid` is a per-thread default stream variant (`_ptsz`, `_ptds`).

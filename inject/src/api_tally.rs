@@ -1,10 +1,13 @@
-//! The driver calls not traced one by one, counted: per thread and function, calls
-//! and their summed duration (CUPTI timestamps at entry and exit), handed to the
-//! writer as `ApiTally` records of what was added since the last time, about once a
-//! second and at exit. With `GPUPROF_API=sync` (the default) every driver callback
-//! is enabled for this; `all` traces every call instead, `off` neither.
+//! The driver and runtime calls not traced one by one, counted: per thread and
+//! function, calls and their summed duration (CUPTI timestamps at entry and exit),
+//! handed to the writer as `ApiTally` records of what was added since the last time,
+//! about once a second and at exit. With `GPUPROF_API=sync` (the default) every driver
+//! and runtime callback is enabled for this; `all` traces every call instead, `off`
+//! neither. A driver call the runtime makes inside one of its calls is not counted
+//! (its time is the runtime call's).
 //!
-//! Each thread counts into a table of its own (two atomics per cbid, 16 KiB), made
+//! Each thread counts into a table of its own (two atomics per function slot,
+//! `api_calls::slot`, 32 KiB), made
 //! at its first counted call and kept until exit, so a thread that ended still has
 //! its counts sent. At most [`MAX_THREADS`] threads get one; later threads share one
 //! more table, sent as thread 0 ("other threads"). The counting itself takes no lock
@@ -18,25 +21,26 @@ use std::sync::Mutex;
 use cupti_sys::CUpti_CallbackData;
 use wire::{ApiTally, Record};
 
+use crate::api_calls::{self, MAX_CBID};
 use crate::tracer::Tracer;
 
-/// Callback ids counted (the driver's are below this).
-const MAX_CBID: usize = 1024;
+/// Function slots counted: the driver's cbids, then the runtime's.
+const SLOTS: usize = 2 * MAX_CBID;
 /// Threads with a table of their own.
 pub const MAX_THREADS: usize = 256;
 
 struct Table {
     thread_id: u64,
-    /// Per cbid: calls.
+    /// Per slot: calls.
     calls: Box<[AtomicU64]>,
-    /// Per cbid: their summed duration, ns.
+    /// Per slot: their summed duration, ns.
     ns: Box<[AtomicU64]>,
 }
 
 impl Table {
     /// On the heap from the start: the application's thread may have a small stack.
     fn new(thread_id: u64) -> Table {
-        let zeros = || (0..MAX_CBID).map(|_| AtomicU64::new(0)).collect();
+        let zeros = || (0..SLOTS).map(|_| AtomicU64::new(0)).collect();
         Table {
             thread_id,
             calls: zeros(),
@@ -45,7 +49,7 @@ impl Table {
     }
 }
 
-/// Per cbid: the calls and time sent so far.
+/// Per slot: the calls and time sent so far.
 type Sent = Box<[(u64, u64)]>;
 
 /// Every table, with what was sent of each count so far (the writer's).
@@ -73,8 +77,7 @@ fn table(thread_id: u64) -> &'static Table {
     let t: &'static Table = if all.tables.len() < MAX_THREADS {
         // Kept until exit: a thread's counts are sent after it ended too.
         let t: &'static Table = Box::leak(Box::new(Table::new(thread_id)));
-        all.tables
-            .push((t, vec![(0, 0); MAX_CBID].into_boxed_slice()));
+        all.tables.push((t, vec![(0, 0); SLOTS].into_boxed_slice()));
         t
     } else {
         match all.shared {
@@ -82,8 +85,7 @@ fn table(thread_id: u64) -> &'static Table {
             None => {
                 let t: &'static Table = Box::leak(Box::new(Table::new(0)));
                 all.shared = Some(t);
-                all.tables
-                    .push((t, vec![(0, 0); MAX_CBID].into_boxed_slice()));
+                all.tables.push((t, vec![(0, 0); SLOTS].into_boxed_slice()));
                 t
             }
         }
@@ -92,17 +94,17 @@ fn table(thread_id: u64) -> &'static Table {
     t
 }
 
-/// A counted call's API entry or exit: its span (`api_calls::span`) counted at exit.
-pub fn on_api(t: &Tracer, cbid: u32, d: &CUpti_CallbackData, thread_id: u64) {
-    let i = cbid as usize;
-    if i >= MAX_CBID {
+/// A counted call's API entry or exit (a runtime call's when `runtime`): its span
+/// (`api_calls::span`) counted at exit.
+pub fn on_api(t: &Tracer, cbid: u32, runtime: bool, d: &CUpti_CallbackData, thread_id: u64) {
+    let Some(i) = api_calls::slot(cbid, runtime) else {
         return;
-    }
-    let Some((start, now)) = crate::api_calls::span(t, d) else {
+    };
+    let Some((start, now)) = api_calls::span(t, d) else {
         return;
     };
     // The name is interned at the first call of each function.
-    if crate::api_calls::name_id(cbid, d).is_none() {
+    if api_calls::name_id(cbid, runtime, d).is_none() {
         return;
     }
     let table = table(thread_id);
@@ -117,20 +119,21 @@ pub fn deltas() -> Vec<Record> {
     let mut out = Vec::new();
     let mut all = TABLES.lock().unwrap_or_else(|e| e.into_inner());
     for (table, sent) in &mut all.tables {
-        for (cbid, last) in sent.iter_mut().enumerate() {
+        for (slot, last) in sent.iter_mut().enumerate() {
             // The calls first (see `on_api`): the time read holds theirs.
-            let calls = table.calls[cbid].load(Ordering::Acquire);
-            let now = (calls, table.ns[cbid].load(Ordering::Relaxed));
+            let calls = table.calls[slot].load(Ordering::Acquire);
+            let now = (calls, table.ns[slot].load(Ordering::Relaxed));
             if now.0 == last.0 {
                 continue;
             }
-            let Some(name) = crate::api_calls::cached_name(cbid as u32) else {
+            let Some(name) = api_calls::cached_name(slot) else {
                 continue;
             };
+            let (cbid, runtime) = api_calls::unslot(slot);
             out.push(Record::ApiTally(ApiTally {
                 thread_id: table.thread_id,
-                cbid: cbid as u32,
-                runtime: false,
+                cbid,
+                runtime,
                 name,
                 calls: now.0 - last.0,
                 total_ns: now.1.saturating_sub(last.1),

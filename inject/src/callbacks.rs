@@ -1,5 +1,7 @@
-//! The CUPTI callback subscriber: driver-API launches (which thread launched what,
-//! and when) and resource events (a context was created: describe its device).
+//! The CUPTI callback subscriber: driver- and runtime-API launches (which thread
+//! launched what, and when), the other API calls (`api_calls.rs`, `api_tally.rs`,
+//! `runtime_calls.rs`) and resource events (a context was created: describe its
+//! device).
 //! Launches and context creation also drive the per-kernel counters (`counters.rs`).
 //!
 //! These run on application threads, inside the application's CUDA calls: O(1) work,
@@ -11,6 +13,7 @@ use std::cell::Cell;
 use cupti_sys::CUpti_ApiCallbackSite::{CUPTI_API_ENTER, CUPTI_API_EXIT};
 use cupti_sys::CUpti_CallbackDomain::{
     CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_NVTX, CUPTI_CB_DOMAIN_RESOURCE,
+    CUPTI_CB_DOMAIN_RUNTIME_API,
 };
 use cupti_sys::CUpti_CallbackIdResource::{
     CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
@@ -29,8 +32,8 @@ use crate::state::{self, State};
 use cupti::callback;
 
 use crate::{
-    api_calls, api_tally, capture_window, counters, device, gemm, nvtx_markers, nvtx_ranges, tally,
-    tracer,
+    api_calls, api_tally, capture_window, counters, device, gemm, nvtx_markers, nvtx_ranges,
+    runtime_calls, tally, tracer,
 };
 
 /// The driver-API calls that launch GPU work whose kernels we attribute.
@@ -79,6 +82,10 @@ pub unsafe extern "C" fn on_callback(
             // SAFETY: for the driver-API domain CUPTI passes a CUpti_CallbackData.
             on_api(cbid, unsafe { &*(data as *const CUpti_CallbackData) })
         }
+        CUPTI_CB_DOMAIN_RUNTIME_API => {
+            // SAFETY: for the runtime-API domain CUPTI passes a CUpti_CallbackData.
+            on_runtime_api(cbid, unsafe { &*(data as *const CUpti_CallbackData) })
+        }
         CUPTI_CB_DOMAIN_RESOURCE => {
             // SAFETY: for the resource domain CUPTI passes a CUpti_ResourceData.
             let r = unsafe { &*(data as *const CUpti_ResourceData) };
@@ -124,10 +131,14 @@ fn on_api(cbid: u32, d: &CUpti_CallbackData) {
         if capture_window::active() && !capture_window::on_api(cbid, d, false) {
             return;
         }
-        if api_calls::traced(cbid) {
-            api_calls::on_api(t, cbid, d, thread_id());
+        // A call the runtime makes inside one of its own is the runtime call's.
+        if runtime_calls::inside() {
+            return;
+        }
+        if api_calls::traced(cbid, false) {
+            api_calls::on_api(t, cbid, false, d, thread_id());
         } else if api_calls::counts_others() {
-            api_tally::on_api(t, cbid, d, thread_id());
+            api_tally::on_api(t, cbid, false, d, thread_id());
         }
         return;
     }
@@ -167,15 +178,34 @@ fn on_api(cbid: u32, d: &CUpti_CallbackData) {
             // SAFETY: as above; it holds what we stored at enter.
             unsafe { *slot }
         };
-        handoff::send(Record::Launch(Launch {
-            correlation_id: d.correlationId,
-            cbid,
-            runtime: false,
-            thread_id: thread_id(),
-            start_ns: start,
-            end_ns: now,
-        }));
+        // A runtime launch sends the record of its own call.
+        if !runtime_calls::claim_driver_launch(d.correlationId) {
+            handoff::send(Record::Launch(Launch {
+                correlation_id: d.correlationId,
+                cbid,
+                runtime: false,
+                thread_id: thread_id(),
+                start_ns: start,
+                end_ns: now,
+            }));
+        }
         counters::on_launch_exit(d);
+    }
+}
+
+fn on_runtime_api(cbid: u32, d: &CUpti_CallbackData) {
+    let launch = runtime_calls::LAUNCHES.contains(&cbid);
+    runtime_calls::track(d, launch);
+    let Some(t) = tracer::get() else { return };
+    if capture_window::active() && !capture_window::on_runtime_api(d) {
+        return;
+    }
+    if launch {
+        runtime_calls::on_launch(t, cbid, d, thread_id());
+    } else if api_calls::traced(cbid, true) {
+        api_calls::on_api(t, cbid, true, d, thread_id());
+    } else if api_calls::counts_others() {
+        api_tally::on_api(t, cbid, true, d, thread_id());
     }
 }
 

@@ -124,6 +124,23 @@ pub fn on_api(id: u32, d: &CUpti_CallbackData, launch: bool) -> bool {
     }
 }
 
+/// A runtime API call's entry or exit: whether the call is inside the window (marked
+/// at entry; the driver calls it makes share its correlation id). The runtime's
+/// `cudaProfilerStart` / `Stop` open and close the window through the driver calls
+/// they make.
+pub fn on_runtime_api(d: &CUpti_CallbackData) -> bool {
+    let Some(w) = WINDOW.get() else { return true };
+    if d.callbackSite == CUPTI_API_ENTER {
+        let inside = w.open_now();
+        if inside {
+            w.marks.mark(d.correlationId);
+        }
+        inside
+    } else {
+        w.marks.has(d.correlationId)
+    }
+}
+
 /// Whether an activity record is kept: kernels, copies and sets only when their
 /// call was inside the window.
 pub fn keeps(r: &Record) -> bool {

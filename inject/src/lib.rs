@@ -30,6 +30,8 @@ mod nvtx_markers;
 mod nvtx_ranges;
 mod options;
 mod preload;
+mod runtime_args;
+mod runtime_calls;
 mod session;
 mod startup;
 mod state;

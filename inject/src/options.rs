@@ -27,10 +27,10 @@
 //!   set of the chip (it is then one group, which must fit in one pass), or a preset
 //!   name (`dcgm`), expanded for the chip when the counters are planned
 //!   (`cupti::metrics::presets`).
-//! - `GPUPROF_API`: which CUDA API calls other than launches are traced one by one
-//!   (`api_calls.rs`): `sync` (default: those that copy, set, allocate, free, record
-//!   or wait for events and synchronise; the others are counted, `api_tally.rs`),
-//!   `all` (every driver API call), or `off` (none traced or counted).
+//! - `GPUPROF_API`: which CUDA API calls (driver and runtime) other than launches are
+//!   traced one by one (`api_calls.rs`): `sync` (default: those that copy, set,
+//!   allocate, free, record or wait for events and synchronise; the others are
+//!   counted, `api_tally.rs`), `all` (every call), or `off` (none traced or counted).
 //!
 //! The capture window (`capture_window.rs`): `GPUPROF_DELAY` and `GPUPROF_DURATION`
 //! (seconds, fractions allowed) and `GPUPROF_CAPTURE_RANGE` (`cudaProfilerApi` or
@@ -118,9 +118,9 @@ pub enum ApiTrace {
     /// None: only launches.
     Off,
     /// The calls that copy, set, allocate, free, record or wait for events and
-    /// synchronise (`api_calls::TRACED`); the other driver calls counted.
+    /// synchronise (`api_calls::TRACED`, `TRACED_RUNTIME`); the other calls counted.
     Sync,
-    /// Every driver API call.
+    /// Every driver and runtime API call.
     All,
 }
 

@@ -4,7 +4,9 @@
 use cupti::Cupti;
 use cupti_sys::CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 use cupti_sys::CUpti_ActivityKind as K;
-use cupti_sys::CUpti_CallbackDomain::{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RESOURCE};
+use cupti_sys::CUpti_CallbackDomain::{
+    CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CB_DOMAIN_RUNTIME_API,
+};
 use cupti_sys::CUpti_CallbackIdResource::{
     CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
     CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
@@ -174,9 +176,13 @@ fn enable(t: &Tracer) -> Result<(), String> {
     Ok(())
 }
 
-/// The driver callbacks of the API calls traced one by one (`api_calls.rs`). A
-/// callback id this CUPTI does not know is left out (the call is then not traced).
+/// The driver and runtime callbacks of the API calls traced one by one
+/// (`api_calls.rs`), and the runtime's launches (`runtime_calls.rs`). A callback id
+/// this CUPTI does not know is left out (the call is then not traced). The runtime
+/// domain is enabled in every process: one without the CUDA runtime (or with it linked
+/// statically) makes no runtime callbacks, and costs nothing for it.
 fn enable_api_calls(c: &Cupti, s: &cupti::callback::Subscriber) -> Result<(), String> {
+    enable_runtime_calls(c, s);
     match crate::api_calls::mode() {
         ApiTrace::Off => {}
         ApiTrace::Sync => {
@@ -199,6 +205,29 @@ fn enable_api_calls(c: &Cupti, s: &cupti::callback::Subscriber) -> Result<(), St
         }
     }
     Ok(())
+}
+
+/// The runtime domain: its launches always; every call with `GPUPROF_API=sync` or
+/// `all` (else, or when CUPTI refuses the whole domain, the traced ones only).
+fn enable_runtime_calls(c: &Cupti, s: &cupti::callback::Subscriber) {
+    let one_by_one = |cbids: &[u32]| {
+        for cbid in cbids {
+            if let Err(e) = callback::enable_callback(c, s, CUPTI_CB_DOMAIN_RUNTIME_API, *cbid) {
+                debug!("runtime callback {cbid} not enabled: {e}");
+            }
+        }
+    };
+    let mode = crate::api_calls::mode();
+    if mode != ApiTrace::Off {
+        match callback::enable_domain(c, s, CUPTI_CB_DOMAIN_RUNTIME_API) {
+            Ok(()) => return,
+            Err(e) => {
+                warn!("cannot enable CUPTI's runtime-API callbacks ({e}); of the CUDA runtime's calls only launches, copies, sets, allocations, event calls and synchronisation are recorded");
+                one_by_one(crate::api_calls::TRACED_RUNTIME);
+            }
+        }
+    }
+    one_by_one(crate::runtime_calls::LAUNCHES);
 }
 
 /// From 13.2 CUPTI says how large each record it writes is: it must be the size of
