@@ -696,9 +696,11 @@ impl Aggregator {
                     self.joiner.kernel(pid, k)
                 }
             }
-            Record::Launch(l) => self
-                .joiner
-                .launch(pid, l.correlation_id, LaunchInfo::from(&l)),
+            Record::Launch(l) => {
+                self.out.api_calls.launch(pid, &l);
+                self.joiner
+                    .launch(pid, l.correlation_id, LaunchInfo::from(&l))
+            }
             Record::Gemm(g) => self.joiner.gemm(pid, g),
             Record::GraphNode(n) => self.joiner.graph_node(pid, n.node_id, n.correlation_id),
             Record::GraphNodeCloned(c) => {

@@ -7,12 +7,17 @@
 //! process open then ([`super::range_cover::RangeCover::enclosing`]); once per name,
 //! however many instances of the name enclose it. Calls wait in the join window as
 //! kernels do, so that the markers of their part are in before they are placed.
-//! Launches are not here: their records are `Record::Launch`, counted with kernels.
+//!
+//! Launch calls (`Record::Launch`, the driver's `cuLaunchKernel` or, for a program on
+//! the CUDA runtime, its `cudaLaunchKernel`) are summed per thread and function too,
+//! as [`CallClass::Launch`]; they are not placed in ranges (a kernel's ranges are in
+//! the NVTX range table), and whether they failed is not recorded.
 
 use std::collections::{BTreeMap, VecDeque};
 
+use ahash::AHashMap;
 use serde::Serialize;
-use wire::ApiCall;
+use wire::{ApiCall, Launch};
 
 use super::range_cover::RangeCover;
 
@@ -20,6 +25,9 @@ use super::range_cover::RangeCover;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CallClass {
+    /// Kernel and graph launches: `cuLaunchKernel*`, `cudaLaunchKernel*`,
+    /// `cu*LaunchCooperativeKernel*`, `cuGraphLaunch`, `cudaGraphLaunch`.
+    Launch,
     /// Waits on the host for the GPU: `cu*Synchronize*`, `cuda*Synchronize*`.
     Synchronize,
     /// `cuMemcpy*`, `cudaMemcpy*`.
@@ -37,7 +45,8 @@ pub enum CallClass {
 
 impl CallClass {
     /// Every class, in the order of the report's columns.
-    pub const ALL: [CallClass; 6] = [
+    pub const ALL: [CallClass; 7] = [
+        CallClass::Launch,
         CallClass::Synchronize,
         CallClass::Copy,
         CallClass::Set,
@@ -52,7 +61,14 @@ impl CallClass {
             .strip_prefix("cuda")
             .or_else(|| name.strip_prefix("cu"))
             .unwrap_or(name);
-        if f.contains("Synchronize") {
+        if f == "Launch"
+            || f.starts_with("Launch_")
+            || f.starts_with("LaunchKernel")
+            || f.starts_with("LaunchCooperativeKernel")
+            || f.starts_with("GraphLaunch")
+        {
+            CallClass::Launch
+        } else if f.contains("Synchronize") {
             CallClass::Synchronize
         } else if f.starts_with("Memcpy") {
             CallClass::Copy
@@ -76,6 +92,7 @@ impl CallClass {
     /// The report's name for the class.
     pub fn label(self) -> &'static str {
         match self {
+            CallClass::Launch => "launch",
             CallClass::Synchronize => "synchronize",
             CallClass::Copy => "copy",
             CallClass::Set => "set",
@@ -90,7 +107,7 @@ impl CallClass {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct CallTally {
     pub calls: u64,
-    /// Calls that returned an error.
+    /// Calls that returned an error (not recorded for launches: 0 there).
     pub failed: u64,
     /// Sum of their durations (API entry to exit).
     pub total_ns: u64,
@@ -101,12 +118,16 @@ pub struct CallTally {
 
 impl CallTally {
     fn add(&mut self, c: &ApiCall) {
-        let ns = c.end_ns.saturating_sub(c.start_ns);
+        self.add_span(c.start_ns, c.end_ns, c.ok, c.bytes);
+    }
+
+    fn add_span(&mut self, start_ns: u64, end_ns: u64, ok: bool, bytes: u64) {
+        let ns = end_ns.saturating_sub(start_ns);
         self.calls += 1;
-        self.failed += u64::from(!c.ok);
+        self.failed += u64::from(!ok);
         self.total_ns = self.total_ns.saturating_add(ns);
         self.max_ns = self.max_ns.max(ns);
-        self.bytes = self.bytes.saturating_add(c.bytes);
+        self.bytes = self.bytes.saturating_add(bytes);
     }
 
     pub fn merge(&mut self, o: &CallTally) {
@@ -129,6 +150,8 @@ pub struct ApiCallTotals {
     /// the function's string id), calls and summed duration. Their names are
     /// resolved at the end; they have no time of their own, so no range.
     pub counted: BTreeMap<(u32, u64, u32), (u64, u64)>,
+    /// Launch calls per (process key, thread, cbid, runtime).
+    pub launches: AHashMap<(u32, u64, u32, bool), CallTally>,
     /// Calls waiting for their part's markers: (part, process key, call).
     waiting: VecDeque<(usize, u32, ApiCall)>,
 }
@@ -137,6 +160,14 @@ impl ApiCallTotals {
     /// A call of part `part`, placed once that part has waited ([`Self::place`]).
     pub fn push(&mut self, part: usize, pid: u32, call: ApiCall) {
         self.waiting.push_back((part, pid, call));
+    }
+
+    /// A launch call (summed at once: it is in no range).
+    pub fn launch(&mut self, pid: u32, l: &Launch) {
+        self.launches
+            .entry((pid, l.thread_id, l.cbid, l.runtime))
+            .or_default()
+            .add_span(l.start_ns, l.end_ns, true, 0);
     }
 
     /// Counted calls of one thread and function.
@@ -223,8 +254,10 @@ pub struct ApiCallSummary {
 }
 
 impl ApiCallSummary {
+    /// Whether there is nothing to show: no call at all, or launches only (a session
+    /// recorded with `GPUPROF_API=off`, or before other calls were traced).
     pub fn is_empty(&self) -> bool {
-        self.by_thread.is_empty()
+        self.by_thread.iter().all(|r| r.class == CallClass::Launch)
     }
 }
 
@@ -235,6 +268,16 @@ mod tests {
     #[test]
     fn classes_follow_the_function_names() {
         for (name, class) in [
+            ("cuLaunchKernel", CallClass::Launch),
+            ("cuLaunchKernelEx_ptsz", CallClass::Launch),
+            ("cudaLaunchKernel", CallClass::Launch),
+            ("cudaLaunchKernelExC", CallClass::Launch),
+            ("cudaLaunch", CallClass::Launch),
+            ("cudaLaunch_ptsz", CallClass::Launch),
+            ("cuLaunchCooperativeKernel", CallClass::Launch),
+            ("cuGraphLaunch", CallClass::Launch),
+            ("cudaGraphLaunch_ptsz", CallClass::Launch),
+            ("cuLaunchHostFunc", CallClass::Other),
             ("cuStreamSynchronize", CallClass::Synchronize),
             ("cuStreamSynchronize_ptsz", CallClass::Synchronize),
             ("cuCtxSynchronize_v2", CallClass::Synchronize),

@@ -16,6 +16,7 @@ use super::gpu_activity::{gpu_activity, GpuActivity};
 use super::integrity::Integrity;
 use super::launch_shape::{launch_shapes, LaunchShape};
 use super::names::demangle;
+use super::names::launch_api_name;
 use super::nvtx::{RangeStats, RangeTotals};
 use super::short_name::short_name;
 use super::telemetry::DeviceTelemetry;
@@ -357,6 +358,18 @@ fn api_call_summary(a: &Aggregate) -> ApiCallSummary {
                 total_ns,
                 ..CallTally::default()
             },
+        });
+    }
+    for (&(key, thread, cbid, runtime), tally) in &t.launches {
+        let function = launch_api_name(cbid, runtime);
+        by_thread.push(ThreadCalls {
+            pid: a.pid(key),
+            session: a.session(key),
+            thread_id: thread,
+            class: CallClass::Launch,
+            function,
+            traced: true,
+            tally: *tally,
         });
     }
     by_thread.sort_by(|x, y| {

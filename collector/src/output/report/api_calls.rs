@@ -1,11 +1,14 @@
 //! The report's section of CPU time in the CUDA calls traced one by one
 //! (`analysis::api_calls`): per thread, the time in each class of call (the
-//! `synchronize` column is the time the thread was blocked waiting for the GPU; the
-//! calls counted rather than traced, `GPUPROF_API=sync`'s others, are in their class);
+//! `synchronize` column is the time the thread was blocked waiting for the GPU, the
+//! `launch` column its time in kernel and graph launch calls; the calls counted rather
+//! than traced, `GPUPROF_API=sync`'s others, are in their class);
 //! per NVTX range name, each class's share of the range's wall time (traced calls
 //! only: a counted call has no time of its own); and the functions behind them (a
-//! counted function's failures, longest call and bytes are unknown: "-", JSON null). Only when the session holds such calls (sessions recorded with
-//! `GPUPROF_API=off` or before these calls were traced show nothing).
+//! counted function's failures, longest call and bytes are unknown: "-", JSON null; a
+//! launch function's failures too). Only when the session holds calls other than
+//! launches (sessions recorded with `GPUPROF_API=off` or before these calls were
+//! traced show nothing).
 //!
 //! CSV `api_calls_by_thread` and `api_calls_by_range`, JSON `api_calls.by_thread` and
 //! `api_calls.by_range`: one row per function, with the same columns.
@@ -77,6 +80,10 @@ pub fn api_calls_json(a: &ApiCallSummary) -> Option<Value> {
                     v[k] = Value::Null;
                 }
             }
+            if r.class == CallClass::Launch {
+                // Whether a launch call failed is not recorded.
+                v["failed"] = Value::Null;
+            }
             v
         })
         .collect();
@@ -134,7 +141,10 @@ pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>)
     }
     let classes = classes_present(a.by_thread.iter().map(|r| r.class));
 
-    out.push_str("\nCPU time in CUDA calls by thread (synchronize: blocked waiting for the GPU)\n");
+    out.push_str(
+        "\nCPU time in CUDA calls by thread (synchronize: blocked waiting for the GPU; launch: \
+         kernel and graph launches)\n",
+    );
     let (threads, sums) = per_class(
         a.by_thread
             .iter()
@@ -215,9 +225,14 @@ pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>)
                 "  (calls counted, not traced one by one, are in no range: GPUPROF_API=all traces all)\n",
             );
         }
+        if a.by_thread.iter().any(|r| r.class == CallClass::Launch) {
+            out.push_str(
+                "  (launch calls are by thread only; the NVTX range table has each range's kernels)\n",
+            );
+        }
     }
 
-    out.push_str("\nCUDA calls by function (\"-\": counted, not traced one by one; GPUPROF_API=all traces all)\n");
+    out.push_str("\nCUDA calls by function (\"-\": counted, not traced one by one; GPUPROF_API=all traces all;\n  a launch's failure is not recorded)\n");
     let mut by_function: Vec<_> = a.by_thread.iter().collect();
     by_function.sort_by(|x, y| {
         y.tally
@@ -241,11 +256,16 @@ pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>)
         .map(|r| {
             // Counted calls: only their number and time are known.
             let known = |v: String| if r.traced { v } else { "-".to_string() };
+            let failed = if r.class == CallClass::Launch {
+                "-".to_string()
+            } else {
+                known(r.tally.failed.to_string())
+            };
             vec![
                 r.pid.to_string(),
                 r.thread_id.to_string(),
                 r.tally.calls.to_string(),
-                known(r.tally.failed.to_string()),
+                failed,
                 total.show(r.tally.total_ns),
                 mean.show(mean_ns(r.tally.total_ns, r.tally.calls)),
                 known(max.show(r.tally.max_ns)),
@@ -326,10 +346,23 @@ mod tests {
                 tally,
             });
         }
+        // Launches: by thread only.
+        a.by_thread.push(ThreadCalls {
+            pid: 4_194_304,
+            session: 0,
+            thread_id: 4_194_303,
+            function: "cudaLaunchKernelExC_ptsz".into(),
+            class: CallClass::Launch,
+            traced: true,
+            tally,
+        });
         let mut out = String::new();
         api_calls_table(&mut out, &a, None);
         for class in CallClass::ALL {
-            assert!(out.contains(&format!("{} %", class.label())), "{out}");
+            assert!(out.contains(&format!("{} s ", class.label())), "{out}");
+            if class != CallClass::Launch {
+                assert!(out.contains(&format!("{} %", class.label())), "{out}");
+            }
         }
         for line in out.lines() {
             assert!(
