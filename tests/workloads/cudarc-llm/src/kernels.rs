@@ -1,4 +1,4 @@
-//! The workload's own kernels, as PTX text loaded with `cuModuleLoadData` (no compiler
+//! The workload's own kernels, as PTX text loaded with `cudaLibraryLoadData` (no compiler
 //! needed). The bodies return immediately: what matters to a profiler is that they are
 //! real kernels of a real module, launched with the shapes an LLM layer uses.
 

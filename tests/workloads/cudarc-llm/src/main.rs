@@ -6,7 +6,9 @@
 //! through cuBLASLt. Prefill and decode are NVTX ranges named "prefill" and "decode";
 //! each decode step ends by reading its token back (a one-element copy to pageable
 //! host memory, then a stream synchronize, as PyTorch's `.item()`), as a server does
-//! before the next step.
+//! before the next step. As in a PyTorch program, the workload's own kernels and the
+//! token's read-back go through the CUDA runtime API (`runtime.rs`), the GEMMs through
+//! cuBLAS / cuBLASLt.
 //! Attention may group its KV heads (`--kv-heads`) and have a head size of its own
 //! (`--head-dim`); with `--experts` the MLP is a mixture of experts: a router GEMM,
 //! then the experts' GEMMs grouped into one strided-batched GEMM per projection, a
@@ -21,13 +23,11 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
 use cudarc::cublaslt::{CudaBlasLT, Matmul, MatmulConfig};
-use cudarc::driver::{
-    sys, CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
-};
-use cudarc::nvrtc::Ptx;
+use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
 use half::bf16;
 
 mod kernels;
+mod runtime;
 
 /// Model and run shape; small defaults keep a simulated run fast.
 #[derive(Debug, Clone, clap::Parser)]
@@ -211,7 +211,7 @@ struct Model {
     stream: Arc<CudaStream>,
     blas: CudaBlas,
     blas_lt: CudaBlasLT,
-    funcs: Vec<(&'static str, CudaFunction)>,
+    kernels: runtime::Kernels,
     w_qkv: CudaSlice<bf16>,
     w_o: CudaSlice<bf16>,
     w_gate_up: CudaSlice<bf16>,
@@ -224,15 +224,6 @@ struct Model {
 }
 
 impl Model {
-    fn func(&self, name: &str) -> &CudaFunction {
-        &self
-            .funcs
-            .iter()
-            .find(|(n, _)| *n == name)
-            .expect("kernel in module")
-            .1
-    }
-
     fn launch(
         &mut self,
         name: &str,
@@ -241,16 +232,9 @@ impl Model {
         x: &CudaSlice<bf16>,
         n: usize,
     ) -> Result<()> {
-        let cfg = LaunchConfig {
-            grid_dim: (grid.max(1), 1, 1),
-            block_dim: (block, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let n = n as u32;
-        let mut b = self.stream.launch_builder(self.func(name));
-        b.arg(x).arg(x).arg(&n);
-        // SAFETY: the kernel takes (pointer, pointer, u32), as pushed above.
-        unsafe { b.launch(cfg) }.with_context(|| format!("launching {name}"))?;
+        self.kernels
+            .launch(&self.stream, name, grid, block, x, n as u32)
+            .with_context(|| format!("launching {name}"))?;
         self.launches += 1;
         Ok(())
     }
@@ -443,12 +427,8 @@ impl Model {
     /// step's token before the next step, and as PyTorch's `.item()` does: a copy to
     /// (pageable) host memory, then the stream synchronised.
     fn read_token(&self, b: &LmBuffers) -> Result<()> {
-        self.stream
-            .clone_dtoh(&b.logits.slice(0..1))
-            .context("reading the step's token back")?;
-        self.stream
-            .synchronize()
-            .context("synchronising after the token's copy")
+        runtime::read_first(&self.stream, &b.logits).context("reading the step's token back")?;
+        Ok(())
     }
 
     /// The LM head on preallocated activations.
@@ -625,18 +605,8 @@ fn main() -> Result<()> {
         bail!("host -> device -> host round trip changed the data");
     }
 
-    let module = ctx
-        .load_module(Ptx::from_src(kernels::ptx()))
-        .context("loading the kernels' PTX")?;
-    let mut funcs = Vec::new();
-    for name in kernels::ALL {
-        funcs.push((
-            name,
-            module
-                .load_function(name)
-                .with_context(|| format!("kernel {name}"))?,
-        ));
-    }
+    let kernels =
+        runtime::Kernels::load(&kernels::ptx(), &kernels::ALL).context("loading the kernels")?;
     let h = shape.hidden;
     let mut model = Model {
         blas: CudaBlas::new(stream.clone()).context("cublasCreate")?,
@@ -650,7 +620,7 @@ fn main() -> Result<()> {
             .then(|| stream.alloc_zeros::<bf16>(shape.experts * h))
             .transpose()?,
         stream: stream.clone(),
-        funcs,
+        kernels,
         launches: 0,
         gemms: 0,
     };

@@ -25,7 +25,7 @@ fn by_function(v: &Value) -> BTreeMap<String, [u64; 5]> {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|r| r["traced"] == true)
+        .filter(|r| r["traced"] == true && r["class"] != "launch")
         .collect();
     let threads: std::collections::BTreeSet<u64> = rows
         .iter()
@@ -44,6 +44,25 @@ fn by_function(v: &Value) -> BTreeMap<String, [u64; 5]> {
                     n("max_ns"),
                     n("bytes"),
                 ],
+            )
+        })
+        .collect()
+}
+
+/// The report's launch rows (`api_calls.by_thread`, class "launch") as function ->
+/// (calls, total_ns); their failures are not recorded (null).
+fn launch_calls(v: &Value) -> BTreeMap<String, Vec<u64>> {
+    v["api_calls"]["by_thread"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["class"] == "launch")
+        .map(|r| {
+            assert!(r["failed"].is_null() && r["traced"] == true, "{r}");
+            let n = |k: &str| r[k].as_u64().unwrap();
+            (
+                r["function"].as_str().unwrap().to_string(),
+                vec![n("calls"), n("total_ns")],
             )
         })
         .collect()
@@ -77,8 +96,10 @@ fn blocked_time_per_thread_and_range_is_the_sum_of_the_traced_calls() {
     let calls = by_function(&v);
 
     // What the workload calls, exactly: the round trip, a token read back and a
-    // synchronize per decode step, one synchronize at the end; as many frees as
-    // allocations, and a set call per memset the GPU ran, with its bytes.
+    // synchronize per decode step (through the CUDA runtime, as PyTorch's `.item()`),
+    // one synchronize at the end; as many frees as allocations, and a set call per
+    // memset the GPU ran, with its bytes. The driver calls the runtime makes inside
+    // its own are not recorded: each call once, as the program made it.
     let transfers = |kind: &str| -> (u64, u64) {
         let t = v["transfers"]
             .as_array()
@@ -91,13 +112,16 @@ fn blocked_time_per_thread_and_range_is_the_sum_of_the_traced_calls() {
     let c = |f: &str| calls[f];
     assert_eq!(c("cuMemcpyHtoDAsync_v2")[0], 1);
     assert_eq!(c("cuMemcpyHtoDAsync_v2")[4], 16384);
-    assert_eq!(c("cuMemcpyDtoHAsync_v2")[0], 1 + DECODE_STEPS);
-    assert_eq!(c("cuMemcpyDtoHAsync_v2")[4], 16384 + 2 * DECODE_STEPS);
+    assert_eq!(c("cuMemcpyDtoHAsync_v2")[0], 1);
+    assert_eq!(c("cuMemcpyDtoHAsync_v2")[4], 16384);
+    assert_eq!(c("cudaMemcpyAsync")[0], DECODE_STEPS);
+    assert_eq!(c("cudaMemcpyAsync")[4], 2 * DECODE_STEPS);
     assert_eq!(
         transfers("DtoH"),
         (1 + DECODE_STEPS, 16384 + 2 * DECODE_STEPS)
     );
-    assert_eq!(c("cuStreamSynchronize")[0], DECODE_STEPS + 1);
+    assert_eq!(c("cuStreamSynchronize")[0], 1);
+    assert_eq!(c("cudaStreamSynchronize")[0], DECODE_STEPS);
     assert_eq!(c("cuMemAllocAsync")[0], c("cuMemFreeAsync")[0]);
     assert_eq!(
         (c("cuMemsetD8Async")[0], c("cuMemsetD8Async")[4]),
@@ -107,7 +131,7 @@ fn blocked_time_per_thread_and_range_is_the_sum_of_the_traced_calls() {
         calls.values().all(|t| t[1] == 0),
         "no call failed: {calls:?}"
     );
-    assert_eq!(calls.len(), 6, "{calls:?}");
+    assert_eq!(calls.len(), 8, "{calls:?}");
 
     // The same sums from the session's tables, with DuckDB.
     let dir = out.join("parts").to_str().unwrap().replace('\'', "''");
@@ -140,7 +164,15 @@ fn blocked_time_per_thread_and_range_is_the_sum_of_the_traced_calls() {
          JOIN read_parquet('{dir}/*/strings.parquet') s ON s.pid = t.pid AND s.id = t.name \
          GROUP BY s.text"
     );
-    let got = duckdb(&[&setup], &[per_function, per_range, walls, &counted]);
+    let launches = format!(
+        "SELECT runtime, cbid, count(*)::UBIGINT AS calls, \
+           sum(end_ns - start_ns)::UBIGINT AS total_ns \
+         FROM read_parquet('{dir}/*/launches.parquet') GROUP BY runtime, cbid"
+    );
+    let got = duckdb(
+        &[&setup],
+        &[per_function, per_range, walls, &counted, &launches],
+    );
 
     let sql = sql_rows(
         &got[0],
@@ -172,7 +204,7 @@ fn blocked_time_per_thread_and_range_is_the_sum_of_the_traced_calls() {
         .collect();
     assert_eq!(report, sql);
     assert!(
-        report.contains_key("decode / cuStreamSynchronize"),
+        report.contains_key("decode / cudaStreamSynchronize"),
         "{report:?}"
     );
     // Each row's range wall time is the NVTX table's, and its share of it exact.
@@ -208,10 +240,50 @@ fn blocked_time_per_thread_and_range_is_the_sum_of_the_traced_calls() {
         })
         .collect();
     assert_eq!(counted, sql);
-    // The workload's context, module and stream set-up, at least.
-    for f in ["cuModuleLoadData", "cuModuleGetFunction", "cuCtxGetCurrent"] {
+    // The workload's context, module and stream set-up, at least, and its kernels
+    // loaded through the runtime; not the driver calls the runtime made for those.
+    for f in [
+        "cuModuleLoadData",
+        "cuModuleGetFunction",
+        "cuCtxGetCurrent",
+        "cudaLibraryLoadData",
+        "cudaLibraryGetKernel",
+    ] {
         assert!(counted.contains_key(f), "{f}: {counted:?}");
     }
+    for f in ["cuLibraryLoadData", "cuLibraryGetKernel"] {
+        assert!(!counted.contains_key(f), "{f}: {counted:?}");
+    }
+
+    // Launch calls, per function as the session's launches sum them: the workload's
+    // own kernels through the runtime (cudaLaunchKernel, runtime cbid 211), cuBLAS's
+    // through the driver (cuLaunchKernel, 307).
+    let launches = launch_calls(&v);
+    let name = |r: &Value| match (r["runtime"].as_bool().unwrap(), r["cbid"].as_u64().unwrap()) {
+        (true, 211) => "cudaLaunchKernel",
+        (false, 307) => "cuLaunchKernel",
+        other => panic!("a launch call {other:?}"),
+    };
+    let sql: BTreeMap<String, Vec<u64>> = got[4]
+        .iter()
+        .map(|r| {
+            (
+                name(r).to_string(),
+                vec![
+                    r["calls"].as_u64().unwrap(),
+                    r["total_ns"].as_u64().unwrap(),
+                ],
+            )
+        })
+        .collect();
+    assert_eq!(launches, sql);
+    assert_eq!(
+        (
+            launches["cudaLaunchKernel"][0],
+            launches["cuLaunchKernel"][0]
+        ),
+        (60, 47)
+    );
     assert!(
         counted.keys().all(|f| !calls.contains_key(f)),
         "{counted:?}"
@@ -229,13 +301,22 @@ fn blocked_time_per_thread_and_range_is_the_sum_of_the_traced_calls() {
     let sum = |f: &[&str]| f.iter().map(|f| c(f)[2]).sum::<u64>();
     // The counted calls are all of class "other" here (set-up and queries).
     let other: u64 = counted.values().map(|t| t[1]).sum();
-    let all: u64 =
-        calls.values().map(|t| t[0]).sum::<u64>() + counted.values().map(|t| t[0]).sum::<u64>();
+    let all: u64 = calls.values().map(|t| t[0]).sum::<u64>()
+        + counted.values().map(|t| t[0]).sum::<u64>()
+        + launches.values().map(|t| t[0]).sum::<u64>();
     let want = [
-        ("synchronize", sum(&["cuStreamSynchronize"])),
+        ("launch", launches.values().map(|t| t[1]).sum()),
+        (
+            "synchronize",
+            sum(&["cuStreamSynchronize", "cudaStreamSynchronize"]),
+        ),
         (
             "copy",
-            sum(&["cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2"]),
+            sum(&[
+                "cuMemcpyHtoDAsync_v2",
+                "cuMemcpyDtoHAsync_v2",
+                "cudaMemcpyAsync",
+            ]),
         ),
         ("set", sum(&["cuMemsetD8Async"])),
         ("alloc/free", sum(&["cuMemAllocAsync", "cuMemFreeAsync"])),

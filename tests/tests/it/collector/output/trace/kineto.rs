@@ -95,12 +95,25 @@ fn transfers_of(v: &Value, kind: impl Fn(&str) -> bool) -> u64 {
 fn api_calls(v: &Value) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     for r in v["api_calls"]["by_thread"].as_array().unwrap() {
-        // Counted calls are not in a trace: only those traced one by one.
-        if r["traced"] != true {
+        // Counted calls are not in a trace: only those traced one by one (launch
+        // calls are the trace's launches).
+        if r["traced"] != true || r["class"] == "launch" {
             continue;
         }
         *out.entry(r["function"].as_str().unwrap().to_string())
             .or_default() += r["calls"].as_u64().unwrap();
+    }
+    out
+}
+
+/// The report's launch calls by function (`api_calls.by_thread`, class "launch").
+fn launch_calls(v: &Value) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for r in v["api_calls"]["by_thread"].as_array().unwrap() {
+        if r["class"] == "launch" {
+            *out.entry(r["function"].as_str().unwrap().to_string())
+                .or_default() += r["calls"].as_u64().unwrap();
+        }
     }
     out
 }
@@ -206,9 +219,14 @@ fn the_demo_workload_reads_in_hta_as_in_the_report() {
     // The calls other than launches are the report's; the flows run from each
     // launch to its kernel and from each copy's or set's call to the copy or set.
     let calls = api_calls(&v);
-    let waits = calls["cuStreamSynchronize"];
+    let launches = launch_calls(&v);
+    let waits = calls["cudaStreamSynchronize"] + calls["cuStreamSynchronize"];
     let others: u64 = calls.values().sum();
-    assert_eq!(waits, 5, "a token read back per decode step, and the end");
+    assert_eq!(
+        (calls["cudaStreamSynchronize"], calls["cuStreamSynchronize"]),
+        (4, 1),
+        "a token read back per decode step (through the runtime), and the end"
+    );
     let flows = 107 + copies_of(&v) + sets_of(&v);
     assert!(
         stderr.contains(&format!(
@@ -286,7 +304,22 @@ fn the_demo_workload_reads_in_hta_as_in_the_report() {
     }
     let (copies, sets) = (copies_of(&v), sets_of(&v));
     assert_eq!(cats["X kernel"], 107);
-    assert_eq!(cats["X cuda_driver"], 107 + others);
+    // The runtime's calls as `cuda_runtime`, the driver's as `cuda_driver`, as Kineto
+    // writes CUPTI's runtime and driver API records.
+    let runtime_calls: u64 = calls
+        .iter()
+        .filter(|(f, _)| f.starts_with("cuda"))
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(runtime_calls, 8, "{calls:?}");
+    assert_eq!(
+        cats["X cuda_runtime"],
+        launches["cudaLaunchKernel"] + runtime_calls
+    );
+    assert_eq!(
+        cats["X cuda_driver"],
+        launches["cuLaunchKernel"] + others - runtime_calls
+    );
     assert_eq!(cats["s ac2g"], 107 + copies + sets);
     assert_eq!(cats["f ac2g"], 107 + copies + sets);
     assert_eq!(cats["X cuda_sync"], waits);
@@ -422,18 +455,28 @@ fn the_demo_workload_reads_in_hta_as_in_the_report() {
     assert_eq!(kernels, report_kernels(&v));
     assert_eq!(transfer_kinds(&transfers), report_transfers(&v));
     // Launches: HTA links every launch call to its kernel by correlation id (the
-    // launch events of its queue-length and critical-path analyses); its
-    // get_cuda_kernel_launch_stats counts only runtime API launches (cudaLaunchKernel,
-    // cudaLaunchKernelExC, cudaMemcpyAsync, cudaMemsetAsync), and gpuprof records the
-    // driver API's cuLaunchKernel, which HTA 0.5.0 leaves out there.
-    assert_eq!(h["linked_launches"], json!({"0": 107}));
+    // launch events of its queue-length and critical-path analyses), the runtime's
+    // cudaLaunchKernel (the workload's own kernels) as the driver's cuLaunchKernel
+    // (cuBLAS's), and the runtime's cudaMemcpyAsync and cudaMemsetAsync.
+    assert_eq!(
+        h["linked_launches"],
+        json!({"0": 107 + calls["cudaMemcpyAsync"]})
+    );
     // HTA links each copy's, set's and wait's call to its GPU side by correlation id.
     assert_eq!(
         h["launch_names"],
         json!({"0": ["cuLaunchKernel", "cuMemcpyDtoHAsync_v2", "cuMemcpyHtoDAsync_v2",
-                     "cuMemsetD8Async", "cuStreamSynchronize"]})
+                     "cuMemsetD8Async", "cuStreamSynchronize", "cudaLaunchKernel",
+                     "cudaMemcpyAsync", "cudaStreamSynchronize"]})
     );
-    assert_eq!(h["launch_stats_rows"], 0);
+    // get_cuda_kernel_launch_stats counts the runtime API's launches only
+    // (cudaLaunchKernel, cudaLaunchKernelExC, cudaMemcpyAsync, cudaMemsetAsync), each
+    // with its GPU side: the report's calls of those.
+    assert_eq!(
+        h["launch_stats_rows"],
+        json!(launches["cudaLaunchKernel"] + calls["cudaMemcpyAsync"])
+    );
+    assert_eq!(launches["cudaLaunchKernel"], 60);
     // The waits on the GPU, as the report counts the calls; HTA's critical path over
     // "prefill" with no warning about missing CUDA synchronization events.
     assert_eq!(h["syncs"], json!({"0": {"Stream Sync": waits}}));
@@ -562,7 +605,9 @@ fn as_tracelens_reads(events: &[Value], report: &Value) {
     let ns = |v: &Value| (v.as_f64().unwrap() * 1000.0).round() as u64;
     let span = |e: &Value| (ns(&e["ts"]), ns(&e["ts"]) + ns(&e["dur"]));
     let of = |cat: &str| -> Vec<&Value> { events.iter().filter(|e| e["cat"] == cat).collect() };
-    let (ops, launches, kernels) = (of("cpu_op"), of("cuda_driver"), of("kernel"));
+    let (ops, kernels) = (of("cpu_op"), of("kernel"));
+    // The CPU calls: the runtime's and the driver's.
+    let launches: Vec<&Value> = [of("cuda_runtime"), of("cuda_driver")].concat();
     // Model FLOPs per GEMM shape label: the report's.
     let mut want: BTreeMap<String, f64> = BTreeMap::new();
     for k in &kernels {
@@ -701,8 +746,23 @@ fn four_ranks_are_four_files_and_hta_loads_four_ranks() {
     let (kernels, transfers) = hta_kernels(&h);
     assert_eq!(kernels, report_kernels(&v));
     assert_eq!(transfer_kinds(&transfers), report_transfers(&v));
-    assert_eq!(h["linked_launches"], json!(kernels_of_rank));
-    assert_eq!(h["launch_stats_rows"], 0);
+    // Each rank's launches and token read-backs: the runtime's, in HTA's launch
+    // statistics as in the report.
+    let linked: BTreeMap<String, u64> = kernels_of_rank
+        .iter()
+        .map(|(r, k)| (r.clone(), k + 2))
+        .collect();
+    assert_eq!(h["linked_launches"], json!(linked));
+    let calls = api_calls(&v);
+    assert_eq!(
+        calls["cudaMemcpyAsync"],
+        4 * 2,
+        "two decode steps on each rank"
+    );
+    assert_eq!(
+        h["launch_stats_rows"],
+        json!(launch_calls(&v)["cudaLaunchKernel"] + calls["cudaMemcpyAsync"])
+    );
 }
 
 const T0: u64 = 1_700_000_000_000_000_000;
