@@ -152,7 +152,14 @@ fn on_api(cbid: u32, d: &CUpti_CallbackData) {
         // Before the timestamp: starting a counter range is not the launch's time.
         counters::on_launch_enter(t.cupti, cbid, d, gemm::shape_key());
     }
-    let now = callback::timestamp(t.cupti);
+    // A runtime launch's record stands for the driver launch it makes: no time of its
+    // own needed (`runtime_calls.rs`).
+    let by_runtime = runtime_calls::in_launch();
+    let now = if by_runtime {
+        0
+    } else {
+        callback::timestamp(t.cupti)
+    };
     if d.callbackSite == CUPTI_API_ENTER {
         tally::launch_enter();
         // A graph node created inside this call is this kernel's.
@@ -162,7 +169,7 @@ fn on_api(cbid: u32, d: &CUpti_CallbackData) {
             d.symbolName
         });
         gemm::on_launch_enter(d.correlationId, graph_launch);
-        if !slot.is_null() {
+        if !slot.is_null() && !by_runtime {
             // SAFETY: CUPTI gives each API call an 8-byte slot kept from enter to exit.
             unsafe { *slot = now };
         }

@@ -58,10 +58,16 @@ pub fn inside() -> bool {
     DEPTH.with(Cell::get) > 0
 }
 
+/// Whether a runtime launch is in progress on this thread (a driver launch now is the
+/// one it makes).
+pub fn in_launch() -> bool {
+    LAUNCH.with(Cell::get) != 0
+}
+
 /// At a driver launch's exit: whether a runtime launch in progress on this thread made
 /// it. If so the runtime launch's record stands for it, with its correlation id.
 pub fn claim_driver_launch(correlation_id: u32) -> bool {
-    if LAUNCH.with(Cell::get) == 0 {
+    if !in_launch() {
         return false;
     }
     DRIVER_LAUNCH.with(|l| l.set(correlation_id));
