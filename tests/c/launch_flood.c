@@ -2,10 +2,13 @@
  * overhead benchmark: loads a one-kernel PTX module and launches it N times on one
  * stream, timing the launch loop alone, in wall time (CLOCK_MONOTONIC) and in the
  * launching thread's CPU time (CLOCK_THREAD_CPUTIME_ID), then synchronises.
- * usage: launch_flood N [event|query]
+ * usage: launch_flood N [event|query|runtime]
  * With `event`, each launch is followed by a cuEventRecord of one event on the same
  * stream: a call a profiler traces besides launches (the benchmark's cost per traced
- * call); with `query`, by a cuCtxGetCurrent: a call gpuprof only counts.
+ * call); with `query`, by a cuCtxGetCurrent: a call gpuprof only counts; with
+ * `runtime`, the kernel is loaded and launched through the CUDA runtime
+ * (libcudart.so.12: cudaLibraryLoadData, cudaLibraryGetKernel, cudaLaunchKernel), as a
+ * PyTorch program launches its kernels.
  * prints: launches=N loop_ns=T ns_per_launch=T/N cpu_ns=C cpu_ns_per_launch=C/N
  *         peak_rss_kb=R (the process's peak resident set, VmHWM, after the synchronise)
  *         nvperf_host_rss_kb=H (of the resident set then, NVIDIA's libnvperf_host's) */
@@ -93,6 +96,13 @@ typedef void *CUevent;
 typedef CUresult (*cuEventCreate_t)(CUevent *, unsigned);
 typedef CUresult (*cuEventRecord_t)(CUevent, CUstream);
 typedef CUresult (*cuCtxGetCurrent_t)(CUcontext *);
+typedef struct {
+    unsigned x, y, z;
+} dim3;
+typedef int (*cudaLibraryLoadData_t)(void **, const void *, void *, void **, unsigned, void *,
+                                     void **, unsigned);
+typedef int (*cudaLibraryGetKernel_t)(void **, void *, const char *);
+typedef int (*cudaLaunchKernel_t)(const void *, dim3, dim3, void **, size_t, void *);
 
 static const char PTX[] =
     ".version 8.0\n.target sm_80\n.address_size 64\n"
@@ -102,6 +112,7 @@ int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 100000;
     int record_events = argc > 2 && strcmp(argv[2], "event") == 0;
     int query_context = argc > 2 && strcmp(argv[2], "query") == 0;
+    int runtime = argc > 2 && strcmp(argv[2], "runtime") == 0;
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);
     if (!lib) {
         fprintf(stderr, "launch_flood: %s\n", dlerror());
@@ -123,13 +134,36 @@ int main(int argc, char **argv) {
     CHECK(cuModuleGetFunction(&f, mod, "tiny_elementwise_kernel"));
     CUevent ev;
     CHECK(cuEventCreate(&ev, 0));
+    cudaLaunchKernel_t cudaLaunchKernel = NULL;
+    void *kernel = NULL;
+    if (runtime) {
+        void *rt = dlopen("libcudart.so.12", RTLD_NOW);
+        if (!rt) {
+            fprintf(stderr, "launch_flood: %s\n", dlerror());
+            return 2;
+        }
+        cudaLibraryLoadData_t load = (cudaLibraryLoadData_t)dlsym(rt, "cudaLibraryLoadData");
+        cudaLibraryGetKernel_t get = (cudaLibraryGetKernel_t)dlsym(rt, "cudaLibraryGetKernel");
+        cudaLaunchKernel = (cudaLaunchKernel_t)dlsym(rt, "cudaLaunchKernel");
+        if (!load || !get || !cudaLaunchKernel) {
+            fprintf(stderr, "launch_flood: libcudart.so.12 lacks a function\n");
+            return 2;
+        }
+        void *library = NULL;
+        CHECK(load(&library, PTX, NULL, NULL, 0, NULL, NULL, 0));
+        CHECK(get(&kernel, library, "tiny_elementwise_kernel"));
+    }
+    dim3 grid = {1, 1, 1}, block = {32, 1, 1};
     unsigned arg = 1;
     void *params[] = {&arg};
     struct timespec t0, t1, c0, c1;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (long i = 0; i < n; i++) {
-        CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, 0, params, 0));
+        if (runtime)
+            CHECK(cudaLaunchKernel(kernel, grid, block, params, 0, NULL));
+        else
+            CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, 0, params, 0));
         if (record_events)
             CHECK(cuEventRecord(ev, 0));
         if (query_context) {

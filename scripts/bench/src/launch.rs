@@ -1,6 +1,6 @@
 //! Added cost per kernel launch on the application's thread: the same launch flood
 //! (tests/c/launch_flood.c, timing its own launch loop in wall time and in the
-//! launching thread's CPU time) on the simulated stack, ten ways, in alternating
+//! launching thread's CPU time) on the simulated stack, twelve ways, in alternating
 //! runs: unprofiled; under the baseline tool (scripts/bench/baseline-tool: CUPTI
 //! with libgpuprof.so's subscriptions and nothing done with them); under the baseline
 //! tool with a range profiler enabled on the context as libgpuprof.so enables one for
@@ -10,7 +10,9 @@
 //! only calls traced, as before gpuprof traced others: the launch path's figure
 //! before and after); and the baseline tool and `gpuprof record` (counters off) with
 //! a `cuEventRecord` after each launch, a call traced by default: what gpuprof adds
-//! per traced call. gpuprof's own cost is the difference of the medians against the baseline
+//! per traced call; and the two with the kernel launched through the CUDA runtime
+//! (`cudaLaunchKernel`, whose driver launch inside gpuprof follows too): what gpuprof
+//! adds per runtime launch. gpuprof's own cost is the difference of the medians against the baseline
 //! that pays what CUPTI charges for the same setup: counters off against the plain
 //! baseline, default counters against the baseline with a range profiler.
 
@@ -81,7 +83,7 @@ pub fn run(args: &[String]) -> Result<()> {
     }
     let _ = std::fs::remove_dir_all(&out_root);
     let m: Vec<PerLaunch> = runs_of.iter().map(|r| median(r)).collect();
-    let [p, b, br, off, on, off_no_api, b_ev, off_ev, b_q, off_q] = m[..] else {
+    let [p, b, br, off, on, off_no_api, b_ev, off_ev, b_q, off_q, b_rt, off_rt] = m[..] else {
         unreachable!("one median per way")
     };
     println!(
@@ -130,6 +132,11 @@ pub fn run(args: &[String]) -> Result<()> {
         "  added by gpuprof per counted call (a cuCtxGetCurrent after each launch; counters off, over the baseline tool, less the launch's): {:+.0} ns wall, {:+.0} ns thread CPU",
         (off_q.wall - b_q.wall) - (off.wall - b.wall),
         (off_q.cpu - b_q.cpu) - (off.cpu - b.cpu)
+    );
+    added(
+        "per runtime launch (cudaLaunchKernel), counters off, over the baseline tool",
+        off_rt,
+        b_rt,
     );
     // Per-kernel counters build their configurations and evaluate their metrics
     // through CUPTI's Profiler Host API, which loads NVIDIA's libnvperf_host: its
@@ -186,7 +193,7 @@ struct Way {
 }
 
 impl Way {
-    const ALL: [Way; 10] = [
+    const ALL: [Way; 12] = [
         Way::of(Tool::None, None, "unprofiled"),
         Way::of(
             Tool::Baseline {
@@ -255,6 +262,21 @@ impl Way {
             },
             Some("query"),
             "gpuprof, counters off, a cuCtxGetCurrent per launch",
+        ),
+        Way::of(
+            Tool::Baseline {
+                range_profiler: false,
+            },
+            Some("runtime"),
+            "baseline tool, runtime launches",
+        ),
+        Way::of(
+            Tool::Gpuprof {
+                counters: "off",
+                api: "sync",
+            },
+            Some("runtime"),
+            "gpuprof, counters off, runtime launches",
         ),
     ];
 

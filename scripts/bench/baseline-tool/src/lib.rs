@@ -37,7 +37,9 @@ use cupti::callback::{self, Subscriber};
 use cupti::profiler;
 use cupti::Cupti;
 use cupti_sys::CUpti_ActivityKind as K;
-use cupti_sys::CUpti_CallbackDomain::{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RESOURCE};
+use cupti_sys::CUpti_CallbackDomain::{
+    CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CB_DOMAIN_RUNTIME_API,
+};
 use cupti_sys::CUpti_CallbackIdResource::{
     CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
     CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
@@ -104,10 +106,13 @@ fn start() -> Result<(), String> {
         callback::enable_callback(cupti, s, CUPTI_CB_DOMAIN_RESOURCE, id)
             .map_err(|e| format!("resource callback {id}: {e}"))?;
     }
-    // By default (`GPUPROF_API=sync`) libgpuprof.so enables every driver callback:
-    // launches, the calls it traces one by one, and the others, which it counts.
+    // By default (`GPUPROF_API=sync`) libgpuprof.so enables every driver and runtime
+    // callback: launches, the calls it traces one by one, and the others, which it
+    // counts.
     callback::enable_domain(cupti, s, CUPTI_CB_DOMAIN_DRIVER_API)
         .map_err(|e| format!("driver callbacks: {e}"))?;
+    callback::enable_domain(cupti, s, CUPTI_CB_DOMAIN_RUNTIME_API)
+        .map_err(|e| format!("runtime callbacks: {e}"))?;
     activity::use_system_thread_ids(cupti, s).map_err(|e| format!("thread ids: {e}"))?;
     let callbacks = BufferCallbacks {
         request: Some(requested),
