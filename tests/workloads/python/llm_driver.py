@@ -1,10 +1,15 @@
 """An LLM-inference-shaped CUDA workload on NVIDIA's cuda-python (`cuda-bindings`),
-driver API only, unmodified as any user program: a module of attention-like and
+driver API, unmodified as any user program: a module of attention-like and
 elementwise kernels from PTX text, a prefill pass and decode steps (decode captured
 once into a CUDA graph and replayed, as serving engines do), events around the
 work, and a host -> device -> host round trip that must return the same bytes.
 
-usage: python llm_driver.py [--layers N] [--prompt N] [--decode-steps N]
+With --runtime the kernels are loaded and launched through the CUDA runtime's C ABI
+(`libcudart.so.12` by ctypes, the library PyTorch links): cudaLibraryLoadData,
+cudaLibraryGetKernel, cudaLaunchKernel. (cuda-bindings' own runtime module is
+NVIDIA's static runtime, which reaches the driver through private tables.)
+
+usage: python llm_driver.py [--layers N] [--prompt N] [--decode-steps N] [--runtime]
 Prints one summary line; exits non-zero on any CUDA error.
 """
 
@@ -52,6 +57,47 @@ class Launcher:
         self.launches += 1
 
 
+class Dim3(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
+
+
+class RuntimeLauncher:
+    """The same launches through the CUDA runtime (libcudart.so.12)."""
+
+    def __init__(self, stream):
+        rt = ctypes.CDLL("libcudart.so.12")
+        rt.cudaLaunchKernel.argtypes = [ctypes.c_void_p, Dim3, Dim3,
+                                        ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
+                                        ctypes.c_void_p]
+        self.rt = rt
+        self.code = ctypes.create_string_buffer(ptx())
+        lib = ctypes.c_void_p()
+        self.check(rt.cudaLibraryLoadData(ctypes.byref(lib), self.code, None, None, 0,
+                                          None, None, 0), "cudaLibraryLoadData")
+        self.funcs = {}
+        for n in KERNELS:
+            k = ctypes.c_void_p()
+            self.check(rt.cudaLibraryGetKernel(ctypes.byref(k), lib, n.encode()),
+                       "cudaLibraryGetKernel")
+            self.funcs[n] = k
+        self.stream = ctypes.c_void_p(int(stream))
+        self.launches = 0
+
+    @staticmethod
+    def check(err, what):
+        if err != 0:
+            raise RuntimeError(f"{what}: CUDA runtime error {err}")
+
+    def __call__(self, name, grid, block, ptr, n):
+        arg_ptr = ctypes.c_uint64(int(ptr))
+        arg_n = ctypes.c_uint32(n)
+        params = (ctypes.c_void_p * 2)(ctypes.addressof(arg_ptr), ctypes.addressof(arg_n))
+        self.check(self.rt.cudaLaunchKernel(self.funcs[name], Dim3(max(grid, 1), 1, 1),
+                                            Dim3(block, 1, 1), params, 0, self.stream),
+                   f"cudaLaunchKernel {name}")
+        self.launches += 1
+
+
 def layer(launch, buf, hidden, ffn, heads, tokens, prefill):
     launch("rms_norm_kernel", tokens, 256, buf, hidden * tokens)
     if prefill:
@@ -69,6 +115,8 @@ def main() -> int:
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--decode-steps", type=int, default=4)
+    ap.add_argument("--runtime", action="store_true",
+                    help="launch the kernels through the CUDA runtime (libcudart.so.12)")
     args = ap.parse_args()
     hidden, ffn, heads = 1024, 2816, 8
 
@@ -89,7 +137,7 @@ def main() -> int:
         return 1
 
     module = check(cu.cuModuleLoadData(ptx()))
-    launch = Launcher(module, stream)
+    launch = RuntimeLauncher(stream) if args.runtime else Launcher(module, stream)
     buf = check(cu.cuMemAlloc(hidden * args.prompt * 2 * 4))
 
     start, end = check(cu.cuEventCreate(0)), check(cu.cuEventCreate(0))

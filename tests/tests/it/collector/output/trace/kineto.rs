@@ -14,7 +14,7 @@ use std::time::Duration;
 use gpuprof_collector::store::write_parts;
 use gpuprof_tests::{
     artifact, class_key, fitted_bytes_by_class, gpuprof_command, read_perfetto_trace,
-    record_on_sim, venv_python_of, Scratch, TimedChild,
+    record_on_sim, venv_python, venv_python_of, Scratch, TimedChild,
 };
 use serde_json::{json, Value};
 use wire::testing::{k, launch, marker, process, string};
@@ -682,6 +682,50 @@ fn as_tracelens_reads(events: &[Value], report: &Value) {
             "{g}"
         );
     }
+}
+
+/// The Python client launching its kernels through the CUDA runtime (`--runtime`:
+/// libcudart.so.12 by ctypes, the library PyTorch links): HTA's launch statistics
+/// count its `cudaLaunchKernel`s that ran a kernel, the prefill's 2 layers x 6; the
+/// decode step's 12 are captured into a graph, whose 4 replays (cuda-python's
+/// `cuGraphLaunch`) HTA does not count.
+#[test]
+fn the_python_client_on_the_runtime_has_hta_launch_statistics() {
+    let scratch = Scratch::new("kineto-python-runtime");
+    let out = scratch.join("out");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads/python/llm_driver.py");
+    let mut cmd = record_on_sim("13.4");
+    cmd.arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(venv_python())
+        .arg(&script)
+        .arg("--runtime");
+    let rec = TimedChild::spawn(cmd, LIMIT).wait();
+    assert_eq!(rec.status.code(), Some(0), "{}", rec.stderr);
+    assert!(
+        rec.stdout.starts_with("llm_driver: ok: 2 layers, prompt 128, 4 decode steps (graph replays): 24 launches captured or issued, "),
+        "{}",
+        rec.stdout
+    );
+    let v = report_json(&out);
+    assert_eq!(v["kernel_count"], 12 + 4 * 12);
+    let launches = launch_calls(&v);
+    assert_eq!(
+        launches,
+        BTreeMap::from([
+            ("cuGraphLaunch".to_string(), 4),
+            ("cudaLaunchKernel".to_string(), 24),
+        ])
+    );
+    let dir = scratch.join("kineto");
+    let o = kineto_to(&out, &dir, &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let h = hta(&dir);
+    assert_eq!(h["launch_stats_rows"], 12);
+    // The launches HTA links to GPU work by correlation id: the prefill's (a captured
+    // launch runs nothing itself; cuGraphLaunch is not among HTA's launch names).
+    assert_eq!(h["linked_launches"], json!({"0": 12}));
 }
 
 #[test]
