@@ -19,6 +19,7 @@ mod capture_window;
 mod counters;
 mod decode;
 mod device;
+mod driver_args;
 mod entry;
 mod exit;
 mod exit_order;

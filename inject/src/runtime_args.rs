@@ -1,4 +1,4 @@
-//! What the parameters of the traced runtime API calls say (`api_calls::Args`): bytes
+//! What the parameters of the traced runtime API calls say (`driver_args::Args`): bytes
 //! copied, set or allocated, the stream named and the event named, read from the
 //! `cuda*_params` structs of `generated_cuda_runtime_api_meta.h`.
 
@@ -6,7 +6,7 @@ use core::ffi::c_void;
 
 use cupti_sys::CUpti_runtime_api_trace_cbid_enum as cbid;
 
-use crate::api_calls::Args;
+use crate::driver_args::Args;
 
 /// Whether `cbid` is a per-thread default stream variant (`_ptsz`, `_ptds`).
 #[allow(non_upper_case_globals)]
