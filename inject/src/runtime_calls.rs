@@ -29,8 +29,8 @@ pub use cupti::cbids::RUNTIME_LAUNCHES as LAUNCHES;
 thread_local! {
     /// Runtime calls entered and not yet exited on this thread.
     static DEPTH: Cell<u32> = const { Cell::new(0) };
-    /// The correlation id of the runtime launch in progress on this thread (0: none).
-    static LAUNCH: Cell<u32> = const { Cell::new(0) };
+    /// Whether a runtime launch is in progress on this thread.
+    static LAUNCH: Cell<bool> = const { Cell::new(false) };
     /// The correlation id of the driver launch that runtime launch made (0: none yet).
     static DRIVER_LAUNCH: Cell<u32> = const { Cell::new(0) };
 }
@@ -41,13 +41,13 @@ pub fn track(d: &CUpti_CallbackData, launch: bool) {
     if d.callbackSite == CUPTI_API_ENTER {
         DEPTH.with(|n| n.set(n.get().saturating_add(1)));
         if launch {
-            LAUNCH.with(|l| l.set(d.correlationId));
+            LAUNCH.with(|l| l.set(true));
             DRIVER_LAUNCH.with(|l| l.set(0));
         }
     } else if d.callbackSite == CUPTI_API_EXIT {
         DEPTH.with(|n| n.set(n.get().saturating_sub(1)));
         if launch {
-            LAUNCH.with(|l| l.set(0));
+            LAUNCH.with(|l| l.set(false));
         }
     }
 }
@@ -61,7 +61,7 @@ pub fn inside() -> bool {
 /// Whether a runtime launch is in progress on this thread (a driver launch now is the
 /// one it makes).
 pub fn in_launch() -> bool {
-    LAUNCH.with(Cell::get) != 0
+    LAUNCH.with(Cell::get)
 }
 
 /// At a driver launch's exit: whether a runtime launch in progress on this thread made
