@@ -162,6 +162,50 @@ fn an_nvtx_window_records_exactly_the_kernels_of_that_range() {
             "launches": whole["kernel_count"], "captured_launches": decode["kernels"],
         })
     );
+    // The CUDA calls inside the window only, the runtime's as the driver's: per decode
+    // step the workload's 12 own kernels through the runtime and cuBLAS's 9 through
+    // the driver (the 21 above), 12 buffers allocated and zeroed (cudarc's
+    // alloc_zeros), 10 of them freed inside (the LM head's 2 go after the step's range
+    // ends), the token read back and waited for through the runtime; nothing of the
+    // prefill or the set-up (its runtime library load, counted in the whole run).
+    let calls = |v: &Value| -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = v["api_calls"]["by_thread"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["traced"] == true)
+            .map(|r| {
+                (
+                    r["function"].as_str().unwrap().to_string(),
+                    r["calls"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    assert_eq!(
+        calls(&v),
+        [
+            ("cuLaunchKernel", 4 * 9),
+            ("cuMemAllocAsync", 4 * 12),
+            ("cuMemFreeAsync", 4 * 10),
+            ("cuMemsetD8Async", 4 * 12),
+            ("cudaLaunchKernel", 4 * 12),
+            ("cudaMemcpyAsync", 4),
+            ("cudaStreamSynchronize", 4),
+        ]
+        .map(|(f, n)| (f.to_string(), n))
+    );
+    let counted = |v: &Value, f: &str| {
+        v["api_calls"]["by_thread"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["traced"] == false && r["function"] == f)
+    };
+    assert!(counted(&whole, "cudaLibraryLoadData"));
+    assert!(!counted(&v, "cudaLibraryLoadData"));
 }
 
 #[test]
