@@ -8,7 +8,6 @@
 //! no locks, no allocation on the launch path, `errno` preserved, nothing unwinds out.
 
 use core::ffi::c_void;
-use std::cell::Cell;
 
 use cupti_sys::CUpti_ApiCallbackSite::{CUPTI_API_ENTER, CUPTI_API_EXIT};
 use cupti_sys::CUpti_CallbackDomain::{
@@ -48,20 +47,7 @@ pub const LAUNCH_CBIDS: &[u32] = &[
     cbid::CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
 ];
 
-thread_local! {
-    /// This thread's kernel id (gettid), cached.
-    static TID: Cell<u64> = const { Cell::new(0) };
-}
-
-fn thread_id() -> u64 {
-    TID.with(|t| {
-        if t.get() == 0 {
-            // SAFETY: gettid has no preconditions.
-            t.set(unsafe { libc::syscall(libc::SYS_gettid) } as u64);
-        }
-        t.get()
-    })
-}
+use crate::thread::id as thread_id;
 
 /// The subscriber callback (`CUpti_CallbackFunc`).
 pub unsafe extern "C" fn on_callback(

@@ -29,6 +29,10 @@
 //! correlation id, and [`on_graph_node_cloned`] follows the clones instantiation makes,
 //! so every replay of the graph is attributed by the collector.
 //!
+//! **The call's span.** A call whose shape was read and that launched kernels sends a
+//! [`wire::GemmCall`] at its return: its thread and CUPTI timestamps at entry and
+//! return (`gemm/spans.rs`), for the call's operator in traces.
+//!
 //! Hooks are always safe to call: when the profiler is off they only forward.
 
 use std::cell::Cell;
@@ -50,6 +54,7 @@ mod hooks;
 mod loaded;
 mod lt;
 mod patch;
+mod spans;
 
 thread_local! {
     /// Correlation id of the launch API call in progress on this thread, or 0.

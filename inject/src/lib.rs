@@ -38,6 +38,7 @@ mod startup;
 mod state;
 mod tally;
 mod this_library;
+mod thread;
 mod tracer;
 mod tracing;
 mod writer;

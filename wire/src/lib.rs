@@ -45,8 +45,8 @@ pub mod user;
 pub use record::*;
 
 /// Version of the record schema and ring layout. 8: a batch ends with its CRC-32C;
-/// 9: [`Record::ApiCall`], [`Record::ApiTally`].
-pub const PROTOCOL_VERSION: u32 = 9;
+/// 9: [`Record::ApiCall`], [`Record::ApiTally`]; 10: [`Record::GemmCall`].
+pub const PROTOCOL_VERSION: u32 = 10;
 
 /// Encodes a batch of records as one frame payload (see the module documentation).
 pub fn encode_batch(records: &[Record]) -> Result<Vec<u8>, rmp_serde::encode::Error> {
@@ -162,6 +162,7 @@ impl serde::Serialize for Indexed<'_> {
             Record::Capture(r) => map.serialize_entry(&20u8, r)?,
             Record::ApiCall(r) => map.serialize_entry(&21u8, r)?,
             Record::ApiTally(r) => map.serialize_entry(&22u8, r)?,
+            Record::GemmCall(r) => map.serialize_entry(&23u8, r)?,
         }
         map.end()
     }

@@ -66,6 +66,9 @@ pub enum Record {
     /// CUDA API calls of one function on one thread not traced one by one, counted
     /// since the process's last such record.
     ApiTally(ApiTally),
+    /// A GEMM call in cuBLAS / cuBLASLt that launched kernels: its thread and span
+    /// (its launches are [`Record::Gemm`] with the same call number).
+    GemmCall(GemmCall),
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -254,6 +257,17 @@ pub struct ApiTally {
     pub calls: u64,
     /// Their summed duration (CUPTI timestamps at entry and exit).
     pub total_ns: u64,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GemmCall {
+    /// Per-process number of the call ([`Gemm::call`]).
+    pub call: u64,
+    /// The calling thread (its kernel id, as [`Launch::thread_id`]).
+    pub thread_id: u64,
+    /// CUPTI timestamps when the hooked function was entered and returned.
+    pub start_ns: u64,
+    pub end_ns: u64,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]

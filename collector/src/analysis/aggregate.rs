@@ -759,7 +759,8 @@ impl Aggregator {
             }
             Record::ApiCall(c) => self.out.api_calls.push(self.part, pid, c),
             Record::ApiTally(t) => self.out.api_calls.count(pid, &t),
-            Record::Context(_) | Record::Overhead(_) => {}
+            // A GEMM call's span is for traces (`output/trace/gemm_ops.rs`).
+            Record::Context(_) | Record::Overhead(_) | Record::GemmCall(_) => {}
         }
     }
 

@@ -3,11 +3,11 @@
 /// The protocol version as a literal, checked against the wire crate at compile time.
 macro_rules! protocol_version {
     () => {
-        "9"
+        "10"
     };
 }
 const _: () = assert!(
-    wire::PROTOCOL_VERSION == 9,
+    wire::PROTOCOL_VERSION == 10,
     "update protocol_version!() in collector/src/cli/version.rs"
 );
 

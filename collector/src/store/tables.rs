@@ -224,6 +224,12 @@ tables! {
         calls => "calls": U64;
         total_ns => "total_ns": U64;
     ];
+    GemmCalls = "gemm_calls", GemmCall(GemmCall) [
+        call => "call": U64;
+        thread_id => "thread_id": U64;
+        start_ns => "start_ns": U64;
+        end_ns => "end_ns": U64;
+    ];
     Gemms = "gemms", Gemm(Gemm) [
         correlation_id => "correlation_id": U32;
         call => "call": U64;

@@ -108,6 +108,12 @@ fn every_kind(pid: u32) -> Vec<Record> {
             calls: 3,
             total_ns: 12_345,
         }),
+        Record::GemmCall(GemmCall {
+            call: 5,
+            thread_id: 0xffff_0000_1234,
+            start_ns: 1_700_000_000_000_001_500,
+            end_ns: 1_700_000_000_000_003_000,
+        }),
         gemm(77, 5, 1, 4096, 128, 8192),
         Record::Kernel(Kernel {
             device_id: 3,

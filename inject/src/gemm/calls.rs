@@ -1,5 +1,6 @@
 //! The GEMM call in progress on each thread: a hook sets it for the duration of the
-//! real cuBLAS call ([`call`]); the launch callback reads it ([`next_launch`]).
+//! real cuBLAS call ([`call`]); the launch callback reads it ([`next_launch`]); a call
+//! that launched kernels sends its span when it returns (`spans.rs`).
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -83,9 +84,16 @@ pub fn call<R>(shape: impl FnOnce() -> Option<Shape>, real: impl FnOnce() -> R) 
             })
         })
     };
+    // The span is taken only for a call whose shape was read: it is that call's.
+    let start = current.and_then(|_| super::spans::now());
     CURRENT.with(|c| c.set(Some(current)));
     let r = real();
-    CURRENT.with(|c| c.set(None));
+    let done = CURRENT.with(|c| c.replace(None));
+    if let (Some(start), Some(Some(cur))) = (start, done) {
+        if cur.launches > 0 {
+            super::spans::returned(cur.call, start);
+        }
+    }
     r
 }
 

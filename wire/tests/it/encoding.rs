@@ -114,6 +114,12 @@ fn every_variant() -> Vec<Record> {
             calls: 1 << 40,
             total_ns: u64::MAX,
         }),
+        Record::GemmCall(GemmCall {
+            call: 1 << 50,
+            thread_id: 1 << 33,
+            start_ns: 1_700_000_000_000_000_000,
+            end_ns: u64::MAX,
+        }),
     ]);
     all
 }
@@ -144,6 +150,7 @@ fn index_of(r: &Record) -> u8 {
         Record::Capture(_) => 20,
         Record::ApiCall(_) => 21,
         Record::ApiTally(_) => 22,
+        Record::GemmCall(_) => 23,
     }
 }
 
@@ -153,7 +160,7 @@ fn every_variant_round_trips() {
     let mut indices: Vec<u8> = all.iter().map(index_of).collect();
     indices.sort();
     indices.dedup();
-    assert_eq!(indices, (0..23).collect::<Vec<u8>>(), "one of each variant");
+    assert_eq!(indices, (0..24).collect::<Vec<u8>>(), "one of each variant");
     for record in &all {
         let bytes = encode_batch(std::slice::from_ref(record)).unwrap();
         assert_eq!(decode_batch(&bytes).unwrap(), vec![record.clone()]);
@@ -430,10 +437,10 @@ fn a_newer_reader_defaults_fields_this_writer_lacks() {
 fn a_missing_field_or_an_unknown_variant_is_an_error() {
     // End without its one value.
     assert!(decode_batch(&framed(&[0x91, 0x81, 0x13, 0x90])).is_err());
-    // Variant index 23: past the last variant.
-    let err = decode_batch(&framed(&[0x91, 0x81, 0x17, 0x91, 0x05])).unwrap_err();
+    // Variant index 24: past the last variant.
+    let err = decode_batch(&framed(&[0x91, 0x81, 0x18, 0x91, 0x05])).unwrap_err();
     assert!(
-        err.to_string().contains("variant index 0 <= i < 23"),
+        err.to_string().contains("variant index 0 <= i < 24"),
         "{err}"
     );
     // A negative index, a name no variant has, a map of two variants.

@@ -9,13 +9,17 @@
 //! that 2·M·N·K·B, the FLOPs such a tool computes from them, is gpuprof's model
 //! FLOPs of the call. M, N, K are cuBLAS's (op(A) is M x K, op(B) K x N).
 //!
-//! Its span is its launches': from 1 ns before the first launch call's entry to the
-//! last one's exit, on the launching thread. gpuprof does not record when the cuBLAS
-//! call itself began and ended; the 1 ns makes the operator start before its first
-//! launch, as a real one does, so that a tool nesting events by time (TraceLens sorts
-//! by start, stably) finds the launches inside it whatever the order of the file. A
-//! call's launches are consecutive on its thread: a call is written when a kernel of
-//! another call launched on the same thread is finalized, or at the end.
+//! Its span is the call's own, on the calling thread, as the GEMM hooks timed it
+//! (`GemmCall` records, record protocol 10: from the hooked function's entry to its
+//! return, CUPTI's clock as launches), so that the operator holds its launches and
+//! the host time cuBLAS spent around them. Without one (older sessions, a span not
+//! enclosing the launches, or one evicted from the [`MAX_GEMM_SPANS`] held), it is
+//! its launches': from 1 ns before the first launch call's entry to the last one's
+//! exit; the 1 ns makes the operator start before its first launch, as a real one
+//! does, so that a tool nesting events by time (TraceLens sorts by start, stably)
+//! finds the launches inside it whatever the order of the file. A call's launches are
+//! consecutive on its thread: a call is written when a kernel of another call launched
+//! on the same thread is finalized, or at the end.
 //!
 //! Left out: calls on complex or other types PyTorch has no `aten::mm` for (a tool
 //! would count a complex call's FLOPs 4x short), batched FP8 calls, and kernels
@@ -23,6 +27,8 @@
 //! kernels, which a tool would credit to every operator over it).
 
 use std::io;
+
+use wire::GemmCall;
 
 use super::event::{Category, GemmOp, Sink, Slice, Source, TrackKind};
 use super::{OpenGemmCall as OpenCall, TraceBuilder};
@@ -69,7 +75,24 @@ fn operator(shape: &GemmShape) -> Option<GemmOp> {
     })
 }
 
+/// GEMM call spans held for operators not yet written: enough for every call of the
+/// join window, bounded whatever the run (a call never written, as a complex one,
+/// leaves its span until it is the oldest).
+pub(super) const MAX_GEMM_SPANS: usize = 1 << 16;
+
 impl<S: Sink> TraceBuilder<S> {
+    /// A GEMM call's own span, kept for its operator.
+    pub(super) fn gemm_call_span(&mut self, pid: u32, c: &GemmCall) {
+        if !self.sink.wants_gemm_ops() {
+            return;
+        }
+        self.gemm_spans
+            .insert((pid, c.call), (c.start_ns, c.end_ns));
+        if self.gemm_spans.len() > MAX_GEMM_SPANS {
+            self.gemm_spans.pop_first();
+        }
+    }
+
     /// A finalized kernel: part of its thread's open call, or the first of a new one
     /// (the open one is then written).
     pub(super) fn gemm_kernel(&mut self, j: &Joined) -> io::Result<()> {
@@ -115,8 +138,11 @@ impl<S: Sink> TraceBuilder<S> {
         let Some(mut op) = operator(&GemmShape::of(&c.gemm)) else {
             return Ok(());
         };
-        let start_ns = c.start_ns.saturating_sub(1);
-        if !self.keep(start_ns, c.end_ns) {
+        let (start_ns, end_ns) = match self.gemm_spans.remove(&(pid, c.gemm.call)) {
+            Some((s, e)) if s <= c.start_ns && c.end_ns <= e => (s, e),
+            _ => (c.start_ns.saturating_sub(1), c.end_ns),
+        };
+        if !self.keep(start_ns, end_ns) {
             return Ok(());
         }
         let next = self.gemm_op_ids.entry(pid).or_insert(0);
@@ -130,7 +156,7 @@ impl<S: Sink> TraceBuilder<S> {
             category: Category::GemmOp,
             name: op.name,
             start_ns,
-            end_ns: c.end_ns,
+            end_ns,
             args: &[],
             flow_out: None,
             flow_in: None,

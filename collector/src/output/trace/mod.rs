@@ -35,7 +35,7 @@ pub mod prepass;
 mod proto;
 mod proto_writer;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use ahash::AHashMap;
@@ -208,6 +208,10 @@ pub struct TraceBuilder<S: Sink> {
     gemm_calls: AHashMap<(u32, u64), OpenGemmCall>,
     /// Per process: the operators written so far.
     gemm_op_ids: AHashMap<u32, u64>,
+    /// (pid, call) -> the GEMM call's own span, until its operator is written
+    /// (`gemm_ops.rs`, which bounds how many are held: the lowest call numbers, the
+    /// oldest, go first).
+    gemm_spans: BTreeMap<(u32, u64), (u64, u64)>,
     open_ranges: AHashMap<(u32, u32), OpenRange>,
     stats: TraceStats,
     /// When the sink joins kernels ([`Sink::joined`]).
@@ -251,6 +255,7 @@ impl<S: Sink> TraceBuilder<S> {
             context_devices: AHashMap::new(),
             gemm_calls: AHashMap::new(),
             gemm_op_ids: AHashMap::new(),
+            gemm_spans: BTreeMap::new(),
             open_ranges: AHashMap::new(),
             stats: TraceStats::default(),
             join,
@@ -447,6 +452,7 @@ impl<S: Sink> TraceBuilder<S> {
             }
             Record::Launch(l) => self.launch(pid, l)?,
             Record::ApiCall(c) => self.api_call(pid, c)?,
+            Record::GemmCall(c) => self.gemm_call_span(pid, c),
             Record::Kernel(k) => self.kernel(pid, k)?,
             Record::Memcpy(m) => {
                 let args = [

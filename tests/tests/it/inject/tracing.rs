@@ -13,7 +13,7 @@ use gpuprof_tests::{
 };
 use sim_core::{CostModel, GemmShape, Launch as SimLaunch};
 use wire::ring::{HeaderInfo, RingReader};
-use wire::{marker_flags, ContextInfo, DeviceInfo, Kernel, Launch, Memcpy, Record};
+use wire::{marker_flags, ContextInfo, DeviceInfo, GemmCall, Kernel, Launch, Memcpy, Record};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -335,6 +335,31 @@ fn check_cudarc(release: &str, mode: Injection) {
         // cudarc launches from its main thread, whose kernel id is the pid.
         assert_eq!(l.thread_id, pid, "{ctx}: {l:?}");
     }
+
+    // Each GEMM call's own span, from its hook: one per call (47), on the launching
+    // thread, enclosing the launches it made (the `Gemm` records of its number).
+    let calls: HashMap<u64, &GemmCall> = d
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::GemmCall(c) => Some((c.call, c)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls.len(), 47, "{ctx}");
+    let mut launched = HashSet::new();
+    for g in d.records.iter().filter_map(|r| match r {
+        Record::Gemm(g) => Some(g),
+        _ => None,
+    }) {
+        let (c, l) = (calls[&g.call], by_corr[&g.correlation_id]);
+        assert!(
+            c.thread_id == pid && c.start_ns <= l.start_ns && l.end_ns <= c.end_ns,
+            "{ctx}: {c:?} {l:?}"
+        );
+        launched.insert(g.call);
+    }
+    assert_eq!(launched.len(), calls.len(), "{ctx}");
 
     // The host -> device -> host round trip of 4096 u32, at the simulated link's rate,
     // then each of the four decode steps' token (one bf16) read back.

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use gpuprof_collector::store::write_parts;
 use gpuprof_tests::{
-    artifact, class_key, fitted_bytes_by_class, gpuprof_command, read_perfetto_trace,
+    artifact, class_key, duckdb, fitted_bytes_by_class, gpuprof_command, read_perfetto_trace,
     record_on_sim, venv_python, venv_python_of, Scratch, TimedChild,
 };
 use serde_json::{json, Value};
@@ -447,6 +447,33 @@ fn the_demo_workload_reads_in_hta_as_in_the_report() {
 
     // What TraceLens reads, by the rules of its source (see `as_tracelens_reads`).
     as_tracelens_reads(events, &v);
+    // Each operator spans its GEMM call itself, as the hook timed it: the session's
+    // gemm_calls row of its `GEMM call`, to the ns.
+    let parts = out.join("parts").to_str().unwrap().replace('\'', "''");
+    let rows = &duckdb(
+        &[],
+        &[&format!(
+            "SELECT call, start_ns, end_ns FROM read_parquet('{parts}/*/gemm_calls.parquet')"
+        )],
+    )[0];
+    let spans: BTreeMap<u64, (u64, u64)> = rows
+        .iter()
+        .map(|r| {
+            let n = |k: &str| r[k].as_u64().unwrap();
+            (n("call"), (n("start_ns") - base, n("end_ns") - base))
+        })
+        .collect();
+    let ops: Vec<&Value> = events.iter().filter(|e| e["cat"] == "cpu_op").collect();
+    assert_eq!((ops.len(), spans.len()), (47, 47));
+    let ns = |v: &Value| (v.as_f64().unwrap() * 1000.0).round() as u64;
+    for op in ops {
+        let (start, end) = spans[&op["args"]["GEMM call"].as_u64().unwrap()];
+        assert_eq!(
+            (ns(&op["ts"]), ns(&op["ts"]) + ns(&op["dur"])),
+            (start, end),
+            "{op}"
+        );
+    }
 
     // HTA: per kernel name, the count and total duration the report has, exactly.
     let h = hta(&dir);
