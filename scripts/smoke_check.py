@@ -23,12 +23,18 @@ kernel-count  with N own kernel launches and G GEMM calls from the workload's li
               `roofline.shapes[].calls` (launches with launch index 0), equal G; the
               kernels outside GEMM calls, `kernel_count` minus the sum of
               `roofline.kernels[].gemm_launches`, equal N; `roofline.gemm_unjoined` is 0
-              and `roofline.gemm_statuses` is empty. Guards against lost or duplicated
-              kernel records, GEMM hooks that missed calls, and GEMM records joined to
-              the wrong kernels.
+              and `roofline.gemm_statuses` is empty; the workload launches its own
+              kernels through the CUDA runtime, so with `api_calls` in the report its
+              `cudaLaunchKernel` calls equal N. Guards against lost or duplicated
+              kernel records, GEMM hooks that missed calls, GEMM records joined to the
+              wrong kernels, and runtime launches not recorded as launches.
 nvtx-ranges   `nvtx_ranges[]` has "prefill" with `count` 1 and "decode" with `count` D,
-              each with `kernels` > 0 and `open` 0. Guards against NVTX not reaching
-              CUPTI and against range / kernel attribution that loses kernels.
+              each with `kernels` > 0 and `open` 0, and their kernels add up to
+              `kernel_count` (the workload launches every kernel inside one of them, and
+              a kernel is placed in a range through its launch call). Guards against
+              NVTX not reaching CUPTI, range / kernel attribution that loses kernels, and
+              launch records that do not join their kernels (a runtime launch whose
+              correlation id is not its kernel's).
 gemm-flops    for every row of `roofline.kernels` whose launches are all GEMM launches
               (`gemm_launches` == `calls`), none of them a later launch of a call
               (`gemm_part_launches` 0), with `model_flops` > 0 and `hw_flops` known:
@@ -188,10 +194,20 @@ def check_kernels(c, r, w):
             name,
             f"GEMM shapes of pid {st.get('pid')}: expected captured, got unavailable: {st.get('message')}",
         )
+    runtime = None
+    if isinstance(r.get("api_calls"), dict):
+        runtime = sum(
+            x.get("calls", 0)
+            for x in as_list(r["api_calls"].get("by_thread"))
+            if x.get("function") == "cudaLaunchKernel"
+        )
+        if runtime != n:
+            c.fail(name, f"cudaLaunchKernel calls (api_calls): expected {n}, got {runtime}")
     c.ok(
         name,
         f"{count} kernels >= {n} launches + {g} GEMMs; {calls} GEMM calls seen; "
-        f"{own} kernels outside GEMM calls, {gemm_launches} inside",
+        f"{own} kernels outside GEMM calls, {gemm_launches} inside"
+        + ("" if runtime is None else f"; {runtime} cudaLaunchKernel calls"),
     )
 
 
@@ -199,10 +215,13 @@ def check_ranges(c, r, w):
     name = "nvtx-ranges"
     ranges = as_list(r.get("nvtx_ranges"))
     parts = []
+    in_ranges = 0
+    missing = False
     for rn, want in (("prefill", 1), ("decode", w["decode_steps"])):
         found = [x for x in ranges if x.get("name") == rn]
         if not found:
             c.fail(name, f'range "{rn}": expected {want} occurrence{"s" if want != 1 else ""}, got 0 (not in nvtx_ranges)')
+            missing = True
             continue
         count = sum(x.get("count", 0) for x in found)
         kernels = sum(x.get("kernels", 0) for x in found)
@@ -213,7 +232,11 @@ def check_ranges(c, r, w):
             c.fail(name, f'kernels in range "{rn}": expected > 0, got {kernels}')
         if opened != 0:
             c.fail(name, f'range "{rn}" left open: expected 0, got {opened}')
+        in_ranges += kernels
         parts.append(f"{rn} x{count} ({kernels} kernels)")
+    count = r.get("kernel_count")
+    if not missing and isinstance(count, int) and in_ranges != count:
+        c.fail(name, f"kernels in prefill and decode: expected {count} (kernel_count), got {in_ranges}")
     c.ok(name, ", ".join(parts))
 
 

@@ -124,7 +124,7 @@ fn sim_recording_passes_every_invariant() {
     assert!(
         out.stdout.contains(
             "\nok   kernel-count: 107 kernels >= 60 launches + 47 GEMMs; 47 GEMM calls seen; \
-             60 kernels outside GEMM calls, 47 inside\n"
+             60 kernels outside GEMM calls, 47 inside; 60 cudaLaunchKernel calls\n"
         ),
         "{}",
         out.stdout
@@ -136,6 +136,39 @@ fn sim_recording_passes_every_invariant() {
         out.stdout
     );
     assert!(!out.stdout.contains("FAIL"), "{}", out.stdout);
+}
+
+/// A kernel no range holds (its launch did not join it) fails nvtx-ranges; runtime
+/// launches not recorded as launches fail kernel-count.
+#[test]
+fn a_kernel_outside_the_ranges_and_missing_runtime_launches_fail() {
+    let mut r = sim_report().clone();
+    let decode = r["nvtx_ranges"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|x| x["name"] == "decode")
+        .unwrap();
+    decode["kernels"] = 83.into();
+    let out = smoke_check("gpu-smoke-ranges", &r);
+    assert_fails(
+        &out,
+        "nvtx-ranges",
+        "FAIL nvtx-ranges: kernels in prefill and decode: expected 107 (kernel_count), got 106",
+    );
+
+    let mut r = sim_report().clone();
+    for row in r["api_calls"]["by_thread"].as_array_mut().unwrap() {
+        if row["function"] == "cudaLaunchKernel" {
+            row["function"] = "cuLaunchKernel".into();
+        }
+    }
+    let out = smoke_check("gpu-smoke-runtime", &r);
+    assert_fails(
+        &out,
+        "kernel-count",
+        "FAIL kernel-count: cudaLaunchKernel calls (api_calls): expected 60, got 0",
+    );
 }
 
 #[test]
