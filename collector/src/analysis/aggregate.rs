@@ -396,23 +396,34 @@ impl Aggregator {
 
     /// An aggregator that also sums launches by the NVTX ranges enclosing them
     /// ([`Aggregate::stacks`]), for the flame graph: without the sums only the report
-    /// prints (no class's duration histogram, no range's kernel totals).
+    /// prints (no class's duration histogram, no range's kernel totals, no CPU time in
+    /// CUDA calls: the `api_calls`, `api_tallies` and `gemm_calls` tables are not
+    /// read).
     pub fn with_stacks() -> Aggregator {
         let mut a = Aggregator::default();
         a.out.stacks = Some(Stacks::default());
         a.without_report_sums = true;
+        // Nothing of the CUDA calls but launches is in a profile.
+        a.skip = &[TableId::ApiCalls, TableId::ApiTallies, TableId::GemmCalls];
         a
     }
 
     /// An aggregator for the kernel rows alone (classes, their counters and fitted
-    /// rates): the `launches` and `markers` tables are not read, so
+    /// rates): the `launches` and `markers` tables are not read (nor the CUDA calls'
+    /// and GEMM calls' spans), so
     /// [`Aggregate::ranges`] is empty and no kernel has its launch; every other
     /// table is read and joined as for the report, and the skipped tables' records
     /// still count towards the join window ([`Aggregator::add_skipped_rows`]), so the
     /// classes are the report's, less the durations' histograms (which only the report
     /// prints).
     pub fn kernel_rows_only(mut self) -> Aggregator {
-        self.skip = &[TableId::Launches, TableId::Markers];
+        self.skip = &[
+            TableId::Launches,
+            TableId::Markers,
+            TableId::ApiCalls,
+            TableId::ApiTallies,
+            TableId::GemmCalls,
+        ];
         self.without_report_sums = true;
         self
     }
@@ -697,7 +708,9 @@ impl Aggregator {
                 }
             }
             Record::Launch(l) => {
-                self.out.api_calls.launch(pid, &l);
+                if !self.without_report_sums {
+                    self.out.api_calls.launch(self.part, pid, &l);
+                }
                 self.joiner
                     .launch(pid, l.correlation_id, LaunchInfo::from(&l))
             }

@@ -9,9 +9,9 @@
 //! kernels do, so that the markers of their part are in before they are placed.
 //!
 //! Launch calls (`Record::Launch`, the driver's `cuLaunchKernel` or, for a program on
-//! the CUDA runtime, its `cudaLaunchKernel`) are summed per thread and function too,
-//! as [`CallClass::Launch`]; they are not placed in ranges (a kernel's ranges are in
-//! the NVTX range table), and whether they failed is not recorded.
+//! the CUDA runtime, its `cudaLaunchKernel`) are summed per thread and function and
+//! placed in ranges the same way, as [`CallClass::Launch`], keyed by callback id (no
+//! name per launch); whether they failed is not recorded.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -152,8 +152,26 @@ pub struct ApiCallTotals {
     pub counted: BTreeMap<(u32, u64, u32), (u64, u64)>,
     /// Launch calls per (process key, thread, cbid, runtime).
     pub launches: AHashMap<(u32, u64, u32, bool), CallTally>,
+    /// Launch calls per (range name index, cbid, runtime).
+    pub launch_ranges: AHashMap<(usize, u32, bool), CallTally>,
     /// Calls waiting for their part's markers: (part, process key, call).
     waiting: VecDeque<(usize, u32, ApiCall)>,
+    /// Launch calls waiting for their part's markers (as many as kernels: kept small).
+    waiting_launches: VecDeque<WaitingLaunch>,
+    /// The range names enclosing the call being placed (kept from call to call).
+    names: Vec<usize>,
+}
+
+/// What placing a launch call needs of it.
+#[derive(Debug)]
+struct WaitingLaunch {
+    part: u32,
+    pid: u32,
+    thread_id: u64,
+    start_ns: u64,
+    end_ns: u64,
+    cbid: u32,
+    runtime: bool,
 }
 
 impl ApiCallTotals {
@@ -162,12 +180,22 @@ impl ApiCallTotals {
         self.waiting.push_back((part, pid, call));
     }
 
-    /// A launch call (summed at once: it is in no range).
-    pub fn launch(&mut self, pid: u32, l: &Launch) {
+    /// A launch call of part `part`: summed by thread at once, placed in ranges once
+    /// that part has waited.
+    pub fn launch(&mut self, part: usize, pid: u32, l: &Launch) {
         self.launches
             .entry((pid, l.thread_id, l.cbid, l.runtime))
             .or_default()
             .add_span(l.start_ns, l.end_ns, true, 0);
+        self.waiting_launches.push_back(WaitingLaunch {
+            part: u32::try_from(part).unwrap_or(u32::MAX),
+            pid,
+            thread_id: l.thread_id,
+            start_ns: l.start_ns,
+            end_ns: l.end_ns,
+            cbid: l.cbid,
+            runtime: l.runtime,
+        });
     }
 
     /// Counted calls of one thread and function.
@@ -179,7 +207,14 @@ impl ApiCallTotals {
 
     /// Calls waiting now.
     pub fn held(&self) -> usize {
-        self.waiting.len()
+        self.waiting.len() + self.waiting_launches.len()
+    }
+
+    /// The range names enclosing a call's entry, once each, into `self.names`.
+    fn place_names(&mut self, ranges: &RangeCover, pid: u32, thread: u64, start_ns: u64) {
+        ranges.enclosing_names(pid, Some((thread, start_ns)), start_ns, &mut self.names);
+        self.names.sort_unstable();
+        self.names.dedup();
     }
 
     /// Places the waiting calls of the parts for which `ready(part)` holds (every
@@ -201,14 +236,25 @@ impl ApiCallTotals {
                 .entry((pid, c.thread_id, function.clone()))
                 .or_default()
                 .add(&c);
-            let mut names = ranges.enclosing(pid, Some((c.thread_id, c.start_ns)), c.start_ns);
-            names.sort_unstable();
-            names.dedup();
-            for n in names {
+            self.place_names(ranges, pid, c.thread_id, c.start_ns);
+            for &n in &self.names {
                 self.by_range
                     .entry((n, function.clone()))
                     .or_default()
                     .add(&c);
+            }
+        }
+        while let Some(l) = self.waiting_launches.front() {
+            if !ready(l.part as usize) {
+                break;
+            }
+            let l = self.waiting_launches.pop_front().expect("a front launch");
+            self.place_names(ranges, l.pid, l.thread_id, l.start_ns);
+            for &n in &self.names {
+                self.launch_ranges
+                    .entry((n, l.cbid, l.runtime))
+                    .or_default()
+                    .add_span(l.start_ns, l.end_ns, true, 0);
             }
         }
     }

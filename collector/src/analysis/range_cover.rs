@@ -307,6 +307,20 @@ impl RangeCover {
         found.into_iter().map(|(_, _, name)| name).collect()
     }
 
+    /// The names of the instances [`RangeCover::enclosing`] gives, in no order and
+    /// possibly repeated, into `out` (cleared first): for a caller that sums once per
+    /// name and keeps `out` from call to call.
+    pub fn enclosing_names(
+        &self,
+        pid: u32,
+        launch: Option<(u64, u64)>,
+        gpu_start_ns: u64,
+        out: &mut Vec<usize>,
+    ) {
+        out.clear();
+        self.covering(pid, launch, gpu_start_ns, |inst, _| out.push(inst.name));
+    }
+
     /// Forgets closed instances whose kernels have all been finalized: those closed
     /// in a part for which `done(part)` holds.
     pub fn forget(&mut self, done: impl Fn(usize) -> bool) {

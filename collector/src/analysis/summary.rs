@@ -393,6 +393,17 @@ fn api_call_summary(a: &Aggregate) -> ApiCallSummary {
             }
         })
         .collect();
+    for (&(name, cbid, runtime), tally) in &t.launch_ranges {
+        let (domain, range) = a.ranges.names[name].clone();
+        by_range.push(RangeCalls {
+            domain,
+            range,
+            range_wall_ns: a.ranges.totals[name].wall_ns,
+            function: launch_api_name(cbid, runtime),
+            class: CallClass::Launch,
+            tally: *tally,
+        });
+    }
     by_range.sort_by(|x, y| {
         y.range_wall_ns
             .cmp(&x.range_wall_ns)

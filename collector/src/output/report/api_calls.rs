@@ -99,6 +99,10 @@ pub fn api_calls_json(a: &ApiCallSummary) -> Option<Value> {
                 "class": r.class,
             });
             tally_json(&mut v, &r.tally);
+            if r.class == CallClass::Launch {
+                // Whether a launch call failed is not recorded.
+                v["failed"] = Value::Null;
+            }
             // A range never closed has no wall time: its share is unknown, not 0.
             v["range_wall_pct"] = if r.range_wall_ns == 0 {
                 Value::Null
@@ -225,11 +229,6 @@ pub fn api_calls_table(out: &mut String, a: &ApiCallSummary, top: Option<usize>)
                 "  (calls counted, not traced one by one, are in no range: GPUPROF_API=all traces all)\n",
             );
         }
-        if a.by_thread.iter().any(|r| r.class == CallClass::Launch) {
-            out.push_str(
-                "  (launch calls are by thread only; the NVTX range table has each range's kernels)\n",
-            );
-        }
     }
 
     out.push_str("\nCUDA calls by function (\"-\": counted, not traced one by one; GPUPROF_API=all traces all;\n  a launch's failure is not recorded)\n");
@@ -346,23 +345,29 @@ mod tests {
                 tally,
             });
         }
-        // Launches: by thread only.
+        let launch = "cudaLaunchKernelExC_ptsz";
         a.by_thread.push(ThreadCalls {
             pid: 4_194_304,
             session: 0,
             thread_id: 4_194_303,
-            function: "cudaLaunchKernelExC_ptsz".into(),
+            function: launch.into(),
             class: CallClass::Launch,
             traced: true,
+            tally,
+        });
+        a.by_range.push(RangeCalls {
+            domain: "a domain with a long name".into(),
+            range: "a range with a name longer than any column could hold".into(),
+            range_wall_ns: 123_456_789_012_345,
+            function: launch.into(),
+            class: CallClass::Launch,
             tally,
         });
         let mut out = String::new();
         api_calls_table(&mut out, &a, None);
         for class in CallClass::ALL {
             assert!(out.contains(&format!("{} s ", class.label())), "{out}");
-            if class != CallClass::Launch {
-                assert!(out.contains(&format!("{} %", class.label())), "{out}");
-            }
+            assert!(out.contains(&format!("{} %", class.label())), "{out}");
         }
         for line in out.lines() {
             assert!(

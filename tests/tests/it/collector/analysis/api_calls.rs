@@ -151,10 +151,19 @@ fn blocked_time_per_thread_and_range_is_the_sum_of_the_traced_calls() {
     let per_function = "SELECT function, count(*)::UBIGINT AS calls, \
         count(*) FILTER (NOT ok)::UBIGINT AS failed, sum(ns)::UBIGINT AS total_ns, \
         max(ns)::UBIGINT AS max_ns, sum(bytes)::UBIGINT AS bytes FROM calls GROUP BY function";
-    let per_range = "SELECT r.range, c.function, count(*)::UBIGINT AS calls, \
-        sum(c.ns)::UBIGINT AS total_ns FROM calls c JOIN ranges r ON c.pid = r.pid \
-        AND c.thread_id = r.thread_id AND c.start_ns >= r.start_ns AND c.start_ns < r.end_ns \
-        GROUP BY r.range, c.function";
+    // Launch calls are placed as the other calls are, named by their callback ids.
+    let per_range = format!(
+        "SELECT r.range, c.function, count(*)::UBIGINT AS calls, \
+           sum(c.ns)::UBIGINT AS total_ns \
+         FROM (SELECT pid, thread_id, start_ns, ns, function FROM calls UNION ALL \
+               SELECT pid, thread_id, start_ns, end_ns - start_ns AS ns, \
+                 CASE WHEN runtime AND cbid = 211 THEN 'cudaLaunchKernel' \
+                      WHEN NOT runtime AND cbid = 307 THEN 'cuLaunchKernel' END AS function \
+               FROM read_parquet('{dir}/*/launches.parquet')) c \
+         JOIN ranges r ON c.pid = r.pid AND c.thread_id = r.thread_id \
+           AND c.start_ns >= r.start_ns AND c.start_ns < r.end_ns \
+         GROUP BY r.range, c.function"
+    );
     let walls =
         "SELECT range, sum(end_ns - start_ns)::UBIGINT AS wall_ns FROM ranges GROUP BY range";
     let counted = format!(
@@ -171,7 +180,7 @@ fn blocked_time_per_thread_and_range_is_the_sum_of_the_traced_calls() {
     );
     let got = duckdb(
         &[&setup],
-        &[per_function, per_range, walls, &counted, &launches],
+        &[per_function, &per_range, walls, &counted, &launches],
     );
 
     let sql = sql_rows(
@@ -203,10 +212,13 @@ fn blocked_time_per_thread_and_range_is_the_sum_of_the_traced_calls() {
         })
         .collect();
     assert_eq!(report, sql);
-    assert!(
-        report.contains_key("decode / cudaStreamSynchronize"),
-        "{report:?}"
-    );
+    for key in [
+        "decode / cudaStreamSynchronize",
+        "decode / cudaLaunchKernel",
+        "prefill / cuLaunchKernel",
+    ] {
+        assert!(report.contains_key(key), "{key}: {report:?}");
+    }
     // Each row's range wall time is the NVTX table's, and its share of it exact.
     let walls = sql_rows(&got[2], &["range"], &["wall_ns"]);
     for r in ranges {
