@@ -17,6 +17,34 @@ pub use cupti_sys::{CUcontext, CUgraph, CUgraphNode, CUpti_ResourceData, CUstrea
 /// `cuGetExportTable` id of [`DriverTable`] ("gpuprof-sim-drv" + version byte).
 pub const DRIVER_TABLE_ID: [u8; 16] = *b"gpuprof-sim-drv\x01";
 
+/// `CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)`
+/// (`cuda.h`; a `CUuuid` is 16 bytes).
+pub type GetExportTable = unsafe extern "C" fn(*mut *const c_void, *const [u8; 16]) -> c_int;
+
+/// The [`DriverTable`] a driver's `cuGetExportTable` gives for [`DRIVER_TABLE_ID`]:
+/// `None` when it gives none (not the simulated driver), or one smaller than the
+/// version built here.
+///
+/// # Safety
+/// `get_export_table` is a CUDA driver's `cuGetExportTable`.
+pub unsafe fn driver_table(get_export_table: GetExportTable) -> Option<DriverTable> {
+    let mut p: *const c_void = core::ptr::null();
+    // SAFETY: the driver's function (the caller's contract); both pointers are valid
+    // for the call.
+    if unsafe { get_export_table(&mut p, &DRIVER_TABLE_ID) } != 0 || p.is_null() {
+        return None;
+    }
+    let t = p.cast::<DriverTable>();
+    // SAFETY: the driver returned a `DriverTable` for this id; `size` comes first in
+    // every version of it.
+    let size = unsafe { core::ptr::addr_of!((*t).size).read() };
+    if size < core::mem::size_of::<DriverTable>() {
+        return None;
+    }
+    // SAFETY: the table is at least as large as the version built here.
+    Some(unsafe { t.read() })
+}
+
 /// Callback site of [`Tracer::api`].
 pub const SITE_ENTER: u32 = 0;
 /// Callback site of [`Tracer::api`].

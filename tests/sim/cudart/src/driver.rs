@@ -99,24 +99,9 @@ pub fn get() -> Option<&'static Driver> {
     DRIVER.get_or_init(load).as_ref()
 }
 
-type FnGetExportTable = unsafe extern "C" fn(*mut *const c_void, *const [u8; 16]) -> CUresult;
-
 fn export_table(lib: &libloading::Library) -> Option<DriverTable> {
-    // SAFETY: `cuGetExportTable(const void **, const CUuuid *)` as in `cuda.h`.
-    let f: FnGetExportTable = *unsafe { lib.get(b"cuGetExportTable\0") }.ok()?;
-    let mut p: *const c_void = std::ptr::null();
-    // SAFETY: both pointers are valid for the call.
-    let r = unsafe { f(&mut p, &sim_abi::DRIVER_TABLE_ID) };
-    if r != 0 || p.is_null() {
-        return None;
-    }
-    let t = p.cast::<DriverTable>();
-    // SAFETY: the driver returned a `DriverTable` for this id; `size` comes first in
-    // every version of it.
-    let size = unsafe { std::ptr::addr_of!((*t).size).read() };
-    if size < std::mem::size_of::<DriverTable>() {
-        return None;
-    }
-    // SAFETY: the table is at least as large as the version built here.
-    Some(unsafe { t.read() })
+    // SAFETY: `cuGetExportTable` has the `cuda.h` signature it is read as.
+    let f: sim_abi::GetExportTable = *unsafe { lib.get(b"cuGetExportTable\0") }.ok()?;
+    // SAFETY: `f` is the loaded driver's `cuGetExportTable`.
+    unsafe { sim_abi::driver_table(f) }
 }

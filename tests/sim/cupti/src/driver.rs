@@ -8,13 +8,12 @@
 //! `CUPTI_ERROR_NOT_INITIALIZED` ("unable to initialize CUPTI" in the headers) and the
 //! connection is retried on the next such call.
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int};
 use std::sync::Mutex;
 
 use cupti_sys::{CUcontext, CUuuid};
-use sim_abi::{DriverTable, Tracer, DRIVER_TABLE_ID};
+use sim_abi::{DriverTable, Tracer};
 
-type GetExportTable = unsafe extern "C" fn(*mut *const c_void, *const CUuuid) -> c_int;
 type DeviceGetAttribute = unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int;
 type DeviceGetName = unsafe extern "C" fn(*mut c_char, c_int, c_int) -> c_int;
 type DeviceTotalMem = unsafe extern "C" fn(*mut usize, c_int) -> c_int;
@@ -104,24 +103,9 @@ fn connect(only_if_loaded: bool) -> Option<&'static Driver> {
     // initialisers are the driver's own. The handle is never closed.
     let lib = unsafe { libloading::os::unix::Library::open(Some("libcuda.so.1"), flags) }.ok()?;
     // SAFETY: the driver documents `CUresult cuGetExportTable(const void**, const CUuuid*)`.
-    let get_table = unsafe { lib.get::<GetExportTable>(b"cuGetExportTable\0") }.ok()?;
-    let id = CUuuid {
-        bytes: DRIVER_TABLE_ID.map(|b| b as c_char),
-    };
-    let mut table: *const c_void = std::ptr::null();
-    // SAFETY: both pointers are valid for the call.
-    if unsafe { get_table(&mut table, &id) } != 0 || table.is_null() {
-        return None;
-    }
-    // SAFETY: the sim driver answers DRIVER_TABLE_ID with a DriverTable whose first
-    // field is its size; read only as many bytes as both sides know.
-    let table = unsafe {
-        let size = *(table as *const usize);
-        if size < std::mem::size_of::<DriverTable>() {
-            return None;
-        }
-        *(table as *const DriverTable)
-    };
+    let get_table = unsafe { lib.get::<sim_abi::GetExportTable>(b"cuGetExportTable\0") }.ok()?;
+    // SAFETY: `get_table` is the loaded driver's `cuGetExportTable`.
+    let table = unsafe { sim_abi::driver_table(*get_table) }?;
     macro_rules! sym {
         ($t:ty, $name:literal) => {
             // SAFETY: the symbol is the driver API function of that name, whose

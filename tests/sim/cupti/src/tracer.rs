@@ -81,15 +81,8 @@ fn pid() -> u32 {
 /// # Safety
 /// `call` is valid for reading and writing during the call (the driver's promise).
 pub unsafe extern "C" fn on_api(_user: *mut c_void, call: *mut ApiCall) {
-    crate::ffi::guard_void(|| {
-        // SAFETY: the driver passes a valid ApiCall.
-        let call = unsafe { &mut *call };
-        if call.site == SITE_ENTER {
-            enter(D::CUPTI_CB_DOMAIN_DRIVER_API, call)
-        } else {
-            exit(D::CUPTI_CB_DOMAIN_DRIVER_API, call)
-        }
-    })
+    // SAFETY: the driver's promise, passed on.
+    unsafe { on_call(D::CUPTI_CB_DOMAIN_DRIVER_API, call) }
 }
 
 /// `Tracer::runtime_api`.
@@ -97,13 +90,22 @@ pub unsafe extern "C" fn on_api(_user: *mut c_void, call: *mut ApiCall) {
 /// # Safety
 /// `call` is valid for reading and writing during the call (the driver's promise).
 pub unsafe extern "C" fn on_runtime_api(_user: *mut c_void, call: *mut ApiCall) {
+    // SAFETY: the driver's promise, passed on.
+    unsafe { on_call(D::CUPTI_CB_DOMAIN_RUNTIME_API, call) }
+}
+
+/// An API call of `domain` at its entry or exit.
+///
+/// # Safety
+/// `call` is valid for reading and writing during the call.
+unsafe fn on_call(domain: u32, call: *mut ApiCall) {
     crate::ffi::guard_void(|| {
-        // SAFETY: the driver passes a valid ApiCall.
+        // SAFETY: valid per this function's contract.
         let call = unsafe { &mut *call };
         if call.site == SITE_ENTER {
-            enter(D::CUPTI_CB_DOMAIN_RUNTIME_API, call)
+            enter(domain, call)
         } else {
-            exit(D::CUPTI_CB_DOMAIN_RUNTIME_API, call)
+            exit(domain, call)
         }
     })
 }

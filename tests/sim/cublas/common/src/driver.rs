@@ -49,7 +49,6 @@ type FnLaunchKernel = unsafe extern "C" fn(
     *mut *mut c_void,
     *mut *mut c_void,
 ) -> CUresult;
-type FnGetExportTable = unsafe extern "C" fn(*mut *const c_void, *const [u8; 16]) -> CUresult;
 
 /// The driver entry points the simulated libraries call. Optional ones are `None`
 /// when the driver does not export them.
@@ -95,25 +94,9 @@ fn load() -> Option<Driver> {
                 .map(|s| *s)
         };
     }
-    let get_export_table: Option<FnGetExportTable> = sym!("cuGetExportTable");
-    let table = get_export_table.and_then(|f| {
-        let mut p: *const c_void = std::ptr::null();
-        // SAFETY: `cuGetExportTable(const void **ppExportTable, const CUuuid *id)`;
-        // both pointers are valid for the call.
-        let r = unsafe { f(&mut p, &sim_abi::DRIVER_TABLE_ID) };
-        if r != CUDA_SUCCESS || p.is_null() {
-            return None;
-        }
-        let t = p.cast::<DriverTable>();
-        // SAFETY: the driver returned a `DriverTable` for this id; `size` comes first
-        // in every version of it.
-        let size = unsafe { std::ptr::addr_of!((*t).size).read() };
-        if size < std::mem::size_of::<DriverTable>() {
-            return None;
-        }
-        // SAFETY: the table is at least as large as the version built here.
-        Some(unsafe { t.read() })
-    });
+    let get_export_table: Option<sim_abi::GetExportTable> = sym!("cuGetExportTable");
+    // SAFETY: `f` is the loaded driver's `cuGetExportTable`.
+    let table = get_export_table.and_then(|f| unsafe { sim_abi::driver_table(f) });
     Some(Driver {
         init: sym!("cuInit")?,
         ctx_get_current: sym!("cuCtxGetCurrent")?,
