@@ -99,10 +99,7 @@ pub fn on_api(id: u32, d: &CUpti_CallbackData, launch: bool) -> bool {
         if id == cbid::CUPTI_DRIVER_TRACE_CBID_cuProfilerStop {
             PROFILER_STARTED.store(false, Ordering::Release);
         }
-        let inside = w.open_now();
-        if inside {
-            w.marks.mark(d.correlationId);
-        }
+        let inside = w.inside(d);
         if launch {
             LAUNCHES.fetch_add(1, Ordering::Relaxed);
             if inside {
@@ -120,7 +117,7 @@ pub fn on_api(id: u32, d: &CUpti_CallbackData, launch: bool) -> bool {
         {
             WINDOWS.fetch_add(1, Ordering::Relaxed);
         }
-        w.marks.has(d.correlationId)
+        w.inside(d)
     }
 }
 
@@ -129,16 +126,7 @@ pub fn on_api(id: u32, d: &CUpti_CallbackData, launch: bool) -> bool {
 /// `cudaProfilerStart` / `Stop` open and close the window through the driver calls
 /// they make.
 pub fn on_runtime_api(d: &CUpti_CallbackData) -> bool {
-    let Some(w) = WINDOW.get() else { return true };
-    if d.callbackSite == CUPTI_API_ENTER {
-        let inside = w.open_now();
-        if inside {
-            w.marks.mark(d.correlationId);
-        }
-        inside
-    } else {
-        w.marks.has(d.correlationId)
-    }
+    WINDOW.get().is_none_or(|w| w.inside(d))
 }
 
 /// Whether an activity record is kept: kernels, copies and sets only when their
@@ -185,6 +173,19 @@ impl Window {
             Some(CaptureRange::ProfilerApi) => PROFILER_STARTED.load(Ordering::Acquire),
             Some(CaptureRange::Nvtx(_)) => nvtx_ranges::admits(Watch::Capture),
         }
+    }
+
+    /// At an API call's entry, whether the window is open now (the call's correlation
+    /// id marked when it is); at its exit, whether it was marked.
+    fn inside(&self, d: &CUpti_CallbackData) -> bool {
+        if d.callbackSite != CUPTI_API_ENTER {
+            return self.marks.has(d.correlationId);
+        }
+        let inside = self.open_now();
+        if inside {
+            self.marks.mark(d.correlationId);
+        }
+        inside
     }
 }
 

@@ -15,6 +15,26 @@ pub struct Args {
     pub event: usize,
 }
 
+impl Args {
+    /// `bytes` enqueued on `stream` (a null handle: the legacy default stream, or the
+    /// per-thread one with `per_thread`).
+    pub fn on(bytes: u64, stream: cupti_sys::CUstream, per_thread: bool) -> Args {
+        Args {
+            bytes,
+            stream: Some((stream, per_thread)),
+            event: 0,
+        }
+    }
+
+    /// `bytes` copied, set or allocated, naming no stream.
+    pub fn sized(bytes: u64) -> Args {
+        Args {
+            bytes,
+            ..Args::default()
+        }
+    }
+}
+
 /// Whether `cbid` is a per-thread default stream variant (`_ptsz`, `_ptds`).
 #[allow(non_upper_case_globals)]
 fn per_thread(cbid: u32) -> bool {
@@ -67,17 +87,9 @@ pub unsafe fn args_of(cbid: u32, params: *const c_void) -> Args {
             $args
         }};
     }
-    let on_default = |bytes: usize| Args {
-        bytes: bytes as u64,
-        // The legacy (or per-thread) default stream: a synchronous copy's or set's.
-        stream: Some((core::ptr::null_mut(), pt)),
-        event: 0,
-    };
-    let on = |bytes: u64, stream: cupti_sys::CUstream| Args {
-        bytes,
-        stream: Some((stream, pt)),
-        event: 0,
-    };
+    // The legacy (or per-thread) default stream: a synchronous copy's or set's.
+    let on_default = |bytes: usize| Args::on(bytes as u64, core::ptr::null_mut(), pt);
+    let on = |bytes: u64, stream: cupti_sys::CUstream| Args::on(bytes, stream, pt);
     match cbid {
         CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize
         | CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz => {
@@ -119,25 +131,21 @@ pub unsafe fn args_of(cbid: u32, params: *const c_void) -> Args {
         | CUPTI_DRIVER_TRACE_CBID_cuStreamWaitValue64_ptsz => {
             read!(cuStreamWaitValue64_v2_params, |p| on(0, p.stream))
         }
-        CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2 => read!(cuMemAlloc_v2_params, |p| Args {
-            bytes: p.bytesize as u64,
-            ..Args::default()
-        }),
+        CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2 => {
+            read!(cuMemAlloc_v2_params, |p| Args::sized(p.bytesize as u64))
+        }
         CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync | CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz => {
             read!(cuMemAllocAsync_params, |p| on(p.bytesize as u64, p.hStream))
         }
-        CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2 => read!(cuMemAllocHost_v2_params, |p| Args {
-            bytes: p.bytesize as u64,
-            ..Args::default()
-        }),
-        CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc => read!(cuMemHostAlloc_params, |p| Args {
-            bytes: p.bytesize as u64,
-            ..Args::default()
-        }),
-        CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged => read!(cuMemAllocManaged_params, |p| Args {
-            bytes: p.bytesize as u64,
-            ..Args::default()
-        }),
+        CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2 => {
+            read!(cuMemAllocHost_v2_params, |p| Args::sized(p.bytesize as u64))
+        }
+        CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc => {
+            read!(cuMemHostAlloc_params, |p| Args::sized(p.bytesize as u64))
+        }
+        CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged => {
+            read!(cuMemAllocManaged_params, |p| Args::sized(p.bytesize as u64))
+        }
         CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync | CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz => {
             read!(cuMemFreeAsync_params, |p| on(0, p.hStream))
         }

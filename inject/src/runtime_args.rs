@@ -49,16 +49,10 @@ pub unsafe fn args_of(cbid: u32, params: *const c_void) -> Args {
             $args
         }};
     }
-    let stream = |s: cupti_sys::cudaStream_t| Some((s as cupti_sys::CUstream, pt));
-    let on = |bytes: usize, s: cupti_sys::cudaStream_t| Args {
-        bytes: bytes as u64,
-        stream: stream(s),
-        event: 0,
+    let on = |bytes: usize, s: cupti_sys::cudaStream_t| {
+        Args::on(bytes as u64, s as cupti_sys::CUstream, pt)
     };
-    let sized = |bytes: usize| Args {
-        bytes: bytes as u64,
-        ..Args::default()
-    };
+    let sized = |bytes: usize| Args::sized(bytes as u64);
     match cbid {
         CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020
         | CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000 => {
