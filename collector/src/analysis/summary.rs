@@ -15,8 +15,7 @@ use super::durations::Durations;
 use super::gpu_activity::{gpu_activity, GpuActivity};
 use super::integrity::Integrity;
 use super::launch_shape::{launch_shapes, LaunchShape};
-use super::names::demangle;
-use super::names::launch_api_name;
+use super::names::{demangle, launch_api_name};
 use super::nvtx::{RangeStats, RangeTotals};
 use super::short_name::short_name;
 use super::telemetry::DeviceTelemetry;
@@ -378,31 +377,27 @@ fn api_call_summary(a: &Aggregate) -> ApiCallSummary {
             .then(y.tally.total_ns.cmp(&x.tally.total_ns))
             .then_with(|| x.function.cmp(&y.function))
     });
+    let range_row = |name: usize, function: String, class: CallClass, tally: CallTally| {
+        let (domain, range) = a.ranges.names[name].clone();
+        RangeCalls {
+            domain,
+            range,
+            range_wall_ns: a.ranges.totals[name].wall_ns,
+            function,
+            class,
+            tally,
+        }
+    };
     let mut by_range: Vec<RangeCalls> = t
         .by_range
         .iter()
         .map(|((name, function), tally)| {
-            let (domain, range) = a.ranges.names[*name].clone();
-            RangeCalls {
-                domain,
-                range,
-                range_wall_ns: a.ranges.totals[*name].wall_ns,
-                function: function.clone(),
-                class: CallClass::of(function),
-                tally: *tally,
-            }
+            range_row(*name, function.clone(), CallClass::of(function), *tally)
         })
         .collect();
     for (&(name, cbid, runtime), tally) in &t.launch_ranges {
-        let (domain, range) = a.ranges.names[name].clone();
-        by_range.push(RangeCalls {
-            domain,
-            range,
-            range_wall_ns: a.ranges.totals[name].wall_ns,
-            function: launch_api_name(cbid, runtime),
-            class: CallClass::Launch,
-            tally: *tally,
-        });
+        let function = launch_api_name(cbid, runtime);
+        by_range.push(range_row(name, function, CallClass::Launch, *tally));
     }
     by_range.sort_by(|x, y| {
         y.range_wall_ns

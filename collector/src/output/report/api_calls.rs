@@ -48,9 +48,14 @@ pub const RANGE_COLUMNS: [&str; 12] = [
     "range_wall_pct",
 ];
 
-fn tally_json(v: &mut Value, t: &CallTally) {
+/// A row's tally; a launch's failures are not recorded: null.
+fn tally_json(v: &mut Value, t: &CallTally, class: CallClass) {
     v["calls"] = json!(t.calls);
-    v["failed"] = json!(t.failed);
+    v["failed"] = if class == CallClass::Launch {
+        Value::Null
+    } else {
+        json!(t.failed)
+    };
     v["total_ns"] = json!(t.total_ns);
     v["mean_ns"] = json!(mean_ns(t.total_ns, t.calls));
     v["max_ns"] = json!(t.max_ns);
@@ -73,16 +78,12 @@ pub fn api_calls_json(a: &ApiCallSummary) -> Option<Value> {
                 "class": r.class,
                 "traced": r.traced,
             });
-            tally_json(&mut v, &r.tally);
+            tally_json(&mut v, &r.tally, r.class);
             if !r.traced {
                 // Counted calls: only their number and time are known.
                 for k in ["failed", "max_ns", "bytes"] {
                     v[k] = Value::Null;
                 }
-            }
-            if r.class == CallClass::Launch {
-                // Whether a launch call failed is not recorded.
-                v["failed"] = Value::Null;
             }
             v
         })
@@ -98,11 +99,7 @@ pub fn api_calls_json(a: &ApiCallSummary) -> Option<Value> {
                 "function": r.function,
                 "class": r.class,
             });
-            tally_json(&mut v, &r.tally);
-            if r.class == CallClass::Launch {
-                // Whether a launch call failed is not recorded.
-                v["failed"] = Value::Null;
-            }
+            tally_json(&mut v, &r.tally, r.class);
             // A range never closed has no wall time: its share is unknown, not 0.
             v["range_wall_pct"] = if r.range_wall_ns == 0 {
                 Value::Null
