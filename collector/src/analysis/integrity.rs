@@ -151,6 +151,7 @@ pub fn impossible(record: &Record) -> Option<(&'static str, &'static str)> {
         Record::Memset(m) => impossible_span(m.start_ns, m.end_ns).map(|r| ("memset", r)),
         Record::Launch(l) => impossible_span(l.start_ns, l.end_ns).map(|r| ("launch", r)),
         Record::ApiCall(c) => impossible_span(c.start_ns, c.end_ns).map(|r| ("api call", r)),
+        Record::GemmCall(c) => impossible_span(c.start_ns, c.end_ns).map(|r| ("GEMM call", r)),
         Record::Overhead(o) => impossible_span(o.start_ns, o.end_ns).map(|r| ("overhead", r)),
         Record::CounterSample(s) => impossible_span(s.start_ns, s.end_ns)
             .or_else(|| finite(&s.metrics))

@@ -124,7 +124,8 @@ impl TraceStats {
     }
 }
 
-/// The earliest timestamp of a kernel, copy, set, launch call or NVTX marker in
+/// The earliest timestamp of a kernel, copy, set, launch, CUDA or GEMM call or NVTX
+/// marker in
 /// `records`: the origin of [`Window`]s given in seconds, and time 0 of the Chrome
 /// JSON.
 pub fn first_timestamp(records: &[(u32, Record)]) -> Option<u64> {
@@ -136,6 +137,7 @@ pub fn first_timestamp(records: &[(u32, Record)]) -> Option<u64> {
             Record::Memset(m) => Some(m.start_ns),
             Record::Launch(l) => Some(l.start_ns),
             Record::ApiCall(c) => Some(c.start_ns),
+            Record::GemmCall(c) => Some(c.start_ns),
             Record::Marker(m) => Some(m.timestamp_ns),
             _ => None,
         })

@@ -134,7 +134,8 @@ fn columns_of(id: TableId) -> Option<Columns> {
         | TableId::Memcpys
         | TableId::Memsets
         | TableId::Launches
-        | TableId::ApiCalls => Columns::Span { timed: true },
+        | TableId::ApiCalls
+        | TableId::GemmCalls => Columns::Span { timed: true },
         TableId::Overheads => Columns::Span { timed: false },
         TableId::Gemms => Columns::Shape,
         TableId::Markers => Columns::Timestamp,

@@ -1,5 +1,5 @@
 use wire::testing::*;
-use wire::{Overhead, Record};
+use wire::{GemmCall, Overhead, Record};
 
 use super::*;
 use crate::output::trace::first_timestamp;
@@ -83,6 +83,7 @@ fn parts() -> Vec<(u32, Vec<Record>)> {
         (22, vec![impossible_gemm]),
         (23, vec![overhead(9, 1)]),
         (24, vec![sample(10, 5, &[(1, 1.0)])]),
+        (25, vec![gemm_call(60, 50)]),
         // Kept: a header each; the marker's time is the session's first.
         (30, vec![k(1, 3, 0, u64::MAX)]),
         (31, vec![marker(2, 1, 7, 3_000, 0, 0)]),
@@ -90,7 +91,19 @@ fn parts() -> Vec<(u32, Vec<Record>)> {
         (33, vec![overhead(1, 9)]),
         (34, vec![sample(3_500, 3_600, &[(1, 1.0)])]),
         (35, vec![memcpy(1, 8, 3_200, 3_300)]),
+        // A GEMM call begins before its first launch: it can be the first time.
+        (36, vec![gemm_call(2_900, 3_400)]),
     ]
+}
+
+/// A cuBLAS call's span.
+fn gemm_call(start_ns: u64, end_ns: u64) -> Record {
+    Record::GemmCall(GemmCall {
+        call: 1,
+        thread_id: 7,
+        start_ns,
+        end_ns,
+    })
 }
 
 #[test]
@@ -99,9 +112,11 @@ fn the_column_pass_gives_what_the_pass_over_every_record_gives() {
     let store = Store::open(&t.0).unwrap();
     let got = prepass(&store).unwrap();
     assert_eq!(got, prepass_of_records(&read_back(&store)));
-    // The kernel of pid 30 lasts longer than a year: screened out, with its start 0.
-    assert_eq!(got.first, Some(3_000));
-    assert_eq!(pids(&got), [31, 32, 33, 34, 35, 10]);
+    // The kernel of pid 30 lasts longer than a year: screened out, with its start 0;
+    // the GEMM call of pid 25 ends before it starts, screened out; that of pid 36
+    // starts first.
+    assert_eq!(got.first, Some(2_900));
+    assert_eq!(pids(&got), [31, 32, 33, 34, 35, 36, 10]);
     let p10 = got.headers.iter().find(|h| h.pid == 10).unwrap();
     assert_eq!((p10.rank, p10.rank_from_env), (1, true));
     assert_eq!(p10.devices.len(), 1);
