@@ -25,6 +25,7 @@ use crate::analysis::integrity::{screen, DamagedFile, Integrity, Unsealed};
 use crate::analysis::roles::{shape_roles, ModelConfig};
 use crate::analysis::roofline::efficiency::fitted_bytes_per_ns;
 use crate::analysis::session::analyse;
+use crate::output::gzip_thread::GzipThread;
 use crate::output::trace::chrome::ChromeWriter;
 use crate::output::trace::event::Sink;
 use crate::output::trace::kineto::{Files, KinetoWriter, ProcessHeader};
@@ -205,10 +206,11 @@ struct DirFiles {
     files: Rc<RefCell<Vec<(PathBuf, PathBuf)>>>,
 }
 
-/// A Kineto file as written: plain, or gzip-compressed.
+/// A Kineto file as written: plain, or gzip-compressed on a second thread (the
+/// export's own work and the compression then take about as long as each other).
 enum KinetoOut {
     Plain(std::io::BufWriter<std::fs::File>),
-    Gzip(flate2::write::GzEncoder<std::io::BufWriter<std::fs::File>>),
+    Gzip(GzipThread),
 }
 
 impl std::io::Write for KinetoOut {
@@ -239,23 +241,18 @@ impl Files for DirFiles {
         let path = self.dir.join(&name);
         let (tmp, file) = crate::store::output_file::temp_beside(&path, &name)?;
         self.files.borrow_mut().push((tmp, path));
-        let buffered = std::io::BufWriter::with_capacity(1 << 16, file);
         Ok(if self.gzip {
-            KinetoOut::Gzip(flate2::write::GzEncoder::new(
-                buffered,
-                flate2::Compression::fast(),
-            ))
+            KinetoOut::Gzip(GzipThread::new(file, flate2::Compression::fast())?)
         } else {
-            KinetoOut::Plain(buffered)
+            KinetoOut::Plain(std::io::BufWriter::with_capacity(1 << 16, file))
         })
     }
 
     fn close(&mut self, w: &mut Self::W) -> std::io::Result<()> {
-        if let KinetoOut::Gzip(gz) = w {
-            gz.try_finish()?;
-            std::io::Write::flush(gz.get_mut())?;
+        match w {
+            KinetoOut::Gzip(gz) => gz.finish(),
+            KinetoOut::Plain(plain) => std::io::Write::flush(plain),
         }
-        Ok(())
     }
 }
 

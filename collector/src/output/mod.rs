@@ -3,6 +3,7 @@
 //! Chrome and Kineto ([`trace`]), pprof profiles ([`pprof`]) and the Prometheus text
 //! format ([`prometheus`]). What is written here was computed in `analysis`.
 
+pub mod gzip_thread;
 pub mod pprof;
 pub mod prometheus;
 pub mod report;

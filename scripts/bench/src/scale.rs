@@ -153,8 +153,8 @@ const DUCKDB_SQL: &str = "SET threads = 1; \
 const DUCKDB_SECONDS: &str = "duckdb-seconds";
 
 /// The commands measured on a session in `dir`, each as (name, program, arguments):
-/// gpuprof's `report`, `pprof`, `roofline`, Perfetto `trace` and the Kineto export,
-/// then DuckDB's per-kernel table when `python` (with the duckdb module) is given.
+/// gpuprof's `report`, `pprof`, `roofline`, Perfetto `trace` and the Kineto export
+/// (plain and `--gzip`), then DuckDB's per-kernel table when `python` (with the duckdb module) is given.
 fn commands(
     gpuprof: &Path,
     python: Option<&Path>,
@@ -182,6 +182,18 @@ fn commands(
                 &d,
                 "--format",
                 "kineto",
+                "-o",
+                &out("kineto"),
+            ])),
+        ),
+        (
+            "kineto.gz",
+            g(s(&[
+                "trace",
+                &d,
+                "--format",
+                "kineto",
+                "--gzip",
                 "-o",
                 &out("kineto"),
             ])),
