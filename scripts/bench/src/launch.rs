@@ -83,7 +83,8 @@ pub fn run(args: &[String]) -> Result<()> {
     }
     let _ = std::fs::remove_dir_all(&out_root);
     let m: Vec<PerLaunch> = runs_of.iter().map(|r| median(r)).collect();
-    let [p, b, br, off, on, off_no_api, b_ev, off_ev, b_q, off_q, b_rt, off_rt] = m[..] else {
+    let [p, b, br, off, on, off_no_api, b_ev, off_ev, b_q, off_q, b_rt, off_rt, sampling] = m[..]
+    else {
         unreachable!("one median per way")
     };
     println!(
@@ -137,6 +138,13 @@ pub fn run(args: &[String]) -> Result<()> {
         "per runtime launch (cudaLaunchKernel), counters off, over the baseline tool",
         off_rt,
         b_rt,
+    );
+    // The baseline tool samples nothing: this includes what the simulated PM sampler
+    // charges per kernel (a GPU's sampler charges launches nothing).
+    added(
+        "PM sampling (GPUPROF_COUNTERS=sampling), over the baseline tool, the simulated sampler's cost in it",
+        sampling,
+        b,
     );
     // Per-kernel counters build their configurations and evaluate their metrics
     // through CUPTI's Profiler Host API, which loads NVIDIA's libnvperf_host: its
@@ -193,7 +201,7 @@ struct Way {
 }
 
 impl Way {
-    const ALL: [Way; 12] = [
+    const ALL: [Way; 13] = [
         Way::of(Tool::None, None, "unprofiled"),
         Way::of(
             Tool::Baseline {
@@ -277,6 +285,14 @@ impl Way {
             },
             Some("runtime"),
             "gpuprof, counters off, runtime launches",
+        ),
+        Way::of(
+            Tool::Gpuprof {
+                counters: "sampling",
+                api: "sync",
+            },
+            None,
+            "gpuprof record, GPUPROF_COUNTERS=sampling",
         ),
     ];
 

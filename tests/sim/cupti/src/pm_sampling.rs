@@ -74,7 +74,52 @@ struct Session {
     /// Undecoded samples in the hardware buffer, as index ranges.
     buffer: VecDeque<(u64, u64)>,
     overflow: bool,
-    kernels: Vec<Kernel>,
+    kernels: HeldKernels,
+}
+
+/// The kernels a session's undecoded windows may read, sorted by start, each with its
+/// arrival number. A window reads only the kernels that can overlap it (those
+/// starting at most the longest duration held before it), found by binary search, in
+/// the order they arrived, the order every window read all of them in before: the
+/// same values to the bit, at a cost that follows the window's kernels rather than
+/// every kernel held (a launch flood holds 50 ms of kernels, `REPORT_LAG_NS`).
+#[derive(Default)]
+struct HeldKernels {
+    by_start: Vec<(u64, Kernel)>,
+    arrived: u64,
+    /// The longest `end - start` held (never lowered while the session lasts).
+    longest: u64,
+}
+
+impl HeldKernels {
+    fn push(&mut self, k: Kernel) {
+        self.longest = self.longest.max(k.end.saturating_sub(k.start));
+        // Kernels arrive nearly in start order: the place is found from the back.
+        let mut at = self.by_start.len();
+        while at > 0 && self.by_start[at - 1].1.start > k.start {
+            at -= 1;
+        }
+        self.by_start.insert(at, (self.arrived, k));
+        self.arrived += 1;
+    }
+
+    /// The kernels that may overlap `[a, b)`, in arrival order.
+    fn near(&self, a: u64, b: u64) -> Vec<&Kernel> {
+        let from = a.saturating_sub(self.longest);
+        let lo = self.by_start.partition_point(|(_, k)| k.start < from);
+        let hi = self.by_start.partition_point(|(_, k)| k.start < b);
+        let mut near: Vec<&(u64, Kernel)> = self.by_start[lo..hi]
+            .iter()
+            .filter(|(_, k)| k.end > a)
+            .collect();
+        near.sort_unstable_by_key(|(arrived, _)| *arrived);
+        near.into_iter().map(|(_, k)| k).collect()
+    }
+
+    /// Forgets the kernels that end at or before `t`.
+    fn forget_before(&mut self, t: u64) {
+        self.by_start.retain(|(_, k)| k.end > t);
+    }
 }
 
 /// How long after its end a sample completes while sampling runs. The simulated
@@ -150,6 +195,7 @@ impl Session {
     fn sample(&self, i: u64) -> (u64, u64, Vec<f64>) {
         let (a, b) = self.window(i);
         let first = i == 0;
+        let near = self.kernels.near(a, b);
         let values = self
             .cfg
             .metrics
@@ -157,7 +203,7 @@ impl Session {
             .map(|m| match m.as_str() {
                 GPU_TIME if first => b as f64,
                 GPU_TIME => (b - a) as f64,
-                _ => window_value(m, &self.kernels, a, b),
+                _ => window_value(m, near.iter().copied(), a, b),
             })
             .collect();
         let start = if first {
@@ -183,7 +229,12 @@ fn cumulative(v: f64, x: u64, d: u64) -> f64 {
 }
 
 /// Metric `m` over the window `[a, b)` from `kernels`.
-pub fn window_value(m: &str, kernels: &[Kernel], a: u64, b: u64) -> f64 {
+pub fn window_value<'k>(
+    m: &str,
+    kernels: impl IntoIterator<Item = &'k Kernel>,
+    a: u64,
+    b: u64,
+) -> f64 {
     let mut acc = 0.0;
     let mut weight = 0.0;
     let mut extreme: Option<f64> = None;
@@ -257,7 +308,7 @@ impl Sampler {
             produced: 0,
             buffer: VecDeque::new(),
             overflow: false,
-            kernels: Vec::new(),
+            kernels: HeldKernels::default(),
         });
         ACTIVE.fetch_add(1, Ordering::AcqRel);
         Ok(())
@@ -328,7 +379,7 @@ impl Sampler {
         }
         let keep_from = s.buffer.front().map_or(s.produced, |f| f.0);
         let from_t = s.window(keep_from).0;
-        s.kernels.retain(|k| k.end > from_t);
+        s.kernels.forget_before(from_t);
         let reason = if s.buffer.is_empty() {
             CUPTI_PM_SAMPLING_DECODE_STOP_REASON_END_OF_RECORDS
         } else {
@@ -451,15 +502,7 @@ pub fn on_kernel(k: &Kernel) {
     let mut all = SAMPLERS.lock();
     for p in all.iter_mut().filter(|p| p.device == k.device_id) {
         if let Some(s) = p.session.as_mut().filter(|s| s.stop.is_none()) {
-            s.kernels.push(Kernel {
-                correlation_id: k.correlation_id,
-                device_id: k.device_id,
-                context_id: k.context_id,
-                start: k.start,
-                end: k.end,
-                counters: k.counters.clone(),
-                graph: k.graph,
-            });
+            s.kernels.push(k.clone());
         }
     }
 }
@@ -478,9 +521,39 @@ mod tests {
             counters: vec![
                 ("x.sum".into(), v),
                 ("y.pct_of_peak_sustained_active".into(), 40.0),
-            ],
+            ]
+            .into(),
             graph: false,
         }
+    }
+
+    #[test]
+    fn a_window_reads_its_near_kernels_as_it_read_every_kernel() {
+        // Out of start order (two streams' kernels reported interleaved) and one long
+        // kernel: each window's values are the full scan's, to the bit.
+        let mut arrived = Vec::new();
+        let mut held = HeldKernels::default();
+        for i in 0..400u64 {
+            let start = 1_000 + i * 37 - (i % 3) * 50;
+            let end = start + if i == 123 { 9_000 } else { 20 + i % 45 };
+            let k = kernel(start, end, (i * 7919 % 1_000) as f64 + 0.3);
+            arrived.push(kernel(start, end, k.value("x.sum")));
+            held.push(k);
+        }
+        let mut a = 0;
+        while a < 20_000 {
+            let b = a + 113;
+            for m in ["x.sum", "y.pct_of_peak_sustained_active"] {
+                let all = window_value(m, &arrived, a, b);
+                let near = window_value(m, held.near(a, b), a, b);
+                assert_eq!(all.to_bits(), near.to_bits(), "{m} over [{a}, {b})");
+            }
+            a = b;
+        }
+        let before = held.by_start.len();
+        held.forget_before(5_000);
+        assert!(held.by_start.iter().all(|(_, k)| k.end > 5_000));
+        assert!(held.by_start.len() < before);
     }
 
     #[test]

@@ -21,8 +21,10 @@
 //! and ratios (`.pct_of_peak_sustained_active`, other `.pct*`, `.ratio`,
 //! `.per_second`, `.per_cycle*`) are averaged weighted by time.
 
+use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use cupti_sys::CUptiResult::{self, *};
 use sim_abi::GpuOp;
@@ -252,7 +254,8 @@ pub unsafe fn config_at(ptr: *const u8, size: usize) -> Option<ConfigImage> {
     decode_config(unsafe { std::slice::from_raw_parts(ptr, size) })
 }
 
-/// One executed kernel as the profilers see it.
+/// One executed kernel as the profilers see it (a clone shares its counters).
+#[derive(Clone)]
 pub struct Kernel {
     /// The launch call's correlation id.
     pub correlation_id: u32,
@@ -260,7 +263,7 @@ pub struct Kernel {
     pub context_id: u32,
     pub start: u64,
     pub end: u64,
-    pub counters: Vec<(String, f64)>,
+    pub counters: Arc<[(Arc<str>, f64)]>,
     /// Launched from a CUDA graph (a kernel node of a graph launch).
     pub graph: bool,
 }
@@ -270,7 +273,7 @@ impl Kernel {
     pub fn value(&self, metric: &str) -> f64 {
         self.counters
             .iter()
-            .find(|(n, _)| n == metric)
+            .find(|(n, _)| **n == *metric)
             .map_or(0.0, |(_, v)| *v)
     }
 
@@ -283,6 +286,16 @@ impl Kernel {
 /// when some are.
 pub static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 
+/// The driver's counter names, each made a string once: every launch of a
+/// configuration reports the same few dozen, so a kernel costs the profilers a lookup
+/// per counter rather than an allocation and a UTF-8 check (the sim's cost per launch
+/// while counters are collected, which a GPU does not charge). Keyed by the name's
+/// address: the driver keeps each launch configuration's names (for up to 4096
+/// configurations), so addresses repeat; the map is emptied when it reaches
+/// [`MAX_COUNTER_NAMES`], so it stays bounded however many there are.
+static COUNTER_NAMES: Mutex<BTreeMap<usize, Arc<str>>> = Mutex::new(BTreeMap::new());
+const MAX_COUNTER_NAMES: usize = 1 << 16;
+
 /// From the tracer, for every executed kernel.
 pub fn on_kernel(op: &GpuOp) {
     if ACTIVE.load(Ordering::Acquire) == 0
@@ -292,6 +305,7 @@ pub fn on_kernel(op: &GpuOp) {
     }
     let mut counters = Vec::with_capacity(op.num_counters);
     if !op.counters.is_null() {
+        let mut names = COUNTER_NAMES.lock().unwrap_or_else(|e| e.into_inner());
         for i in 0..op.num_counters {
             // SAFETY: the driver passes `num_counters` valid entries during the call.
             let c = unsafe { &*op.counters.add(i) };
@@ -299,9 +313,20 @@ pub fn on_kernel(op: &GpuOp) {
                 continue;
             }
             // SAFETY: counter names are NUL-terminated.
-            let name = unsafe { CStr::from_ptr(c.name) }
-                .to_string_lossy()
-                .into_owned();
+            let name = unsafe { CStr::from_ptr(c.name) }.to_bytes();
+            // Looked up by address, then compared: an address reused for another
+            // name makes the string again.
+            let name = match names.get(&(c.name as usize)) {
+                Some(known) if known.as_bytes() == name => known.clone(),
+                _ => {
+                    let made: Arc<str> = String::from_utf8_lossy(name).into();
+                    if names.len() >= MAX_COUNTER_NAMES {
+                        names.clear();
+                    }
+                    names.insert(c.name as usize, made.clone());
+                    made
+                }
+            };
             counters.push((name, c.value));
         }
     }
@@ -311,7 +336,7 @@ pub fn on_kernel(op: &GpuOp) {
         context_id: op.context_id,
         start: op.start_ns,
         end: op.end_ns,
-        counters,
+        counters: counters.into(),
         graph: op.graph_node_id != 0,
     };
     crate::range_profiler::on_kernel(&k);
