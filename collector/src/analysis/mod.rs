@@ -44,6 +44,7 @@ pub mod family;
 pub mod findings;
 pub mod fitted;
 pub mod flop_metrics;
+pub mod follow;
 pub mod gemm;
 pub mod gpu_activity;
 pub mod integrity;

@@ -95,7 +95,7 @@ pub fn analyse_kernel_rows(
 }
 
 fn analyse_into(
-    mut aggregator: Aggregator,
+    aggregator: Aggregator,
     sessions: &[PathBuf],
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Analysed> {
@@ -103,88 +103,140 @@ fn analyse_into(
         .iter()
         .map(|s| Store::open(s))
         .collect::<Result<Vec<Store>>>()?;
-    let several = stores.len() > 1;
-    let mut integrity = Integrity::default();
+    let mut folded = Folded::new(aggregator);
     let all: usize = stores.iter().map(|s| s.parts.len()).sum();
-    let mut done = 0;
-    // One thread reads and decodes the parts, in order, while this one folds them in:
-    // the two take about the same time, and a few chunks are all that is in flight.
-    let (to_fold, read) = std::sync::mpsc::sync_channel::<Read>(IN_FLIGHT);
-    let (give_back, reuse) = std::sync::mpsc::channel::<Vec<(u32, Record)>>();
-    std::thread::scope(|scope| -> Result<()> {
-        let stores = &stores;
-        // The sender moves to the reader: the channel closes when it is done.
-        let skip = aggregator.skipped_tables();
-        let reader = scope.spawn(move || read_parts(stores, skip, &to_fold, &reuse));
-        let mut store = 0;
-        for message in read {
-            match message {
-                Read::Session(i) => {
-                    store = i;
-                    aggregator.next_session(stores[i].dir.display().to_string());
-                }
-                Read::Records {
-                    mut kept,
-                    read,
-                    screened,
-                } => {
-                    aggregator.add_screened(kept.drain(..), read, &screened);
-                    // The reader may be done: then the chunk is dropped here.
-                    let _ = give_back.send(kept);
-                }
-                Read::EndPart { part, samples } => {
-                    // A damaged device_samples file is in `part.damaged` already.
-                    if let Ok(samples) = samples {
-                        aggregator.add_device_samples(&samples);
-                    }
-                    let store = &stores[store];
-                    integrity.damaged.extend(
-                        part.damaged
-                            .into_iter()
-                            .map(|d| named(DamagedFile::from(d), store, several)),
-                    );
-                    aggregator.add_skipped_rows(part.skipped_rows);
-                    aggregator.end_part();
-                    done += 1;
-                    progress(done, all);
-                }
-            }
-        }
-        reader.join().expect("the part reader does not panic")
+    folded.fold(&stores, 0, &mut |done| {
+        progress(done, all);
+        true
     })?;
-    for store in &stores {
-        integrity.damaged.extend(
-            store
-                .damaged
-                .iter()
-                .cloned()
-                .map(|d| named(DamagedFile::from(d), store, several)),
-        );
-        integrity.lost.extend(store.lost().iter().cloned());
-        integrity
-            .unsealed
-            .extend(unsealed(store).into_iter().map(|mut u| {
-                u.dir = in_session(u.dir, store, several);
-                u
-            }));
-    }
-    let aggregate = aggregator.finish();
-    integrity.impossible = aggregate.impossible_records();
-    Ok(Analysed {
-        dir: match &stores[..] {
-            [one] => one.dir.clone(),
-            _ => PathBuf::from(format!("{} sessions", stores.len())),
-        },
-        aggregate,
-        parts: all,
-        integrity,
-    })
+    Ok(folded.conclude(&stores))
 }
 
-/// Reads every part of every session in order and hands them over (see [`Read`]),
-/// reusing the chunks given back; stops early when the folding side is gone.
+/// An aggregate of the parts read so far, and the damage found in them.
+pub(super) struct Folded {
+    aggregator: Aggregator,
+    integrity: Integrity,
+    /// Parts read, over every session.
+    pub(super) parts: usize,
+}
+
+impl Folded {
+    pub(super) fn new(aggregator: Aggregator) -> Folded {
+        Folded {
+            aggregator,
+            integrity: Integrity::default(),
+            parts: 0,
+        }
+    }
+
+    /// Reads the parts of `stores` from part `from` of the first (every part of the
+    /// others) and folds them in, in order; `progress` gets the parts read so far
+    /// after each, and stops the reading after that part by answering `false`.
+    pub(super) fn fold(
+        &mut self,
+        stores: &[Store],
+        from: usize,
+        progress: &mut dyn FnMut(usize) -> bool,
+    ) -> Result<()> {
+        let several = stores.len() > 1;
+        // One thread reads and decodes the parts, in order, while this one folds them
+        // in: the two take about the same time, and a few chunks are all that is in
+        // flight.
+        let (to_fold, read) = std::sync::mpsc::sync_channel::<Read>(IN_FLIGHT);
+        let (give_back, reuse) = std::sync::mpsc::channel::<Vec<(u32, Record)>>();
+        let aggregator = &mut self.aggregator;
+        let integrity = &mut self.integrity;
+        let done = &mut self.parts;
+        std::thread::scope(|scope| -> Result<()> {
+            // The sender moves to the reader: the channel closes when it is done.
+            let skip = aggregator.skipped_tables();
+            let reader = scope.spawn(move || read_parts(stores, from, skip, &to_fold, &reuse));
+            let mut store = 0;
+            for message in read {
+                match message {
+                    Read::Session(i) => {
+                        store = i;
+                        aggregator.next_session(stores[i].dir.display().to_string());
+                    }
+                    Read::Records {
+                        mut kept,
+                        read,
+                        screened,
+                    } => {
+                        aggregator.add_screened(kept.drain(..), read, &screened);
+                        // The reader may be done: then the chunk is dropped here.
+                        let _ = give_back.send(kept);
+                    }
+                    Read::EndPart { part, samples } => {
+                        // A damaged device_samples file is in `part.damaged` already.
+                        if let Ok(samples) = samples {
+                            aggregator.add_device_samples(&samples);
+                        }
+                        let store = &stores[store];
+                        integrity.damaged.extend(
+                            part.damaged
+                                .into_iter()
+                                .map(|d| named(DamagedFile::from(d), store, several)),
+                        );
+                        aggregator.add_skipped_rows(part.skipped_rows);
+                        aggregator.end_part();
+                        *done += 1;
+                        if !progress(*done) {
+                            // The reader stops at its next send.
+                            break;
+                        }
+                    }
+                }
+            }
+            reader.join().expect("the part reader does not panic")
+        })
+    }
+
+    /// The analysis of `stores`, every part of which has been folded in: the
+    /// sessions' own damage, losses and unsealed parts added.
+    pub(super) fn conclude(self, stores: &[Store]) -> Analysed {
+        let Folded {
+            aggregator,
+            mut integrity,
+            parts,
+        } = self;
+        let several = stores.len() > 1;
+        for store in stores {
+            integrity.damaged.extend(
+                store
+                    .damaged
+                    .iter()
+                    .cloned()
+                    .map(|d| named(DamagedFile::from(d), store, several)),
+            );
+            integrity.lost.extend(store.lost().iter().cloned());
+            integrity
+                .unsealed
+                .extend(unsealed(store).into_iter().map(|mut u| {
+                    u.dir = in_session(u.dir, store, several);
+                    u
+                }));
+        }
+        let aggregate = aggregator.finish();
+        integrity.impossible = aggregate.impossible_records();
+        Analysed {
+            dir: match stores {
+                [one] => one.dir.clone(),
+                _ => PathBuf::from(format!("{} sessions", stores.len())),
+            },
+            aggregate,
+            parts,
+            integrity,
+        }
+    }
+}
+
+/// Reads every part of every session in order (the first from part `from`) and hands
+/// them over (see [`Read`]), reusing the chunks given back; stops early when the
+/// folding side is gone.
 fn read_parts(
     stores: &[Store],
+    from: usize,
     skip: &[TableId],
     to_fold: &SyncSender<Read>,
     reuse: &Receiver<Vec<(u32, Record)>>,
@@ -192,10 +244,13 @@ fn read_parts(
     // Only a slot: each chunk is swapped out of it for one given back.
     let mut buffer = Vec::new();
     for (i, store) in stores.iter().enumerate() {
-        if to_fold.send(Read::Session(i)).is_err() {
+        // A session is announced when read from its start (a session followed while
+        // it is written was announced by the first read).
+        let first = if i == 0 { from } else { 0 };
+        if first == 0 && to_fold.send(Read::Session(i)).is_err() {
             return Ok(());
         }
-        for p in 0..store.parts.len() {
+        for p in first..store.parts.len() {
             let part = store.read_part_tables(p, skip, &mut buffer, |chunk| {
                 let mut kept = reuse.try_recv().unwrap_or_default();
                 std::mem::swap(&mut kept, chunk);

@@ -19,8 +19,9 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use wire::session_dir;
 
+use crate::analysis::follow::Follower;
 use crate::cli::report::{render_report, Format};
-use crate::cli::sessions::{analyse, finish, load_peaks, warn_damage};
+use crate::cli::sessions::{finish, load_peaks, warn_damage};
 use crate::collect::drain::Drainer;
 use crate::collect::nvml::{Sampler, SamplingThread};
 use crate::collect::output_name;
@@ -220,6 +221,8 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
     if let Some(named) = output_dir_name(args.output.as_deref(), Some(child.id()))? {
         rename_session(&mut drainer, &mut out_dir, named);
     }
+    // The report printed at the end is made as the parts are sealed, on idle CPU.
+    let follower = Follower::start(out_dir.clone());
     // Once the program runs (a command that cannot run needs no telemetry).
     let sampling = start_sampling(args);
     if let (Some(serving), Some(sampling)) = (&mut serving, &sampling) {
@@ -255,7 +258,7 @@ pub fn record(args: &RecordArgs) -> Result<ExitCode> {
         eprintln!("gpuprof: error: {e:#}");
         return Ok(ExitCode::from(with_completeness(code, &drainer)));
     }
-    print_report(&out_dir);
+    print_report(follower);
     let end = Ended {
         code,
         counts: &counts,
@@ -326,8 +329,8 @@ fn rename_session(drainer: &mut Drainer, out_dir: &mut PathBuf, named: PathBuf) 
 }
 
 /// Prints the session's report on stdout, its damage on stderr.
-fn print_report(out_dir: &Path) {
-    match analyse(out_dir, |_, _| {}) {
+fn print_report(follower: Follower) {
+    match follower.finish() {
         Ok(loaded) => {
             warn_damage(&loaded, "report");
             let text = render_report(&loaded.aggregate, &loaded.integrity, Format::Table, None);

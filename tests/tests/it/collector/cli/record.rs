@@ -17,8 +17,14 @@ fn text(b: &[u8]) -> String {
 
 /// `gpuprof record -o OUT -- CMD...` on the simulated stack (CUPTI 13.4), started.
 fn record(out: &Path, cmd: &[&str]) -> Child {
+    record_with(&[], out, cmd)
+}
+
+/// [`record`] with `args` after `record`.
+fn record_with(args: &[&str], out: &Path, cmd: &[&str]) -> Child {
     gpuprof_command()
         .arg("record")
+        .args(args)
         .arg("-o")
         .arg(out)
         .arg("--")
@@ -166,6 +172,42 @@ fn cudarc_client_under_record() {
     // A flow from each launch to its kernel, and from each copy's and set's call to
     // its copy or set (the round trip's 2 copies and 4 tokens read back, 67 sets).
     assert_eq!((count("s", "launch"), count("f", "launch")), (180, 180));
+}
+
+/// The report `record` prints is made while the session is written (each sealed
+/// part folded as it appears, on idle CPU): over a session of many small parts it is
+/// the report `gpuprof report` reads from the finished session, byte for byte.
+#[test]
+fn the_report_record_prints_is_the_report_of_the_finished_session() {
+    let scratch = Scratch::new("record-follow");
+    let out_dir = scratch.join("out");
+    let client = artifact("cudarc-llm");
+    let child = record_with(
+        &["--part-rows", "64", "--part-seconds", "1"],
+        &out_dir,
+        &[client.to_str().unwrap(), "--decode-steps", "200"],
+    );
+    let out = finish(child);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let parts = std::fs::read_dir(out_dir.join("parts")).unwrap().count();
+    assert!(parts >= 10, "{parts} parts");
+    let printed = text(&out.stdout);
+    let report = gpuprof_command()
+        .arg("report")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", text(&report.stderr));
+    let report = text(&report.stdout);
+    assert!(
+        report.contains("Kernels by GPU time (4223 kernels, "),
+        "{report}"
+    );
+    // The program's own lines, then the report.
+    assert!(
+        printed.ends_with(&report),
+        "record printed:\n{printed}\ngpuprof report:\n{report}"
+    );
 }
 
 #[test]
