@@ -859,23 +859,31 @@ impl<F: Files> Sink for KinetoWriter<F> {
 /// A GEMM operator's arguments as PyTorch's profiler writes an `aten::mm`'s
 /// (`External id`, `Input Dims`, `Input type`), then gpuprof's.
 fn gemm_op_args(a: &mut String, op: &GemmOp) {
-    let dims = |d: &[u64]| {
-        let inner: Vec<String> = d.iter().map(u64::to_string).collect();
-        format!("[{}]", inner.join(", "))
-    };
-    let _ = write!(
-        a,
-        "\"External id\": {}, \"Input Dims\": [{}, {}], \"Input type\": [{}, {}], \
-         \"GEMM\": {}, \"GEMM call\": {}, \"launches\": {}",
-        op.external_id,
-        dims(&op.dims[0]),
-        dims(&op.dims[1]),
-        quoted(op.types[0]),
-        quoted(op.types[1]),
-        quoted(&op.label),
-        op.call,
-        op.launches
-    );
+    // Written a piece at a time, as the kernels' args are (no `format!` per operator).
+    let mut int = itoa::Buffer::new();
+    a.push_str("\"External id\": ");
+    a.push_str(int.format(op.external_id));
+    a.push_str(", \"Input Dims\": [");
+    for (i, dims) in op.dims.iter().enumerate() {
+        a.push_str(if i == 0 { "[" } else { ", [" });
+        for (j, d) in dims.iter().enumerate() {
+            if j > 0 {
+                a.push_str(", ");
+            }
+            a.push_str(int.format(*d));
+        }
+        a.push(']');
+    }
+    a.push_str("], \"Input type\": [");
+    push_quoted(a, op.types[0]);
+    a.push_str(", ");
+    push_quoted(a, op.types[1]);
+    a.push_str("], \"GEMM\": ");
+    push_quoted(a, &op.label);
+    a.push_str(", \"GEMM call\": ");
+    a.push_str(int.format(op.call));
+    a.push_str(", \"launches\": ");
+    a.push_str(int.format(op.launches));
     push_number(a, "model FLOPs", op.model_flops);
 }
 
