@@ -4,10 +4,12 @@
 //!                       [--mem-limit-gb N] [--duckdb-python PY]
 //!       sessions from the generator (`gpuprof-bench session`), 10^5, 10^6 and 10^7
 //!       kernels by default: bytes per kernel, then `gpuprof report --format json`,
-//!       `pprof`, `roofline`, `trace` (Perfetto) and the Kineto export on each, and
-//!       with PY (a Python with the duckdb module) DuckDB's per-kernel table from the
-//!       same Parquet files on one thread, the baseline each row's last column
-//!       divides by;
+//!       `pprof`, `roofline`, `trace` (Perfetto) and the Kineto export (plain and
+//!       gzipped) on each, and with PY (a Python with the duckdb module), from the
+//!       same Parquet files on one thread, DuckDB's per-kernel group-by (`duckdb`)
+//!       and the SQL docs/SESSION.md gives for the report's whole kernel table
+//!       (`duckdb.doc`: views, peaks, kernel query), the two baselines each row's
+//!       last columns divide by;
 //!   gpuprof-bench recorded --gpuprof BIN --workload BIN --sim-dir DIR
 //!                          [--decode-steps N] [--mem-limit-gb N]
 //!       `gpuprof record` of the LLM workload (`cudarc-llm`) on the simulated stack
@@ -149,8 +151,49 @@ const DUCKDB_SQL: &str = "SET threads = 1; \
     FROM read_parquet('{dir}/parts/*/kernels.parquet') GROUP BY pid, name; \
     SELECT count(*) FROM per_kernel;";
 
-/// Where the DuckDB script leaves its query's seconds.
-const DUCKDB_SECONDS: &str = "duckdb-seconds";
+/// The SQL blocks of docs/SESSION.md ("Reading a session with SQL"): the tables as
+/// views (with `'DIR'` for the session), the peaks, the report's kernel table, the
+/// roofline. The kernel table is what `report` computes for its table (medians,
+/// standard deviations, the common launch configuration), joined as the report
+/// joins it: the second baseline.
+const SESSION_DOC: &str = include_str!("../../../docs/SESSION.md");
+
+/// The first three ```sql blocks of [`SESSION_DOC`] (views, peaks, kernel table).
+fn documented_kernel_sql() -> Result<[String; 3]> {
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in SESSION_DOC.lines() {
+        match (&mut current, line) {
+            (None, "```sql") => current = Some(String::new()),
+            (Some(b), "```") => {
+                blocks.push(std::mem::take(b));
+                current = None;
+            }
+            (Some(b), l) => {
+                b.push_str(l);
+                b.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    let firsts: Vec<&str> = blocks.iter().filter_map(|b| b.lines().next()).collect();
+    if firsts.get(..3)
+        != Some(&[
+            "-- The session's tables as views.",
+            "-- Peaks, FLOP/s and bytes/s.",
+            "-- Kernels by GPU time.",
+        ])
+    {
+        bail!("docs/SESSION.md's SQL blocks are not views, peaks, kernels: {firsts:?}");
+    }
+    blocks.truncate(3);
+    Ok(blocks.try_into().expect("three blocks"))
+}
+
+/// Where a DuckDB script named `name` leaves its query's seconds.
+fn seconds_file(name: &str) -> String {
+    format!("{name}-seconds")
+}
 
 /// The commands measured on a session in `dir`, each as (name, program, arguments):
 /// gpuprof's `report`, `pprof`, `roofline`, Perfetto `trace` and the Kineto export
@@ -206,9 +249,25 @@ fn commands(
             "import duckdb, time\nc = duckdb.connect()\nt = time.perf_counter()\n\
              c.execute({sql:?}).fetchall()\n\
              open({:?}, 'w').write(str(time.perf_counter() - t))\n",
-            out(DUCKDB_SECONDS)
+            out(&seconds_file("duckdb"))
         );
         all.push(("duckdb", (py.to_path_buf(), s(&["-c", &script]))));
+        // The documented SQL of the report's whole kernel table: views, peaks and the
+        // query, timed together, on one thread.
+        match documented_kernel_sql() {
+            Err(e) => eprintln!("scale: no duckdb.doc row: {e:#}"),
+            Ok([views, peaks, kernels]) => {
+                let views = views.replace("'DIR'", &format!("'{}'", d.replace('\'', "''")));
+                let script = format!(
+                    "import duckdb, time\nc = duckdb.connect()\nc.execute('SET threads = 1')\n\
+                 t = time.perf_counter()\nc.execute({views:?})\nc.execute({peaks:?})\n\
+                 c.sql({kernels:?}).fetchall()\n\
+                 open({:?}, 'w').write(str(time.perf_counter() - t))\n",
+                    out(&seconds_file("duckdb.doc"))
+                );
+                all.push(("duckdb.doc", (py.to_path_buf(), s(&["-c", &script]))));
+            }
+        }
     }
     all.into_iter().map(|(n, (p, a))| (n, p, a)).collect()
 }
@@ -228,10 +287,10 @@ fn read_commands(
     for (name, program, args) in commands(gpuprof, python, dir) {
         let log = dir.join(format!("{name}.log"));
         let mut run = measured(Command::new(program).args(args), limit, &log)?;
-        if name == "duckdb" && run.failed.is_none() {
+        if name.starts_with("duckdb") && run.failed.is_none() {
             // The query alone, on one thread: its wall time is its CPU time. Its
             // peak RSS stays the whole process's.
-            let text = std::fs::read_to_string(dir.join(DUCKDB_SECONDS)).unwrap_or_default();
+            let text = std::fs::read_to_string(dir.join(seconds_file(name))).unwrap_or_default();
             match text.trim().parse::<f64>() {
                 Ok(secs) => (run.wall, run.cpu) = (secs, secs),
                 Err(_) => run.failed = Some("no query time written".into()),
@@ -249,22 +308,28 @@ fn read_commands(
         let _ = std::fs::remove_dir_all(dir.join("kineto"));
         runs.push((name, run));
     }
-    let duckdb = runs
-        .iter()
-        .find(|(n, r)| *n == "duckdb" && r.failed.is_none())
-        .map(|(_, r)| (r.wall, r.cpu));
+    let baseline = |of: &str| {
+        runs.iter()
+            .find(|(n, r)| *n == of && r.failed.is_none())
+            .map(|(_, r)| (r.wall, r.cpu))
+    };
+    let (duckdb, documented) = (baseline("duckdb"), baseline("duckdb.doc"));
     Ok(runs
-        .into_iter()
+        .iter()
         .map(|(name, run)| {
-            let vs = |of: f64, d: f64| format!("{:.1}x", of / d);
-            let (wall_vs, cpu_vs) = duckdb.map_or(("-".into(), "-".into()), |(w, c)| {
-                (vs(run.wall, w), vs(run.cpu, c))
-            });
+            let vs = |base: Option<(f64, f64)>| {
+                let x = |of: f64, d: f64| format!("{:.1}x", of / d);
+                base.map_or(("-".into(), "-".into()), |(w, c)| {
+                    (x(run.wall, w), x(run.cpu, c))
+                })
+            };
+            let ((wall_vs, cpu_vs), (doc_wall_vs, doc_cpu_vs)) = (vs(duckdb), vs(documented));
             let how = run
                 .failed
+                .as_ref()
                 .map_or(String::new(), |why| format!("  (failed: {why})"));
             format!(
-                "{:>10} {:>8.2} {:>11.0} {:>7.2} {:>7.2} {:>10} {:>6} {:>6}{how}",
+                "{:>10} {:>8.2} {:>11.0} {:>7.2} {:>7.2} {:>10} {:>6} {:>6} {:>6} {:>6}{how}",
                 name,
                 run.wall,
                 kernels as f64 / run.wall,
@@ -272,7 +337,9 @@ fn read_commands(
                 run.cpu * 1e6 / kernels as f64,
                 mib(run.max_rss_kib),
                 wall_vs,
-                cpu_vs
+                cpu_vs,
+                doc_wall_vs,
+                doc_cpu_vs
             )
         })
         .collect())
@@ -281,8 +348,15 @@ fn read_commands(
 /// The header of [`read_commands`]' rows.
 fn header() -> String {
     format!(
-        "{:>10} {:>8} {:>11} {:>7} {:>7} {:>10} {:>13}",
-        "command", "wall s", "kernels/s", "CPU s", "µs/k", "peak RSS", "vs DuckDB w/c"
+        "{:>10} {:>8} {:>11} {:>7} {:>7} {:>10} {:>13} {:>13}",
+        "command",
+        "wall s",
+        "kernels/s",
+        "CPU s",
+        "µs/k",
+        "peak RSS",
+        "vs DuckDB w/c",
+        "vs doc SQL"
     )
 }
 
