@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -48,7 +47,6 @@ pub struct Follower {
     wake: Option<Sender<()>>,
     /// The thread's answer, sent when it stops.
     answer: Receiver<Result<Followed>>,
-    thread: Option<JoinHandle<()>>,
     /// Parts folded by the thread so far (the tests wait on it).
     #[cfg_attr(not(test), allow(dead_code))]
     folded: Arc<AtomicUsize>,
@@ -69,21 +67,21 @@ impl Follower {
         let stop = Arc::new(AtomicBool::new(false));
         let folded = Arc::new(AtomicUsize::new(0));
         let (follow_dir, count, stopping) = (dir.clone(), folded.clone(), stop.clone());
-        let thread = std::thread::Builder::new()
+        // Never joined: its answer comes through `answer` (a thread that could not be
+        // started drops the sender, so the end reads the session whole).
+        let _ = std::thread::Builder::new()
             .name("gpuprof-follow".into())
             .spawn(move || {
                 if idle {
                     run_when_idle();
                 }
                 let _ = answer_to.send(follow(&follow_dir, every, &woken, &stopping, &count));
-            })
-            .ok();
+            });
         Follower {
             dir,
             stop,
             wake: Some(wake),
             answer,
-            thread,
             folded,
         }
     }
@@ -101,11 +99,8 @@ impl Follower {
         let whole = |dir: &PathBuf| analyse(dir, |_, _| {}).map(|a| (a, 0));
         let followed = match self.answer.recv_timeout(FINISH_WAIT) {
             Ok(Ok(followed)) => followed,
-            Err(RecvTimeoutError::Timeout) => {
-                // Left to end on its own (it stops after its part; it only reads).
-                self.thread = None;
-                return whole(&self.dir);
-            }
+            // Left to end on its own (it stops after its part; it only reads).
+            Err(RecvTimeoutError::Timeout) => return whole(&self.dir),
             // No thread, or one that stopped on an error: the session is read whole.
             _ => return whole(&self.dir),
         };
@@ -178,12 +173,12 @@ impl Followed {
 }
 
 impl Drop for Follower {
+    /// Unfinished (`record` ending on an error): the thread is told to stop and left
+    /// to end on its own, never waited for (at the idle priority it may wait long for
+    /// a CPU; it only reads, and ends with the process).
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
         self.wake = None;
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
