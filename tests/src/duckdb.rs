@@ -44,3 +44,28 @@ print(json.dumps(out, allow_nan=False))
     serde_json::from_str(&o.stdout)
         .unwrap_or_else(|e| panic!("DuckDB's rows are not JSON ({e}): {}", o.stdout))
 }
+
+/// The ```sql blocks of a Markdown document (docs/SESSION.md's "Reading a session with
+/// SQL"), in order, each without its fences; `Err` names an unclosed block.
+pub fn sql_blocks(doc: &str) -> Result<Vec<String>, String> {
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in doc.lines() {
+        match (&mut current, line) {
+            (None, "```sql") => current = Some(String::new()),
+            (Some(b), "```") => {
+                blocks.push(std::mem::take(b));
+                current = None;
+            }
+            (Some(b), l) => {
+                b.push_str(l);
+                b.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    match current {
+        Some(_) => Err("an unclosed ```sql block".into()),
+        None => Ok(blocks),
+    }
+}

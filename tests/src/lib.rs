@@ -31,7 +31,7 @@ pub use collector::{
     unprofiled_lines, unprofiled_pids, Scratch,
 };
 pub use driver_workload::{DRIVER_WORKLOAD_MODEL, DRIVER_WORKLOAD_STDOUT};
-pub use duckdb::duckdb;
+pub use duckdb::{duckdb, sql_blocks};
 pub use http::{free_port, http_get, url_encode};
 pub use injected::{
     cudarc_gemms, gemm_linked_client, kernels_in_order, plans, ring_files, run_cudarc_injected,

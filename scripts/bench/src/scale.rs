@@ -160,22 +160,8 @@ const SESSION_DOC: &str = include_str!("../../../docs/SESSION.md");
 
 /// The first three ```sql blocks of [`SESSION_DOC`] (views, peaks, kernel table).
 fn documented_kernel_sql() -> Result<[String; 3]> {
-    let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
-    for line in SESSION_DOC.lines() {
-        match (&mut current, line) {
-            (None, "```sql") => current = Some(String::new()),
-            (Some(b), "```") => {
-                blocks.push(std::mem::take(b));
-                current = None;
-            }
-            (Some(b), l) => {
-                b.push_str(l);
-                b.push('\n');
-            }
-            (None, _) => {}
-        }
-    }
+    let mut blocks = gpuprof_tests::sql_blocks(SESSION_DOC)
+        .map_err(|e| anyhow::anyhow!("docs/SESSION.md: {e}"))?;
     let firsts: Vec<&str> = blocks.iter().filter_map(|b| b.lines().next()).collect();
     if firsts.get(..3)
         != Some(&[

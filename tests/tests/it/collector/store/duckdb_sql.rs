@@ -14,7 +14,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gpuprof_tests::{artifact, duckdb, record_on_sim, report_json, Scratch, TimedChild};
+use gpuprof_tests::{
+    artifact, duckdb, record_on_sim, report_json, sql_blocks, Scratch, TimedChild,
+};
 use serde_json::Value;
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -24,26 +26,7 @@ const LIMIT: Duration = Duration::from_secs(180);
 fn documented_sql() -> [String; 4] {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/SESSION.md");
     let doc = std::fs::read_to_string(&path).expect("read docs/SESSION.md");
-    let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
-    for line in doc.lines() {
-        match (&mut current, line) {
-            (None, "```sql") => current = Some(String::new()),
-            (Some(b), "```") => {
-                blocks.push(std::mem::take(b));
-                current = None;
-            }
-            (Some(b), l) => {
-                b.push_str(l);
-                b.push('\n');
-            }
-            (None, _) => {}
-        }
-    }
-    assert!(
-        current.is_none(),
-        "an unclosed ```sql block in docs/SESSION.md"
-    );
+    let blocks = sql_blocks(&doc).expect("the SQL blocks of docs/SESSION.md");
     let firsts: Vec<&str> = blocks.iter().filter_map(|b| b.lines().next()).collect();
     assert_eq!(
         firsts,
