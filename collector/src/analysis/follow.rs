@@ -99,14 +99,13 @@ impl Follower {
         let whole = |dir: &PathBuf| analyse(dir, |_, _| {}).map(|a| (a, 0));
         let followed = match self.answer.recv_timeout(FINISH_WAIT) {
             Ok(Ok(followed)) => followed,
-            // Left to end on its own (it stops after its part; it only reads).
-            Err(RecvTimeoutError::Timeout) => return whole(&self.dir),
-            // No thread, or one that stopped on an error: the session is read whole.
+            // No thread, one that stopped on an error, or one still folding after the
+            // wait (left to end on its own: it stops after its part and only reads):
+            // the session is read whole.
             _ => return whole(&self.dir),
         };
         let store = Store::open(&self.dir)?;
-        let listed: Vec<&PathBuf> = store.parts.iter().map(|(_, p)| p).collect();
-        if !listed.starts_with(&followed.paths.iter().collect::<Vec<_>>()) {
+        if !followed.begins(&store) {
             return whole(&self.dir);
         }
         let Followed { mut folded, paths } = followed;
@@ -144,20 +143,23 @@ fn follow(
 }
 
 impl Followed {
+    /// Whether the parts folded are the first parts of `store`.
+    fn begins(&self, store: &Store) -> bool {
+        store.parts.len() >= self.paths.len()
+            && store
+                .parts
+                .iter()
+                .zip(&self.paths)
+                .all(|((_, p), q)| p == q)
+    }
+
     /// Folds the parts of `store` not folded yet, if those folded are still its first,
     /// stopping after the part being folded when `stop` is set.
     fn fold_new(&mut self, store: Store, stop: &AtomicBool) -> Result<()> {
         let from = self.paths.len();
-        if store.parts.len() <= from {
-            return Ok(());
-        }
-        let same_start = store.parts[..from]
-            .iter()
-            .zip(&self.paths)
-            .all(|((_, p), q)| p == q);
-        if !same_start {
-            // Not the session it was (never for a session only appended to): leave it
-            // to the end.
+        // Nothing new, or not the session it was (never for a session only appended
+        // to): left to the end.
+        if store.parts.len() <= from || !self.begins(&store) {
             return Ok(());
         }
         let before = self.folded.parts;
