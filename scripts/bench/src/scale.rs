@@ -183,7 +183,8 @@ fn seconds_file(name: &str) -> String {
 
 /// The commands measured on a session in `dir`, each as (name, program, arguments):
 /// gpuprof's `report`, `pprof`, `roofline`, Perfetto `trace` and the Kineto export
-/// (plain and `--gzip`), then DuckDB's per-kernel table when `python` (with the duckdb module) is given.
+/// (plain and `--gzip`), then, when `python` (with the duckdb module) is given,
+/// DuckDB's per-kernel group-by and the documented SQL of the report's kernel table.
 fn commands(
     gpuprof: &Path,
     python: Option<&Path>,
