@@ -13,12 +13,13 @@
 //! placed in ranges the same way, as [`CallClass::Launch`], keyed by callback id (no
 //! name per launch); whether they failed is not recorded.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 use ahash::AHashMap;
 use serde::Serialize;
 use wire::{ApiCall, Launch};
 
+use super::chunked_queue::ChunkedQueue;
 use super::range_cover::RangeCover;
 
 /// What a traced call does, by its function's name ([`CallClass::of`]).
@@ -155,9 +156,9 @@ pub struct ApiCallTotals {
     /// Launch calls per (range name index, cbid, runtime).
     pub launch_ranges: AHashMap<(usize, u32, bool), CallTally>,
     /// Calls waiting for their part's markers: (part, process key, call).
-    waiting: VecDeque<(usize, u32, ApiCall)>,
+    waiting: ChunkedQueue<(usize, u32, ApiCall)>,
     /// Launch calls waiting for their part's markers (as many as kernels: kept small).
-    waiting_launches: VecDeque<WaitingLaunch>,
+    waiting_launches: ChunkedQueue<WaitingLaunch>,
     /// The range names enclosing the call being placed (kept from call to call).
     names: Vec<usize>,
 }

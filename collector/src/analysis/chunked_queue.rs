@@ -1,5 +1,6 @@
 //! A first-in first-out queue kept in fixed-size chunks, for the join window's
-//! kernels ([`super::join`]): a `VecDeque` grows by doubling and keeps its largest
+//! kernels ([`super::join`]) and the calls waiting for their part's NVTX ranges
+//! ([`super::api_calls`]): a `VecDeque` grows by doubling and keeps its largest
 //! size, so at its peak up to half of it is slack (about 30 MB of a report's 172 MB
 //! at 10^6 kernels); here at most one chunk is, and a chunk is freed once read.
 

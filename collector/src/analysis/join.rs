@@ -10,8 +10,10 @@
 //! until [`HOLD_PARTS`] more parts and at least [`HOLD_ROWS`] more records have been
 //! read (or the session ends). Its launch and GEMM records, which come before it, are
 //! looked up when it arrives (and again when finalized, for the rare one that came
-//! after it) and kept one such window; counter records, which may come before or
-//! after it, two. Then they are dropped: what never met its kernel is counted (GEMM
+//! after it): a direct launch's are then done with (a launch API call makes one
+//! kernel), a graph launch's are kept one such window for its other kernels, as are
+//! those whose kernel has not come; counter records, which may come before or after
+//! it, two windows. Then they are dropped: what never met its kernel is counted (GEMM
 //! records as unjoined, counter records as unattributed). Records of a captured CUDA graph
 //! (`GraphNode`, `GraphNodeCloned`, and the GEMM records of captured launches) are
 //! kept for the whole session: every replay of the graph needs them.
@@ -234,12 +236,11 @@ impl Joiner {
             e.part = self.part;
         }
         // Launch and GEMM records come before their kernel (API callbacks, then
-        // activity buffers): join them now, so they need not be held long; a kernel
-        // that came first tries again when finalized.
-        let launch = self.launches.get(&(pid, k.correlation_id)).map(|(_, l)| *l);
+        // activity buffers): join them now, so they need not be held long (a direct
+        // launch's not at all); a kernel that came first tries again when finalized.
+        let launch = self.take_launch(pid, &k);
         // A cycle is counted when the kernel is finalized (looked up again then).
         let gemm = self.gemm_of(pid, &k).ok().flatten().map(Box::new);
-        // A direct launch's GEMM record is this kernel's alone: done with it.
         let key = (pid, k.correlation_id);
         if gemm.is_some() && k.graph_node_id == 0 && !self.captured.contains(&key) {
             self.gemms.remove(&key);
@@ -251,6 +252,18 @@ impl Joiner {
             launch,
             gemm,
         });
+    }
+
+    /// The launch of kernel `k`, if it has come: a direct launch's record is taken
+    /// (its one kernel is joined), a graph launch's kept for the launch's other kernels.
+    fn take_launch(&mut self, pid: u32, k: &Kernel) -> Option<LaunchInfo> {
+        let key = (pid, k.correlation_id);
+        if k.graph_node_id == 0 && !self.captured.contains(&key) {
+            self.launches.remove(&key)
+        } else {
+            self.launches.get(&key).copied()
+        }
+        .map(|(_, l)| l)
     }
 
     /// The GEMM record of kernel `k`'s launch (through the graph it came from, if
@@ -312,9 +325,7 @@ impl Joiner {
 
     fn finalize(&mut self, w: Waiting, finalize: &mut impl FnMut(Joined)) {
         let (pid, k) = (w.pid, &w.kernel);
-        let launch = w
-            .launch
-            .or_else(|| self.launches.get(&(pid, k.correlation_id)).map(|(_, l)| *l));
+        let launch = w.launch.or_else(|| self.take_launch(pid, k));
         let gemm = match w.gemm {
             Some(g) => Some(*g),
             None => self.gemm_of(pid, k).unwrap_or_else(|()| {
@@ -425,5 +436,73 @@ impl Joiner {
         for k in gone {
             self.kernel_ids.remove(&k);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(start_ns: u64) -> LaunchInfo {
+        LaunchInfo {
+            thread_id: 7,
+            start_ns,
+            end_ns: start_ns + 5,
+        }
+    }
+
+    fn kernel(correlation_id: u32, graph_node_id: u64) -> Kernel {
+        Kernel {
+            correlation_id,
+            graph_id: u32::from(graph_node_id != 0),
+            graph_node_id,
+            start_ns: 100 * u64::from(correlation_id) + graph_node_id,
+            end_ns: 100 * u64::from(correlation_id) + graph_node_id + 10,
+            ..Kernel::default()
+        }
+    }
+
+    /// Each finalized kernel's (correlation id, node, launch start).
+    fn joined(j: &mut Joiner) -> Vec<(u32, u64, Option<u64>)> {
+        let mut out = Vec::new();
+        j.finish(|k| {
+            out.push((
+                k.kernel.correlation_id,
+                k.kernel.graph_node_id,
+                k.launch.map(|l| l.start_ns),
+            ))
+        });
+        out
+    }
+
+    #[test]
+    fn a_direct_launch_is_let_go_once_its_kernel_has_come_a_graph_launch_is_kept() {
+        let mut j = Joiner::default();
+        j.launch(1, 10, info(1000));
+        j.launch(1, 11, info(2000));
+        j.kernel(1, kernel(10, 0));
+        // The direct launch's record went with its kernel: only the graph launch's
+        // record and the waiting kernel are held.
+        assert_eq!((j.launches.len(), j.held()), (1, 2));
+        j.kernel(1, kernel(11, 1));
+        j.kernel(1, kernel(11, 2));
+        assert_eq!(
+            j.launches.len(),
+            1,
+            "a graph launch's record serves its kernels"
+        );
+        // A kernel that came before its launch gets it when finalized, and lets it go.
+        j.kernel(1, kernel(12, 0));
+        j.launch(1, 12, info(3000));
+        assert_eq!(
+            joined(&mut j),
+            vec![
+                (10, 0, Some(1000)),
+                (11, 1, Some(2000)),
+                (11, 2, Some(2000)),
+                (12, 0, Some(3000)),
+            ]
+        );
+        assert_eq!(j.held(), 0);
     }
 }

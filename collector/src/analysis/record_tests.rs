@@ -409,6 +409,15 @@ fn range_ids_are_per_process() {
     assert_eq!(r.ranges[0].end_ns, Some(300));
 }
 
+/// A kernel of a CUDA graph launch: node `node` of graph 1.
+fn graph_kernel(name: u32, correlation_id: u32, start_ns: u64, end_ns: u64, node: u64) -> Record {
+    Record::Kernel(Kernel {
+        graph_id: 1,
+        graph_node_id: node,
+        ..kernel(name, correlation_id, start_ns, end_ns)
+    })
+}
+
 #[test]
 fn kernels_are_attributed_by_the_documented_rules() {
     const T: u64 = 77;
@@ -429,10 +438,11 @@ fn kernels_are_attributed_by_the_documented_rules() {
             k(9, 100, 9000, 9100),
             marker(E, 3, T, 1400, 0, 0),
             marker(E, 2, T, 1500, 0, 0),
-            // A graph launch inside "decode": both of its kernels count.
+            // A graph launch inside "decode": both of its kernels (each of a node of
+            // the graph, as CUPTI reports them) count.
             launch(101, T, 2000, 2010),
-            k(9, 101, 2100, 2200),
-            k(9, 101, 2200, 2400),
+            graph_kernel(9, 101, 2100, 2200, 1),
+            graph_kernel(9, 101, 2200, 2400, 2),
             // Another thread's launch inside the time of "decode": not decode's.
             launch(102, 88, 2500, 2510),
             k(9, 102, 2600, 2700),

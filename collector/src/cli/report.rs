@@ -188,13 +188,14 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode> {
             );
         }
         (output, format) => {
-            let text = render::report_with(&found, format, args.top, &view);
+            let write =
+                |w: &mut dyn Write| render::write_report_with(&found, format, args.top, &view, w);
             match output {
-                Some(path) => output_file::write_replacing(path, |w| w.write_all(text.as_bytes()))
+                Some(path) => output_file::write_replacing(path, write)
                     .with_context(|| format!("cannot write the report to {}", path.display()))?,
                 None => {
-                    let mut out = std::io::stdout().lock();
-                    out.write_all(text.as_bytes())
+                    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                    write(&mut out)
                         .and_then(|_| out.flush())
                         .context("cannot write the report")?;
                 }

@@ -628,6 +628,14 @@ fn report_sections() {
     );
 
     let v = crate::output::report::json_with(&s, Some(&e), None);
+    // Written member by member, the report is the object's bytes.
+    let mut written = Vec::new();
+    let members = crate::output::report::json_members(&s, Some(&e), None);
+    crate::output::report::write_members(members, &mut written).unwrap();
+    assert_eq!(
+        String::from_utf8(written).unwrap(),
+        serde_json::to_string_pretty(&v).unwrap()
+    );
     let r = &v["roofline"];
     assert_eq!(r["kernels"].as_array().unwrap().len(), 6);
     assert_eq!(r["kernels"][0]["mfu_pct"], 81.73);

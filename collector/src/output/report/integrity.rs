@@ -81,29 +81,34 @@ pub(super) fn integrity_table(out: &mut String, i: &Integrity) {
     }
 }
 
-/// Adds `session_damage` and `impossible_records` to the report object `v` when there
-/// is something to state.
-pub(super) fn integrity_json(v: &mut Value, i: &Integrity) {
+/// The report object's `session_damage` and `impossible_records` members, those that
+/// have something to state.
+pub(super) fn integrity_json(i: &Integrity) -> Vec<(&'static str, Value)> {
+    let mut out = Vec::new();
     if !i.file_complete() {
-        v["session_damage"] = json!({
-            "damaged_files": i.damaged.len(),
-            "damaged_records": i.damaged_records(),
-            "damaged_files_of_unknown_records": i.damaged_unknown(),
-            "damaged_bytes": i.damaged_bytes(),
-            "damaged": i.damaged,
-            "unsealed": i.unsealed,
-            "lost": i.lost,
-        });
+        out.push((
+            "session_damage",
+            json!({
+                "damaged_files": i.damaged.len(),
+                "damaged_records": i.damaged_records(),
+                "damaged_files_of_unknown_records": i.damaged_unknown(),
+                "damaged_bytes": i.damaged_bytes(),
+                "damaged": i.damaged,
+                "unsealed": i.unsealed,
+                "lost": i.lost,
+            }),
+        ));
     }
     if !i.impossible.is_empty() {
-        v["impossible_records"] = json!(i.impossible);
+        out.push(("impossible_records", json!(i.impossible)));
     }
+    out
 }
 
 pub(super) const DAMAGE_COLUMNS: [&str; 5] = ["kind", "file", "records", "bytes", "reason"];
 pub(super) const IMPOSSIBLE_COLUMNS: [&str; 3] = ["kind", "records", "reason"];
 
-/// The CSV sections of [`integrity_json`]'s fields of `v`, each after an empty line.
+/// The CSV sections of [`integrity_json`]'s members in `v`, each after an empty line.
 pub(super) fn integrity_csv(out: &mut CsvTables, v: &Value) {
     let mut section = |name: &str, columns: &[&str], rows: Vec<Value>| {
         out.table(name, columns, rows);

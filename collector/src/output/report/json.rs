@@ -22,6 +22,122 @@ fn capture_json(c: &wire::Capture) -> Value {
 
 /// [`json()`] with a `roofline` object when [`Efficiency::any`].
 pub fn json_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>) -> Value {
+    Value::Object(
+        members(s, roofline, top)
+            .into_iter()
+            .map(|(key, make)| (key.to_string(), make()))
+            .collect(),
+    )
+}
+
+/// One member of the report's JSON object: its key, and what makes its value when
+/// it is written ([`write_members`]).
+pub type Member<'a> = (&'static str, Box<dyn FnOnce() -> Value + 'a>);
+
+fn member<'a>(key: &'static str, make: impl FnOnce() -> Value + 'a) -> Member<'a> {
+    (key, Box::new(make))
+}
+
+/// The members of [`json_with`]'s object, each made only when asked for.
+pub fn members<'a>(
+    s: &'a Summary,
+    roofline: Option<&'a Efficiency>,
+    top: Option<usize>,
+) -> Vec<Member<'a>> {
+    let mut out = vec![
+        member("processes", || processes_json(s)),
+        member("kernel_count", || json!(s.kernel_count)),
+        member("kernel_ns", || json!(s.kernel_ns)),
+        member("kernels", move || kernels_json(s, top)),
+        member("transfers", || transfers_json(s)),
+        member("nvtx_ranges", || ranges_json(s)),
+        member("unmatched_range_ends", || json!(s.unmatched_range_ends)),
+        member("dropped", || dropped_json(s)),
+        member("unfinished", || json!(s.unfinished)),
+    ];
+    if !s.sessions.is_empty() {
+        out.push(member("sessions", || sessions_json(s)));
+    }
+    if !s.telemetry.is_empty() {
+        out.push(member("device_telemetry", || telemetry_json(&s.telemetry)));
+    }
+    if s.gpu_activity.iter().any(|g| !g.fields.is_empty()) {
+        out.push(member("gpu_activity", || {
+            gpu_activity_json(&s.gpu_activity)
+        }));
+    }
+    if s.counters.any() {
+        out.push(member("counters", move || counters_json(s, top)));
+    }
+    if !s.launch_shapes.is_empty() {
+        out.push(member("launch_shapes", move || {
+            launch_shape_json(&s.launch_shapes, s.kernel_ns, top)
+        }));
+    }
+    if let Some(v) = api_calls_json(&s.api_calls) {
+        out.push(member("api_calls", || v));
+    }
+    if let Some(e) = roofline.filter(|e| e.any()) {
+        out.push(member("roofline", move || roofline_json(e, top)));
+    }
+    out.extend(
+        integrity_json(&s.integrity)
+            .into_iter()
+            .map(|(key, v)| member(key, || v)),
+    );
+    out
+}
+
+/// `members` as one pretty-printed JSON object, in the order of their keys, each
+/// value made, written and dropped before the next is made: the bytes
+/// `serde_json::to_string_pretty` gives for the object [`json_with`] makes, without
+/// the whole document in memory at once (its largest member at a time).
+pub fn write_members(mut members: Vec<Member>, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    // A `serde_json` object's keys are in order (a BTreeMap); the last of a key wins.
+    members.reverse();
+    members.sort_by_key(|(key, _)| *key);
+    members.dedup_by_key(|(key, _)| *key);
+    if members.is_empty() {
+        return w.write_all(b"{}");
+    }
+    w.write_all(b"{")?;
+    let last = members.len() - 1;
+    for (i, (key, make)) in members.into_iter().enumerate() {
+        let key = serde_json::to_string(key).map_err(std::io::Error::other)?;
+        write!(w, "\n  {key}: ")?;
+        serde_json::to_writer_pretty(Indented(&mut *w), &make()).map_err(std::io::Error::other)?;
+        if i < last {
+            w.write_all(b",")?;
+        }
+    }
+    w.write_all(b"\n}")
+}
+
+/// A writer that puts each line after the first one level (two spaces) deeper: a
+/// pretty-printed value written at the top level then reads as one nested in an
+/// object. Only pretty-printed JSON goes through it: its newlines are all between
+/// tokens (a string's are escaped).
+struct Indented<'a>(&'a mut dyn std::io::Write);
+
+impl std::io::Write for Indented<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut lines = buf.split(|&b| b == b'\n');
+        if let Some(first) = lines.next() {
+            self.0.write_all(first)?;
+        }
+        for line in lines {
+            self.0.write_all(b"\n  ")?;
+            self.0.write_all(line)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+fn processes_json(s: &Summary) -> Value {
     let processes: Vec<Value> = s
         .processes
         .iter()
@@ -58,6 +174,10 @@ pub fn json_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>)
             v["session"] = json!(p.session + 1);
         }
     }
+    json!(processes)
+}
+
+fn kernels_json(s: &Summary, top: Option<usize>) -> Value {
     let kernels: Vec<Value> = shown(&s.kernels, top)
         .iter()
         .map(|k| {
@@ -92,6 +212,10 @@ pub fn json_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>)
             })
         })
         .collect();
+    json!(kernels)
+}
+
+fn transfers_json(s: &Summary) -> Value {
     let transfers: Vec<Value> = s
         .transfers
         .iter()
@@ -99,6 +223,10 @@ pub fn json_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>)
             |t| json!({"kind": t.kind, "count": t.count, "bytes": t.bytes, "total_ns": t.total_ns}),
         )
         .collect();
+    json!(transfers)
+}
+
+fn ranges_json(s: &Summary) -> Value {
     let ranges: Vec<Value> = s
         .ranges
         .iter()
@@ -115,52 +243,76 @@ pub fn json_with(s: &Summary, roofline: Option<&Efficiency>, top: Option<usize>)
             })
         })
         .collect();
+    json!(ranges)
+}
+
+fn dropped_json(s: &Summary) -> Value {
     let dropped: Vec<Value> = s
         .dropped
         .iter()
         .map(|d| json!({"source": d.source, "records": d.records}))
         .collect();
-    let mut out = json!({
-        "processes": processes,
-        "kernel_count": s.kernel_count,
-        "kernel_ns": s.kernel_ns,
-        "kernels": kernels,
-        "transfers": transfers,
-        "nvtx_ranges": ranges,
-        "unmatched_range_ends": s.unmatched_range_ends,
-        "dropped": dropped,
-        "unfinished": s.unfinished,
-    });
-    if !s.sessions.is_empty() {
-        out["sessions"] = json!(session_rows(s)
-            .iter()
-            .map(|r| json!({
-                "session": r.session,
-                "dir": r.dir,
-                "processes": r.processes,
-                "kernels": r.kernels,
-                "kernel_ns": r.kernel_ns,
-            }))
-            .collect::<Vec<_>>());
+    json!(dropped)
+}
+
+fn sessions_json(s: &Summary) -> Value {
+    json!(session_rows(s)
+        .iter()
+        .map(|r| json!({
+            "session": r.session,
+            "dir": r.dir,
+            "processes": r.processes,
+            "kernels": r.kernels,
+            "kernel_ns": r.kernel_ns,
+        }))
+        .collect::<Vec<_>>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `serde_json` writes for the object of `members` made whole.
+    fn whole(members: Vec<(&'static str, Value)>) -> String {
+        let object: serde_json::Map<String, Value> = members
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        serde_json::to_string_pretty(&Value::Object(object)).unwrap()
     }
-    if !s.telemetry.is_empty() {
-        out["device_telemetry"] = telemetry_json(&s.telemetry);
+
+    fn written(members: Vec<(&'static str, Value)>) -> String {
+        let mut out = Vec::new();
+        let members = members
+            .into_iter()
+            .map(|(k, v)| member(k, move || v))
+            .collect();
+        write_members(members, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
     }
-    if s.gpu_activity.iter().any(|g| !g.fields.is_empty()) {
-        out["gpu_activity"] = gpu_activity_json(&s.gpu_activity);
+
+    #[test]
+    fn members_written_one_at_a_time_are_the_whole_objects_bytes() {
+        let members = || {
+            vec![
+                (
+                    "kernels",
+                    json!([{"name": "a\nb", "grid": [1, 2, 3], "configs": []}]),
+                ),
+                ("empty", json!({})),
+                ("count", json!(7)),
+                (
+                    "nested",
+                    json!({"z": {"y": [[], {}], "x": "\"quoted\"\n"}, "a": null}),
+                ),
+                // A key given twice: the last value, as an object built key by key.
+                ("count", json!(8.5)),
+                ("after", json!([])),
+            ]
+        };
+        let expected = whole(members());
+        assert!(expected.contains("\"count\": 8.5"));
+        assert_eq!(written(members()), expected);
+        assert_eq!(written(Vec::new()), whole(Vec::new()));
     }
-    if s.counters.any() {
-        out["counters"] = counters_json(s, top);
-    }
-    if !s.launch_shapes.is_empty() {
-        out["launch_shapes"] = launch_shape_json(&s.launch_shapes, s.kernel_ns, top);
-    }
-    if let Some(v) = api_calls_json(&s.api_calls) {
-        out["api_calls"] = v;
-    }
-    if let Some(e) = roofline.filter(|e| e.any()) {
-        out["roofline"] = roofline_json(e, top);
-    }
-    integrity_json(&mut out, &s.integrity);
-    out
 }

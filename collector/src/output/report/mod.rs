@@ -92,7 +92,7 @@ pub use counters::{CounterView, PCT_HELP};
 pub use csv::{csv, csv_tables, csv_with};
 pub use figures::si;
 pub use figures::MARKS_HELP;
-pub use json::{json, json_with};
+pub use json::{json, json_with, members as json_members, write_members};
 pub use launch_shape::LAUNCH_SHAPE_HELP;
 pub use roofline::VERDICT_HELP;
 pub use table::{capture_line, table, table_view, table_view_with, table_with};
@@ -127,27 +127,43 @@ pub struct View {
 
 /// [`report`] shown as `view` says.
 pub fn report_with(f: &Findings, format: Format, top: Option<usize>, view: &View) -> String {
+    let mut out = Vec::new();
+    write_report_with(f, format, top, view, &mut out).expect("writing into memory cannot fail");
+    String::from_utf8(out).expect("the report is UTF-8")
+}
+
+/// [`report_with`] written to `w`; the JSON object one member at a time
+/// ([`write_members`]), so that the whole document is never in memory.
+pub fn write_report_with(
+    f: &Findings,
+    format: Format,
+    top: Option<usize>,
+    view: &View,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     let (summary, roofline) = (&f.summary, &f.roofline);
     match format {
-        Format::Table => table_view_with(
-            summary,
-            Some(roofline),
-            (f.what_if.as_ref(), f.roles.as_ref()),
-            Some(top.unwrap_or(20)),
-            view,
+        Format::Table => w.write_all(
+            table_view_with(
+                summary,
+                Some(roofline),
+                (f.what_if.as_ref(), f.roles.as_ref()),
+                Some(top.unwrap_or(20)),
+                view,
+            )
+            .as_bytes(),
         ),
-        Format::Csv => report_csv_tables(f, top).stream(),
+        Format::Csv => w.write_all(report_csv_tables(f, top).stream().as_bytes()),
         Format::Json => {
-            let mut v = json_with(summary, Some(roofline), top);
+            let mut members = json::members(summary, Some(roofline), top);
             if let Some((rows, skipped)) = &f.what_if {
-                v["what_if"] = what_if_json(rows, skipped);
+                members.push(("what_if", Box::new(|| what_if_json(rows, skipped))));
             }
             if let Some(r) = &f.roles {
-                v["model_roles"] = roles_json(r);
+                members.push(("model_roles", Box::new(|| roles_json(r))));
             }
-            let mut s = serde_json::to_string_pretty(&v).expect("JSON values serialise");
-            s.push('\n');
-            s
+            json::write_members(members, w)?;
+            w.write_all(b"\n")
         }
     }
 }
