@@ -23,7 +23,7 @@
 //! read as one part (or whose parts are all within the window) is joined exactly as a
 //! whole.
 
-use ahash::{AHashMap, AHashSet};
+use ahash::AHashMap;
 
 use super::chunked_queue::ChunkedQueue;
 use super::correlation_map::{CorrelationMap, CorrelationSet};
@@ -83,18 +83,27 @@ impl Graphs {
     /// The correlation id of the captured launch a graph kernel's node comes from;
     /// `Err` for a cycle in the clone records.
     fn capture(&self, pid: u32, node: u64) -> Result<Option<u32>, ()> {
+        // Brent's cycle detection: a mark left at steps 1, 2, 4, ... is met again
+        // within a few turns of a cycle. Nothing is allocated (a set of the nodes
+        // seen would be, for every graph kernel) and a hostile chain costs its length.
         let mut node = node;
-        let mut seen = AHashSet::new();
+        let (mut mark, mut steps, mut next_mark) = (node, 0u64, 1u64);
         loop {
             if let Some(c) = self.created.get(&(pid, node)) {
                 return Ok(Some(*c));
             }
-            if !seen.insert(node) {
-                return Err(());
-            }
             match self.cloned_from.get(&(pid, node)) {
                 Some(original) => node = *original,
                 None => return Ok(None),
+            }
+            if node == mark {
+                return Err(());
+            }
+            steps += 1;
+            if steps == next_mark {
+                mark = node;
+                next_mark *= 2;
+                steps = 0;
             }
         }
     }
@@ -473,6 +482,34 @@ mod tests {
             ))
         });
         out
+    }
+
+    #[test]
+    fn a_node_is_traced_to_its_capture_through_its_clones_and_cycles_are_found() {
+        let mut g = Graphs::default();
+        g.created.insert((1, 100), 42);
+        // 103 -> 102 -> 101 -> 100 (created by launch 42).
+        for n in 101..=103 {
+            g.cloned_from.insert((1, n), n - 1);
+        }
+        assert_eq!(g.capture(1, 103), Ok(Some(42)));
+        assert_eq!(g.capture(1, 100), Ok(Some(42)));
+        assert_eq!(g.capture(2, 103), Ok(None), "another process's nodes");
+        assert_eq!(g.capture(1, 7), Ok(None), "a node with no history");
+        // A node cloned from itself; a tail of 3 into a cycle of 5 (200 -> ... -> 207,
+        // 207 -> 203); every length of cycle is found, from any node on the way.
+        g.cloned_from.insert((1, 150), 150);
+        assert_eq!(g.capture(1, 150), Err(()));
+        for n in 200..207 {
+            g.cloned_from.insert((1, n), n + 1);
+        }
+        g.cloned_from.insert((1, 207), 203);
+        for n in 200..=207 {
+            assert_eq!(g.capture(1, n), Err(()), "from {n}");
+        }
+        // A capture on the way is found before the cycle.
+        g.created.insert((1, 205), 43);
+        assert_eq!(g.capture(1, 201), Ok(Some(43)));
     }
 
     #[test]

@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use crate::output::trace::chrome_trace;
-use wire::testing::{k, kernel, launch, marker, memcpy, memset, on, process, string, Lcg};
+use wire::testing::{
+    graph_kernel, k, kernel, launch, marker, memcpy, memset, on, process, string, Lcg,
+};
 use wire::{marker_flags, DropSource, Dropped, End, Kernel, Record};
 
 use super::*;
@@ -409,15 +411,6 @@ fn range_ids_are_per_process() {
     assert_eq!(r.ranges[0].end_ns, Some(300));
 }
 
-/// A kernel of a CUDA graph launch: node `node` of graph 1.
-fn graph_kernel(name: u32, correlation_id: u32, start_ns: u64, end_ns: u64, node: u64) -> Record {
-    Record::Kernel(Kernel {
-        graph_id: 1,
-        graph_node_id: node,
-        ..kernel(name, correlation_id, start_ns, end_ns)
-    })
-}
-
 #[test]
 fn kernels_are_attributed_by_the_documented_rules() {
     const T: u64 = 77;
@@ -441,8 +434,8 @@ fn kernels_are_attributed_by_the_documented_rules() {
             // A graph launch inside "decode": both of its kernels (each of a node of
             // the graph, as CUPTI reports them) count.
             launch(101, T, 2000, 2010),
-            graph_kernel(9, 101, 2100, 2200, 1),
-            graph_kernel(9, 101, 2200, 2400, 2),
+            graph_kernel(9, 101, 1, 2100, 2200),
+            graph_kernel(9, 101, 2, 2200, 2400),
             // Another thread's launch inside the time of "decode": not decode's.
             launch(102, 88, 2500, 2510),
             k(9, 102, 2600, 2700),
