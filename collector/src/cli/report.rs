@@ -32,8 +32,10 @@ pub struct ReportArgs {
     /// Output format. CSV and JSON carry the same tables, with times in integer ns.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
-    /// How many kernels to list, longest total time first (0: all). Default: 20 in
-    /// the table, all in CSV and JSON.
+    /// How many rows each of the table's long lists shows (0: all): kernels (longest
+    /// total time first), each kernel's launch configurations (most calls first; the
+    /// others summed in one row), GEMM shapes, missing roofline values, launch shapes
+    /// and CUDA calls. Default: 20 in the table, all in CSV and JSON.
     #[arg(long, value_name = "N")]
     top: Option<usize>,
     /// Peak FLOP/s and DRAM bandwidth per GPU model (TOML), overriding the built-in

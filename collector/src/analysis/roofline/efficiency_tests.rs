@@ -627,6 +627,24 @@ fn report_sections() {
         crate::output::report::table(&s, None)
     );
 
+    // `--top 1`: one GEMM shape and one missing value, the others counted.
+    let top1 = crate::output::report::table_with(&s, Some(&e), Some(1));
+    let more: Vec<&str> = top1.lines().filter(|l| l.starts_with("  ... ")).collect();
+    assert_eq!(
+        more,
+        [
+            "  ... 4 more kernels (--top 0 shows all)",
+            "  ... 5 more kernels (--top 0 shows all)",
+            // The second shape: one call of 12 µs of the run's 294 µs.
+            "  ... 1 more GEMM shapes, 1 calls, 4.08% of GPU time (--top 0 shows all)",
+            "  ... 6 more (--top 0 shows all; JSON: roofline.missing)",
+            "  ... 5 more configs (--top 0 shows all; JSON and CSV list every finding)",
+        ]
+    );
+    assert_eq!(
+        (e.shapes[1].calls, e.shapes[1].gpu_ns, s.kernel_ns),
+        (1, 12_000, 294_000)
+    );
     let v = crate::output::report::json_with(&s, Some(&e), None);
     // Written member by member, the report is the object's bytes.
     let mut written = Vec::new();

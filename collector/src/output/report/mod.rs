@@ -69,7 +69,7 @@ use api_calls::{
 };
 use cells::{
     cut_to_width, drop_to_fit, fit_last_column, grid, grid_or_none, mean_ns, note_left_out, pct,
-    shown, wrapped, Names, TimeUnit,
+    shown, shown_rows, wrapped, Names, TimeUnit,
 };
 use counters::{
     counters_json, counters_table, fitted_csv, pct_rows, KERNEL_COUNTER_COLUMNS, PCT_COLUMNS,

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use super::cells::{
-    fit_last_column, grid, micros, plural, shown_rows, value, wrapped, CsvTables, Names,
+    fit_last_column, grid, micros, pct, plural, shown_rows, value, wrapped, CsvTables, Names,
 };
 use super::figures::{intensity, legend, marked, marked_ai, or_dash, pct_of, pct_value, si};
 use super::rollups::{rollup_grid, rollup_json, rollup_legend, ROLLUP_COLUMNS};
@@ -171,8 +171,8 @@ pub(super) fn roofline_table(
              PyTorch calls it; types; op(A) op(B))\n",
         );
         out.push_str(&legend(e.shapes.iter().map(|s| s.bytes_source)));
-        let mut rows: Vec<Vec<String>> = e
-            .shapes
+        let shapes = shown_rows(&e.shapes, top);
+        let mut rows: Vec<Vec<String>> = shapes
             .iter()
             .map(|s: &ShapeRow| {
                 let mut row = vec![s.calls.to_string(), micros(s.gpu_ns), si(s.model_flops)];
@@ -193,11 +193,22 @@ pub(super) fn roofline_table(
         if let Some(header) = lines.next() {
             let _ = writeln!(out, "{header}");
         }
-        for (line, s) in lines.zip(&e.shapes) {
+        for (line, s) in lines.zip(shapes) {
             let _ = writeln!(out, "{line}");
             for v in &s.verdicts {
                 wrapped(out, 9, &format!("└ {}", v.text));
             }
+        }
+        let rest = &e.shapes[shapes.len()..];
+        if !rest.is_empty() {
+            let gpu_ns = rest.iter().fold(0u64, |t, s| t.saturating_add(s.gpu_ns));
+            let _ = writeln!(
+                out,
+                "  ... {} more GEMM shapes, {} calls, {}% of GPU time (--top 0 shows all)",
+                rest.len(),
+                rest.iter().map(|s| s.calls).sum::<u64>(),
+                pct(gpu_ns, kernel_ns)
+            );
         }
     }
 
@@ -230,12 +241,20 @@ pub(super) fn roofline_table(
 
     if !e.missing.is_empty() {
         out.push_str("\nRoofline values missing\n");
-        for m in &e.missing {
+        let missing = shown_rows(&e.missing, top);
+        for m in missing {
             let mut kernel = names.of_demangled(&m.kernel);
             if !names.full {
                 kernel = fit_names(&[&kernel], PROSE_NAME_WIDTH).remove(0);
             }
             wrapped(out, 2, &format!("{}: {}", label(&kernel, &m.gpu), m.what));
+        }
+        if missing.len() < e.missing.len() {
+            let _ = writeln!(
+                out,
+                "  ... {} more (--top 0 shows all; JSON: roofline.missing)",
+                e.missing.len() - missing.len()
+            );
         }
     }
 }

@@ -5,6 +5,7 @@ use super::roles::roles_table;
 use super::*;
 use crate::analysis::roles::ModelRoles;
 use crate::analysis::roofline::what_if::WhatIfs;
+use crate::analysis::ConfigStats;
 
 /// The report as aligned text. `top` limits the kernel table (`None` or 0: all).
 pub fn table(s: &Summary, top: Option<usize>) -> String {
@@ -181,7 +182,7 @@ fn kernels_table<'s>(
         micros(s.kernel_ns)
     );
     let kernels = shown(&s.kernels, top);
-    kernels_grid(out, s, kernels, names);
+    kernels_grid(out, s, kernels, top, names);
     if kernels.len() < s.kernels.len() {
         let _ = writeln!(
             out,
@@ -322,11 +323,34 @@ const KERNEL_TABLE_HEADERS: [&str; 11] = [
 /// One row's times, ns: total, mean, median, min, max, stddev.
 type Times = [u64; 6];
 
+/// The row that stands for the configurations not shown: their calls and times in
+/// all (no median or standard deviation: those of the set are not known).
+fn rest_of_configs(rest: &[ConfigStats]) -> (Times, u64, [String; 3]) {
+    let calls: u64 = rest.iter().map(|c| c.calls).sum();
+    let total = rest.iter().fold(0u64, |t, c| t.saturating_add(c.total_ns));
+    let min = rest.iter().map(|c| c.min_ns).min().unwrap_or(0);
+    let max = rest.iter().map(|c| c.max_ns).max().unwrap_or(0);
+    let text = [
+        format!("+{}", rest.len()),
+        "configs".to_string(),
+        "└ the rest".to_string(),
+    ];
+    ([total, mean_ns(total, calls), 0, min, max, 0], calls, text)
+}
+
 /// The kernel table: a row per kernel, and under a kernel launched with several
-/// configurations a row per configuration (`└` in the name column).
-fn kernels_grid(out: &mut String, s: &Summary, kernels: &[KernelStats], names: &Names) {
-    // (times, calls, median exact, grid, block, name) per row.
-    let mut rows: Vec<(Times, u64, bool, [String; 3])> = Vec::new();
+/// configurations a row per configuration (`└` in the name column), the first `top`
+/// of them and one row for the rest.
+fn kernels_grid(
+    out: &mut String,
+    s: &Summary,
+    kernels: &[KernelStats],
+    top: Option<usize>,
+    names: &Names,
+) {
+    // (times, calls, median exact, grid, block, name) per row; `None` for the median
+    // exactness of a row whose median and standard deviation are not known.
+    let mut rows: Vec<(Times, u64, Option<bool>, [String; 3])> = Vec::new();
     for k in kernels {
         let times = [
             k.total_ns,
@@ -344,9 +368,10 @@ fn kernels_grid(out: &mut String, s: &Summary, kernels: &[KernelStats], names: &
         } else {
             [dims(k.grid), dims(k.block)]
         };
-        rows.push((times, k.calls, k.median_exact, [grid, block, name]));
+        rows.push((times, k.calls, Some(k.median_exact), [grid, block, name]));
         if k.configs.len() > 1 {
-            for c in &k.configs {
+            let shown = shown_rows(&k.configs, top).len();
+            for c in &k.configs[..shown] {
                 let times = [
                     c.total_ns,
                     mean_ns(c.total_ns, c.calls),
@@ -356,7 +381,11 @@ fn kernels_grid(out: &mut String, s: &Summary, kernels: &[KernelStats], names: &
                     c.stddev_ns.round() as u64,
                 ];
                 let text = [dims(c.grid), dims(c.block), "└".to_string()];
-                rows.push((times, c.calls, c.median_exact, text));
+                rows.push((times, c.calls, Some(c.median_exact), text));
+            }
+            if shown < k.configs.len() {
+                let (times, calls, text) = rest_of_configs(&k.configs[shown..]);
+                rows.push((times, calls, None, text));
             }
         }
     }
@@ -377,15 +406,22 @@ fn kernels_grid(out: &mut String, s: &Summary, kernels: &[KernelStats], names: &
         .into_iter()
         .map(|(t, calls, exact, [grid, block, name])| {
             let time = |i: usize| units[i].show(t[i]);
+            let (median, stddev) = match exact {
+                Some(exact) => (
+                    format!("{}{}", if exact { "" } else { "~" }, time(2)),
+                    time(5),
+                ),
+                None => ("-".to_string(), "-".to_string()),
+            };
             vec![
                 pct(t[0], s.kernel_ns),
                 time(0),
                 calls.to_string(),
                 time(1),
-                format!("{}{}", if exact { "" } else { "~" }, time(2)),
+                median,
                 time(3),
                 time(4),
-                time(5),
+                stddev,
                 grid,
                 block,
                 name,
@@ -407,6 +443,14 @@ fn kernels_grid(out: &mut String, s: &Summary, kernels: &[KernelStats], names: &
     }
     grid_or_none(out, &headers, &right, &cells);
     note_left_out(out, &dropped);
+    if kernels
+        .iter()
+        .any(|k| shown_rows(&k.configs, top).len() < k.configs.len())
+    {
+        out.push_str(
+            "  +N configs: a kernel's other configurations in one row (--top 0 lists each)\n",
+        );
+    }
     if kernels.iter().any(|k| !k.median_exact) {
         out.push_str("  ~ median within 0.4% (a kernel with over 256 distinct durations)\n");
     }

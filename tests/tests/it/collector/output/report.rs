@@ -994,3 +994,53 @@ fn what_if_values_are_checked_and_a_session_without_gemms_says_so() {
          intensity,bound,roofline_ns,ns_per_token,mfu_pct,measured_ns\n"
     ));
 }
+
+/// `--top N` in the table: a kernel's first N configurations (most calls first), the
+/// others summed in one row whose median and standard deviation are not known.
+#[test]
+fn the_table_shows_the_first_top_configurations_and_sums_the_rest() {
+    let dir = Scratch::new("report-top-configs");
+    let config = |corr: u32, grid: i32, ns: u64| {
+        let start = T0 + u64::from(corr) * 10_000;
+        Record::Kernel(Kernel {
+            grid: [grid, 1, 1],
+            ..testing::kernel(1, corr, start, start + ns)
+        })
+    };
+    // Grid 8: 3 calls; grid 4: 2 calls of 1 and 3 µs; grid 2: 1 call of 6 µs.
+    let records = vec![
+        s(1, "gemm"),
+        config(1, 8, 1000),
+        config(2, 8, 1000),
+        config(3, 8, 1000),
+        config(4, 4, 1000),
+        config(5, 4, 3000),
+        config(6, 2, 6000),
+    ];
+    write_session(dir.path(), &[(4242, records)]);
+    let table = |top: &str| {
+        let out = run(&["report", dir.path().to_str().unwrap(), "--top", top]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let t = text(&out.stdout);
+        let from = t.find("Kernels by GPU time").unwrap();
+        let to = t[from..].find("\n\n").unwrap() + from;
+        t[from..to + 1].to_string()
+    };
+    assert_eq!(
+        table("1"),
+        "\
+Kernels by GPU time (6 kernels, 13.000 µs)
+  time %  total µs  calls  mean µs  median µs  min µs  max µs  stddev µs  grid   block    name
+  100.00    13.000      6    2.167      1.000   1.000   6.000      2.041  3      configs  gemm
+   23.08     3.000      3    1.000      1.000   1.000   1.000      0.000  8x1x1  128x1x1  └
+   76.92    10.000      3    3.333          -   1.000   6.000          -  +2     configs  └ the rest
+  +N configs: a kernel's other configurations in one row (--top 0 lists each)
+"
+    );
+    // With room for every configuration, each is a row of its own.
+    for top in ["3", "0"] {
+        let t = table(top);
+        assert!(!t.contains("the rest"), "--top {top}:\n{t}");
+        assert!(t.contains("  2x1x1  128x1x1  └\n"), "--top {top}:\n{t}");
+    }
+}
