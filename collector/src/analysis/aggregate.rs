@@ -894,8 +894,13 @@ impl Aggregator {
 
         let launch = j.launch.map(|l| (l.thread_id, l.start_ns));
         if let Some(stacks) = &mut self.out.stacks {
-            let path = self.out.ranges.enclosing(pid, launch, k.start_ns);
-            stacks.add(class, path, ns, bytes);
+            stacks.add_enclosed(
+                &self.out.ranges,
+                (pid, launch, k.start_ns),
+                class,
+                ns,
+                bytes,
+            );
         }
         if !self.without_report_sums {
             self.out

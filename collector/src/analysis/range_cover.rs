@@ -94,6 +94,9 @@ pub struct RangeCover {
     stacks: AHashMap<(u32, u64), Vec<u64>>,
     /// Ends whose start was never seen.
     pub unmatched_ends: u64,
+    /// The names covering the kernel being summed ([`RangeCover::cover`]), kept from
+    /// kernel to kernel rather than allocated for each.
+    covered: Vec<NameCover>,
 }
 
 impl RangeCover {
@@ -219,7 +222,8 @@ impl RangeCover {
             return;
         }
         // A kernel is inside a few ranges at most.
-        let mut by_name: Vec<NameCover> = Vec::new();
+        let mut by_name = std::mem::take(&mut self.covered);
+        by_name.clear();
         self.covering(pid, launch, gpu_start_ns, |inst, id| {
             let e = match by_name.iter().position(|e| e.0 == inst.name) {
                 Some(i) => &mut by_name[i],
@@ -235,7 +239,7 @@ impl RangeCover {
                 *e.1 = Some((inst.start_ns, id));
             }
         });
-        for (name, closed, open) in by_name {
+        for &(name, closed, open) in &by_name {
             if closed {
                 self.totals[name]
                     .classes
@@ -248,6 +252,7 @@ impl RangeCover {
                 }
             }
         }
+        self.covered = by_name;
     }
 
     /// Calls `f` with every instance known now that covers a kernel: the push/pop
@@ -299,12 +304,29 @@ impl RangeCover {
     /// an instance still open when the kernel is finalized encloses it: this is where
     /// the kernel was launched, whether or not its range ever ends.
     pub fn enclosing(&self, pid: u32, launch: Option<(u64, u64)>, gpu_start_ns: u64) -> Vec<usize> {
-        let mut found: Vec<(u64, u64, usize)> = Vec::new();
+        let mut path = Vec::new();
+        self.enclosing_into(pid, launch, gpu_start_ns, &mut Vec::new(), &mut path);
+        path
+    }
+
+    /// [`RangeCover::enclosing`] into `path` (cleared first), with `found` for the
+    /// instances on the way: for a caller that keeps both from kernel to kernel
+    /// rather than allocate two vectors for each.
+    pub fn enclosing_into(
+        &self,
+        pid: u32,
+        launch: Option<(u64, u64)>,
+        gpu_start_ns: u64,
+        found: &mut Vec<(u64, u64, usize)>,
+        path: &mut Vec<usize>,
+    ) {
+        found.clear();
         self.covering(pid, launch, gpu_start_ns, |inst, id| {
             found.push((inst.start_ns, id, inst.name))
         });
         found.sort_unstable();
-        found.into_iter().map(|(_, _, name)| name).collect()
+        path.clear();
+        path.extend(found.iter().map(|&(_, _, name)| name));
     }
 
     /// The names of the instances [`RangeCover::enclosing`] gives, in no order and

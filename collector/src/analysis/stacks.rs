@@ -15,6 +15,7 @@
 use ahash::AHashMap;
 
 use super::classes::Tally;
+use super::range_cover::RangeCover;
 
 /// Range paths (range name indices of [`super::range_cover::RangeCover::names`],
 /// outermost first) and the launches of each class under each.
@@ -26,20 +27,44 @@ pub struct Stacks {
     index: AHashMap<Vec<usize>, usize>,
     /// (class, path) -> the launches of that class under that path.
     pub sums: AHashMap<(usize, usize), Tally>,
+    /// The instances enclosing the kernel being added, and its path: kept from
+    /// kernel to kernel ([`Stacks::add_enclosed`]).
+    found: Vec<(u64, u64, usize)>,
+    path: Vec<usize>,
 }
 
 impl Stacks {
     /// One launch of `class` under `path`, of `ns` and DRAM bytes `bytes`.
-    pub fn add(&mut self, class: usize, path: Vec<usize>, ns: u64, bytes: Option<f64>) {
-        let p = match self.index.get(&path) {
+    pub fn add(&mut self, class: usize, path: &[usize], ns: u64, bytes: Option<f64>) {
+        let p = match self.index.get(path) {
             Some(&p) => p,
             None => {
-                self.paths.push(path.clone());
-                self.index.insert(path, self.paths.len() - 1);
+                self.paths.push(path.to_vec());
+                self.index.insert(path.to_vec(), self.paths.len() - 1);
                 self.paths.len() - 1
             }
         };
         self.sums.entry((class, p)).or_default().add(ns, bytes);
+    }
+
+    /// One launch of `class` under the ranges of `ranges` enclosing it (its process,
+    /// its launch's thread and time, its GPU start: [`RangeCover::enclosing`]); no
+    /// allocation but for a path not seen before.
+    pub fn add_enclosed(
+        &mut self,
+        ranges: &RangeCover,
+        (pid, launch, gpu_start_ns): (u32, Option<(u64, u64)>, u64),
+        class: usize,
+        ns: u64,
+        bytes: Option<f64>,
+    ) {
+        let (mut found, mut path) = (
+            std::mem::take(&mut self.found),
+            std::mem::take(&mut self.path),
+        );
+        ranges.enclosing_into(pid, launch, gpu_start_ns, &mut found, &mut path);
+        self.add(class, &path, ns, bytes);
+        (self.found, self.path) = (found, path);
     }
 
     /// The sums in a stable order: by class, then path.
@@ -58,10 +83,10 @@ mod tests {
     #[test]
     fn launches_are_summed_per_class_and_path_and_paths_are_interned() {
         let mut s = Stacks::default();
-        s.add(0, vec![1, 2], 10, Some(100.0));
-        s.add(0, vec![1, 2], 5, None);
-        s.add(0, vec![], 7, None);
-        s.add(1, vec![1, 2], 3, Some(1.0));
+        s.add(0, &[1, 2], 10, Some(100.0));
+        s.add(0, &[1, 2], 5, None);
+        s.add(0, &[], 7, None);
+        s.add(1, &[1, 2], 3, Some(1.0));
         assert_eq!(s.paths, vec![vec![1, 2], vec![]]);
         let got: Vec<(usize, usize, u64, u64, f64)> = s
             .sorted()

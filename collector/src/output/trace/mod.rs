@@ -35,6 +35,7 @@ pub mod prepass;
 mod proto;
 mod proto_writer;
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -44,6 +45,7 @@ use std::io::{self, Write};
 use wire::{marker_flags, Record};
 
 use crate::analysis::classes::ClassKey;
+use crate::analysis::correlation_map::CorrelationMap;
 use crate::analysis::gemm::GemmShape;
 use crate::analysis::join;
 use crate::analysis::names::{copy_kind_name, demangle, launch_api_name};
@@ -199,7 +201,7 @@ pub struct TraceBuilder<S: Sink> {
     strings: AHashMap<(u32, u32), String>,
     kernel_names: AHashMap<(u32, u32), String>,
     launch_names: AHashMap<(u32, bool), String>,
-    pending: AHashMap<(u32, u32), PendingLaunch>,
+    pending: CorrelationMap<PendingLaunch>,
     /// Copy and set calls waiting for their copy or set (`api_calls.rs`).
     pending_calls: AHashMap<(u32, u32), PendingCall>,
     /// Per process: each event handle's last record (stream, correlation id).
@@ -251,7 +253,7 @@ impl<S: Sink> TraceBuilder<S> {
             strings: AHashMap::new(),
             kernel_names: AHashMap::new(),
             launch_names: AHashMap::new(),
-            pending: AHashMap::new(),
+            pending: CorrelationMap::default(),
             pending_calls: AHashMap::new(),
             event_records: AHashMap::new(),
             context_devices: AHashMap::new(),
@@ -578,22 +580,29 @@ impl<S: Sink> TraceBuilder<S> {
         let written = self.keep(k.start_ns, k.end_ns);
         let graph = k.graph_id != 0;
         let mut flow_in = None;
-        if let (Some(join), false) = (&mut self.join, self.pending.contains_key(&key)) {
-            join.unmatched.insert(unmatched_key(pid, k));
-        }
-        if let Some(l) = self.pending.get_mut(&key) {
-            l.matched = true;
-            if let (true, Some((from_track, from_mid_ns))) = (written, l.written) {
-                flow_in = Some(FlowIn {
-                    id: flow_id(pid, k.correlation_id),
-                    from_track,
-                    from_mid_ns,
-                    graph,
-                });
+        // One lookup: kernels arrive in nearly launch order, the map keeps neighbouring
+        // ids in neighbouring buckets (`correlation_map.rs`).
+        match self.pending.entry(key) {
+            Entry::Occupied(mut launch) => {
+                let l = launch.get_mut();
+                l.matched = true;
+                if let (true, Some((from_track, from_mid_ns))) = (written, l.written) {
+                    flow_in = Some(FlowIn {
+                        id: flow_id(pid, k.correlation_id),
+                        from_track,
+                        from_mid_ns,
+                        graph,
+                    });
+                }
+                // A launch of one kernel is done; a graph's may have more to come.
+                if !graph {
+                    launch.remove();
+                }
             }
-            // A launch of one kernel is done; a graph's may have more to come.
-            if !graph {
-                self.pending.remove(&key);
+            Entry::Vacant(_) => {
+                if let Some(join) = &mut self.join {
+                    join.unmatched.insert(unmatched_key(pid, k));
+                }
             }
         }
         if let Some(join) = &mut self.join {
