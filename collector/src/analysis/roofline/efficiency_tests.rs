@@ -407,6 +407,32 @@ fn peaks_file_changes_the_ceilings() {
 }
 
 #[test]
+fn a_utilization_over_the_peak_is_marked_and_explained() {
+    // A BF16 peak of 400 TFLOP/s: flash_fwd_kernel's 494.7 TFLOP/s is 123.7% of it.
+    let o = super::super::peaks::parse_overrides(
+        "[[gpu]]\nname = \"NVIDIA H100 80GB HBM3\"\nbf16 = 400\n",
+        "p.toml",
+    )
+    .unwrap();
+    let records = session();
+    let s = crate::analysis::summarize(&records);
+    let over = crate::output::report::table_with(&s, Some(&efficiency(&records, &o)), None);
+    let flash = over
+        .lines()
+        .find(|l| l.contains("BF16 tensor") && l.ends_with("  flash_fwd_kernel"))
+        .unwrap();
+    assert!(flash.contains("  494.70T  123.7!   59.7  "), "{flash}");
+    assert!(
+        over.contains("\n  (!: over 100% of the peak: the peak is too low for these kernels"),
+        "{over}"
+    );
+    // Under the peaks, neither the mark nor its legend.
+    let e = efficiency(&records, &Overrides::default());
+    let under = crate::output::report::table_with(&s, Some(&e), None);
+    assert!(!under.contains('!'), "{under}");
+}
+
+#[test]
 fn graph_replays_count_each_call() {
     use wire::testing::{cloned, graph_kernel, graph_node};
     let records: Vec<(u32, Record)> = vec![

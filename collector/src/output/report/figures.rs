@@ -40,6 +40,25 @@ pub fn pct_of(f: Option<f64>) -> String {
     or_dash(f.map(|f| format!("{:.1}", f * 100.0)))
 }
 
+/// What ends a utilization (MFU, HFU, MBU) over 100%: more work was counted than the
+/// peak allows in the time measured ([`OVER_PEAK_LEGEND`]).
+const OVER_PEAK_MARK: &str = "!";
+
+/// The legend of [`OVER_PEAK_MARK`], under the roofline's first title.
+pub const OVER_PEAK_LEGEND: &str =
+    "  (!: over 100% of the peak: the peak is too low for these kernels (a \
+    2:4-sparse GEMM runs at up to twice\n   the dense peak; another clock or GPU model: --peaks) \
+    or more FLOPs or bytes were counted than ran)\n";
+
+/// A utilization (MFU, HFU, MBU) as [`pct_of`] does, marked [`OVER_PEAK_MARK`] over
+/// 100%.
+pub fn utilization_of(f: Option<f64>) -> String {
+    match f {
+        Some(u) if u > 1.0 => format!("{}{OVER_PEAK_MARK}", pct_of(f)),
+        _ => pct_of(f),
+    }
+}
+
 /// A fraction as a percentage rounded to two decimals, for CSV and JSON.
 pub fn pct_value(f: Option<f64>) -> Value {
     json!(f.map(|f| (f * 10_000.0).round() / 100.0))
@@ -47,9 +66,12 @@ pub fn pct_value(f: Option<f64>) -> Value {
 
 /// What the roofline's and the fitted table's marks mean (`report --help`).
 pub const MARKS_HELP: &str = "\
-Marks on DRAM bytes, AI and MBU (the roofline) and on fitted values:
+Marks on DRAM bytes, AI, MFU, HFU and MBU (the roofline) and on fitted values:
   ~       fitted to PM sampling windows (GPUPROF_COUNTERS=sampling, or CUDA graph
           launches after the hand-over), not measured per kernel
+  !       over 100% of the peak: the peak is too low for those kernels (a 2:4-sparse
+          GEMM runs at up to twice the dense peak; another clock or GPU model:
+          --peaks) or more FLOPs or bytes were counted than ran
   ≥ ≤     the windows determined a class's DRAM reads and not its writes: bytes and
           MBU count the reads alone (a lower bound), AI is an upper bound
   ± x     in \"Counter samples fitted by kernel class\": 2 standard errors of the fit

@@ -5,8 +5,12 @@
 
 use serde_json::{json, Value};
 
-use super::cells::{drop_to_fit, fit_last_column, grid, micros, note_left_out, pct, wrapped};
-use super::figures::{intensity, legend, marked, marked_ai, or_dash, pct_of, pct_value, si};
+use super::cells::{
+    drop_to_fit, fit_last_column, grid, micros, note_left_out, pct, wrapped, TimeUnit,
+};
+use super::figures::{
+    intensity, legend, marked, marked_ai, or_dash, pct_of, pct_value, si, utilization_of,
+};
 use crate::analysis::rollup::{FlopTotals, Rollup};
 
 /// What the rollup tables' utilizations are, under the first of them.
@@ -63,12 +67,18 @@ const COLUMNS: [Column; 11] = [
         covered(marked(si(r.bytes), r.bytes_source), r.bytes_ns, r.gpu_ns)
     }),
     ("MBU %", |r, _| {
-        covered(marked(pct_of(r.mbu), r.bytes_source), r.mbu_ns, r.gpu_ns)
+        covered(
+            marked(utilization_of(r.mbu), r.bytes_source),
+            r.mbu_ns,
+            r.gpu_ns,
+        )
     }),
     ("model AI", |r, _| ai(&r.model, r)),
     ("hw AI", |r, _| ai(&r.hw, r)),
 ];
 
+/// The GPU time's column, whose unit is the table's ([`TimeUnit::for_column`]).
+const GPU_COLUMN: usize = 1;
 /// The column MFU over wall time follows, in tables that have it.
 const MFU_COLUMN: usize = 4;
 /// Columns [`drop_to_fit`] leaves out first (indices into [`COLUMNS`]): the time
@@ -76,7 +86,7 @@ const MFU_COLUMN: usize = 4;
 const DROPPABLE: [usize; 3] = [2, 10, 9];
 
 fn utilization(f: &FlopTotals, gpu_ns: u64) -> String {
-    covered(pct_of(f.mfu), f.mfu_ns, gpu_ns)
+    covered(utilization_of(f.mfu), f.mfu_ns, gpu_ns)
 }
 
 fn ai(f: &FlopTotals, r: &Rollup) -> String {
@@ -98,6 +108,12 @@ pub(super) fn rollup_grid(
         .iter()
         .map(|r| COLUMNS.iter().map(|(_, cell)| cell(r, kernel_ns)).collect())
         .collect();
+    // A long run's GPU time in ms or s, so that the row fits the terminal.
+    let unit = TimeUnit::for_column(rows.iter().map(|r| r.gpu_ns).max().unwrap_or(0));
+    headers[GPU_COLUMN] = format!("GPU {}", unit.name());
+    for (row, r) in cells.iter_mut().zip(rows) {
+        row[GPU_COLUMN] = unit.show(r.gpu_ns);
+    }
     let mut droppable = DROPPABLE.to_vec();
     if wall {
         headers[MFU_COLUMN] = "MFU busy %".to_string();

@@ -7,9 +7,11 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use super::cells::{
-    fit_last_column, grid, micros, pct, plural, shown_rows, value, wrapped, CsvTables, Names,
+    fit_last_column, grid, pct, plural, shown_rows, value, wrapped, CsvTables, Names, TimeUnit,
 };
-use super::figures::{intensity, legend, marked, marked_ai, or_dash, pct_of, pct_value, si};
+use super::figures::{
+    intensity, legend, marked, marked_ai, or_dash, pct_value, si, utilization_of, OVER_PEAK_LEGEND,
+};
 use super::rollups::{rollup_grid, rollup_json, rollup_legend, ROLLUP_COLUMNS};
 use crate::analysis::precision::Math;
 use crate::analysis::rollup::{BytesSource, FlopSource};
@@ -33,10 +35,31 @@ fn point_cells(p: &Point, bytes: Option<BytesSource>) -> Vec<String> {
     vec![
         marked_ai(or_dash(p.intensity.map(intensity)), bytes),
         or_dash(p.achieved.map(si)),
-        pct_of(p.mfu),
-        marked(pct_of(p.mbu), bytes),
+        utilization_of(p.mfu),
+        marked(utilization_of(p.mbu), bytes),
         or_dash(bound.map(str::to_string)),
     ]
+}
+
+/// A kernel's or shape's name, with its GPU's when the session has several.
+fn label_of(e: &Efficiency, name: &str, gpu: &str) -> String {
+    if e.gpus.len() > 1 {
+        format!("{name} [{gpu}]")
+    } else {
+        name.to_string()
+    }
+}
+
+/// Whether a utilization anywhere in the roofline's tables is over 100%.
+fn over_peak(e: &Efficiency) -> bool {
+    let over = |u: Option<f64>| u.is_some_and(|u| u > 1.0);
+    let points = e.kernels.iter().map(|k| &k.point);
+    let mut points = points.chain(e.shapes.iter().map(|s| &s.point));
+    let rollups = e.families.iter().chain(&e.ranges).chain(&e.ranks);
+    points.any(|p| over(p.mfu) || over(p.mbu))
+        || rollups
+            .chain(std::iter::once(&e.run))
+            .any(|r| over(r.model.mfu) || over(r.hw.mfu) || over(r.mbu))
 }
 
 /// What kernel and GEMM-shape rows share: the math whose peak applies, DRAM bytes
@@ -109,19 +132,18 @@ pub(super) fn roofline_table(
     names: &Names,
 ) {
     let many_gpus = e.gpus.len() > 1;
-    let label = |name: &str, gpu: &str| {
-        if many_gpus {
-            format!("{name} [{gpu}]")
-        } else {
-            name.to_string()
-        }
-    };
     out.push_str(
         "\nRoofline by kernel (FLOPs: GEMM shapes; hw: counters, * where AI, FLOP/s and MFU use \
          them; AI in FLOP/byte)\n",
     );
     let kernels = shown_rows(&e.kernels, top);
     out.push_str(&legend(kernels.iter().map(|k| k.bytes_source)));
+    if over_peak(e) {
+        out.push_str(OVER_PEAK_LEGEND);
+    }
+    // A long run's GPU time in ms or s, so that the row fits the terminal.
+    let unit = TimeUnit::for_column(kernels.iter().map(|k| k.gpu_ns).max().unwrap_or(0));
+    let gpu_header = format!("GPU {}", unit.name());
     let mut rows: Vec<Vec<String>> = kernels
         .iter()
         .map(|k: &KernelRow| {
@@ -133,7 +155,12 @@ pub(super) fn roofline_table(
                     .map(|f| format!("{}{}", si(f), if hw_used { "*" } else { "" })),
             );
             let bytes = marked(or_dash(k.bytes.map(si)), k.bytes_source);
-            let mut row = vec![micros(k.gpu_ns), or_dash(k.model_flops.map(si)), hw, bytes];
+            let mut row = vec![
+                unit.show(k.gpu_ns),
+                or_dash(k.model_flops.map(si)),
+                hw,
+                bytes,
+            ];
             row.extend(point_cells(&k.point, k.bytes_source));
             row.push(or_dash(k.math.map(|m| m.to_string())));
             if many_gpus {
@@ -146,7 +173,7 @@ pub(super) fn roofline_table(
     let gpu_column: &[(&str, bool)] = if many_gpus { &[("gpu", false)] } else { &[] };
     let columns = [
         &[
-            ("GPU µs", true),
+            (gpu_header.as_str(), true),
             ("FLOPs", true),
             ("hw FLOPs", true),
             ("DRAM bytes", true),
@@ -165,52 +192,7 @@ pub(super) fn roofline_table(
         );
     }
 
-    if !e.shapes.is_empty() {
-        out.push_str(
-            "\nRoofline by GEMM shape (tokens x out x in x batch: cuBLAS's N x M x K as \
-             PyTorch calls it; types; op(A) op(B))\n",
-        );
-        out.push_str(&legend(e.shapes.iter().map(|s| s.bytes_source)));
-        let shapes = shown_rows(&e.shapes, top);
-        let mut rows: Vec<Vec<String>> = shapes
-            .iter()
-            .map(|s: &ShapeRow| {
-                let mut row = vec![s.calls.to_string(), micros(s.gpu_ns), si(s.model_flops)];
-                row.extend(point_cells(&s.point, s.bytes_source));
-                row.push(label(&s.shape.label_as_read(), &s.gpu));
-                row
-            })
-            .collect();
-        let columns = [
-            &[("calls", true), ("GPU µs", true), ("model FLOPs", true)][..],
-            &POINT_COLUMNS,
-            &[("shape", false)],
-        ];
-        let mut text = String::new();
-        grid_columns(&mut text, &columns.concat(), &mut rows, true);
-        // Each row, then why it is where it is (analysis::roofline::verdict).
-        let mut lines = text.lines();
-        if let Some(header) = lines.next() {
-            let _ = writeln!(out, "{header}");
-        }
-        for (line, s) in lines.zip(shapes) {
-            let _ = writeln!(out, "{line}");
-            for v in &s.verdicts {
-                wrapped(out, 9, &format!("└ {}", v.text));
-            }
-        }
-        let rest = &e.shapes[shapes.len()..];
-        if !rest.is_empty() {
-            let gpu_ns = rest.iter().fold(0u64, |t, s| t.saturating_add(s.gpu_ns));
-            let _ = writeln!(
-                out,
-                "  ... {} more GEMM shapes, {} calls, {}% of GPU time (--top 0 shows all)",
-                rest.len(),
-                rest.iter().map(|s| s.calls).sum::<u64>(),
-                pct(gpu_ns, kernel_ns)
-            );
-        }
-    }
+    shapes_table(out, e, kernel_ns, top);
 
     out.push_str("\nRoofline by kernel family\n");
     rollup_legend(out);
@@ -239,6 +221,70 @@ pub(super) fn roofline_table(
         );
     }
 
+    missing_table(out, e, top, names);
+}
+
+/// The GEMM shapes' section of [`roofline_table`]: the first `top` by GPU time, each
+/// with its verdicts, and the others counted.
+fn shapes_table(out: &mut String, e: &Efficiency, kernel_ns: u64, top: Option<usize>) {
+    let label = |name: &str, gpu: &str| label_of(e, name, gpu);
+    if !e.shapes.is_empty() {
+        out.push_str(
+            "\nRoofline by GEMM shape (tokens x out x in x batch: cuBLAS's N x M x K as \
+             PyTorch calls it; types; op(A) op(B))\n",
+        );
+        out.push_str(&legend(e.shapes.iter().map(|s| s.bytes_source)));
+        let shapes = shown_rows(&e.shapes, top);
+        let unit = TimeUnit::for_column(shapes.iter().map(|s| s.gpu_ns).max().unwrap_or(0));
+        let gpu_header = format!("GPU {}", unit.name());
+        let mut rows: Vec<Vec<String>> = shapes
+            .iter()
+            .map(|s: &ShapeRow| {
+                let mut row = vec![s.calls.to_string(), unit.show(s.gpu_ns), si(s.model_flops)];
+                row.extend(point_cells(&s.point, s.bytes_source));
+                row.push(label(&s.shape.label_as_read(), &s.gpu));
+                row
+            })
+            .collect();
+        let columns = [
+            &[
+                ("calls", true),
+                (gpu_header.as_str(), true),
+                ("model FLOPs", true),
+            ][..],
+            &POINT_COLUMNS,
+            &[("shape", false)],
+        ];
+        let mut text = String::new();
+        grid_columns(&mut text, &columns.concat(), &mut rows, true);
+        // Each row, then why it is where it is (analysis::roofline::verdict).
+        let mut lines = text.lines();
+        if let Some(header) = lines.next() {
+            let _ = writeln!(out, "{header}");
+        }
+        for (line, s) in lines.zip(shapes) {
+            let _ = writeln!(out, "{line}");
+            for v in &s.verdicts {
+                wrapped(out, 9, &format!("└ {}", v.text));
+            }
+        }
+        let rest = &e.shapes[shapes.len()..];
+        if !rest.is_empty() {
+            let gpu_ns = rest.iter().fold(0u64, |t, s| t.saturating_add(s.gpu_ns));
+            let _ = writeln!(
+                out,
+                "  ... {} more GEMM shapes, {} calls, {}% of GPU time (--top 0 shows all)",
+                rest.len(),
+                rest.iter().map(|s| s.calls).sum::<u64>(),
+                pct(gpu_ns, kernel_ns)
+            );
+        }
+    }
+}
+
+/// What the roofline could not give, and why: the first `top` lines.
+fn missing_table(out: &mut String, e: &Efficiency, top: Option<usize>, names: &Names) {
+    let label = |name: &str, gpu: &str| label_of(e, name, gpu);
     if !e.missing.is_empty() {
         out.push_str("\nRoofline values missing\n");
         let missing = shown_rows(&e.missing, top);

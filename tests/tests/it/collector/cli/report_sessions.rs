@@ -195,7 +195,7 @@ fn ranks_are_reported_together_and_kept_apart() {
 }
 
 /// `report --help` says what every mark on a roofline or fitted value means (`~`,
-/// `≥ ≤`, `±`), and fits a 100-column terminal.
+/// `!`, `≥ ≤`, `±`), and fits a 100-column terminal.
 #[test]
 fn report_help_explains_every_mark_and_fits_the_terminal() {
     let o = gpuprof_command()
@@ -205,8 +205,9 @@ fn report_help_explains_every_mark_and_fits_the_terminal() {
     assert_eq!(o.status.code(), Some(0));
     let help = String::from_utf8(o.stdout).expect("UTF-8");
     for line in [
-        "Marks on DRAM bytes, AI and MBU (the roofline) and on fitted values:",
+        "Marks on DRAM bytes, AI, MFU, HFU and MBU (the roofline) and on fitted values:",
         "  ~       fitted to PM sampling windows",
+        "  !       over 100% of the peak: the peak is too low for those kernels",
         "  ≥ ≤     the windows determined a class's DRAM reads and not its writes",
         "  ± x     in \"Counter samples fitted by kernel class\": 2 standard errors",
     ] {
