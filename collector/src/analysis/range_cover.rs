@@ -302,17 +302,10 @@ impl RangeCover {
     /// and start/end together, in order of start (an instance started earlier, or at
     /// the same time but before, encloses a later one). Unlike [`RangeCover::cover`],
     /// an instance still open when the kernel is finalized encloses it: this is where
-    /// the kernel was launched, whether or not its range ever ends.
-    pub fn enclosing(&self, pid: u32, launch: Option<(u64, u64)>, gpu_start_ns: u64) -> Vec<usize> {
-        let mut path = Vec::new();
-        self.enclosing_into(pid, launch, gpu_start_ns, &mut Vec::new(), &mut path);
-        path
-    }
-
-    /// [`RangeCover::enclosing`] into `path` (cleared first), with `found` for the
-    /// instances on the way: for a caller that keeps both from kernel to kernel
-    /// rather than allocate two vectors for each.
-    pub fn enclosing_into(
+    /// the kernel was launched, whether or not its range ever ends. Into `path`
+    /// (cleared first), with `found` for the instances on the way: the caller keeps
+    /// both from kernel to kernel rather than allocate two vectors for each.
+    pub fn enclosing(
         &self,
         pid: u32,
         launch: Option<(u64, u64)>,

@@ -62,7 +62,7 @@ impl Stacks {
             std::mem::take(&mut self.found),
             std::mem::take(&mut self.path),
         );
-        ranges.enclosing_into(pid, launch, gpu_start_ns, &mut found, &mut path);
+        ranges.enclosing(pid, launch, gpu_start_ns, &mut found, &mut path);
         self.add(class, &path, ns, bytes);
         (self.found, self.path) = (found, path);
     }

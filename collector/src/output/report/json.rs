@@ -74,8 +74,10 @@ pub fn members<'a>(
             launch_shape_json(&s.launch_shapes, s.kernel_ns, top)
         }));
     }
-    if let Some(v) = api_calls_json(&s.api_calls) {
-        out.push(member("api_calls", || v));
+    if !s.api_calls.is_empty() {
+        out.push(member("api_calls", || {
+            api_calls_json(&s.api_calls).unwrap_or(Value::Null)
+        }));
     }
     if let Some(e) = roofline.filter(|e| e.any()) {
         out.push(member("roofline", move || roofline_json(e, top)));
